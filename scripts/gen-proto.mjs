@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Generates src/gen from proto/ with buf and the local ts-proto plugin.
+// `--check` regenerates into a temp dir and fails when src/gen differs (stale generated code).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, mkdirSync, cpSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const check = process.argv.includes('--check');
+const out = mkdtempSync(join(tmpdir(), 'herald-gen-'));
+const buf = join(root, 'node_modules', '.bin', 'buf');
+
+function listFiles(dir) {
+  if (!existsSync(dir)) return [];
+  const files = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) files.push(...listFiles(p));
+    else files.push(p);
+  }
+  return files;
+}
+
+try {
+  execFileSync(buf, ['generate', '--template', 'buf.gen.yaml', '-o', out], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  const fresh = join(out, 'src', 'gen');
+  const target = join(root, 'src', 'gen');
+  if (check) {
+    const a = listFiles(fresh).map((f) => relative(fresh, f)).sort();
+    const b = listFiles(target).map((f) => relative(target, f)).filter((f) => f.endsWith('.ts')).sort();
+    const problems = [];
+    for (const f of a) {
+      if (!b.includes(f)) problems.push(`missing ${f}`);
+      else if (readFileSync(join(fresh, f), 'utf8') !== readFileSync(join(target, f), 'utf8')) problems.push(`differs ${f}`);
+    }
+    for (const f of b) if (!a.includes(f)) problems.push(`extra ${f}`);
+    if (problems.length) {
+      console.error(`src/gen is stale against proto/ (${problems.join('; ')}).\nFix: run \`npm run proto\` and commit src/gen.`);
+      process.exit(1);
+    }
+    console.log('src/gen is current with proto/');
+  } else {
+    rmSync(target, { recursive: true, force: true });
+    mkdirSync(target, { recursive: true });
+    cpSync(fresh, target, { recursive: true });
+    console.log(`generated ${listFiles(target).length} files into src/gen`);
+  }
+} finally {
+  rmSync(out, { recursive: true, force: true });
+}

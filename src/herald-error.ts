@@ -1,0 +1,55 @@
+// Typed errors with stable codes. Every layer throws HeraldError; src/server/grpc-status-map.ts
+// is the one table that turns a code into a gRPC status.
+
+export type ErrorCode =
+  // Bad input (INVALID_ARGUMENT)
+  | 'INVALID_ID'
+  | 'INVALID_SPEC'
+  | 'INVALID_CRON'
+  | 'UNKNOWN_TIME_ZONE'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'INVALID_ARGUMENT'
+  // Lookups and conflicts
+  | 'JOB_NOT_FOUND'
+  | 'RUN_NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'VERSION_MISMATCH'
+  | 'INVALID_STATE'
+  | 'STALE_FENCING_TOKEN'
+  // Limits
+  | 'LIMIT_EXCEEDED'
+  // Cluster availability
+  | 'NOT_LEADER'
+  | 'NO_LEADER'
+  | 'PROPOSAL_TIMEOUT'
+  | 'OUTCOME_UNKNOWN'
+  | 'SHUTTING_DOWN'
+  | 'NOT_READY'
+  // Storage and identity
+  | 'CORRUPT_STORAGE'
+  | 'CLUSTER_MISMATCH'
+  | 'INTERNAL';
+
+export interface HeraldErrorDetails {
+  /** The leader's node id and client address, for NOT_LEADER. */
+  leaderId?: string;
+  leaderAddress?: string;
+  /** The field a validation error is about, e.g. "spec.schedule.cron.expression". */
+  field?: string;
+  [key: string]: unknown;
+}
+
+export class HeraldError extends Error {
+  override readonly name = 'HeraldError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: HeraldErrorDetails = {},
+  ) {
+    super(message);
+  }
+}
+
+export function isHeraldError(e: unknown, code?: ErrorCode): e is HeraldError {
+  return e instanceof HeraldError && (code === undefined || e.code === code);
+}

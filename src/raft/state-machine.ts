@@ -1,0 +1,31 @@
+import type { Entry, SnapshotMeta } from './types.js';
+
+/**
+ * What the Raft runtime drives. Implemented by the scheduler FSM (src/fsm) and by a small
+ * key-value machine used in Raft tests.
+ *
+ * Contract:
+ * - `apply` receives committed entries in log order, exactly once each across restarts: the
+ *   implementation writes its changes and the new applied index in one atomic LevelDB batch.
+ *   It returns one encoded result per entry (empty for no-op and config entries).
+ * - `apply` is deterministic (DESIGN I5): no wall clock, randomness or I/O besides its batch.
+ * - `snapshot` opens a consistent point-in-time view (a LevelDB snapshot) and streams it as
+ *   chunks without copying the whole state into memory; `restore` replaces the whole state.
+ */
+export interface StateMachine {
+  apply(entries: readonly Entry[]): Promise<Uint8Array[]>;
+  /** The index of the last entry applied (0 when fresh). */
+  appliedIndex(): Promise<number>;
+  snapshot(): Promise<SnapshotSource>;
+  restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void>;
+  /** A digest of the whole state (tests compare replicas with it). */
+  stateHash(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface SnapshotSource {
+  /** The applied index (and its term, filled by the runtime) the view reflects. */
+  readonly appliedIndex: number;
+  chunks(): AsyncIterable<Uint8Array>;
+  close(): Promise<void>;
+}
