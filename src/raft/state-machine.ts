@@ -18,6 +18,12 @@ export interface StateMachine {
   appliedIndex(): Promise<number>;
   snapshot(): Promise<SnapshotSource>;
   restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void>;
+  /**
+   * Makes every applied batch durable (one synced write). `apply` batches may be written
+   * without fsync because the log is the durable record; the runtime calls `sync` before it
+   * compacts the log past the applied index, and before it writes a snapshot marker.
+   */
+  sync(): Promise<void>;
   /** A digest of the whole state (tests compare replicas with it). */
   stateHash(): Promise<string>;
   close(): Promise<void>;
