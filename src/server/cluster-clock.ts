@@ -1,0 +1,76 @@
+/**
+ * Cluster time (DESIGN §5a): the time the leader fires by, which one skewed wall clock cannot move.
+ *
+ * The leader keeps, per voter, the wall clock that voter last reported (in a heartbeat response)
+ * together with the round trip and the leader's monotonic time of receipt. A voter's current wall
+ * time is estimated as reported + rtt/2 + (monotonic time elapsed since receipt). Cluster time is the
+ * lower median of the fresh estimates (the leader's own wall clock included) and requires a quorum
+ * of fresh estimates; it never runs backwards. With 3 voters one bad clock — the leader's own
+ * included — sits at an end of the sorted estimates and is never chosen; with only two fresh
+ * estimates the lower one wins, so a clock jumping forward cannot make runs fire early.
+ */
+export interface Clock {
+  nowMs(): number;
+}
+
+export interface ClusterClockOptions {
+  selfId: string;
+  voters: readonly string[];
+  /** This node's wall clock (in tests it may carry an injected offset). */
+  wall: Clock;
+  /** This node's monotonic clock. */
+  monotonic: Clock;
+  /** Samples older than this (monotonic ms) are not used; typically an election timeout. */
+  maxSampleAgeMs: number;
+}
+
+interface Sample {
+  wallMs: number;
+  rttMs: number;
+  receivedAtMonoMs: number;
+}
+
+export class ClusterClock {
+  private readonly samples = new Map<string, Sample>();
+  private lastMs = 0;
+
+  constructor(private readonly options: ClusterClockOptions) {}
+
+  /** Records a voter's wall clock as reported in a response that took rttMs to come back. */
+  observe(peerId: string, peerWallMs: number, rttMs: number): void {
+    if (peerId === this.options.selfId || !this.options.voters.includes(peerId)) return;
+    if (!Number.isFinite(peerWallMs) || peerWallMs <= 0) return;
+    const rtt = Number.isFinite(rttMs) && rttMs >= 0 ? rttMs : 0;
+    this.samples.set(peerId, { wallMs: peerWallMs, rttMs: rtt, receivedAtMonoMs: this.options.monotonic.nowMs() });
+  }
+
+  /** Forgets all samples (on losing leadership: a new term starts from fresh reports). */
+  reset(): void {
+    this.samples.clear();
+  }
+
+  /**
+   * The cluster time, or undefined while fewer than a quorum of voters have fresh estimates.
+   * Never smaller than a value returned before.
+   */
+  nowMs(): number | undefined {
+    const mono = this.options.monotonic.nowMs();
+    const estimates = [this.options.wall.nowMs()];
+    for (const [, s] of this.samples) {
+      const age = mono - s.receivedAtMonoMs;
+      if (age > this.options.maxSampleAgeMs) continue;
+      estimates.push(s.wallMs + s.rttMs / 2 + age);
+    }
+    const quorum = Math.floor(this.options.voters.length / 2) + 1;
+    if (estimates.length < quorum) return undefined;
+    estimates.sort((a, b) => a - b);
+    const lowerMedian = estimates[Math.floor((estimates.length - 1) / 2)]!;
+    this.lastMs = Math.max(this.lastMs, Math.floor(lowerMedian));
+    return this.lastMs;
+  }
+
+  /** The last cluster time handed out (0 before the first). */
+  get lastKnownMs(): number {
+    return this.lastMs;
+  }
+}
