@@ -1,0 +1,43 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createNodeMetrics } from '../../src/server/metrics.js';
+import { startMetricsServer } from '../../src/server/metrics-http.js';
+
+describe('metrics endpoint', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await close?.();
+    close = undefined;
+  });
+
+  it('serves every listed metric over HTTP with the node label', async () => {
+    const m = createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false });
+    m.raftTerm.set(3);
+    m.fireLateness.observe(0.012);
+    m.runsByState.set({ state: 'RUNNING' }, 4);
+    const srv = await startMetricsServer(m.registry, '127.0.0.1', 0);
+    close = srv.close;
+    const res = await fetch(`http://127.0.0.1:${srv.port}/metrics`);
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    for (const name of [
+      'herald_raft_term',
+      'herald_raft_commit_index',
+      'herald_raft_applied_index',
+      'herald_raft_leader_changes_total',
+      'herald_raft_proposals_total',
+      'herald_raft_proposal_latency_seconds',
+      'herald_runs',
+      'herald_fire_lateness_seconds',
+      'herald_lease_expiries_total',
+      'herald_workers_connected',
+      'herald_missed_slots_total',
+    ]) {
+      expect(body).toContain(`# TYPE ${name} `);
+    }
+    expect(body).toContain('herald_raft_term{node="n1"} 3');
+    expect(body).toContain('herald_runs{state="RUNNING",node="n1"} 4');
+    expect(body).toMatch(/herald_fire_lateness_seconds_bucket\{le="0.025",node="n1"\} 1/);
+    const missing = await fetch(`http://127.0.0.1:${srv.port}/other`);
+    expect(missing.status).toBe(404);
+  });
+});
