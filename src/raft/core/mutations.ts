@@ -1,0 +1,25 @@
+// Deliberate bugs in the core, enabled only by the simulator and the negative-control tests to
+// show that the checkers catch each class of safety violation. Never set in production.
+
+export type CoreMutation =
+  /** Commit an index as soon as a majority has it, even if its entry is from an older term (Figure 8). */
+  | 'commit-previous-term'
+  /** Mark term/vote changes as not needing fsync, so a reply can outlive a crash that loses them. */
+  | 'reply-before-sync'
+  /** Grant a vote to any candidate of the current term, even after voting for another. */
+  | 'double-vote'
+  /** Accept appends without checking that the previous entry's term matches. */
+  | 'skip-log-matching'
+  /** Grant votes without checking that the candidate's log is at least as up to date. */
+  | 'skip-up-to-date-check'
+  /** Answer ReadIndex at once, without confirming leadership with a heartbeat round. */
+  | 'read-index-no-confirm';
+
+export const ALL_MUTATIONS: readonly CoreMutation[] = [
+  'commit-previous-term',
+  'reply-before-sync',
+  'double-vote',
+  'skip-log-matching',
+  'skip-up-to-date-check',
+  'read-index-no-confirm',
+];
