@@ -1,0 +1,113 @@
+// The next slot of a cron schedule: cron fields evaluated on LOCAL wall time, and wall times
+// resolved to instants by our own DST policy (not a date library's), so that it is exact and the
+// same on every replica.
+//
+// We walk the timeline in "segments": maximal instant ranges [a, b) with one constant UTC offset o.
+// Inside a segment the wall times [a+o, b+o) map one-to-one onto instants (instant = wall − o), so
+// the first matching wall time gives the first slot. Transitions between segments are where the
+// policy applies:
+//   - spring forward at b (offset grows): wall times [b+oBefore, b+oAfter) do not exist. Under
+//     SHIFT_FORWARD, if any of them matches, the slot is b itself — the first valid instant after
+//     the gap — once, however many skipped wall times matched (`*/15` in the gap hour). Under SKIP
+//     they do not fire.
+//   - fall back at b (offset shrinks): wall times [b+oAfter, b+oBefore) occur twice, at the end of
+//     the segment before b and at the start of the segment after it. FIRST drops them from the
+//     later segment, LAST from the earlier one, BOTH keeps both.
+// Since segments are visited in instant order and each yields instants in order, the first
+// candidate found is the answer.
+import { DstFoldPolicy, DstGapPolicy, type DstPolicy } from '../../gen/herald/v1/job.js';
+import type { CronExpression } from './cron-expression.js';
+import { nextWallMatch } from './cron-wall-match.js';
+import type { Transition, ZoneRules } from './zone-rules.js';
+
+/**
+ * How far ahead a search looks for the next slot. Validation rejects expressions that never
+ * match; the sparsest valid ones (Feb 29) recur within 8 years (2096 → 2104).
+ */
+const HORIZON_YEARS = 10;
+/** Instants before this are treated as this: 0 means "unset" in our API and pre-1970 is moot. */
+const MIN_INSTANT = 0;
+/** Far enough for any schedule, early enough for Date and Intl to behave (year 9999). */
+export const MAX_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59);
+
+export interface ResolvedDst {
+  readonly shiftForward: boolean;
+  readonly fold: 'first' | 'last' | 'both';
+}
+
+export function resolveDstPolicy(dst: DstPolicy | undefined): ResolvedDst {
+  const fold =
+    dst?.fold === DstFoldPolicy.DST_FOLD_POLICY_LAST
+      ? 'last'
+      : dst?.fold === DstFoldPolicy.DST_FOLD_POLICY_BOTH
+        ? 'both'
+        : 'first';
+  return { shiftForward: dst?.gap !== DstGapPolicy.DST_GAP_POLICY_SKIP, fold };
+}
+
+/**
+ * The first slot of `cron` in `zone` strictly after `afterMs` and before `untilMs` (exclusive),
+ * or undefined. Slots are whole seconds.
+ */
+export function nextCronSlot(
+  cron: CronExpression,
+  zone: ZoneRules,
+  dst: ResolvedDst,
+  afterMs: number,
+  untilMs: number,
+): number | undefined {
+  let cur = Math.max(MIN_INSTANT, Math.floor(afterMs / 1000) * 1000 + 1000);
+  const until = Math.min(untilMs, MAX_INSTANT, cur + HORIZON_YEARS * 366 * 86_400_000);
+  const maxYear = new Date(until).getUTCFullYear() + 1;
+
+  // A spring-forward transition exactly at `cur` puts its shifted slot at `cur`.
+  const atCur = zone.lastTransitionAtOrBefore(cur);
+  if (atCur !== undefined && atCur.at === cur && gapFires(cron, dst, atCur, maxYear)) {
+    return cur < until ? cur : undefined;
+  }
+
+  while (cur < until) {
+    const offset = zone.offsetAt(cur);
+    const next = zone.nextTransitionAfter(cur, until);
+    const segEnd = next?.at ?? until;
+    const wallEnd = segEnd + offset;
+
+    // Wall-time ranges of this segment that the fold policy excludes.
+    let dropFrom = Infinity;
+    let dropTo = -Infinity;
+    if (dst.fold === 'first') {
+      const prev = zone.lastTransitionAtOrBefore(cur);
+      if (prev !== undefined && prev.offsetBefore > prev.offsetAfter) {
+        dropFrom = prev.at + prev.offsetAfter;
+        dropTo = prev.at + prev.offsetBefore;
+      }
+    } else if (dst.fold === 'last' && next !== undefined && next.offsetBefore > next.offsetAfter) {
+      dropFrom = next.at + next.offsetAfter;
+      dropTo = next.at + next.offsetBefore;
+    }
+
+    let wall = nextWallMatch(cron, cur + offset, maxYear);
+    while (wall !== undefined && wall < wallEnd) {
+      if (wall >= dropFrom && wall < dropTo) {
+        wall = nextWallMatch(cron, dropTo, maxYear);
+        continue;
+      }
+      const slot = wall - offset;
+      return slot < until ? slot : undefined;
+    }
+    if (wall === undefined || next === undefined) return undefined;
+
+    if (gapFires(cron, dst, next, maxYear)) return next.at < until ? next.at : undefined;
+    cur = next.at;
+  }
+  return undefined;
+}
+
+/** Whether a spring-forward transition produces a shifted slot at its instant. */
+function gapFires(cron: CronExpression, dst: ResolvedDst, tr: Transition, maxYear: number): boolean {
+  if (!dst.shiftForward || tr.offsetAfter <= tr.offsetBefore) return false;
+  const gapStart = tr.at + tr.offsetBefore;
+  const gapEnd = tr.at + tr.offsetAfter;
+  const m = nextWallMatch(cron, gapStart, maxYear);
+  return m !== undefined && m < gapEnd;
+}
