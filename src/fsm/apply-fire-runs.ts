@@ -1,0 +1,207 @@
+// Where slots become runs: fireRuns (the scheduler), triggerJob (manual) and backfillJob.
+//
+// A fire item (job, slot) means "the leader saw this slot due": every slot of the job from its
+// fire cursor (next_fire) up to max(slot, now) is handled in order, so a leader that was down
+// hands the whole gap to the misfire policy in one step. A slot below the cursor was handled
+// already: the item is a no-op (I1 — and the run id derived from (job, slot) makes a second run
+// impossible even if the cursor were wrong). The next fire time comes from the last slot handled,
+// never from now.
+import { JobState, MisfirePolicy, OverlapPolicy, type JobSpec } from '../gen/herald/v1/job.js';
+import { RunState } from '../gen/herald/v1/run.js';
+import type { ApplyTxn } from './apply-txn.js';
+import { asItemError } from './apply-jobs.js';
+import type { BackfillJobCommand, FireItem, FireRunsCommand, TriggerJobCommand } from './commands.js';
+import { triggerIdemKey } from './key-layout.js';
+import { lookupIdem, storeIdem } from './idempotency.js';
+import type { JobRecord } from './records.js';
+import type { BackfillResult, CancelSignal, FireItemResult, FireResult, TriggerResult } from './results.js';
+import { addActive, cancelActiveRuns, itemError, newRun, overlapOf } from './run-transitions.js';
+import { backfillRunId, manualRunId, parseRunId, scheduledRunId } from './run-id.js';
+import { jitterOffsetMs, nextSlotAfter, slotsInRange } from './schedule/index.js';
+import { validateId, validateIdempotencyKey } from './validation.js';
+
+/** Slots handled per fire item; a longer gap continues with the next fire of the job. */
+export const MAX_SLOTS_PER_FIRE_ITEM = 1000;
+export const DEFAULT_MISFIRE_MAX_RUNS = 100;
+export const DEFAULT_BACKFILL_MAX_RUNS = 1000;
+export const MAX_BACKFILL_RUNS = 10_000;
+
+type SlotFate = { kind: 'run' } | { kind: 'missed'; reason: string };
+
+function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
+  return spec.misfirePolicy === MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED ? MisfirePolicy.MISFIRE_POLICY_RUN_ONCE : spec.misfirePolicy;
+}
+
+/** Decides per slot: run, or MISSED (starting deadline passed, or dropped by the misfire policy). */
+function slotFates(spec: JobSpec, slots: readonly number[], nowMs: number, thresholdMs: number, truncated: boolean): SlotFate[] {
+  const fates: SlotFate[] = slots.map(() => ({ kind: 'run' }));
+  const misfired: number[] = [];
+  slots.forEach((s, i) => {
+    if (spec.startingDeadlineMs > 0 && nowMs > s + spec.startingDeadlineMs) {
+      fates[i] = { kind: 'missed', reason: `not started within the starting deadline of ${spec.startingDeadlineMs} ms` };
+    } else if (nowMs > s + thresholdMs) {
+      misfired.push(i);
+    }
+  });
+  if (misfired.length === 0) return fates;
+  const policy = misfirePolicyOf(spec);
+  // Runs go to the latest misfired slots; with a truncated gap the latest are still to come.
+  let keep = 0;
+  if (!truncated && policy === MisfirePolicy.MISFIRE_POLICY_RUN_ONCE) keep = 1;
+  if (!truncated && policy === MisfirePolicy.MISFIRE_POLICY_RUN_ALL) keep = spec.misfireMaxRuns || DEFAULT_MISFIRE_MAX_RUNS;
+  const name = MisfirePolicy[policy];
+  misfired.slice(0, Math.max(0, misfired.length - keep)).forEach((i) => {
+    fates[i] = { kind: 'missed', reason: `misfired during downtime (${name})` };
+  });
+  return fates;
+}
+
+async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, signals: CancelSignal[]): Promise<FireItemResult> {
+  const empty = { created: [], missed: [], skipped: [] };
+  try {
+    validateId(item.jobId, 'job_id');
+  } catch (e) {
+    return { ...empty, error: asItemError(e), nextFireMs: 0 };
+  }
+  const rec = await txn.getJob(item.jobId);
+  if (!rec) return { ...empty, error: itemError('JOB_NOT_FOUND', `job "${item.jobId}" does not exist`), nextFireMs: 0 };
+  const job = rec.job;
+  const spec = job.spec;
+  if (job.state !== JobState.JOB_STATE_ACTIVE || !spec) {
+    return { ...empty, error: itemError('INVALID_STATE', `job "${item.jobId}" is ${JobState[job.state]}`, 'NOT_ACTIVE'), nextFireMs: 0 };
+  }
+  if (job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) {
+    return { ...empty, nextFireMs: job.nextFireUnixMs }; // already handled (I1)
+  }
+  const upTo = Math.max(item.slotMs, cmd.nowMs);
+  const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
+  const truncated = found.length > MAX_SLOTS_PER_FIRE_ITEM;
+  const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
+  const fates = slotFates(spec, slots, cmd.nowMs, cmd.misfireThresholdMs, truncated);
+  const out = { created: [] as string[], missed: [] as string[], skipped: [] as string[] };
+  const policy = overlapOf(spec);
+  await txn.prefetchRuns(slots.map((s) => ({ jobId: job.id, slotMs: s, suffix: '', kind: 'scheduled' as const })));
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i]!;
+    const id = scheduledRunId(job.id, slot);
+    const p = parseRunId(id)!;
+    if (await txn.getRun(p)) continue; // I1: a slot has at most one run, ever
+    const fate = fates[i]!;
+    if (fate.kind === 'missed') {
+      txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: slot, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason: fate.reason }));
+      out.missed.push(id);
+      continue;
+    }
+    let held = false;
+    if (rec.activeRunIds.length > 0) {
+      if (policy === OverlapPolicy.OVERLAP_POLICY_FORBID || (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && rec.heldRunId !== '')) {
+        const reason = `overlap policy ${OverlapPolicy[policy]}: run ${rec.activeRunIds[0]} is still active`;
+        txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: slot, nowMs: cmd.nowMs, state: RunState.RUN_STATE_SKIPPED, reason }));
+        out.skipped.push(id);
+        continue;
+      }
+      if (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE) held = true;
+      if (policy === OverlapPolicy.OVERLAP_POLICY_REPLACE) {
+        signals.push(...(await cancelActiveRuns(txn, rec, cmd.nowMs, `replaced by run ${id} (overlap policy REPLACE)`)).signals);
+      }
+    }
+    let scheduled = slot;
+    if (spec.jitterMs > 0) {
+      const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, job.createdUnixMs);
+      scheduled = slot + jitterOffsetMs(job.id, slot, spec.jitterMs, next);
+    }
+    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
+    addActive(rec, id);
+    if (held) rec.heldRunId = id;
+    out.created.push(id);
+  }
+  const last = slots.length > 0 ? slots[slots.length - 1]! : undefined;
+  if (last !== undefined) job.lastSlotUnixMs = last;
+  // No slot found at all means the cursor was not a slot (cannot happen unless the schedule math
+  // changed under a stored job): resynchronise from the cursor instead of looping on it.
+  const next = truncated
+    ? found[MAX_SLOTS_PER_FIRE_ITEM]
+    : nextSlotAfter(spec, last ?? job.nextFireUnixMs, job.createdUnixMs);
+  job.nextFireUnixMs = next ?? 0;
+  if (next === undefined) job.state = JobState.JOB_STATE_COMPLETED;
+  job.updatedUnixMs = cmd.nowMs;
+  txn.putJob(rec);
+  return { ...out, nextFireMs: job.nextFireUnixMs };
+}
+
+export async function applyFireRuns(txn: ApplyTxn, cmd: FireRunsCommand): Promise<FireResult> {
+  await txn.prefetchJobs(cmd.items.map((i) => i.jobId).filter((id) => id.length > 0 && id.length <= 128));
+  const signals: CancelSignal[] = [];
+  const items: FireItemResult[] = [];
+  for (const item of cmd.items) items.push(await fireItem(txn, cmd, item, signals));
+  return { type: 'fire', items, signals };
+}
+
+export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Promise<TriggerResult> {
+  try {
+    validateId(cmd.jobId, 'job_id');
+    validateIdempotencyKey(cmd.idempotencyKey);
+  } catch (e) {
+    return { type: 'trigger', error: asItemError(e), created: false };
+  }
+  const rec = await txn.getJob(cmd.jobId);
+  if (!rec) return { type: 'trigger', error: itemError('JOB_NOT_FOUND', `job "${cmd.jobId}" does not exist`), created: false };
+  const idemKey = cmd.idempotencyKey === '' ? undefined : triggerIdemKey(cmd.jobId, cmd.idempotencyKey);
+  if (idemKey) {
+    const prior = await lookupIdem(txn, idemKey, cmd.nowMs);
+    const p = prior && parseRunId(prior.target);
+    const run = p ? await txn.getRun(p) : undefined;
+    if (run) return { type: 'trigger', run: run.run, created: false };
+  }
+  // Manual runs ignore the overlap policy: an operator asked for this run explicitly.
+  const id = manualRunId(cmd.jobId, cmd.nowMs, rec.manualSeq);
+  rec.manualSeq += 1;
+  await txn.getRun(parseRunId(id)!);
+  const run = newRun(rec, { id, slotMs: cmd.nowMs, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, manual: true });
+  txn.putRun(run);
+  addActive(rec, id);
+  txn.putJob(rec);
+  if (idemKey) storeIdem(txn, idemKey, id, cmd.nowMs);
+  return { type: 'trigger', run: run.run, created: true };
+}
+
+/** States of a slot's scheduled run after which a backfill may still run the slot. */
+const NEVER_STARTED = new Set([RunState.RUN_STATE_MISSED, RunState.RUN_STATE_SKIPPED]);
+
+export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): Promise<BackfillResult> {
+  try {
+    validateId(cmd.jobId, 'job_id');
+  } catch (e) {
+    return { type: 'backfill', error: asItemError(e), runIds: [] };
+  }
+  if (!(cmd.fromMs < cmd.toMs) || cmd.fromMs < 0) {
+    return { type: 'backfill', error: itemError('INVALID_ARGUMENT', `from_unix_ms (${cmd.fromMs}) must be before to_unix_ms (${cmd.toMs})`), runIds: [] };
+  }
+  if (cmd.maxRuns > MAX_BACKFILL_RUNS) {
+    return { type: 'backfill', error: itemError('INVALID_ARGUMENT', `max_runs must be at most ${MAX_BACKFILL_RUNS}`), runIds: [] };
+  }
+  const rec = await txn.getJob(cmd.jobId);
+  if (!rec?.job.spec) return { type: 'backfill', error: itemError('JOB_NOT_FOUND', `job "${cmd.jobId}" does not exist`), runIds: [] };
+  const job = rec.job;
+  const spec = rec.job.spec;
+  const maxRuns = cmd.maxRuns || DEFAULT_BACKFILL_MAX_RUNS;
+  // Only the past, and only slots the scheduler will not fire itself (below an active job's cursor).
+  let upper = Math.min(cmd.toMs, cmd.nowMs + 1);
+  if (job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0) upper = Math.min(upper, job.nextFireUnixMs);
+  const slots = cmd.fromMs < upper ? slotsInRange(spec, cmd.fromMs, upper, job.createdUnixMs, maxRuns + 1) : [];
+  if (slots.length > maxRuns) {
+    return { type: 'backfill', error: itemError('LIMIT_EXCEEDED', `the range holds more than ${maxRuns} slots; narrow it or raise max_runs`), runIds: [] };
+  }
+  const runIds: string[] = [];
+  for (const slot of slots) {
+    const scheduled = await txn.getRun(parseRunId(scheduledRunId(job.id, slot))!);
+    if (scheduled && !NEVER_STARTED.has(scheduled.run.state)) continue;
+    const id = backfillRunId(job.id, slot);
+    if (await txn.getRun(parseRunId(id)!)) continue;
+    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, backfilled: true }));
+    addActive(rec, id);
+    runIds.push(id);
+  }
+  if (runIds.length > 0) txn.putJob(rec);
+  return { type: 'backfill', runIds };
+}

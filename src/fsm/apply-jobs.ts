@@ -1,0 +1,172 @@
+// Job commands: put (create), update, delete, pause, resume.
+import { Job, JobState, type JobSpec } from '../gen/herald/v1/job.js';
+import { HeraldError, isHeraldError } from '../herald-error.js';
+import type { ApplyTxn } from './apply-txn.js';
+import type { DeleteJobCommand, PauseJobCommand, PutJobCommand, ResumeJobCommand, UpdateJobCommand } from './commands.js';
+import { createIdemKey } from './key-layout.js';
+import { lookupIdem, storeIdem } from './idempotency.js';
+import type { JobRecord } from './records.js';
+import type { DeleteResult, ItemError, JobResult } from './results.js';
+import { cancelActiveRuns, itemError } from './run-transitions.js';
+import { parseRunId } from './run-id.js';
+import { nextSlotAfter } from './schedule/index.js';
+import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from './validation.js';
+
+/** Turns a validation HeraldError into an item error; anything else is a bug and propagates. */
+export function asItemError(e: unknown): ItemError {
+  if (isHeraldError(e)) return itemError(e.code, e.message, typeof e.details.field === 'string' ? e.details.field : '');
+  throw e;
+}
+
+/**
+ * The first slot of a schedule that starts (or restarts) at `nowMs`, never at or before
+ * `notAfterSlot` (the last slot already handled). A one-off instant already in the past still
+ * fires once (the misfire policy decides how), other kinds continue with the next slot from now.
+ */
+export function firstSlotFrom(spec: JobSpec, nowMs: number, createdMs: number, lastSlotMs: number): number | undefined {
+  const at = spec.schedule?.kind?.$case === 'at' ? spec.schedule.kind.at.atUnixMs : undefined;
+  const from = at !== undefined ? Math.min(at, nowMs) : nowMs;
+  return nextSlotAfter(spec, Math.max(from - 1, lastSlotMs), createdMs);
+}
+
+function withSchedule(job: Job, next: number | undefined): void {
+  job.nextFireUnixMs = next ?? 0;
+  if (job.state !== JobState.JOB_STATE_PAUSED) {
+    job.state = next === undefined ? JobState.JOB_STATE_COMPLETED : JobState.JOB_STATE_ACTIVE;
+  }
+}
+
+function notFound(jobId: string): ItemError {
+  return itemError('JOB_NOT_FOUND', `job "${jobId}" does not exist`);
+}
+
+function jobOut(rec: JobRecord): Job {
+  return Job.fromPartial({ ...rec.job, activeRuns: rec.activeRunIds.length });
+}
+
+export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: SpecLimits): Promise<JobResult> {
+  try {
+    validateId(cmd.jobId, 'job_id');
+    validateIdempotencyKey(cmd.idempotencyKey);
+    validateJobSpec(cmd.spec, limits);
+  } catch (e) {
+    return { type: 'job', error: asItemError(e), created: false };
+  }
+  const idemKey = cmd.idempotencyKey === '' ? undefined : createIdemKey(cmd.idempotencyKey);
+  if (idemKey) {
+    const prior = await lookupIdem(txn, idemKey, cmd.nowMs);
+    if (prior) {
+      const rec = await txn.getJob(prior.target);
+      if (!rec) return { type: 'job', error: itemError('JOB_NOT_FOUND', `the job created with this idempotency key ("${prior.target}") was deleted`), created: false };
+      return { type: 'job', job: jobOut(rec), created: false };
+    }
+  }
+  if (await txn.getJob(cmd.jobId)) {
+    return { type: 'job', error: itemError('ALREADY_EXISTS', `job "${cmd.jobId}" already exists`), created: false };
+  }
+  const job = Job.fromPartial({
+    id: cmd.jobId,
+    spec: cmd.spec,
+    state: JobState.JOB_STATE_ACTIVE,
+    version: 1,
+    createdUnixMs: cmd.nowMs,
+    updatedUnixMs: cmd.nowMs,
+  });
+  withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0));
+  const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', activeRunIds: [] };
+  txn.putJob(rec);
+  if (idemKey) storeIdem(txn, idemKey, cmd.jobId, cmd.nowMs);
+  return { type: 'job', job: jobOut(rec), created: true };
+}
+
+function scheduleBytes(spec: JobSpec): string {
+  // Whatever decides slot times; a change to anything else keeps the job's fire cursor.
+  return JSON.stringify([spec.schedule, spec.startUnixMs, spec.endUnixMs, spec.dst ?? null]);
+}
+
+async function loadForChange(txn: ApplyTxn, jobId: string, expectedVersion: number): Promise<JobRecord | ItemError> {
+  try {
+    validateId(jobId, 'job_id');
+  } catch (e) {
+    return asItemError(e);
+  }
+  const rec = await txn.getJob(jobId);
+  if (!rec) return notFound(jobId);
+  if (expectedVersion !== 0 && expectedVersion !== rec.job.version) {
+    return itemError('VERSION_MISMATCH', `job "${jobId}" is at version ${rec.job.version}, not ${expectedVersion}`);
+  }
+  return rec;
+}
+
+export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limits: SpecLimits): Promise<JobResult> {
+  try {
+    validateJobSpec(cmd.spec, limits);
+  } catch (e) {
+    return { type: 'job', error: asItemError(e), created: false };
+  }
+  const rec = await loadForChange(txn, cmd.jobId, cmd.expectedVersion);
+  if (!('job' in rec)) return { type: 'job', error: rec, created: false };
+  const job = rec.job;
+  const scheduleChanged = job.spec === undefined || scheduleBytes(job.spec) !== scheduleBytes(cmd.spec);
+  job.spec = cmd.spec;
+  job.version += 1;
+  job.updatedUnixMs = cmd.nowMs;
+  if (scheduleChanged) {
+    // A new schedule starts from now (no catch-up for slots of a schedule that did not exist),
+    // but never re-fires a slot at or before the last one handled.
+    withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, job.createdUnixMs, job.lastSlotUnixMs));
+  }
+  txn.putJob(rec);
+  return { type: 'job', job: jobOut(rec), created: false };
+}
+
+export async function applyDeleteJob(txn: ApplyTxn, cmd: DeleteJobCommand): Promise<DeleteResult> {
+  const rec = await loadForChange(txn, cmd.jobId, cmd.expectedVersion);
+  if (!('job' in rec)) return { type: 'delete', error: rec, cancelledRuns: 0, signals: [] };
+  const { cancelled, signals } = await cancelActiveRuns(txn, rec, cmd.nowMs, 'job deleted');
+  // History goes with the job: nothing may refer to a job that no longer exists.
+  for (const run of await txn.runsOfJob(cmd.jobId)) {
+    const p = parseRunId(run.run.id);
+    if (p) txn.deleteRun(p);
+  }
+  txn.deleteJob(cmd.jobId);
+  return { type: 'delete', cancelledRuns: cancelled, signals };
+}
+
+export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand): Promise<JobResult> {
+  try {
+    validateNote(cmd.note, 'note');
+  } catch (e) {
+    return { type: 'job', error: asItemError(e), created: false };
+  }
+  const rec = await loadForChange(txn, cmd.jobId, 0);
+  if (!('job' in rec)) return { type: 'job', error: rec, created: false };
+  if (rec.job.state === JobState.JOB_STATE_COMPLETED) {
+    return { type: 'job', error: itemError('INVALID_STATE', `job "${cmd.jobId}" is completed; there is nothing to pause`), created: false };
+  }
+  rec.job.state = JobState.JOB_STATE_PAUSED;
+  rec.job.pauseNote = cmd.note;
+  rec.job.version += 1;
+  rec.job.updatedUnixMs = cmd.nowMs;
+  txn.putJob(rec);
+  return { type: 'job', job: jobOut(rec), created: false };
+}
+
+export async function applyResumeJob(txn: ApplyTxn, cmd: ResumeJobCommand): Promise<JobResult> {
+  const rec = await loadForChange(txn, cmd.jobId, 0);
+  if (!('job' in rec)) return { type: 'job', error: rec, created: false };
+  const job = rec.job;
+  if (job.state === JobState.JOB_STATE_ACTIVE) return { type: 'job', job: jobOut(rec), created: false };
+  if (job.state !== JobState.JOB_STATE_PAUSED) {
+    return { type: 'job', error: itemError('INVALID_STATE', `job "${cmd.jobId}" is completed; there is nothing to resume`), created: false };
+  }
+  job.state = JobState.JOB_STATE_ACTIVE;
+  job.pauseNote = '';
+  job.version += 1;
+  job.updatedUnixMs = cmd.nowMs;
+  // Slots that came due while paused are not caught up: the pause is their record (I2).
+  if (!job.spec) throw new HeraldError('INTERNAL', `job ${job.id} has no spec`);
+  withSchedule(job, nextSlotAfter(job.spec, Math.max(cmd.nowMs - 1, job.lastSlotUnixMs), job.createdUnixMs));
+  txn.putJob(rec);
+  return { type: 'job', job: jobOut(rec), created: false };
+}

@@ -1,0 +1,259 @@
+// Run commands after firing: claim (lease + fencing token), finish, renew, expire, cancel, mark.
+//
+// Fencing: a claim's token is the Raft index of its entry, so tokens only grow. finish, renew and
+// expire act only on a RUNNING run carrying exactly that token; anything else is refused per item
+// with STALE_FENCING_TOKEN and a reason (STALE_TOKEN: a newer claim exists; NOT_RUNNING: the run
+// ended, was cancelled or its lease expired) so the worker learns it lost the lease.
+import { Attempt, AttemptOutcome, RunError, RunState } from '../gen/herald/v1/run.js';
+import type { ApplyTxn } from './apply-txn.js';
+import { asItemError } from './apply-jobs.js';
+import type {
+  CancelRunsCommand,
+  ClaimRunsCommand,
+  ExpireLeasesCommand,
+  FinishItem,
+  FinishRunsCommand,
+  MarkRunsCommand,
+  RenewLeasesCommand,
+} from './commands.js';
+import { isDispatchable, isTerminal, type RunRecord } from './records.js';
+import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from './results.js';
+import { endRun, itemError, onRunEnded } from './run-transitions.js';
+import { parseRunId } from './run-id.js';
+import { effectiveRetry, retryBackoffMs } from './schedule/index.js';
+import { MAX_OUTPUT_BYTES, validateId, validateNote } from './validation.js';
+
+async function loadRun(txn: ApplyTxn, runId: string): Promise<RunRecord | ItemError> {
+  const p = parseRunId(runId);
+  if (!p) return itemError('INVALID_ID', `"${runId.slice(0, 200)}" is not a run id`);
+  const rec = await txn.getRun(p);
+  return rec ?? itemError('RUN_NOT_FOUND', `run "${runId}" does not exist`, 'UNKNOWN_RUN');
+}
+
+/** The run, if it is RUNNING under `token`; otherwise the typed refusal. */
+async function loadFenced(txn: ApplyTxn, runId: string, token: number): Promise<RunRecord | ItemError> {
+  const rec = await loadRun(txn, runId);
+  if (!('run' in rec)) return rec;
+  const run = rec.run;
+  if (token !== run.fencingToken) {
+    return itemError('STALE_FENCING_TOKEN', `run "${runId}": token ${token} is not the current one (${run.fencingToken})`, 'STALE_TOKEN');
+  }
+  if (run.state !== RunState.RUN_STATE_RUNNING) {
+    return itemError('STALE_FENCING_TOKEN', `run "${runId}" is ${RunState[run.state]}, no longer running under token ${token}`, 'NOT_RUNNING');
+  }
+  return rec;
+}
+
+function currentAttempt(rec: RunRecord): Attempt | undefined {
+  return rec.run.attempts[rec.run.attempts.length - 1];
+}
+
+async function prefetch(txn: ApplyTxn, runIds: readonly string[]): Promise<void> {
+  const parsed = runIds.map(parseRunId).filter((p) => p !== undefined);
+  await txn.prefetchRuns(parsed);
+  await txn.prefetchJobs(parsed.map((p) => p.jobId));
+}
+
+/** Ends a run for good and updates its job (active set, BUFFER_ONE release). */
+async function finishFor(txn: ApplyTxn, rec: RunRecord, state: RunState, nowMs: number, reason: string, outcome?: AttemptOutcome): Promise<CancelSignal | undefined> {
+  const signal = endRun(rec, state, nowMs, reason, outcome);
+  txn.putRun(rec);
+  const job = await txn.getJob(rec.run.jobId);
+  await onRunEnded(txn, job, rec.run.id);
+  if (job) txn.putJob(job);
+  return signal;
+}
+
+export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token: number): Promise<ClaimResult> {
+  await prefetch(txn, cmd.items.map((i) => i.runId));
+  const items: ClaimItemResult[] = [];
+  for (const item of cmd.items) {
+    try {
+      validateId(item.workerId, 'worker_id');
+    } catch (e) {
+      items.push({ error: asItemError(e) });
+      continue;
+    }
+    const rec = await loadRun(txn, item.runId);
+    if (!('run' in rec)) {
+      items.push({ error: rec });
+      continue;
+    }
+    const run = rec.run;
+    if (!isDispatchable(rec)) {
+      const why = rec.held ? 'queued behind an active run (BUFFER_ONE)' : RunState[run.state];
+      items.push({ error: itemError('INVALID_STATE', `run "${run.id}" is not waiting for a worker (${why})`, 'NOT_READY') });
+      continue;
+    }
+    if (run.notBeforeUnixMs > cmd.nowMs) {
+      items.push({ error: itemError('INVALID_STATE', `run "${run.id}" may not start before ${run.notBeforeUnixMs}`, 'NOT_DUE') });
+      continue;
+    }
+    if (item.leaseDeadlineMs <= cmd.nowMs) {
+      items.push({ error: itemError('INVALID_ARGUMENT', `lease deadline ${item.leaseDeadlineMs} is not after now (${cmd.nowMs})`) });
+      continue;
+    }
+    const job = await txn.getJob(run.jobId);
+    const deadline = job?.job.spec?.startingDeadlineMs ?? 0;
+    if (run.attempt === 0 && !run.manual && !run.backfilled && deadline > 0 && cmd.nowMs > run.scheduledUnixMs + deadline) {
+      await finishFor(txn, rec, RunState.RUN_STATE_MISSED, cmd.nowMs, `not started within the starting deadline of ${deadline} ms`);
+      items.push({ error: itemError('INVALID_STATE', `run "${run.id}" missed its starting deadline; recorded MISSED`, 'DEADLINE_PASSED') });
+      continue;
+    }
+    run.attempt += 1;
+    run.attempts.push(Attempt.fromPartial({ number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: cmd.nowMs }));
+    if (run.attempt === 1) run.latenessMs = Math.max(0, cmd.nowMs - run.scheduledUnixMs);
+    run.state = RunState.RUN_STATE_RUNNING;
+    run.workerId = item.workerId;
+    run.fencingToken = token;
+    run.leaseDeadlineUnixMs = item.leaseDeadlineMs;
+    txn.putRun(rec);
+    items.push({ run });
+  }
+  return { type: 'claim', items };
+}
+
+async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem): Promise<RunItemResult> {
+  const unspecified = RunState.RUN_STATE_UNSPECIFIED;
+  if (item.succeeded && item.output.length > MAX_OUTPUT_BYTES) {
+    return { error: itemError('INVALID_ARGUMENT', `output is ${item.output.length} bytes; the limit is ${MAX_OUTPUT_BYTES}`), state: unspecified };
+  }
+  const rec = await loadFenced(txn, item.runId, item.fencingToken);
+  if (!('run' in rec)) return { error: rec, state: unspecified };
+  const run = rec.run;
+  const attempt = currentAttempt(rec);
+  if (item.succeeded) {
+    run.output = Buffer.from(item.output);
+    if (attempt) attempt.outcome = AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED;
+    await finishFor(txn, rec, RunState.RUN_STATE_SUCCEEDED, nowMs, '', AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED);
+    return { state: run.state };
+  }
+  const error = RunError.fromPartial({ type: item.errorType, message: item.errorMessage, retryable: item.retryable || item.timedOut });
+  const outcome = item.timedOut ? AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT : AttemptOutcome.ATTEMPT_OUTCOME_FAILED;
+  if (attempt) attempt.error = error;
+  const job = await txn.getJob(run.jobId);
+  const policy = effectiveRetry(job?.job.spec?.retry);
+  let dead = '';
+  if (!error.retryable) dead = `error${error.type ? ` ${error.type}` : ''} is not retryable`;
+  else if (policy.nonRetryableErrorTypes.includes(error.type)) dead = `error type ${error.type} is never retried by the job's retry policy`;
+  else if (run.attempt >= policy.maxAttempts) dead = `attempt ${run.attempt} of ${policy.maxAttempts} failed`;
+  if (dead) {
+    await finishFor(txn, rec, RunState.RUN_STATE_DEAD, nowMs, dead, outcome);
+    return { state: run.state };
+  }
+  if (attempt) {
+    attempt.endedUnixMs = nowMs;
+    attempt.outcome = outcome;
+  }
+  run.state = RunState.RUN_STATE_FAILED;
+  run.leaseDeadlineUnixMs = 0;
+  run.notBeforeUnixMs = nowMs + retryBackoffMs(job?.job.spec?.retry, run.attempt + 1, run.id);
+  txn.putRun(rec);
+  return { state: run.state };
+}
+
+export async function applyFinishRuns(txn: ApplyTxn, cmd: FinishRunsCommand): Promise<RunItemsResult> {
+  await prefetch(txn, cmd.items.map((i) => i.runId));
+  const items: RunItemResult[] = [];
+  for (const item of cmd.items) items.push(await finishOne(txn, cmd.nowMs, item));
+  return { type: 'runItems', items };
+}
+
+export async function applyRenewLeases(txn: ApplyTxn, cmd: RenewLeasesCommand): Promise<RunItemsResult> {
+  await prefetch(txn, cmd.items.map((i) => i.runId));
+  const items: RunItemResult[] = [];
+  for (const item of cmd.items) {
+    const rec = await loadFenced(txn, item.runId, item.fencingToken);
+    if (!('run' in rec)) {
+      items.push({ error: rec, state: RunState.RUN_STATE_UNSPECIFIED });
+      continue;
+    }
+    // Leases only move forward: a delayed renew never shortens a newer one.
+    if (item.leaseDeadlineMs > rec.run.leaseDeadlineUnixMs) {
+      rec.run.leaseDeadlineUnixMs = item.leaseDeadlineMs;
+      txn.putRun(rec);
+    }
+    items.push({ state: rec.run.state });
+  }
+  return { type: 'runItems', items };
+}
+
+export async function applyExpireLeases(txn: ApplyTxn, cmd: ExpireLeasesCommand): Promise<RunItemsResult> {
+  await prefetch(txn, cmd.items.map((i) => i.runId));
+  const items: RunItemResult[] = [];
+  for (const item of cmd.items) {
+    const rec = await loadFenced(txn, item.runId, item.fencingToken);
+    if (!('run' in rec)) {
+      items.push({ error: rec, state: RunState.RUN_STATE_UNSPECIFIED });
+      continue;
+    }
+    const run = rec.run;
+    const job = await txn.getJob(run.jobId);
+    const policy = effectiveRetry(job?.job.spec?.retry);
+    if (run.attempt >= policy.maxAttempts) {
+      // A worker that dies on every attempt (a poison run) must not loop forever.
+      await finishFor(txn, rec, RunState.RUN_STATE_DEAD, cmd.nowMs, `lease expired on attempt ${run.attempt} of ${policy.maxAttempts}`, AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED);
+    } else {
+      const attempt = currentAttempt(rec);
+      if (attempt) {
+        attempt.endedUnixMs = cmd.nowMs;
+        attempt.outcome = AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED;
+      }
+      // Ready again at once; the next claim carries a higher token (a later Raft index).
+      run.state = RunState.RUN_STATE_PENDING;
+      run.leaseDeadlineUnixMs = 0;
+      run.notBeforeUnixMs = cmd.nowMs;
+      txn.putRun(rec);
+    }
+    items.push({ state: run.state });
+  }
+  return { type: 'runItems', items };
+}
+
+export async function applyCancelRuns(txn: ApplyTxn, cmd: CancelRunsCommand): Promise<CancelResult> {
+  await prefetch(txn, cmd.items.map((i) => i.runId));
+  const items: CancelResult['items'][number][] = [];
+  const signals: CancelSignal[] = [];
+  for (const item of cmd.items) {
+    try {
+      validateNote(item.reason, 'reason');
+    } catch (e) {
+      items.push({ error: asItemError(e) });
+      continue;
+    }
+    const rec = await loadRun(txn, item.runId);
+    if (!('run' in rec)) {
+      items.push({ error: rec });
+      continue;
+    }
+    if (isTerminal(rec.run.state)) {
+      items.push({ error: itemError('INVALID_STATE', `run "${rec.run.id}" already ended (${RunState[rec.run.state]})`) });
+      continue;
+    }
+    const signal = await finishFor(txn, rec, RunState.RUN_STATE_CANCELLED, cmd.nowMs, item.reason || 'cancelled');
+    if (signal) signals.push(signal);
+    items.push({ run: rec.run });
+  }
+  return { type: 'cancel', items, signals };
+}
+
+export async function applyMarkRuns(txn: ApplyTxn, cmd: MarkRunsCommand): Promise<RunItemsResult> {
+  await prefetch(txn, cmd.items.map((i) => i.runId));
+  const items: RunItemResult[] = [];
+  for (const item of cmd.items) {
+    const rec = await loadRun(txn, item.runId);
+    if (!('run' in rec)) {
+      items.push({ error: rec, state: RunState.RUN_STATE_UNSPECIFIED });
+      continue;
+    }
+    const s = rec.run.state;
+    if (s !== RunState.RUN_STATE_PENDING && s !== RunState.RUN_STATE_FAILED) {
+      items.push({ error: itemError('INVALID_STATE', `run "${rec.run.id}" is ${RunState[s]}; only waiting runs can be marked`), state: RunState.RUN_STATE_UNSPECIFIED });
+      continue;
+    }
+    const state = item.outcome === 'missed' ? RunState.RUN_STATE_MISSED : RunState.RUN_STATE_SKIPPED;
+    await finishFor(txn, rec, state, cmd.nowMs, item.reason.slice(0, 1024) || (item.outcome === 'missed' ? 'missed' : 'skipped'));
+    items.push({ state });
+  }
+  return { type: 'runItems', items };
+}

@@ -1,0 +1,239 @@
+// The write set of one apply call: reads see earlier writes of the same call (items of a batch
+// and entries of one apply touch the same jobs), and everything — records, derived indexes,
+// counters and the applied index — leaves in ONE LevelDB batch at commit. Nothing is written
+// before commit, so a thrown error leaves the store untouched (no half-apply).
+import type { ClassicLevel } from 'classic-level';
+import {
+  counterKey,
+  jobKey,
+  jobRunsPrefix,
+  runKey,
+  SEP_END,
+} from './key-layout.js';
+import {
+  decodeJobRecord,
+  decodeRunRecord,
+  encodeJobRecord,
+  encodeRunRecord,
+  jobIndexKeys,
+  runIndexKeys,
+  type JobRecord,
+  type RunRecord,
+} from './records.js';
+import { parseRunId, type ParsedRunId } from './run-id.js';
+
+export type Db = ClassicLevel<string, Uint8Array>;
+
+export type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
+
+const EMPTY = new Uint8Array();
+
+interface Tracked<T> {
+  /** Index keys of the stored version (empty when the record did not exist). */
+  readonly originalIndex: readonly string[];
+  /** Run state of the stored version, for the per-state counters (-1 when none / a job). */
+  readonly originalState: number;
+  value: T | undefined;
+  dirty: boolean;
+}
+
+export class ApplyTxn {
+  private readonly raw = new Map<string, Uint8Array | null>();
+  private readonly jobs = new Map<string, Tracked<JobRecord>>();
+  private readonly runs = new Map<string, Tracked<RunRecord>>();
+
+  constructor(private readonly db: Db) {}
+
+  // ---- raw keys (meta, idempotency) ----
+
+  async getRaw(key: string): Promise<Uint8Array | undefined> {
+    const v = this.raw.get(key);
+    if (v !== undefined) return v ?? undefined;
+    return this.db.get(key);
+  }
+
+  putRaw(key: string, value: Uint8Array = EMPTY): void {
+    this.raw.set(key, value);
+  }
+
+  delRaw(key: string): void {
+    this.raw.set(key, null);
+  }
+
+  /** Raw keys in [gte, lt), merged with this transaction's raw writes, at most `limit`. */
+  async rawKeys(gte: string, lt: string, limit: number): Promise<string[]> {
+    const stored = await this.db.keys({ gte, lt, limit: limit + this.raw.size }).all();
+    const set = new Set(stored);
+    for (const [k, v] of this.raw) {
+      if (k >= gte && k < lt) {
+        if (v === null) set.delete(k);
+        else set.add(k);
+      }
+    }
+    return [...set].sort().slice(0, limit);
+  }
+
+  // ---- jobs ----
+
+  /** Loads many jobs with one getMany (fire batches touch thousands). */
+  async prefetchJobs(jobIds: readonly string[]): Promise<void> {
+    const missing = [...new Set(jobIds)].filter((id) => !this.jobs.has(id));
+    if (missing.length === 0) return;
+    const values = await this.db.getMany(missing.map(jobKey));
+    missing.forEach((id, i) => this.trackJob(id, values[i]));
+  }
+
+  private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
+    const value = bytes === undefined ? undefined : decodeJobRecord(bytes);
+    const t: Tracked<JobRecord> = {
+      originalIndex: value ? jobIndexKeys(value.job) : [],
+      originalState: -1,
+      value,
+      dirty: false,
+    };
+    this.jobs.set(jobId, t);
+    return t;
+  }
+
+  async getJob(jobId: string): Promise<JobRecord | undefined> {
+    const t = this.jobs.get(jobId) ?? this.trackJob(jobId, await this.db.get(jobKey(jobId)));
+    return t.value;
+  }
+
+  /** Stores (or replaces) a job; job.activeRuns is kept equal to activeRunIds.length. */
+  putJob(rec: JobRecord): void {
+    rec.job.activeRuns = rec.activeRunIds.length;
+    const t = this.jobs.get(rec.job.id);
+    if (!t) throw new Error(`putJob before getJob: ${rec.job.id}`);
+    t.value = rec;
+    t.dirty = true;
+  }
+
+  deleteJob(jobId: string): void {
+    const t = this.jobs.get(jobId);
+    if (!t) throw new Error(`deleteJob before getJob: ${jobId}`);
+    t.value = undefined;
+    t.dirty = true;
+  }
+
+  // ---- runs ----
+
+  async prefetchRuns(ids: readonly ParsedRunId[]): Promise<void> {
+    const keys = [...new Set(ids.map(runKey))].filter((k) => !this.runs.has(k));
+    if (keys.length === 0) return;
+    const values = await this.db.getMany(keys);
+    keys.forEach((k, i) => this.trackRun(k, values[i]));
+  }
+
+  private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {
+    const value = bytes === undefined ? undefined : decodeRunRecord(bytes);
+    const t: Tracked<RunRecord> = {
+      originalIndex: value ? runIndexKeys(value) : [],
+      originalState: value ? value.run.state : -1,
+      value,
+      dirty: false,
+    };
+    this.runs.set(key, t);
+    return t;
+  }
+
+  async getRun(p: ParsedRunId): Promise<RunRecord | undefined> {
+    const key = runKey(p);
+    const t = this.runs.get(key) ?? this.trackRun(key, await this.db.get(key));
+    return t.value;
+  }
+
+  /** Stores a run; the caller has read it (or checked it is absent) with getRun first. */
+  putRun(rec: RunRecord): void {
+    const p = parseRunId(rec.run.id);
+    if (!p) throw new Error(`bad run id ${rec.run.id}`);
+    const t = this.runs.get(runKey(p));
+    if (!t) throw new Error(`putRun before getRun: ${rec.run.id}`);
+    t.value = rec;
+    t.dirty = true;
+  }
+
+  deleteRun(p: ParsedRunId): void {
+    const t = this.runs.get(runKey(p));
+    if (!t) throw new Error(`deleteRun before getRun`);
+    t.value = undefined;
+    t.dirty = true;
+  }
+
+  /** Every run of a job (history, oldest slot first), including this transaction's changes. */
+  async runsOfJob(jobId: string): Promise<RunRecord[]> {
+    const prefix = jobRunsPrefix(jobId);
+    const lt = prefix.slice(0, -1) + SEP_END;
+    const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
+    for (const k of this.runs.keys()) if (k >= prefix && k < lt) keys.add(k);
+    const out: RunRecord[] = [];
+    const missing = [...keys].filter((k) => !this.runs.has(k));
+    if (missing.length) {
+      const values = await this.db.getMany(missing);
+      missing.forEach((k, i) => this.trackRun(k, values[i]));
+    }
+    for (const k of [...keys].sort()) {
+      const v = this.runs.get(k)!.value;
+      if (v) out.push(v);
+    }
+    return out;
+  }
+
+  // ---- commit ----
+
+  /** The batch: records, index diffs, counter deltas and `extra` (the applied index). */
+  async batchOps(): Promise<BatchOp[]> {
+    const ops: BatchOp[] = [];
+    const indexDiff = (before: readonly string[], after: readonly string[]): void => {
+      const a = new Set(after);
+      for (const k of before) if (!a.has(k)) ops.push({ type: 'del', key: k });
+      const b = new Set(before);
+      for (const k of after) if (!b.has(k)) ops.push({ type: 'put', key: k, value: EMPTY });
+    };
+    for (const [id, t] of this.jobs) {
+      if (!t.dirty) continue;
+      if (t.value) {
+        ops.push({ type: 'put', key: jobKey(id), value: encodeJobRecord(t.value) });
+        indexDiff(t.originalIndex, jobIndexKeys(t.value.job));
+      } else {
+        ops.push({ type: 'del', key: jobKey(id) });
+        indexDiff(t.originalIndex, []);
+      }
+    }
+    const counterDelta = new Map<number, number>();
+    const bump = (state: number, d: number): void => {
+      if (state >= 0) counterDelta.set(state, (counterDelta.get(state) ?? 0) + d);
+    };
+    for (const [key, t] of this.runs) {
+      if (!t.dirty) continue;
+      bump(t.originalState, -1);
+      if (t.value) {
+        ops.push({ type: 'put', key, value: encodeRunRecord(t.value) });
+        indexDiff(t.originalIndex, runIndexKeys(t.value));
+        bump(t.value.run.state, 1);
+      } else {
+        ops.push({ type: 'del', key });
+        indexDiff(t.originalIndex, []);
+      }
+    }
+    for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
+      if (d === 0) continue;
+      const k = counterKey(state);
+      const cur = await this.getRaw(k);
+      this.raw.set(k, encodeCount(decodeCount(cur) + d));
+    }
+    for (const [key, v] of this.raw) {
+      if (v === null) ops.push({ type: 'del', key });
+      else ops.push({ type: 'put', key, value: v });
+    }
+    return ops;
+  }
+}
+
+export function encodeCount(n: number): Uint8Array {
+  return new TextEncoder().encode(String(n));
+}
+
+export function decodeCount(v: Uint8Array | undefined): number {
+  return v === undefined ? 0 : Number(new TextDecoder().decode(v));
+}

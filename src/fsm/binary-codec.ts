@@ -1,0 +1,171 @@
+// A small hand-written binary codec for FSM commands, results and internal records.
+// Why not protobuf: the FSM's private messages change with the FSM, and a positional codec with a
+// leading version byte is compact (varints, no field tags), exact (every value round-trips) and
+// needs no generated code outside src/fsm. Readers throw FsmDecodeError on truncated or
+// malformed input, never return garbage, so apply can reject a bad entry instead of crashing.
+
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder('utf-8', { fatal: true });
+
+export class FsmDecodeError extends Error {
+  override readonly name = 'FsmDecodeError';
+}
+
+export class ByteWriter {
+  private buf: Uint8Array;
+  private pos = 0;
+
+  constructor(initial = 256) {
+    this.buf = new Uint8Array(initial);
+  }
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.pos));
+    this.buf = next;
+  }
+
+  u8(v: number): this {
+    this.ensure(1);
+    this.buf[this.pos++] = v & 0xff;
+    return this;
+  }
+
+  /** Unsigned integer up to 2^53 - 1 as a LEB128 varint. */
+  uint(v: number): this {
+    if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`not an unsigned safe integer: ${v}`);
+    this.ensure(8);
+    while (v >= 0x80) {
+      this.buf[this.pos++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[this.pos++] = v;
+    return this;
+  }
+
+  /** Signed safe integer, zig-zag encoded (small negatives stay small). */
+  int(v: number): this {
+    if (!Number.isSafeInteger(v)) throw new RangeError(`not a safe integer: ${v}`);
+    return this.uint(v >= 0 ? v * 2 : -v * 2 - 1);
+  }
+
+  bool(v: boolean): this {
+    return this.u8(v ? 1 : 0);
+  }
+
+  f64(v: number): this {
+    this.ensure(8);
+    new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).setFloat64(0, v, false);
+    this.pos += 8;
+    return this;
+  }
+
+  bytes(v: Uint8Array): this {
+    this.uint(v.length);
+    this.ensure(v.length);
+    this.buf.set(v, this.pos);
+    this.pos += v.length;
+    return this;
+  }
+
+  str(v: string): this {
+    return this.bytes(textEncoder.encode(v));
+  }
+
+  /** An array with a length prefix, each item written by `fn`. */
+  list<T>(items: readonly T[], fn: (w: this, item: T) => void): this {
+    this.uint(items.length);
+    for (const item of items) fn(this, item);
+    return this;
+  }
+
+  finish(): Uint8Array {
+    return this.buf.slice(0, this.pos);
+  }
+}
+
+export class ByteReader {
+  private pos = 0;
+
+  constructor(private readonly buf: Uint8Array) {}
+
+  private need(n: number): void {
+    if (this.pos + n > this.buf.length) throw new FsmDecodeError('truncated input');
+  }
+
+  u8(): number {
+    this.need(1);
+    return this.buf[this.pos++]!;
+  }
+
+  uint(): number {
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 8; i++) {
+      const b = this.u8();
+      result += (b & 0x7f) * mul;
+      if ((b & 0x80) === 0) {
+        if (!Number.isSafeInteger(result)) throw new FsmDecodeError('varint out of range');
+        return result;
+      }
+      mul *= 0x80;
+    }
+    throw new FsmDecodeError('varint too long');
+  }
+
+  int(): number {
+    const z = this.uint();
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+
+  bool(): boolean {
+    const b = this.u8();
+    if (b > 1) throw new FsmDecodeError(`bad bool byte ${b}`);
+    return b === 1;
+  }
+
+  f64(): number {
+    this.need(8);
+    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).getFloat64(0, false);
+    this.pos += 8;
+    return v;
+  }
+
+  bytes(): Uint8Array {
+    const n = this.uint();
+    this.need(n);
+    const out = this.buf.slice(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+
+  str(): string {
+    try {
+      return textDecoder.decode(this.bytes());
+    } catch (e) {
+      if (e instanceof FsmDecodeError) throw e;
+      throw new FsmDecodeError('invalid utf-8 string');
+    }
+  }
+
+  list<T>(fn: (r: this) => T): T[] {
+    const n = this.uint();
+    // Every item takes at least one byte: a length beyond the rest of the input is corrupt, and
+    // refusing it early avoids allocating huge arrays from a hostile length prefix.
+    if (n > this.buf.length - this.pos) throw new FsmDecodeError('list length exceeds input');
+    const out: T[] = [];
+    for (let i = 0; i < n; i++) out.push(fn(this));
+    return out;
+  }
+
+  done(): boolean {
+    return this.pos === this.buf.length;
+  }
+
+  end(): void {
+    if (!this.done()) throw new FsmDecodeError(`${this.buf.length - this.pos} trailing bytes`);
+  }
+}

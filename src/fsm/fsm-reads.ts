@@ -1,0 +1,242 @@
+// Read paths the server uses. All are range reads over an index, so their cost follows what they
+// return (I6), never the number of jobs stored — except listJobs with filters, which scans job
+// records under a per-page budget and hands back a page token where it stopped.
+import { Job, JobState } from '../gen/herald/v1/job.js';
+import { Run, RunState } from '../gen/herald/v1/run.js';
+import { HeraldError } from '../herald-error.js';
+import type { Db } from './apply-txn.js';
+import { decodeCount } from './apply-txn.js';
+import {
+  COUNTER_PREFIX,
+  dueRange,
+  JOB_PREFIX,
+  jobKey,
+  jobRunsPrefix,
+  LEASE_PREFIX,
+  padPriority,
+  padTime,
+  parseDueKey,
+  parseLeaseKey,
+  parseReadyKey,
+  READY_PREFIX,
+  readyByTypePrefix,
+  RUN_PREFIX,
+  runIdOfTail,
+  runKey,
+  SEP,
+  SEP_END,
+  statePrefix,
+} from './key-layout.js';
+import { decodeJobRecord, decodeRunRecord } from './records.js';
+import { parseRunId } from './run-id.js';
+import { isValidId } from './validation.js';
+
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 1000;
+/** Job records a filtered listJobs page may examine before it returns (possibly short). */
+export const LIST_JOBS_SCAN_BUDGET = 10_000;
+
+export interface DueSlot {
+  readonly jobId: string;
+  readonly slotMs: number;
+}
+
+export interface ListJobsQuery {
+  pageSize?: number;
+  pageToken?: string;
+  state?: JobState;
+  labelSelector?: Readonly<Record<string, string>>;
+  taskType?: string;
+}
+
+export interface ListRunsQuery {
+  jobId?: string;
+  state?: RunState;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  /** '' when there is nothing more. */
+  readonly nextPageToken: string;
+}
+
+export interface ReadyQuery {
+  readonly limit: number;
+  /** Only these task types (merged in dispatch order); all when absent. */
+  readonly taskTypes?: readonly string[];
+  /** Only runs whose not-before is at or before this instant; all when absent. */
+  readonly nowMs?: number;
+}
+
+function upper(prefix: string): string {
+  return prefix.slice(0, -1) + SEP_END;
+}
+
+function pageSizeOf(n: number | undefined): number {
+  if (n === undefined || n === 0) return DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE) {
+    throw new HeraldError('INVALID_ARGUMENT', `page_size: must be between 1 and ${MAX_PAGE_SIZE} (got ${n})`, { field: 'page_size' });
+  }
+  return n;
+}
+
+/** Page tokens are the last key returned, base64url: opaque to clients, checked on the way in. */
+function encodeToken(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+function decodeToken(token: string, prefix: string): string {
+  const key = Buffer.from(token, 'base64url').toString('utf8');
+  if (!key.startsWith(prefix) || encodeToken(key) !== token) {
+    throw new HeraldError('INVALID_ARGUMENT', 'page_token: not a token from a previous response of this call', { field: 'page_token' });
+  }
+  return key;
+}
+
+export class FsmReads {
+  constructor(private readonly db: Db) {}
+
+  async getJob(jobId: string): Promise<Job | undefined> {
+    if (!isValidId(jobId)) return undefined;
+    const v = await this.db.get(jobKey(jobId));
+    return v === undefined ? undefined : decodeJobRecord(v).job;
+  }
+
+  async getRun(runId: string): Promise<Run | undefined> {
+    const p = parseRunId(runId);
+    if (!p) return undefined;
+    const v = await this.db.get(runKey(p));
+    return v === undefined ? undefined : decodeRunRecord(v).run;
+  }
+
+  /** The job's fire cursor: the last slot handled and the next one due (0 = none). */
+  async fireCursor(jobId: string): Promise<{ lastSlotMs: number; nextFireMs: number } | undefined> {
+    const job = await this.getJob(jobId);
+    return job && { lastSlotMs: job.lastSlotUnixMs, nextFireMs: job.nextFireUnixMs };
+  }
+
+  async listJobs(q: ListJobsQuery = {}): Promise<Page<Job>> {
+    const size = pageSizeOf(q.pageSize);
+    const after = q.pageToken ? decodeToken(q.pageToken, JOB_PREFIX) : undefined;
+    const selector = Object.entries(q.labelSelector ?? {});
+    const items: Job[] = [];
+    let scanned = 0;
+    let lastKey = '';
+    const it = this.db.iterator(after ? { gt: after, lt: upper(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: upper(JOB_PREFIX) });
+    try {
+      for await (const [key, value] of it) {
+        lastKey = key;
+        scanned++;
+        const job = decodeJobRecord(value).job;
+        const ok =
+          (!q.state || job.state === q.state) &&
+          (!q.taskType || job.spec?.taskType === q.taskType) &&
+          selector.every(([k, v]) => job.spec?.labels[k] === v);
+        if (ok) items.push(job);
+        if (items.length === size || scanned >= LIST_JOBS_SCAN_BUDGET) {
+          return { items, nextPageToken: encodeToken(lastKey) };
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    return { items, nextPageToken: '' };
+  }
+
+  /** Runs newest slot first (per job), optionally of one job and/or in one state. */
+  async listRuns(q: ListRunsQuery = {}): Promise<Page<Run>> {
+    const size = pageSizeOf(q.pageSize);
+    if (q.jobId && !isValidId(q.jobId)) return { items: [], nextPageToken: '' };
+    let prefix: string;
+    if (q.state) prefix = q.jobId ? `${statePrefix(q.state)}${q.jobId}${SEP}` : statePrefix(q.state);
+    else prefix = q.jobId ? jobRunsPrefix(q.jobId) : RUN_PREFIX;
+    const before = q.pageToken ? decodeToken(q.pageToken, prefix) : upper(prefix);
+    const keys = await this.db.keys({ gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
+    const more = keys.length > size;
+    const page = keys.slice(0, size);
+    const runKeys = q.state ? page.map((k) => `${RUN_PREFIX}${k.slice(statePrefix(q.state!).length)}`) : page;
+    const values = await this.db.getMany(runKeys);
+    const items = values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+    return { items, nextPageToken: more ? encodeToken(page[page.length - 1]!) : '' };
+  }
+
+  /** (job, slot) pairs due in [fromMs, toMs), earliest first: a range read of the due index (I6). */
+  async dueWindow(fromMs: number, toMs: number, limit: number): Promise<DueSlot[]> {
+    const keys = await this.db.keys({ ...dueRange(fromMs, toMs), limit }).all();
+    return keys.map(parseDueKey);
+  }
+
+  /** Runs waiting for a worker: highest priority first, then earliest not-before. */
+  async readyRuns(q: ReadyQuery): Promise<Run[]> {
+    if (q.limit <= 0) return [];
+    let ids: { priority: number; notBeforeMs: number; runId: string }[];
+    if (q.taskTypes === undefined) {
+      ids = await this.scanReady(READY_PREFIX, q.limit, q.nowMs);
+    } else {
+      const parts = await Promise.all(
+        q.taskTypes.filter(isValidId).map((t) => this.scanReady(readyByTypePrefix(t), q.limit, q.nowMs)),
+      );
+      ids = parts
+        .flat()
+        .sort((a, b) => b.priority - a.priority || a.notBeforeMs - b.notBeforeMs || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0))
+        .slice(0, q.limit);
+    }
+    return this.runsById(ids.map((x) => x.runId));
+  }
+
+  private async scanReady(prefix: string, limit: number, nowMs: number | undefined) {
+    const out: { priority: number; notBeforeMs: number; runId: string }[] = [];
+    const it = this.db.keys({ gte: prefix, lt: upper(prefix) });
+    try {
+      for (;;) {
+        const key = await it.next();
+        if (key === undefined) break;
+        const r = parseReadyKey(key, prefix);
+        if (nowMs !== undefined && r.notBeforeMs > nowMs) {
+          // The rest of this priority is not due yet: jump to the next priority instead of
+          // walking through runs waiting on backoff or jitter.
+          if (r.priority <= -1000) break;
+          it.seek(`${prefix}${padPriority(r.priority - 1)}`);
+          continue;
+        }
+        out.push(r);
+        if (out.length >= limit) break;
+      }
+    } finally {
+      await it.close();
+    }
+    return out;
+  }
+
+  /** RUNNING runs whose lease deadline (as stored) is before `beforeMs`, earliest first. */
+  async expiringLeases(beforeMs: number, limit: number): Promise<Run[]> {
+    const keys = await this.db.keys({ gte: LEASE_PREFIX, lt: `${LEASE_PREFIX}${padTime(beforeMs)}`, limit }).all();
+    return this.runsById(keys.map((k) => parseLeaseKey(k).runId));
+  }
+
+  /** Every RUNNING run (a new leader adopts them with a grace period), by lease deadline. */
+  async runningRuns(limit = Number.MAX_SAFE_INTEGER): Promise<Run[]> {
+    const keys = await this.db.keys({ gte: LEASE_PREFIX, lt: upper(LEASE_PREFIX), limit: Math.min(limit, 2 ** 31 - 1) }).all();
+    return this.runsById(keys.map((k) => parseLeaseKey(k).runId));
+  }
+
+  /** Runs per state, for metrics (kept as counters by apply: O(states), not O(runs)). */
+  async runCounts(): Promise<Map<RunState, number>> {
+    const out = new Map<RunState, number>();
+    for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
+      out.set(Number(key.slice(COUNTER_PREFIX.length)) as RunState, decodeCount(value));
+    }
+    return out;
+  }
+
+  private async runsById(runIds: readonly string[]): Promise<Run[]> {
+    const parsed = runIds.map(parseRunId);
+    const values = await this.db.getMany(parsed.map((p) => (p ? runKey(p) : `${RUN_PREFIX}`)));
+    return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+  }
+}
+
+/** State-index tail back to a run id (exported for tests and tools). */
+export { runIdOfTail };

@@ -1,0 +1,15 @@
+// The scheduler state machine's public surface (for src/server and tests).
+export { SchedulerStateMachine, type SchedulerFsmOptions } from './scheduler-state-machine.js';
+export type * from './commands.js';
+export { finishFailure, finishSuccess } from './commands.js';
+export { encodeCommand, decodeCommand } from './command-codec.js';
+export { encodeResult, decodeResult } from './result-codec.js';
+export type * from './results.js';
+export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './fsm-reads.js';
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './fsm-reads.js';
+export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
+export * from './validation.js';
+export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
+export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS } from './apply-fire-runs.js';
+export { MAX_ITEMS_PER_COMMAND } from './apply-command.js';
+export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';

@@ -1,0 +1,153 @@
+// The LevelDB key layout of the scheduler state machine.
+//
+// Keys are ASCII strings; components are separated by NUL ("\0" below), which sorts below every
+// character an id may contain, so a prefix range "<p>\0<id>\0" holds exactly that id's keys and
+// ids sort as plain strings. User-provided ids are validated to [A-Za-z0-9._:-]{1,128} before they
+// reach a key (validation.ts), idempotency keys to printable ASCII: neither can contain NUL, so no
+// input can break out of its component. Times are zero-padded 15-digit decimal milliseconds
+// (0 ≤ t ≤ 999,999,999,999,999) so byte order = time order; priorities are stored as
+// (1000 − priority) in 4 digits so ascending order = highest priority first.
+//
+//   m\0applied                                 applied Raft index (decimal), written in every batch
+//   m\0schema                                  schema version
+//   m\0restoring                               present only while a restore is half done
+//   c\0<state:2>                               count of runs in a RunState (metrics)
+//   j\0<jobId>                                 job record (records.ts)
+//   d\0<nextFire:15>\0<jobId>                  due index: ACTIVE jobs by next fire time (I6)
+//   r\0<jobId>\0<slot:15>\0<suffix>            run record: history by job and slot
+//   s\0<state:2>\0<jobId>\0<slot:15>\0<suffix> runs by state (ListRuns filters)
+//   q\0<1000-prio:4>\0<notBefore:15>\0<runId>  ready runs (PENDING or FAILED awaiting retry)
+//   t\0<taskType>\0<1000-prio:4>\0<notBefore:15>\0<runId>   ready runs per task type
+//   l\0<leaseDeadline:15>\0<runId>             RUNNING runs by lease deadline
+//   i\0c\0<idempotencyKey>                     CreateJob idempotency → job id + expiry
+//   i\0t\0<jobId>\0<idempotencyKey>            TriggerJob idempotency → run id + expiry
+//   x\0<expiry:15>\0<idempotency record key>   idempotency keys by expiry (trim)
+//
+// Values of index keys are empty (everything needed is in the key) except where noted.
+import type { ParsedRunId } from './run-id.js';
+
+export const SEP = '\0';
+/** One past SEP: the exclusive upper bound of a "<prefix>\0" range. */
+export const SEP_END = '\x01';
+
+export const SCHEMA_VERSION = 1;
+
+export const META_APPLIED = `m${SEP}applied`;
+export const META_SCHEMA = `m${SEP}schema`;
+export const META_RESTORING = `m${SEP}restoring`;
+
+export function padTime(ms: number): string {
+  return String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
+}
+
+export function padPriority(priority: number): string {
+  return String(1000 - priority).padStart(4, '0');
+}
+
+function padState(state: number): string {
+  return String(state).padStart(2, '0');
+}
+
+export function counterKey(state: number): string {
+  return `c${SEP}${padState(state)}`;
+}
+export const COUNTER_PREFIX = `c${SEP}`;
+
+export function jobKey(jobId: string): string {
+  return `j${SEP}${jobId}`;
+}
+export const JOB_PREFIX = `j${SEP}`;
+
+export function dueKey(nextFireMs: number, jobId: string): string {
+  return `d${SEP}${padTime(nextFireMs)}${SEP}${jobId}`;
+}
+export const DUE_PREFIX = `d${SEP}`;
+
+/** [gte, lt) of due keys with fire time in [fromMs, toMs). */
+export function dueRange(fromMs: number, toMs: number): { gte: string; lt: string } {
+  return { gte: `d${SEP}${padTime(fromMs)}`, lt: `d${SEP}${padTime(toMs)}` };
+}
+
+/** Splits a due key into (time, job id). */
+export function parseDueKey(key: string): { slotMs: number; jobId: string } {
+  const parts = key.split(SEP);
+  return { slotMs: Number(parts[1]), jobId: parts[2]! };
+}
+
+/** "<jobId>\0<slot:15>\0<suffix>": the run's position in history, shared by several indexes. */
+export function runTail(p: ParsedRunId): string {
+  return `${p.jobId}${SEP}${padTime(p.slotMs)}${SEP}${p.suffix}`;
+}
+
+/** Inverse of runTail: the run id. */
+export function runIdOfTail(tail: string): string {
+  const [jobId, slot, suffix] = tail.split(SEP);
+  const id = `${jobId}@${Number(slot)}`;
+  return suffix ? `${id}~${suffix}` : id;
+}
+
+export function runKey(p: ParsedRunId): string {
+  return `r${SEP}${runTail(p)}`;
+}
+export const RUN_PREFIX = `r${SEP}`;
+
+export function jobRunsPrefix(jobId: string): string {
+  return `r${SEP}${jobId}${SEP}`;
+}
+
+export function stateKey(state: number, p: ParsedRunId): string {
+  return `s${SEP}${padState(state)}${SEP}${runTail(p)}`;
+}
+
+export function statePrefix(state: number): string {
+  return `s${SEP}${padState(state)}${SEP}`;
+}
+
+export function readyKey(priority: number, notBeforeMs: number, runId: string): string {
+  return `q${SEP}${padPriority(priority)}${SEP}${padTime(notBeforeMs)}${SEP}${runId}`;
+}
+export const READY_PREFIX = `q${SEP}`;
+
+export function readyByTypeKey(taskType: string, priority: number, notBeforeMs: number, runId: string): string {
+  return `t${SEP}${taskType}${SEP}${padPriority(priority)}${SEP}${padTime(notBeforeMs)}${SEP}${runId}`;
+}
+
+export function readyByTypePrefix(taskType: string): string {
+  return `t${SEP}${taskType}${SEP}`;
+}
+
+/** Parses the trailing "<prio:4>\0<nb:15>\0<runId>" of a ready key after `prefix`. */
+export function parseReadyKey(key: string, prefix: string): { priority: number; notBeforeMs: number; runId: string } {
+  const rest = key.slice(prefix.length);
+  const [prio, nb, runId] = rest.split(SEP);
+  return { priority: 1000 - Number(prio), notBeforeMs: Number(nb), runId: runId! };
+}
+
+export function leaseKey(deadlineMs: number, runId: string): string {
+  return `l${SEP}${padTime(deadlineMs)}${SEP}${runId}`;
+}
+export const LEASE_PREFIX = `l${SEP}`;
+
+export function parseLeaseKey(key: string): { deadlineMs: number; runId: string } {
+  const [, t, runId] = key.split(SEP);
+  return { deadlineMs: Number(t), runId: runId! };
+}
+
+export function createIdemKey(key: string): string {
+  return `i${SEP}c${SEP}${key}`;
+}
+
+export function triggerIdemKey(jobId: string, key: string): string {
+  return `i${SEP}t${SEP}${jobId}${SEP}${key}`;
+}
+
+export function expiryKey(expiresMs: number, idemRecordKey: string): string {
+  return `x${SEP}${padTime(expiresMs)}${SEP}${idemRecordKey}`;
+}
+export const EXPIRY_PREFIX = `x${SEP}`;
+
+/** The idempotency record key an expiry key points at. */
+export function idemKeyOfExpiry(key: string): string {
+  // "x\0<15>\0" is 19 characters long.
+  return key.slice(2 + 15 + 1);
+}

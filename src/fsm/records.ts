@@ -1,0 +1,98 @@
+// Stored records: the public Job / Run messages plus the few internal fields the FSM needs,
+// behind a record-format version byte. Index keys are a pure function of a record
+// (jobIndexKeys / runIndexKeys), so the transaction (apply-txn.ts) keeps every index exact by
+// diffing the keys of a record before and after a change — no index is updated by hand.
+import { Job, JobState } from '../gen/herald/v1/job.js';
+import { Run, RunState } from '../gen/herald/v1/run.js';
+import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { dueKey, leaseKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
+import { parseRunId } from './run-id.js';
+
+const RECORD_FORMAT_VERSION = 1;
+
+export interface JobRecord {
+  job: Job;
+  /** Manual triggers so far: the next manual run is "~m<manualSeq>". */
+  manualSeq: number;
+  /** BUFFER_ONE: the run queued behind the active one ('' when none). */
+  heldRunId: string;
+  /** Runs of the job not in a terminal state, in creation order (job.activeRuns mirrors the count). */
+  activeRunIds: string[];
+}
+
+export interface RunRecord {
+  run: Run;
+  /** BUFFER_ONE: pending but not dispatchable until the job's active run ends. */
+  held: boolean;
+}
+
+export function encodeJobRecord(rec: JobRecord): Uint8Array {
+  return new ByteWriter(512)
+    .u8(RECORD_FORMAT_VERSION)
+    .bytes(Job.encode(rec.job).finish())
+    .uint(rec.manualSeq)
+    .str(rec.heldRunId)
+    .list(rec.activeRunIds, (w, s) => w.str(s))
+    .finish();
+}
+
+export function decodeJobRecord(bytes: Uint8Array): JobRecord {
+  const r = new ByteReader(bytes);
+  const v = r.u8();
+  if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
+  const job = Job.decode(r.bytes());
+  const rec = { job, manualSeq: r.uint(), heldRunId: r.str(), activeRunIds: r.list((r) => r.str()) };
+  r.end();
+  return rec;
+}
+
+export function encodeRunRecord(rec: RunRecord): Uint8Array {
+  return new ByteWriter(256).u8(RECORD_FORMAT_VERSION).bool(rec.held).bytes(Run.encode(rec.run).finish()).finish();
+}
+
+export function decodeRunRecord(bytes: Uint8Array): RunRecord {
+  const r = new ByteReader(bytes);
+  const v = r.u8();
+  if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown run record version ${v}`);
+  const held = r.bool();
+  const run = Run.decode(r.bytes());
+  r.end();
+  return { run, held };
+}
+
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
+  RunState.RUN_STATE_SUCCEEDED,
+  RunState.RUN_STATE_DEAD,
+  RunState.RUN_STATE_CANCELLED,
+  RunState.RUN_STATE_SKIPPED,
+  RunState.RUN_STATE_MISSED,
+]);
+
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** Waiting for a worker: PENDING, or FAILED with a retry scheduled. */
+export function isDispatchable(rec: RunRecord): boolean {
+  const s = rec.run.state;
+  return !rec.held && (s === RunState.RUN_STATE_PENDING || s === RunState.RUN_STATE_FAILED);
+}
+
+/** Secondary index keys of a job: the due index entry while ACTIVE with a next fire time. */
+export function jobIndexKeys(job: Job): string[] {
+  return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : [];
+}
+
+/** Secondary index keys of a run: by state; ready (global and per task type); lease. */
+export function runIndexKeys(rec: RunRecord): string[] {
+  const run = rec.run;
+  const p = parseRunId(run.id);
+  if (!p) throw new FsmDecodeError(`stored run has a bad id ${run.id}`);
+  const keys = [stateKey(run.state, p)];
+  if (isDispatchable(rec)) {
+    keys.push(readyKey(run.priority, run.notBeforeUnixMs, run.id));
+    keys.push(readyByTypeKey(run.taskType, run.priority, run.notBeforeUnixMs, run.id));
+  }
+  if (run.state === RunState.RUN_STATE_RUNNING) keys.push(leaseKey(run.leaseDeadlineUnixMs, run.id));
+  return keys;
+}

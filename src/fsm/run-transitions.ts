@@ -1,0 +1,123 @@
+// State changes of runs that several commands share: creating a run, ending one (which updates
+// its job's active set and releases a BUFFER_ONE run waiting behind it), cancelling.
+import { JobSpec, OverlapPolicy } from '../gen/herald/v1/job.js';
+import { AttemptOutcome, Run, RunState } from '../gen/herald/v1/run.js';
+import type { ErrorCode } from '../herald-error.js';
+import type { ApplyTxn } from './apply-txn.js';
+import type { JobRecord, RunRecord } from './records.js';
+import { isTerminal } from './records.js';
+import type { CancelSignal, ItemError } from './results.js';
+import { parseRunId } from './run-id.js';
+
+export function itemError(code: ErrorCode, message: string, reason = ''): ItemError {
+  return { code, message, reason };
+}
+
+export interface NewRunFields {
+  readonly id: string;
+  readonly slotMs: number;
+  readonly scheduledMs: number;
+  readonly nowMs: number;
+  readonly state: RunState;
+  readonly reason?: string;
+  readonly manual?: boolean;
+  readonly backfilled?: boolean;
+  readonly held?: boolean;
+}
+
+/** A new run record of `job`; terminal records (MISSED/SKIPPED) are finished at creation. */
+export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
+  const spec = job.job.spec ?? JobSpec.fromPartial({});
+  const run = Run.fromPartial({
+    id: f.id,
+    jobId: job.job.id,
+    taskType: spec.taskType,
+    slotUnixMs: f.slotMs,
+    scheduledUnixMs: f.scheduledMs,
+    state: f.state,
+    backfilled: f.backfilled ?? false,
+    manual: f.manual ?? false,
+    notBeforeUnixMs: f.scheduledMs,
+    createdUnixMs: f.nowMs,
+    finishedUnixMs: isTerminal(f.state) ? f.nowMs : 0,
+    reason: f.reason ?? '',
+    priority: spec.priority,
+  });
+  return { run, held: f.held ?? false };
+}
+
+/** Registers a new non-terminal run as active on its job. */
+export function addActive(job: JobRecord, runId: string): void {
+  job.activeRunIds.push(runId);
+}
+
+/**
+ * Bookkeeping after a run of `job` reached a terminal state: it leaves the active set, and a
+ * BUFFER_ONE run held behind it becomes dispatchable once no other (unheld) run is active.
+ * The caller has stored the run and stores the job afterwards.
+ */
+export async function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> {
+  if (!job) return;
+  job.activeRunIds = job.activeRunIds.filter((id) => id !== runId);
+  if (job.heldRunId === runId) job.heldRunId = '';
+  if (job.heldRunId !== '' && job.activeRunIds.every((id) => id === job.heldRunId)) {
+    const p = parseRunId(job.heldRunId);
+    const held = p ? await txn.getRun(p) : undefined;
+    job.heldRunId = '';
+    if (held && held.held) {
+      held.held = false;
+      txn.putRun(held);
+    }
+  }
+}
+
+/**
+ * Ends a non-terminal run as CANCELLED (or another terminal state): closes a running attempt and
+ * returns the signal for its worker when it was RUNNING. Does not touch the job record.
+ */
+export function endRun(rec: RunRecord, state: RunState, nowMs: number, reason: string, outcome = AttemptOutcome.ATTEMPT_OUTCOME_CANCELLED): CancelSignal | undefined {
+  const run = rec.run;
+  let signal: CancelSignal | undefined;
+  if (run.state === RunState.RUN_STATE_RUNNING) {
+    signal = { runId: run.id, workerId: run.workerId, fencingToken: run.fencingToken };
+    const attempt = run.attempts[run.attempts.length - 1];
+    if (attempt && attempt.endedUnixMs === 0) {
+      attempt.endedUnixMs = nowMs;
+      attempt.outcome = outcome;
+    }
+    run.leaseDeadlineUnixMs = 0;
+  }
+  run.state = state;
+  run.finishedUnixMs = nowMs;
+  run.reason = reason;
+  rec.held = false;
+  return signal;
+}
+
+/** Cancels every active run of a job (delete, REPLACE); returns signals for running ones. */
+export async function cancelActiveRuns(
+  txn: ApplyTxn,
+  job: JobRecord,
+  nowMs: number,
+  reason: string,
+): Promise<{ cancelled: number; signals: CancelSignal[] }> {
+  const signals: CancelSignal[] = [];
+  let cancelled = 0;
+  for (const id of [...job.activeRunIds]) {
+    const p = parseRunId(id);
+    const rec = p ? await txn.getRun(p) : undefined;
+    if (!rec || isTerminal(rec.run.state)) continue;
+    const s = endRun(rec, RunState.RUN_STATE_CANCELLED, nowMs, reason);
+    if (s) signals.push(s);
+    txn.putRun(rec);
+    cancelled++;
+  }
+  job.activeRunIds = [];
+  job.heldRunId = '';
+  return { cancelled, signals };
+}
+
+export function overlapOf(spec: JobSpec | undefined): OverlapPolicy {
+  const p = spec?.overlapPolicy ?? OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED;
+  return p === OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED ? OverlapPolicy.OVERLAP_POLICY_ALLOW : p;
+}

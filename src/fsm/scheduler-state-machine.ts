@@ -1,0 +1,247 @@
+// The scheduler state machine: Herald's replicated state in LevelDB, driven by the Raft runtime
+// through the StateMachine contract (src/raft/state-machine.ts).
+//
+// apply: every entry of one call is applied into one transaction and written — with the new
+// applied index — in ONE LevelDB batch, so a crash leaves either all of the call or none of it.
+// Time comes only from commands (I5). A command that fails to decode, or an entry whose handler
+// hits an unexpected error, gets a 'rejected' result and changes nothing; the other entries of
+// the call still apply. Reads are served straight from LevelDB (see fsm-reads.ts).
+import { createHash } from 'node:crypto';
+import { ClassicLevel } from 'classic-level';
+import { HeraldError } from '../herald-error.js';
+import type { SnapshotMeta, Entry } from '../raft/types.js';
+import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
+import { applyCommand } from './apply-command.js';
+import { ApplyTxn, type Db } from './apply-txn.js';
+import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { decodeCommand } from './command-codec.js';
+import { FsmReads } from './fsm-reads.js';
+import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_VERSION } from './key-layout.js';
+import { encodeResult } from './result-codec.js';
+import type { FsmResult } from './results.js';
+import { itemError } from './run-transitions.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from './validation.js';
+
+export interface SchedulerFsmOptions {
+  /**
+   * Largest job payload accepted (default 256 KiB). Apply enforces it too, so every node of a
+   * cluster must run with the same value (it is part of the deterministic apply function).
+   */
+  readonly maxPayloadBytes?: number;
+  /** Target size of one snapshot chunk (default 1 MiB). */
+  readonly snapshotChunkBytes?: number;
+}
+
+const SNAPSHOT_FORMAT_VERSION = 1;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export class SchedulerStateMachine extends FsmReads implements StateMachine {
+  private applied = 0;
+  /** Serialises apply / restore / close; reads do not wait. */
+  private lock: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly store: Db,
+    private readonly opts: Required<SchedulerFsmOptions>,
+  ) {
+    super(store);
+  }
+
+  static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
+    const db: Db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+    await db.open();
+    const opts = {
+      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      snapshotChunkBytes: options.snapshotChunkBytes ?? 1 << 20,
+    };
+    const fsm = new SchedulerStateMachine(db, opts);
+    try {
+      if ((await db.get(META_RESTORING)) !== undefined) {
+        // A restore was cut short: the contents are a mix of old and new. Start empty so the
+        // runtime installs a snapshot again rather than serving a broken state.
+        await db.clear();
+      }
+      const schema = await db.get(META_SCHEMA);
+      if (schema === undefined) {
+        await db.batch([
+          { type: 'put', key: META_SCHEMA, value: enc.encode(String(SCHEMA_VERSION)) },
+          { type: 'put', key: META_APPLIED, value: enc.encode('0') },
+        ], { sync: true });
+      } else if (Number(dec.decode(schema)) !== SCHEMA_VERSION) {
+        throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(schema)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
+      }
+      fsm.applied = Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0')));
+    } catch (e) {
+      await db.close();
+      throw e;
+    }
+    return fsm;
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(fn, fn);
+    this.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
+    return this.exclusive(() => this.applyLocked(entries));
+  }
+
+  private async applyLocked(entries: readonly Entry[]): Promise<Uint8Array[]> {
+    // Entries that threw unexpectedly are re-run as 'rejected' from a fresh transaction, so one
+    // bad entry can never leave half of its changes behind.
+    const poisoned = new Map<number, string>();
+    for (;;) {
+      const txn = new ApplyTxn(this.store);
+      const results: FsmResult[] = [];
+      let last = this.applied;
+      let failedAt = -1;
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i]!;
+        if (entry.index <= last) {
+          results.push({ type: 'empty' }); // already applied (replay after restart)
+          continue;
+        }
+        last = entry.index;
+        if (entry.type !== 'normal' || entry.data.length === 0) {
+          results.push({ type: 'empty' });
+          continue;
+        }
+        const poison = poisoned.get(i);
+        if (poison !== undefined) {
+          results.push({ type: 'rejected', error: itemError('INTERNAL', poison) });
+          continue;
+        }
+        let cmd;
+        try {
+          cmd = decodeCommand(entry.data);
+        } catch (e) {
+          const msg = e instanceof FsmDecodeError ? e.message : String(e);
+          results.push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${msg}`) });
+          continue;
+        }
+        try {
+          results.push(await applyCommand(txn, cmd, entry.index, this.opts));
+        } catch (e) {
+          poisoned.set(i, `apply of ${cmd.type} failed: ${(e as Error).message}`);
+          failedAt = i;
+          break;
+        }
+      }
+      if (failedAt >= 0) continue;
+      if (last === this.applied) return results.map(encodeResult);
+      const ops = await txn.batchOps();
+      ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
+      await this.store.batch(ops);
+      this.applied = last;
+      return results.map(encodeResult);
+    }
+  }
+
+  async appliedIndex(): Promise<number> {
+    return this.applied;
+  }
+
+  snapshot(): Promise<SnapshotSource> {
+    return this.exclusive(async () => {
+      // The iterator pins a LevelDB snapshot when it is created; holding the apply lock makes
+      // `applied` match that view exactly.
+      const it = this.store.iterator();
+      const appliedIndex = this.applied;
+      const chunkBytes = this.opts.snapshotChunkBytes;
+      let closed = false;
+      return {
+        appliedIndex,
+        async *chunks(): AsyncIterable<Uint8Array> {
+          yield new ByteWriter(8).u8(SNAPSHOT_FORMAT_VERSION).uint(appliedIndex).finish();
+          let w = new ByteWriter(chunkBytes + 1024);
+          let size = 0;
+          for (;;) {
+            const batch = await it.nextv(1000);
+            if (batch.length === 0) break;
+            for (const [k, v] of batch) {
+              const kb = enc.encode(k);
+              w.bytes(kb).bytes(v);
+              size += kb.length + v.length + 8;
+              if (size >= chunkBytes) {
+                yield w.finish();
+                w = new ByteWriter(chunkBytes + 1024);
+                size = 0;
+              }
+            }
+          }
+          if (size > 0) yield w.finish();
+        },
+        async close(): Promise<void> {
+          if (closed) return;
+          closed = true;
+          await it.close();
+        },
+      };
+    });
+  }
+
+  restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    return this.exclusive(async () => {
+      await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
+      await this.store.clear();
+      let first = true;
+      let batch = this.store.batch();
+      let pending = 0;
+      for await (const chunk of chunks) {
+        const r = new ByteReader(chunk);
+        if (first) {
+          first = false;
+          const v = r.u8();
+          if (v !== SNAPSHOT_FORMAT_VERSION) throw new HeraldError('CORRUPT_STORAGE', `unknown snapshot format ${v}`);
+          const idx = r.uint();
+          if (idx !== meta.index) throw new HeraldError('CORRUPT_STORAGE', `snapshot holds index ${idx}, meta says ${meta.index}`);
+          r.end();
+          continue;
+        }
+        while (!r.done()) {
+          const key = dec.decode(r.bytes());
+          if (key === META_RESTORING) throw new HeraldError('CORRUPT_STORAGE', 'snapshot contains a restore marker');
+          batch.put(key, r.bytes());
+          pending += 1;
+        }
+        if (pending >= 10_000) {
+          await batch.write();
+          batch = this.store.batch();
+          pending = 0;
+        }
+      }
+      if (first) throw new HeraldError('CORRUPT_STORAGE', 'empty snapshot stream');
+      batch.put(META_APPLIED, enc.encode(String(meta.index)));
+      batch.del(META_RESTORING);
+      await batch.write({ sync: true });
+      this.applied = meta.index;
+    });
+  }
+
+  sync(): Promise<void> {
+    return this.exclusive(async () => {
+      // One synced write flushes LevelDB's write-ahead log, making every earlier batch durable.
+      await this.store.put(META_APPLIED, enc.encode(String(this.applied)), { sync: true });
+    });
+  }
+
+  async stateHash(): Promise<string> {
+    const h = createHash('sha256');
+    const len = Buffer.alloc(4);
+    for await (const [k, v] of this.store.iterator()) {
+      const kb = enc.encode(k);
+      len.writeUInt32BE(kb.length);
+      h.update(len).update(kb);
+      len.writeUInt32BE(v.length);
+      h.update(len).update(v);
+    }
+    return h.digest('hex');
+  }
+
+  close(): Promise<void> {
+    return this.exclusive(() => this.store.close());
+  }
+}

@@ -1,0 +1,69 @@
+// Shared helpers for FSM tests: a fresh store per test, a tiny log that stamps Raft indexes,
+// and spec builders.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { JobSpec } from '../../src/gen/herald/v1/job.js';
+import { decodeResult, encodeCommand, SchedulerStateMachine, type FsmCommand, type FsmResult, type SchedulerFsmOptions } from '../../src/fsm/index.js';
+import type { Entry } from '../../src/raft/types.js';
+
+export interface TestFsm {
+  readonly fsm: SchedulerStateMachine;
+  readonly dir: string;
+  /** Applies commands as consecutive log entries (one apply call) and decodes the results. */
+  apply(...cmds: FsmCommand[]): Promise<FsmResult[]>;
+  /** Applies one command and returns its decoded result. */
+  one<T extends FsmResult['type']>(cmd: FsmCommand, type?: T): Promise<Extract<FsmResult, { type: T }>>;
+  /** Appends a raw entry (noop/config/garbage). */
+  raw(entry: Omit<Entry, 'index' | 'term'>): Promise<FsmResult>;
+  nextIndex(): number;
+  close(): Promise<void>;
+}
+
+export async function openTestFsm(opts: SchedulerFsmOptions = {}, dir?: string): Promise<TestFsm> {
+  const d = dir ?? (await mkdtemp(join(tmpdir(), 'herald-fsm-')));
+  const fsm = await SchedulerStateMachine.open(d, opts);
+  let index = await fsm.appliedIndex();
+  const t: TestFsm = {
+    fsm,
+    dir: d,
+    async apply(...cmds) {
+      const entries: Entry[] = cmds.map((c) => ({ term: 1, index: ++index, type: 'normal', data: encodeCommand(c) }));
+      return (await fsm.apply(entries)).map(decodeResult);
+    },
+    async one(cmd, type) {
+      const [r] = await t.apply(cmd);
+      if (type && r!.type !== type) throw new Error(`expected ${type} result, got ${JSON.stringify(r)}`);
+      return r as never;
+    },
+    async raw(e) {
+      const [r] = await fsm.apply([{ ...e, term: 1, index: ++index }]);
+      return decodeResult(r!);
+    },
+    nextIndex: () => index + 1,
+    async close() {
+      await fsm.close();
+      await rm(d, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+/** Loose partial of a JobSpec (ts-proto's DeepPartial is not exported). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type SpecInput = Record<string, any>;
+
+export function spec(p: SpecInput = {}): JobSpec {
+  return JobSpec.fromPartial({ taskType: 'demo', schedule: { kind: { $case: 'every', every: { intervalMs: 60_000 } } }, ...p } as never);
+}
+
+export function everySpec(intervalMs: number, p: SpecInput = {}, anchorUnixMs = 0): JobSpec {
+  return spec({ ...p, schedule: { kind: { $case: 'every', every: { intervalMs, anchorUnixMs } } } });
+}
+
+export function atSpec(atUnixMs: number, p: SpecInput = {}): JobSpec {
+  return spec({ ...p, schedule: { kind: { $case: 'at', at: { atUnixMs } } } });
+}
+
+/** A round instant far from the epoch, so every-minute anchors line up with it. */
+export const T0 = Date.UTC(2030, 0, 1, 0, 0, 0);
