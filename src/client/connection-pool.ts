@@ -1,0 +1,63 @@
+// One gRPC channel per node address, shared by the service clients for that node. Leader changes
+// move traffic between a handful of addresses; keeping their channels open avoids a TCP + HTTP/2
+// handshake on every redirect, and close() tears them all down in one place.
+import { Channel, credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { ClusterServiceClient } from '../gen/herald/v1/cluster_service.js';
+import { JobServiceClient } from '../gen/herald/v1/job_service.js';
+import { WorkerServiceClient } from '../gen/herald/v1/worker_service.js';
+
+export interface ConnectionOptions {
+  /** Channel credentials; insecure by default (local and in-cluster use). */
+  credentials?: ChannelCredentials;
+  /** Extra grpc-js channel options (keepalive, message sizes). */
+  channelOptions?: ChannelOptions;
+}
+
+interface NodeConnection {
+  channel: Channel;
+  jobs?: JobServiceClient;
+  cluster?: ClusterServiceClient;
+  workers?: WorkerServiceClient;
+}
+
+export class ConnectionPool {
+  private readonly nodes = new Map<string, NodeConnection>();
+  private readonly credentials: ChannelCredentials;
+  private closed = false;
+
+  constructor(private readonly options: ConnectionOptions = {}) {
+    this.credentials = options.credentials ?? grpcCredentials.createInsecure();
+  }
+
+  private node(address: string): NodeConnection {
+    if (this.closed) throw new Error('connection pool is closed');
+    let node = this.nodes.get(address);
+    if (!node) {
+      node = { channel: new Channel(address, this.credentials, this.options.channelOptions ?? {}) };
+      this.nodes.set(address, node);
+    }
+    return node;
+  }
+
+  jobs(address: string): JobServiceClient {
+    const node = this.node(address);
+    return (node.jobs ??= new JobServiceClient(address, this.credentials, { channelOverride: node.channel }));
+  }
+
+  cluster(address: string): ClusterServiceClient {
+    const node = this.node(address);
+    return (node.cluster ??= new ClusterServiceClient(address, this.credentials, { channelOverride: node.channel }));
+  }
+
+  workers(address: string): WorkerServiceClient {
+    const node = this.node(address);
+    return (node.workers ??= new WorkerServiceClient(address, this.credentials, { channelOverride: node.channel }));
+  }
+
+  /** Closes every channel; calls in flight fail with CANCELLED/UNAVAILABLE. */
+  close(): void {
+    this.closed = true;
+    for (const node of this.nodes.values()) node.channel.close();
+    this.nodes.clear();
+  }
+}

@@ -1,0 +1,85 @@
+// Where the next call goes. The SDK prefers the leader (writes are served there without a
+// forwarding hop, and linearizable reads need it anyway); it learns the leader from
+// ClusterService.GetStatus on any endpoint and from the "herald-leader-address" trailer of
+// UNAVAILABLE answers, and falls back to rotating through the configured endpoints when no one
+// knows (during an election).
+import type { GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
+import type { ClientLogger } from './logger.js';
+
+/** Asks one node for its view of the cluster, giving up at `deadline` (epoch ms). */
+export type StatusProbe = (address: string, deadline: number) => Promise<GetStatusResponse>;
+
+export class LeaderRouter {
+  private leader: string | undefined;
+  private cursor = 0;
+  private discovery: Promise<string | undefined> | undefined;
+
+  constructor(
+    private readonly endpoints: readonly string[],
+    private readonly probe: StatusProbe,
+    private readonly logger: ClientLogger,
+  ) {
+    if (endpoints.length === 0) throw new Error('at least one endpoint is required');
+  }
+
+  /** The leader's client address, when known. */
+  get leaderAddress(): string | undefined {
+    return this.leader;
+  }
+
+  /** The node the next call should go to. */
+  target(): string {
+    return this.leader ?? this.endpoints[this.cursor % this.endpoints.length]!;
+  }
+
+  /** Records a leader hint (from a status answer, a trailer or a stream redirect). */
+  noteLeader(address: string): void {
+    if (address === '' || address === this.leader) return;
+    this.logger.debug({ leader: address, previous: this.leader }, 'leader address learned');
+    this.leader = address;
+  }
+
+  /** Records that `address` could not serve: forget it as leader, and move past it in rotation. */
+  noteFailure(address: string): void {
+    if (address === this.leader) this.leader = undefined;
+    if (this.endpoints[this.cursor % this.endpoints.length] === address) this.cursor += 1;
+  }
+
+  /**
+   * Asks every endpoint at once for the leader and takes the first answer that names one. Calls
+   * share one discovery in flight, so a burst of calls after a leader loss probes each node once.
+   */
+  discover(deadline: number): Promise<string | undefined> {
+    this.discovery ??= this.runDiscovery(deadline).finally(() => {
+      this.discovery = undefined;
+    });
+    return this.discovery;
+  }
+
+  private runDiscovery(deadline: number): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      let pending = this.endpoints.length;
+      let done = false;
+      const finish = (leader: string | undefined): void => {
+        if (done) return;
+        done = true;
+        if (leader !== undefined) this.noteLeader(leader);
+        resolve(leader);
+      };
+      for (const address of this.endpoints) {
+        this.probe(address, deadline).then(
+          (st) => {
+            pending -= 1;
+            if (st.leaderAddress !== '') finish(st.leaderAddress);
+            else if (pending === 0) finish(undefined);
+          },
+          (err: unknown) => {
+            pending -= 1;
+            this.logger.debug({ address, err: String(err) }, 'status probe failed');
+            if (pending === 0) finish(undefined);
+          },
+        );
+      }
+    });
+  }
+}
