@@ -31,6 +31,11 @@ export class Inflights {
     }
   }
 
+  /** Frees the oldest append: a heartbeat reply proves the link works, so a lost append must not stall the window forever. */
+  freeFirstOne(): void {
+    if (this.count > 0) this.freeLE(this.queue[this.head]!);
+  }
+
   reset(): void {
     this.queue.length = 0;
     this.head = 0;

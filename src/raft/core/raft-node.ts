@@ -728,6 +728,9 @@ export class RaftNode {
   private handleHeartbeatResponse(m: Message, pr: Progress): void {
     pr.recentActive = true;
     pr.probeSent = false;
+    // A full window with a live follower means an append was probably lost: free one slot so
+    // the next append goes out (the follower rejects the gap and we fall back to probing).
+    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
     if (pr.match < this.log.lastIndex() || pr.state === 'probe') this.sendAppend(m.from);
     if (!m.context || m.context.length === 0) return;
     if (!this.readOnly.recvAck(m.from, m.context, this.voters)) return;
