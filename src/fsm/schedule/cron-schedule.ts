@@ -25,6 +25,7 @@ import type { Transition, ZoneRules } from './zone-rules.js';
  * match; the sparsest valid ones (Feb 29) recur within 8 years (2096 → 2104).
  */
 const HORIZON_YEARS = 10;
+const DAY_MS = 86_400_000;
 /** Instants before this are treated as this: 0 means "unset" in our API and pre-1970 is moot. */
 const MIN_INSTANT = 0;
 /** Far enough for any schedule, early enough for Date and Intl to behave (year 9999). */
@@ -57,7 +58,7 @@ export function nextCronSlot(
   untilMs: number,
 ): number | undefined {
   let cur = Math.max(MIN_INSTANT, Math.floor(afterMs / 1000) * 1000 + 1000);
-  const until = Math.min(untilMs, MAX_INSTANT, cur + HORIZON_YEARS * 366 * 86_400_000);
+  const until = Math.min(untilMs, MAX_INSTANT, cur + HORIZON_YEARS * 366 * DAY_MS);
   const maxYear = new Date(until).getUTCFullYear() + 1;
 
   // A spring-forward transition exactly at `cur` puts its shifted slot at `cur`.
@@ -68,7 +69,9 @@ export function nextCronSlot(
 
   while (cur < until) {
     const offset = zone.offsetAt(cur);
-    const next = zone.nextTransitionAfter(cur, until);
+    // Look a little past `until`: a fold straddling the end bound must still drop (LAST) the
+    // first occurrences whose chosen second occurrence lies at or after the end.
+    const next = zone.nextTransitionAfter(cur, until + 2 * DAY_MS);
     const segEnd = next?.at ?? until;
     const wallEnd = segEnd + offset;
 

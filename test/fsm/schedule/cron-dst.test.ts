@@ -13,6 +13,9 @@ interface Scenario {
   fold?: Fold;
   from: string;
   to: string;
+  /** Optional job bounds. */
+  start?: string;
+  end?: string;
   expected: string[];
 }
 
@@ -107,6 +110,18 @@ const scenarios: Scenario[] = [
     from: '2026-11-01T00:00:00-04:00', to: '2026-11-01T02:30:00-05:00',
     expected: ['2026-11-01T00:00:00-04:00', '2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T02:00:00-05:00'],
   },
+  {
+    name: 'NY fold, last, end bound inside the first pass: the chosen (second) 01:30 is past the end',
+    zone: 'America/New_York', cron: '30 1 * * *', fold: 'last', end: '2026-11-01T01:45:00-04:00',
+    from: '2026-10-31T00:00:00-04:00', to: '2026-11-03T00:00:00-05:00',
+    expected: ['2026-10-31T01:30:00-04:00'],
+  },
+  {
+    name: 'NY fold, first, start bound inside the second pass: the repeated 01:30 does not fire again',
+    zone: 'America/New_York', cron: '30 1 * * *', fold: 'first', start: '2026-11-01T01:15:00-05:00',
+    from: '2026-10-31T00:00:00-04:00', to: '2026-11-03T00:00:00-05:00',
+    expected: ['2026-11-02T01:30:00-05:00'],
+  },
   // --- Europe/Berlin ---
   {
     name: 'Berlin gap, shift forward: 02:30 fires at 03:00 CEST',
@@ -197,7 +212,10 @@ const scenarios: Scenario[] = [
 
 describe('cron DST policy', () => {
   it.each(scenarios)('$name', (s) => {
-    const spec = cronSpec(s.cron, s.zone, s.gap, s.fold);
+    const spec = cronSpec(s.cron, s.zone, s.gap, s.fold, {
+      startUnixMs: s.start ? ms(s.start) : 0,
+      endUnixMs: s.end ? ms(s.end) : 0,
+    });
     expect(wall(slotsInRange(spec, ms(s.from), ms(s.to), 0, 1000), s.zone)).toEqual(s.expected);
   });
 });

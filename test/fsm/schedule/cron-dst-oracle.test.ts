@@ -1,0 +1,124 @@
+// Property: around real DST transitions, the cron slots equal those of a brute-force reference
+// that walks the timeline minute by minute, reads wall time straight from Intl, and applies the
+// gap/fold policy by its definition. It shares no code with the implementation.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { slotsInRange } from '../../../src/fsm/schedule/index.js';
+import { cronSpec, ms, type Fold, type Gap } from './spec-builders.js';
+
+const MIN = 60_000;
+const HOUR = 3_600_000;
+const LOOKAROUND = 4 * HOUR; // longer than any fold, so "occurs earlier/later" is decidable
+
+const transitions = [
+  { zone: 'America/New_York', at: ms('2026-03-08T07:00:00Z') },
+  { zone: 'America/New_York', at: ms('2026-11-01T06:00:00Z') },
+  { zone: 'Europe/Berlin', at: ms('2026-03-29T01:00:00Z') },
+  { zone: 'Europe/Berlin', at: ms('2026-10-25T01:00:00Z') },
+  { zone: 'Australia/Lord_Howe', at: ms('2026-04-04T15:00:00Z') },
+  { zone: 'Australia/Lord_Howe', at: ms('2026-10-03T15:30:00Z') },
+];
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+/** Wall time of instant t in zone, as { key: "YYYY-MM-DD HH:MM", wallMs, hour, minute }. */
+function wallOf(zone: string, t: number) {
+  let f = formats.get(zone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-GB', {
+      timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
+    });
+    formats.set(zone, f);
+  }
+  const p = Object.fromEntries(f.formatToParts(t).map((x) => [x.type, x.value]));
+  const hour = Number(p.hour);
+  const minute = Number(p.minute);
+  const wallMs = Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), hour, minute);
+  return { wallMs, hour, minute };
+}
+
+const timelines = new Map<string, ReturnType<typeof buildTimeline>>();
+/** Every minute instant around [from, to) with its wall time and where each wall time recurs. */
+function timeline(zone: string, from: number, to: number) {
+  const key = `${zone} ${from} ${to}`;
+  let tl = timelines.get(key);
+  if (!tl) timelines.set(key, (tl = buildTimeline(zone, from, to)));
+  return tl;
+}
+function buildTimeline(zone: string, from: number, to: number) {
+  const ts: number[] = [];
+  for (let t = from - LOOKAROUND; t < to + LOOKAROUND; t += MIN) ts.push(t);
+  const walls = ts.map((t) => wallOf(zone, t).wallMs);
+  const firstIndex = new Map<number, number>();
+  const lastIndex = new Map<number, number>();
+  walls.forEach((w, i) => {
+    if (!firstIndex.has(w)) firstIndex.set(w, i);
+    lastIndex.set(w, i);
+  });
+  return { ts, walls, firstIndex, lastIndex };
+}
+
+function reference(zone: string, minutes: Set<number>, hours: Set<number>, gap: Gap, fold: Fold, from: number, to: number): number[] {
+  const matches = (wallMs: number) => {
+    const d = new Date(wallMs);
+    return minutes.has(d.getUTCMinutes()) && hours.has(d.getUTCHours());
+  };
+  const { ts, walls, firstIndex, lastIndex } = timeline(zone, from, to);
+  const out = new Set<number>();
+  for (let i = 0; i < ts.length; i++) {
+    const t = ts[i]!;
+    if (t < from || t >= to) continue;
+    if (matches(walls[i]!)) {
+      const earlier = firstIndex.get(walls[i]!)! < i;
+      const later = lastIndex.get(walls[i]!)! > i;
+      const keep = fold === 'both' || (fold === 'last' ? !later : !earlier);
+      if (keep) out.add(t);
+    }
+    // Wall times jumped over between the previous minute and this one: a spring-forward gap.
+    if (gap !== 'skip' && i > 0) {
+      for (let w = walls[i - 1]! + MIN; w < walls[i]!; w += MIN) if (matches(w)) out.add(t);
+    }
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+const minuteSets = fc.uniqueArray(fc.integer({ min: 0, max: 59 }), { minLength: 1, maxLength: 6 });
+const hourSets = fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 3 });
+
+describe('cron slots around DST transitions match a brute-force reference', () => {
+  it('for random minute/hour sets, windows and policies', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...transitions),
+        fc.integer({ min: -6 * 60, max: 2 * 60 }),
+        minuteSets,
+        hourSets,
+        fc.constantFrom<Gap>('shift', 'skip'),
+        fc.constantFrom<Fold>('first', 'last', 'both'),
+        ({ zone, at }, startMin, minutes, hours, gap, fold) => {
+          const from = at + startMin * MIN;
+          const to = from + 6 * HOUR;
+          const expr = `${minutes.join(',')} ${hours.join(',')} * * *`;
+          const actual = slotsInRange(cronSpec(expr, zone, gap, fold), from, to, 0, 10_000);
+          expect(actual).toEqual(reference(zone, new Set(minutes), new Set(hours), gap, fold, from, to));
+        },
+      ),
+      { numRuns: 60, seed: 20261129 },
+    );
+  });
+
+  it('every minute of every DST day: strictly increasing, unique, equal to the reference', () => {
+    for (const { zone, at } of transitions) {
+      for (const gap of ['shift', 'skip'] as const) {
+        for (const fold of ['first', 'last', 'both'] as const) {
+          const from = at - 3 * HOUR;
+          const to = at + 3 * HOUR;
+          const all = new Set(Array.from({ length: 60 }, (_, i) => i));
+          const hours = new Set(Array.from({ length: 24 }, (_, i) => i));
+          const actual = slotsInRange(cronSpec('* * * * *', zone, gap, fold), from, to, 0, 10_000);
+          for (let i = 1; i < actual.length; i++) expect(actual[i]!).toBeGreaterThan(actual[i - 1]!);
+          expect(actual).toEqual(reference(zone, all, hours, gap, fold, from, to));
+        }
+      }
+    }
+  });
+});
