@@ -44,6 +44,9 @@ export interface ConnectRequest {
     | //
     /** Runs still held after a reconnect (also allowed inside hello). */
     { $case: "reattach"; reattach: WorkerReattach }
+    | //
+    /** The worker is shutting down: assign nothing more on this stream. */
+    { $case: "drain"; drain: WorkerDrain }
     | undefined;
 }
 
@@ -103,6 +106,14 @@ export interface RunResult {
     /** The handler failed. */
     { $case: "failure"; failure: RunFailure }
     | undefined;
+}
+
+/**
+ * The worker stops taking runs (graceful shutdown). The server drops the stream's remaining
+ * credits and sends no further assignments; heartbeats and results of held runs continue.
+ * Assignments already in flight when this arrives are still executed by the worker.
+ */
+export interface WorkerDrain {
 }
 
 /** Runs still held after a reconnect. */
@@ -306,6 +317,9 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
       case "reattach":
         WorkerReattach.encode(message.message.reattach, writer.uint32(42).fork()).join();
         break;
+      case "drain":
+        WorkerDrain.encode(message.message.drain, writer.uint32(50).fork()).join();
+        break;
     }
     return writer;
   },
@@ -363,6 +377,14 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
             message.message = { $case: "reattach", reattach: WorkerReattach.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.message = { $case: "drain", drain: WorkerDrain.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -408,6 +430,12 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
       case "reattach": {
         if (object.message?.reattach !== undefined && object.message?.reattach !== null) {
           message.message = { $case: "reattach", reattach: WorkerReattach.fromPartial(object.message.reattach) };
+        }
+        break;
+      }
+      case "drain": {
+        if (object.message?.drain !== undefined && object.message?.drain !== null) {
+          message.message = { $case: "drain", drain: WorkerDrain.fromPartial(object.message.drain) };
         }
         break;
       }
@@ -864,6 +892,49 @@ export const RunResult: MessageFns<RunResult> = {
         break;
       }
     }
+    return message;
+  },
+};
+
+function createBaseWorkerDrain(): WorkerDrain {
+  return {};
+}
+
+export const WorkerDrain: MessageFns<WorkerDrain> = {
+  encode(_: WorkerDrain, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkerDrain {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkerDrain();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WorkerDrain>, I>>(base?: I): WorkerDrain {
+    return WorkerDrain.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WorkerDrain>, I>>(_: I): WorkerDrain {
+    const message = createBaseWorkerDrain();
     return message;
   },
 };
