@@ -1,0 +1,285 @@
+// A linearizability checker: Wing & Gong's search with Lowe's memoization (the "WGL" algorithm,
+// as in Porcupine), over P-compositional partitions of the history.
+//
+// The search walks a doubly linked list of call/return events in time order. At a call it tries
+// to linearize the op now (model.step accepts its output); if the resulting (set of linearized
+// ops, state) pair was never seen, it commits and "lifts" the op's two events out of the list,
+// then restarts from the head. Reaching a return event whose op is not linearized yet means the
+// current prefix is wrong: pop the last linearized op, restore its state and events, and try the
+// next candidate after it. The memo set is what keeps this from being exponential in practice.
+//
+// Unknown-outcome ops return at +Infinity, so their return events sort last and never force a
+// backtrack; the search succeeds once every op with a known outcome is linearized (unknown ops
+// left over are the ones that "never took effect").
+
+import type { Model, Operation } from './model.js';
+import { hashPrimitive } from './model.js';
+
+export interface CheckBudget {
+  /**
+   * Total search steps across all partitions; deterministic, the simulator's choice. Memory grows
+   * with steps too (one memo entry per new (set, state) pair), so this is also the memory bound.
+   * Default DEFAULT_MAX_STEPS; pass Infinity for none.
+   */
+  maxSteps?: number;
+  /** Wall-clock budget; pass a clock (e.g. performance.now) — the checker owns none. */
+  deadline?: { now: () => number; ms: number };
+}
+
+export interface IllegalExplanation<S, I, O> {
+  /** Index of the failing sub-history (model.partition order). */
+  partition: number;
+  /** The longest linearizable prefix found, in linearization order. */
+  longestPrefix: Operation<I, O>[];
+  /** The model state after that prefix. */
+  stateAfterPrefix: S;
+  /** The op that had to be linearized before its return but fits nowhere after the prefix. */
+  stuck: Operation<I, O> | undefined;
+  /** Ops that were pending (called, not linearized) at that point: the candidates tried. */
+  candidates: Operation<I, O>[];
+}
+
+/**
+ * Linearizable histories need about one step per op (5,000 ops: ~6,000 steps). Illegal ones can
+ * need exhaustive search, exponential for models whose state remembers order (append): this
+ * default stops such a search at a few hundred MB instead of exhausting the heap.
+ */
+export const DEFAULT_MAX_STEPS = 2_000_000;
+
+export type CheckResult<S, I, O> =
+  | { result: 'ok'; steps: number; partitions: number }
+  | { result: 'illegal'; steps: number; partitions: number; explanation: IllegalExplanation<S, I, O> }
+  | { result: 'unknown'; reason: 'timeout'; steps: number; partitions: number };
+
+export function checkOperations<S, I, O>(
+  model: Model<S, I, O>,
+  history: readonly Operation<I, O>[],
+  budget: CheckBudget = {},
+): CheckResult<S, I, O> {
+  for (const op of history) {
+    if (!(op.return >= op.call)) throw new RangeError(`operation returns (${op.return}) before its call (${op.call})`);
+  }
+  const parts = model.partition ? model.partition(history) : [[...history]];
+  const clock = new StepClock(budget);
+  let timedOut = false;
+  for (let p = 0; p < parts.length; p++) {
+    const r = checkPartition(model, parts[p]!, clock);
+    if (r.kind === 'illegal') {
+      return {
+        result: 'illegal',
+        steps: clock.steps,
+        partitions: parts.length,
+        explanation: { ...r.explanation, partition: p },
+      };
+    }
+    // Keep going after a timeout: a later partition may still prove the history illegal.
+    if (r.kind === 'timeout') timedOut = true;
+  }
+  return timedOut
+    ? { result: 'unknown', reason: 'timeout', steps: clock.steps, partitions: parts.length }
+    : { result: 'ok', steps: clock.steps, partitions: parts.length };
+}
+
+class StepClock {
+  steps = 0;
+  private partitionSteps = 0;
+  private readonly start: number | undefined;
+
+  private readonly maxSteps: number;
+
+  constructor(private readonly budget: CheckBudget) {
+    this.start = budget.deadline?.now();
+    this.maxSteps = budget.maxSteps ?? DEFAULT_MAX_STEPS;
+  }
+
+  /** Counts a step; false when the budget is spent. Reads the clock every 1024 steps only. */
+  tick(): boolean {
+    this.steps++;
+    if (this.steps > this.maxSteps) return false;
+    if ((++this.partitionSteps & 1023) === 0 && this.budget.deadline) {
+      return this.budget.deadline.now() - this.start! <= this.budget.deadline.ms;
+    }
+    return true;
+  }
+
+}
+
+type PartitionResult<S, I, O> =
+  | { kind: 'ok' }
+  | { kind: 'timeout' }
+  | { kind: 'illegal'; explanation: Omit<IllegalExplanation<S, I, O>, 'partition'> };
+
+/** A 32-bit mix of an op index: per-op Zobrist keys, so the set hash updates in O(1). */
+function zobrist(i: number): number {
+  let z = Math.imul(i + 1, 0x9e3779b1);
+  z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+  z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+  return (z ^ (z >>> 16)) >>> 0;
+}
+
+function checkPartition<S, I, O>(model: Model<S, I, O>, all: readonly Operation<I, O>[], clock: StepClock): PartitionResult<S, I, O> {
+  // An unknown read-only op cannot constrain anything: drop it before the search.
+  const ops = all.filter((op) => !(op.return === Infinity && model.readOnly?.(op.input)));
+  const n = ops.length;
+  const unknown = ops.map((op) => op.return === Infinity);
+  let remainingKnown = unknown.filter((u) => !u).length;
+  if (remainingKnown === 0) return { kind: 'ok' };
+
+  const hash = model.hash ?? hashPrimitive;
+  const equal = model.equal ?? Object.is;
+  const outputOf = (i: number): O | undefined => (unknown[i] ? undefined : ops[i]!.output);
+
+  // Events 2i (call of op i) and 2i+1 (its return), sorted by time; at equal times calls come
+  // first, so ops that merely touch are treated as concurrent (the permissive, standard choice).
+  const order: number[] = [];
+  for (let e = 0; e < 2 * n; e++) order.push(e);
+  const timeOf = (e: number): number => (e & 1 ? ops[e >> 1]!.return : ops[e >> 1]!.call);
+  order.sort((a, b) => timeOf(a) - timeOf(b) || (a & 1) - (b & 1) || a - b);
+  // Infinity - Infinity is NaN: the comparator above falls through to the tie-breakers, good.
+
+  const head = 2 * n;
+  const next = new Int32Array(2 * n + 1).fill(-1);
+  const prev = new Int32Array(2 * n + 1).fill(-1);
+  let last = head;
+  for (const e of order) {
+    next[last] = e;
+    prev[e] = last;
+    last = e;
+  }
+  const unlink = (e: number): void => {
+    next[prev[e]!] = next[e]!;
+    if (next[e]! !== -1) prev[next[e]!] = prev[e]!;
+  };
+  const relink = (e: number): void => {
+    next[prev[e]!] = e;
+    if (next[e]! !== -1) prev[next[e]!] = e;
+  };
+  // Dancing links: undo in the reverse order of removal and the neighbours' pointers line up.
+  const lift = (call: number): void => {
+    unlink(call);
+    unlink(call + 1);
+  };
+  const unlift = (call: number): void => {
+    relink(call + 1);
+    relink(call);
+  };
+
+  const words = (n + 31) >>> 5;
+  const bits = new Uint32Array(words);
+  const zob = ops.map((_, i) => zobrist(i));
+  let setHash = 0;
+  const cache = new Map<number, Array<{ bits: Uint32Array; state: S }>>();
+  const seen = (h: number, state: S): boolean => {
+    const bucket = cache.get(h);
+    if (bucket === undefined) return false;
+    outer: for (const c of bucket) {
+      for (let w = 0; w < words; w++) if (c.bits[w] !== bits[w]) continue outer;
+      if (equal(c.state, state)) return true;
+    }
+    return false;
+  };
+  const remember = (h: number, state: S): void => {
+    const entry = { bits: bits.slice(), state };
+    const bucket = cache.get(h);
+    if (bucket === undefined) cache.set(h, [entry]);
+    else bucket.push(entry);
+  };
+
+  // The linearized prefix as a stack of (call event, state before it).
+  const stackCall: number[] = [];
+  const stackState: S[] = [];
+  let state = model.init();
+
+  // Explanation bookkeeping: the deepest prefix and the return event that ended it.
+  let bestDepth = -1;
+  let bestRecorded = false;
+  let best: { prefix: number[]; stuck: number | undefined; candidates: number[] } = { prefix: [], stuck: undefined, candidates: [] };
+  const recordBest = (returnEvent: number): void => {
+    const candidates: number[] = [];
+    for (let e = next[head]!; e !== -1 && e !== returnEvent; e = next[e]!) if ((e & 1) === 0) candidates.push(e >> 1);
+    best = { prefix: stackCall.map((c) => c >> 1), stuck: returnEvent >> 1, candidates };
+    bestRecorded = true;
+  };
+
+  let entry = next[head]!;
+  while (entry !== -1) {
+    if (!clock.tick()) return { kind: 'timeout' };
+    if ((entry & 1) === 0) {
+      const i = entry >> 1;
+      const [ok, after] = model.step(state, ops[i]!.input, outputOf(i));
+      if (ok) {
+        bits[i >>> 5]! |= 1 << (i & 31);
+        setHash ^= zob[i]!;
+        const h = (setHash ^ Math.imul(hash(after), 0x27d4eb2d)) >>> 0;
+        if (!seen(h, after)) {
+          remember(h, after);
+          stackCall.push(entry);
+          stackState.push(state);
+          state = after;
+          lift(entry);
+          if (!unknown[i] && --remainingKnown === 0) return { kind: 'ok' };
+          if (stackCall.length > bestDepth) {
+            bestDepth = stackCall.length;
+            bestRecorded = false;
+          }
+          entry = next[head]!;
+          continue;
+        }
+        bits[i >>> 5]! &= ~(1 << (i & 31));
+        setHash ^= zob[i]!;
+      }
+      entry = next[entry]!;
+    } else {
+      // A return whose op is not linearized: the prefix cannot be extended past this point.
+      if (stackCall.length >= bestDepth && !bestRecorded) {
+        bestDepth = Math.max(bestDepth, stackCall.length);
+        recordBest(entry);
+      }
+      if (stackCall.length === 0) break;
+      const call = stackCall.pop()!;
+      state = stackState.pop()!;
+      const i = call >> 1;
+      bits[i >>> 5]! &= ~(1 << (i & 31));
+      setHash ^= zob[i]!;
+      unlift(call);
+      if (!unknown[i]) remainingKnown++;
+      entry = next[call]!;
+    }
+  }
+
+  // Replay the best prefix to report the state it leads to.
+  let s = model.init();
+  for (const i of best.prefix) s = model.step(s, ops[i]!.input, outputOf(i))[1];
+  return {
+    kind: 'illegal',
+    explanation: {
+      longestPrefix: best.prefix.map((i) => ops[i]!),
+      stateAfterPrefix: s,
+      stuck: best.stuck === undefined ? undefined : ops[best.stuck],
+      candidates: best.candidates.map((i) => ops[i]!),
+    },
+  };
+}
+
+/** A readable account of a check result, for test failures and the simulator's trace. */
+export function describeResult<S, I, O>(model: Model<S, I, O>, r: CheckResult<S, I, O>): string {
+  if (r.result === 'ok') return `linearizable (${r.partitions} partitions, ${r.steps} steps)`;
+  if (r.result === 'unknown') return `unknown: ${r.reason} after ${r.steps} steps`;
+  const op = (o: Operation<I, O>): string => {
+    const out = o.return === Infinity ? undefined : o.output;
+    const body = model.describeOperation ? model.describeOperation(o.input, out) : `${JSON.stringify(o.input)} -> ${o.return === Infinity ? '?' : JSON.stringify(out)}`;
+    const who = o.clientId === undefined ? '' : `client ${o.clientId}: `;
+    return `${who}${body}  [${o.call}, ${o.return === Infinity ? 'inf' : o.return}]`;
+  };
+  const e = r.explanation;
+  const state = model.describeState ? model.describeState(e.stateAfterPrefix) : JSON.stringify(e.stateAfterPrefix);
+  return [
+    `not linearizable (partition ${e.partition}, ${r.steps} steps)`,
+    `longest linearizable prefix (${e.longestPrefix.length} ops):`,
+    ...e.longestPrefix.map((o) => `  ${op(o)}`),
+    `state after it: ${state}`,
+    `cannot place: ${e.stuck ? op(e.stuck) : '(none)'}`,
+    `other candidates at that point:`,
+    ...e.candidates.filter((o) => o !== e.stuck).map((o) => `  ${op(o)}`),
+  ].join('\n');
+}
