@@ -1,0 +1,102 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { JobState } from '../../src/gen/herald/v1/job.js';
+import { RunState } from '../../src/gen/herald/v1/run.js';
+import { isHeraldError } from '../../src/herald-error.js';
+import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+
+let t: TestFsm;
+afterEach(async () => t?.close());
+
+const put = (jobId: string, intervalMs: number, p = {}) =>
+  ({ type: 'putJob', nowMs: T0, jobId, spec: everySpec(intervalMs, p, T0 + intervalMs), idempotencyKey: '' }) as const;
+
+describe('dueWindow', () => {
+  it('returns (job, slot) pairs in [from, to) earliest first, bounded by limit', async () => {
+    t = await openTestFsm();
+    await t.apply(put('c', 3000), put('a', 1000), put('b', 2000), put('d', 2000));
+    await t.one({ type: 'pauseJob', nowMs: T0, jobId: 'd', note: '' });
+    expect(await t.fsm.dueWindow(T0, T0 + 2001, 10)).toEqual([
+      { jobId: 'a', slotMs: T0 + 1000 },
+      { jobId: 'b', slotMs: T0 + 2000 },
+    ]);
+    expect(await t.fsm.dueWindow(T0 + 1001, T0 + 10_000, 10)).toEqual([
+      { jobId: 'b', slotMs: T0 + 2000 },
+      { jobId: 'c', slotMs: T0 + 3000 },
+    ]);
+    expect(await t.fsm.dueWindow(T0, T0 + 10_000, 1)).toEqual([{ jobId: 'a', slotMs: T0 + 1000 }]);
+  });
+});
+
+describe('readyRuns', () => {
+  it('orders by priority (high first), then not-before; filters by task type and due time', async () => {
+    t = await openTestFsm();
+    await t.apply(
+      put('lo', 1000, { priority: -5 }),
+      put('hi', 1000, { priority: 10, taskType: 'email' }),
+      put('mid', 2000, { priority: 0 }),
+    );
+    const fire = (jobId: string, slotMs: number) => ({ jobId, slotMs });
+    await t.one({ type: 'fireRuns', nowMs: T0 + 2000, misfireThresholdMs: 60_000, items: [fire('lo', T0 + 2000), fire('hi', T0 + 1000), fire('mid', T0 + 2000)] });
+    const all = (await t.fsm.readyRuns({ limit: 10 })).map((r) => r.id);
+    expect(all).toEqual([`hi@${T0 + 1000}`, `hi@${T0 + 2000}`, `mid@${T0 + 2000}`, `lo@${T0 + 1000}`, `lo@${T0 + 2000}`]);
+    expect((await t.fsm.readyRuns({ limit: 2 })).map((r) => r.id)).toEqual(all.slice(0, 2));
+    const demo = (await t.fsm.readyRuns({ limit: 10, taskTypes: ['demo'] })).map((r) => r.id);
+    expect(demo).toEqual([`mid@${T0 + 2000}`, `lo@${T0 + 1000}`, `lo@${T0 + 2000}`]);
+    expect((await t.fsm.readyRuns({ limit: 10, taskTypes: ['email', 'demo'] })).map((r) => r.id)).toEqual(all);
+    // Due filter skips not-yet-due runs of a priority and still finds lower priorities.
+    expect((await t.fsm.readyRuns({ limit: 10, nowMs: T0 + 1000 })).map((r) => r.id)).toEqual([`hi@${T0 + 1000}`, `lo@${T0 + 1000}`]);
+  });
+});
+
+describe('listJobs / listRuns', () => {
+  it('pages through jobs in id order with filters', async () => {
+    t = await openTestFsm();
+    const cmds = Array.from({ length: 25 }, (_, i) => put(`job-${String(i).padStart(2, '0')}`, 1000, { labels: { team: i % 2 ? 'odd' : 'even' }, taskType: i % 5 === 0 ? 'five' : 'demo' }));
+    await t.apply(...cmds);
+    await t.one({ type: 'pauseJob', nowMs: T0, jobId: 'job-03', note: '' });
+    const seen: string[] = [];
+    let token = '';
+    do {
+      const page = await t.fsm.listJobs({ pageSize: 10, pageToken: token });
+      seen.push(...page.items.map((j) => j.id));
+      token = page.nextPageToken;
+    } while (token);
+    expect(seen).toEqual(cmds.map((c) => c.jobId));
+    const odd = await t.fsm.listJobs({ pageSize: 100, labelSelector: { team: 'odd' } });
+    expect(odd.items).toHaveLength(12);
+    expect(odd.nextPageToken).toBe('');
+    expect((await t.fsm.listJobs({ state: JobState.JOB_STATE_PAUSED })).items.map((j) => j.id)).toEqual(['job-03']);
+    expect((await t.fsm.listJobs({ taskType: 'five' })).items.map((j) => j.id)).toEqual(['job-00', 'job-05', 'job-10', 'job-15', 'job-20']);
+  });
+
+  it('refuses a forged page token and a bad page size with INVALID_ARGUMENT', async () => {
+    t = await openTestFsm();
+    for (const q of [{ pageToken: 'Zm9v' }, { pageSize: 5000 }]) {
+      const e = await t.fsm.listJobs(q).catch((x: unknown) => x);
+      expect(isHeraldError(e, 'INVALID_ARGUMENT')).toBe(true);
+    }
+    const e = await t.fsm.listRuns({ jobId: 'a', pageToken: Buffer.from('r\0b\0').toString('base64url') }).catch((x: unknown) => x);
+    expect(isHeraldError(e, 'INVALID_ARGUMENT')).toBe(true);
+  });
+
+  it('lists runs newest first, by job and by state, with pages', async () => {
+    t = await openTestFsm();
+    await t.apply(put('a', 1000, { overlapPolicy: 2 }), put('b', 1000));
+    for (let k = 1; k <= 5; k++) {
+      await t.one({ type: 'fireRuns', nowMs: T0 + k * 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 + k * 1000 }, { jobId: 'b', slotMs: T0 + k * 1000 }] });
+    }
+    const a = await t.fsm.listRuns({ jobId: 'a', pageSize: 3 });
+    expect(a.items.map((r) => r.slotUnixMs - T0)).toEqual([5000, 4000, 3000]);
+    const a2 = await t.fsm.listRuns({ jobId: 'a', pageSize: 3, pageToken: a.nextPageToken });
+    expect(a2.items.map((r) => r.slotUnixMs - T0)).toEqual([2000, 1000]);
+    expect(a2.nextPageToken).toBe('');
+    const skipped = await t.fsm.listRuns({ state: RunState.RUN_STATE_SKIPPED });
+    expect(skipped.items.map((r) => r.id)).toEqual([5, 4, 3, 2].map((k) => `a@${T0 + k * 1000}`));
+    const pendingB = await t.fsm.listRuns({ jobId: 'b', state: RunState.RUN_STATE_PENDING, pageSize: 2 });
+    expect(pendingB.items.map((r) => r.id)).toEqual([`b@${T0 + 5000}`, `b@${T0 + 4000}`]);
+    expect((await t.fsm.listRuns({})).items).toHaveLength(10);
+    const counts = await t.fsm.runCounts();
+    expect([counts.get(RunState.RUN_STATE_PENDING), counts.get(RunState.RUN_STATE_SKIPPED)]).toEqual([6, 4]);
+    expect(await t.fsm.fireCursor('a')).toEqual({ lastSlotMs: T0 + 5000, nextFireMs: T0 + 6000 });
+  });
+});
