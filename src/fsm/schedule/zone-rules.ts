@@ -157,6 +157,8 @@ export function zoneRules(timeZone: string): ZoneRules {
     rules = new IntlZoneRules(resolved, format);
     byResolvedName.set(resolved, rules);
   }
+  // Bounded: Intl accepts any letter case, so user input could otherwise grow this without end.
+  if (zones.size >= 10_000) zones.clear();
   zones.set(timeZone, rules);
   return rules;
 }

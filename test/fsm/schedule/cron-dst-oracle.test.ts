@@ -17,6 +17,11 @@ const transitions = [
   { zone: 'Europe/Berlin', at: ms('2026-10-25T01:00:00Z') },
   { zone: 'Australia/Lord_Howe', at: ms('2026-04-04T15:00:00Z') },
   { zone: 'Australia/Lord_Howe', at: ms('2026-10-03T15:30:00Z') },
+  // Transitions at local midnight: the gap/fold crosses a date (and weekday) boundary.
+  { zone: 'America/Santiago', at: ms('2026-04-05T03:00:00Z') },
+  { zone: 'America/Santiago', at: ms('2026-09-06T04:00:00Z') },
+  // Samoa skipped the whole of 2011-12-30 (-10:00 -> +14:00).
+  { zone: 'Pacific/Apia', at: ms('2011-12-30T10:00:00Z') },
 ];
 
 const formats = new Map<string, Intl.DateTimeFormat>();
@@ -57,10 +62,13 @@ function buildTimeline(zone: string, from: number, to: number) {
   return { ts, walls, firstIndex, lastIndex };
 }
 
-function reference(zone: string, minutes: Set<number>, hours: Set<number>, gap: Gap, fold: Fold, from: number, to: number): number[] {
+function reference(
+  zone: string, minutes: Set<number>, hours: Set<number>, weekdays: Set<number> | undefined,
+  gap: Gap, fold: Fold, from: number, to: number,
+): number[] {
   const matches = (wallMs: number) => {
     const d = new Date(wallMs);
-    return minutes.has(d.getUTCMinutes()) && hours.has(d.getUTCHours());
+    return minutes.has(d.getUTCMinutes()) && hours.has(d.getUTCHours()) && (!weekdays || weekdays.has(d.getUTCDay()));
   };
   const { ts, walls, firstIndex, lastIndex } = timeline(zone, from, to);
   const out = new Set<number>();
@@ -82,7 +90,9 @@ function reference(zone: string, minutes: Set<number>, hours: Set<number>, gap: 
 }
 
 const minuteSets = fc.uniqueArray(fc.integer({ min: 0, max: 59 }), { minLength: 1, maxLength: 6 });
-const hourSets = fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 3 });
+// Hours near the transitions used above (01:00-03:00 local, or midnight).
+const hourSets = fc.uniqueArray(fc.constantFrom(0, 1, 2, 3, 4, 22, 23), { minLength: 1, maxLength: 3 });
+const weekdaySets = fc.option(fc.uniqueArray(fc.integer({ min: 0, max: 6 }), { minLength: 1, maxLength: 3 }), { nil: undefined });
 
 describe('cron slots around DST transitions match a brute-force reference', () => {
   it('for random minute/hour sets, windows and policies', () => {
@@ -92,17 +102,19 @@ describe('cron slots around DST transitions match a brute-force reference', () =
         fc.integer({ min: -6 * 60, max: 2 * 60 }),
         minuteSets,
         hourSets,
+        weekdaySets,
         fc.constantFrom<Gap>('shift', 'skip'),
         fc.constantFrom<Fold>('first', 'last', 'both'),
-        ({ zone, at }, startMin, minutes, hours, gap, fold) => {
+        ({ zone, at }, startMin, minutes, hours, weekdays, gap, fold) => {
           const from = at + startMin * MIN;
           const to = from + 6 * HOUR;
-          const expr = `${minutes.join(',')} ${hours.join(',')} * * *`;
+          const expr = `${minutes.join(',')} ${hours.join(',')} * * ${weekdays ? weekdays.join(',') : '*'}`;
           const actual = slotsInRange(cronSpec(expr, zone, gap, fold), from, to, 0, 10_000);
-          expect(actual).toEqual(reference(zone, new Set(minutes), new Set(hours), gap, fold, from, to));
+          const expected = reference(zone, new Set(minutes), new Set(hours), weekdays && new Set(weekdays), gap, fold, from, to);
+          expect(actual).toEqual(expected);
         },
       ),
-      { numRuns: 60, seed: 20261129 },
+      { numRuns: 100, seed: 20261129 },
     );
   });
 
@@ -116,7 +128,7 @@ describe('cron slots around DST transitions match a brute-force reference', () =
           const hours = new Set(Array.from({ length: 24 }, (_, i) => i));
           const actual = slotsInRange(cronSpec('* * * * *', zone, gap, fold), from, to, 0, 10_000);
           for (let i = 1; i < actual.length; i++) expect(actual[i]!).toBeGreaterThan(actual[i - 1]!);
-          expect(actual).toEqual(reference(zone, all, hours, gap, fold, from, to));
+          expect(actual).toEqual(reference(zone, all, hours, undefined, gap, fold, from, to));
         }
       }
     }

@@ -208,6 +208,55 @@ const scenarios: Scenario[] = [
     from: '2026-04-05T00:00:00+11:00', to: '2026-04-06T00:00:00+10:30',
     expected: ['2026-04-05T01:15:00+11:00'],
   },
+  // --- Transitions at local midnight and a skipped day ---
+  {
+    name: 'Santiago gap at midnight, shift forward: the daily 00:00 fires at 01:00 (-03:00)',
+    zone: 'America/Santiago', cron: '0 0 * * *', gap: 'shift',
+    from: '2026-09-05T12:00:00-04:00', to: '2026-09-07T12:00:00-03:00',
+    expected: ['2026-09-06T01:00:00-03:00', '2026-09-07T00:00:00-03:00'],
+  },
+  {
+    name: 'Santiago gap at midnight, skip: no run on the transition day',
+    zone: 'America/Santiago', cron: '0 0 * * *', gap: 'skip',
+    from: '2026-09-05T12:00:00-04:00', to: '2026-09-07T12:00:00-03:00',
+    expected: ['2026-09-07T00:00:00-03:00'],
+  },
+  {
+    name: 'Santiago gap at midnight: a Sunday-only 00:30 shifts to Sunday 01:00',
+    zone: 'America/Santiago', cron: '30 0 * * SUN', gap: 'shift',
+    from: '2026-09-01T00:00:00-04:00', to: '2026-09-14T00:00:00-03:00',
+    expected: ['2026-09-06T01:00:00-03:00', '2026-09-13T00:30:00-03:00'],
+  },
+  {
+    name: 'Santiago fold before midnight, first: Saturday 23:30 fires in the -03:00 pass',
+    zone: 'America/Santiago', cron: '30 23 * * SAT', fold: 'first',
+    from: '2026-04-04T12:00:00-03:00', to: '2026-04-05T12:00:00-04:00',
+    expected: ['2026-04-04T23:30:00-03:00'],
+  },
+  {
+    name: 'Santiago fold before midnight, last',
+    zone: 'America/Santiago', cron: '30 23 * * SAT', fold: 'last',
+    from: '2026-04-04T12:00:00-03:00', to: '2026-04-05T12:00:00-04:00',
+    expected: ['2026-04-04T23:30:00-04:00'],
+  },
+  {
+    name: 'Santiago fold before midnight, both',
+    zone: 'America/Santiago', cron: '30 23 * * SAT', fold: 'both',
+    from: '2026-04-04T12:00:00-03:00', to: '2026-04-05T12:00:00-04:00',
+    expected: ['2026-04-04T23:30:00-03:00', '2026-04-04T23:30:00-04:00'],
+  },
+  {
+    name: 'Samoa skipped 2011-12-30 entirely: its noon shifts to the first instant of the 31st',
+    zone: 'Pacific/Apia', cron: '0 12 * * *', gap: 'shift',
+    from: '2011-12-29T00:00:00-10:00', to: '2012-01-01T00:00:00+14:00',
+    expected: ['2011-12-29T12:00:00-10:00', '2011-12-31T00:00:00+14:00', '2011-12-31T12:00:00+14:00'],
+  },
+  {
+    name: 'Samoa skipped day, skip',
+    zone: 'Pacific/Apia', cron: '0 12 * * *', gap: 'skip',
+    from: '2011-12-29T00:00:00-10:00', to: '2012-01-01T00:00:00+14:00',
+    expected: ['2011-12-29T12:00:00-10:00', '2011-12-31T12:00:00+14:00'],
+  },
 ];
 
 describe('cron DST policy', () => {
