@@ -1,0 +1,181 @@
+// Property tests: random command sequences applied to the FSM and to the reference model give the
+// same observable state, and no (job, slot) ever gets a second run (I1).
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { JobState, MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
+import { RunState } from '../../src/gen/herald/v1/run.js';
+import type { FsmCommand, FsmResult } from '../../src/fsm/index.js';
+import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+import { ReferenceModel, type ModelJobSpec } from './reference-model.js';
+
+const JOBS = ['a', 'b', 'c'];
+const THRESHOLD = 5000;
+
+type Op =
+  | { k: 'put'; job: number; spec: ModelJobSpec }
+  | { k: 'pause' | 'resume' | 'delete' | 'trigger'; job: number }
+  | { k: 'fire'; job: number; shift: number }
+  | { k: 'claim' | 'cancel'; pick: number }
+  | { k: 'finish'; pick: number; ok: boolean; skew: number }
+  | { k: 'expire'; pick: number; skew: number };
+
+const specArb: fc.Arbitrary<ModelJobSpec> = fc.record({
+  intervalMs: fc.constantFrom(1000, 2000, 3000),
+  anchorMs: fc.constant(T0),
+  misfire: fc.constantFrom(MisfirePolicy.MISFIRE_POLICY_SKIP, MisfirePolicy.MISFIRE_POLICY_RUN_ONCE, MisfirePolicy.MISFIRE_POLICY_RUN_ALL),
+  misfireMaxRuns: fc.integer({ min: 1, max: 3 }),
+  overlap: fc.constantFrom(OverlapPolicy.OVERLAP_POLICY_ALLOW, OverlapPolicy.OVERLAP_POLICY_FORBID, OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE, OverlapPolicy.OVERLAP_POLICY_REPLACE),
+  maxAttempts: fc.integer({ min: 1, max: 3 }),
+  priority: fc.integer({ min: -2, max: 2 }),
+});
+const job = fc.integer({ min: 0, max: JOBS.length - 1 });
+const pick = fc.nat(50);
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('put' as const), job, spec: specArb }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constantFrom('pause' as const, 'resume' as const, 'delete' as const, 'trigger' as const), job }) },
+  { weight: 5, arbitrary: fc.record({ k: fc.constant('fire' as const), job, shift: fc.integer({ min: -1, max: 2 }) }) },
+  { weight: 4, arbitrary: fc.record({ k: fc.constant('claim' as const), pick }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('cancel' as const), pick }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('finish' as const), pick, ok: fc.boolean(), skew: fc.constantFrom(0, 0, 0, -1) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('expire' as const), pick, skew: fc.constantFrom(0, 0, -1) }) },
+);
+const stepArb = fc.record({ op: opArb, dt: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 0, max: 2500 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 20_000 }) }), cut: fc.boolean() });
+
+function toSpec(s: ModelJobSpec) {
+  return everySpec(s.intervalMs, {
+    misfirePolicy: s.misfire,
+    misfireMaxRuns: s.misfireMaxRuns,
+    overlapPolicy: s.overlap,
+    retry: { maxAttempts: s.maxAttempts },
+    priority: s.priority,
+  }, s.anchorMs);
+}
+
+async function observe(t: TestFsm, m: ReferenceModel): Promise<void> {
+  const jobs = (await t.fsm.listJobs({ pageSize: 1000 })).items;
+  expect(jobs.map((j) => j.id)).toEqual([...m.jobs.keys()].sort());
+  for (const j of jobs) {
+    const mj = m.jobs.get(j.id)!;
+    expect({ id: j.id, state: j.state, next: j.nextFireUnixMs, last: j.lastSlotUnixMs, active: j.activeRuns, version: j.version }).toEqual({
+      id: mj.id,
+      state: mj.paused ? JobState.JOB_STATE_PAUSED : JobState.JOB_STATE_ACTIVE,
+      next: mj.nextFire,
+      last: mj.lastSlot,
+      active: mj.active.length,
+      version: mj.version,
+    });
+  }
+  const runs = (await t.fsm.listRuns({ pageSize: 1000 })).items;
+  const got = runs.map((r) => ({ id: r.id, state: r.state, attempt: r.attempt, token: r.fencingToken, nb: r.notBeforeUnixMs })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const want = [...m.runs.values()].map((r) => ({ id: r.id, state: r.state, attempt: r.attempt, token: r.token, nb: r.notBefore })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  expect(got).toEqual(want);
+  const ready = (await t.fsm.readyRuns({ limit: 10_000 })).map((r) => r.id).sort();
+  const modelReady = [...m.runs.values()].filter((r) => !r.held && (r.state === RunState.RUN_STATE_PENDING || r.state === RunState.RUN_STATE_FAILED)).map((r) => r.id).sort();
+  expect(ready).toEqual(modelReady);
+  const running = (await t.fsm.runningRuns()).map((r) => r.id).sort();
+  expect(running).toEqual([...m.runs.values()].filter((r) => r.state === RunState.RUN_STATE_RUNNING).map((r) => r.id).sort());
+  // Counters agree with the records.
+  const counts = await t.fsm.runCounts();
+  for (const s of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_SUCCEEDED, RunState.RUN_STATE_SKIPPED, RunState.RUN_STATE_MISSED, RunState.RUN_STATE_CANCELLED]) {
+    expect(counts.get(s) ?? 0).toBe(runs.filter((r) => r.state === s).length);
+  }
+}
+
+describe('FSM vs reference model', () => {
+  it('random command sequences give the same observable state; I1 holds for every sequence', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 5, maxLength: 45 }), async (steps) => {
+        const t = await openTestFsm();
+        try {
+          const m = new ReferenceModel();
+          // Run ids handed out per job incarnation (a delete starts a new incarnation).
+          const everFired = new Map<string, Set<string>>();
+          let now = T0;
+          let batch: FsmCommand[] = [];
+          const flush = async () => {
+            if (batch.length === 0) return;
+            const results: FsmResult[] = await t.apply(...batch);
+            for (const r of results) {
+              expect(r.type).not.toBe('rejected');
+              if (r.type !== 'fire') continue;
+              for (const item of r.items) {
+                for (const id of [...item.created, ...item.missed, ...item.skipped]) {
+                  const jobId = id.split('@')[0]!;
+                  const seen = everFired.get(jobId) ?? new Set();
+                  expect(seen.has(id), `I1: ${id} fired twice`).toBe(false);
+                  seen.add(id);
+                  everFired.set(jobId, seen);
+                }
+              }
+            }
+            batch = [];
+            await observe(t, m);
+          };
+          for (const { op, dt, cut } of steps) {
+            now += dt;
+            const token = t.nextIndex() + batch.length;
+            const runIds = [...m.runs.keys()].sort();
+            const runId = runIds.length ? runIds[('pick' in op ? op.pick : 0) % runIds.length]! : 'a@1';
+            const run = m.runs.get(runId);
+            switch (op.k) {
+              case 'put':
+                m.put(JOBS[op.job]!, op.spec, now);
+                batch.push({ type: 'putJob', nowMs: now, jobId: JOBS[op.job]!, spec: toSpec(op.spec), idempotencyKey: '' });
+                break;
+              case 'pause':
+                m.pause(JOBS[op.job]!);
+                batch.push({ type: 'pauseJob', nowMs: now, jobId: JOBS[op.job]!, note: '' });
+                break;
+              case 'resume':
+                m.resume(JOBS[op.job]!, now);
+                batch.push({ type: 'resumeJob', nowMs: now, jobId: JOBS[op.job]! });
+                break;
+              case 'delete':
+                m.delete(JOBS[op.job]!);
+                everFired.delete(JOBS[op.job]!);
+                batch.push({ type: 'deleteJob', nowMs: now, jobId: JOBS[op.job]!, expectedVersion: 0 });
+                break;
+              case 'trigger':
+                m.trigger(JOBS[op.job]!, now);
+                batch.push({ type: 'triggerJob', nowMs: now, jobId: JOBS[op.job]!, idempotencyKey: '' });
+                break;
+              case 'fire': {
+                const j = m.jobs.get(JOBS[op.job]!);
+                // The leader fires the slot it saw due: the cursor, a stale one, or a later one.
+                const slot = j ? Math.min(j.nextFire + op.shift * j.spec.intervalMs, now + j.spec.intervalMs) : now;
+                m.fire(JOBS[op.job]!, slot, now, THRESHOLD);
+                batch.push({ type: 'fireRuns', nowMs: now, misfireThresholdMs: THRESHOLD, items: [{ jobId: JOBS[op.job]!, slotMs: Math.max(0, slot) }] });
+                break;
+              }
+              case 'claim':
+                m.claim(runId, now, token);
+                batch.push({ type: 'claimRuns', nowMs: now, items: [{ runId, workerId: 'w', leaseDeadlineMs: now + 30_000 }] });
+                break;
+              case 'cancel':
+                m.cancel(runId);
+                batch.push({ type: 'cancelRuns', nowMs: now, items: [{ runId, reason: '' }] });
+                break;
+              case 'finish': {
+                const tok = (run?.token ?? 0) + op.skew;
+                m.finish(runId, tok, op.ok, now);
+                batch.push({ type: 'finishRuns', nowMs: now, items: [{ runId, fencingToken: Math.max(0, tok), succeeded: op.ok, output: new Uint8Array(), errorType: op.ok ? '' : 'E', errorMessage: '', retryable: !op.ok, timedOut: false }] });
+                break;
+              }
+              case 'expire': {
+                const tok = (run?.token ?? 0) + op.skew;
+                m.expire(runId, tok, now);
+                batch.push({ type: 'expireLeases', nowMs: now, items: [{ runId, fencingToken: Math.max(0, tok) }] });
+                break;
+              }
+            }
+            if (cut) await flush();
+          }
+          await flush();
+        } finally {
+          await t.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});

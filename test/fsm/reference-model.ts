@@ -1,0 +1,188 @@
+// A small in-memory reference model of the scheduler FSM for property tests: `every` schedules
+// anchored at T0, the misfire and overlap policies, retries, fencing and leases. It is written
+// independently of src/fsm (plain maps, no indexes) and shares only the schedule math.
+import { MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
+import { RunState } from '../../src/gen/herald/v1/run.js';
+import { retryBackoffMs } from '../../src/fsm/schedule/index.js';
+import type { RetryPolicy } from '../../src/gen/herald/v1/job.js';
+
+export interface ModelJobSpec {
+  intervalMs: number;
+  anchorMs: number;
+  misfire: MisfirePolicy;
+  misfireMaxRuns: number;
+  overlap: OverlapPolicy;
+  maxAttempts: number;
+  priority: number;
+}
+
+export interface ModelJob {
+  id: string;
+  spec: ModelJobSpec;
+  paused: boolean;
+  nextFire: number;
+  lastSlot: number;
+  active: string[];
+  held: string;
+  manualSeq: number;
+  version: number;
+}
+
+export interface ModelRun {
+  id: string;
+  jobId: string;
+  slot: number;
+  state: RunState;
+  attempt: number;
+  token: number;
+  notBefore: number;
+  held: boolean;
+}
+
+const TERMINAL = new Set([RunState.RUN_STATE_SUCCEEDED, RunState.RUN_STATE_DEAD, RunState.RUN_STATE_CANCELLED, RunState.RUN_STATE_SKIPPED, RunState.RUN_STATE_MISSED]);
+
+function retryOf(s: ModelJobSpec): RetryPolicy {
+  return { maxAttempts: s.maxAttempts, initialBackoffMs: 0, maxBackoffMs: 0, backoffMultiplier: 0, nonRetryableErrorTypes: [] };
+}
+
+export class ReferenceModel {
+  readonly jobs = new Map<string, ModelJob>();
+  readonly runs = new Map<string, ModelRun>();
+
+  private firstSlotAtOrAfter(s: ModelJobSpec, t: number): number {
+    return t <= s.anchorMs ? s.anchorMs : s.anchorMs + Math.ceil((t - s.anchorMs) / s.intervalMs) * s.intervalMs;
+  }
+
+  put(id: string, spec: ModelJobSpec, now: number): void {
+    if (this.jobs.has(id)) return;
+    this.jobs.set(id, { id, spec, paused: false, nextFire: this.firstSlotAtOrAfter(spec, now), lastSlot: 0, active: [], held: '', manualSeq: 0, version: 1 });
+  }
+
+  pause(id: string): void {
+    const j = this.jobs.get(id);
+    if (!j) return;
+    j.paused = true;
+    j.version++;
+  }
+
+  resume(id: string, now: number): void {
+    const j = this.jobs.get(id);
+    if (!j || !j.paused) return;
+    j.paused = false;
+    j.version++;
+    j.nextFire = this.firstSlotAtOrAfter(j.spec, Math.max(now, j.lastSlot + 1));
+  }
+
+  delete(id: string): void {
+    if (!this.jobs.delete(id)) return;
+    for (const [rid, r] of this.runs) if (r.jobId === id) this.runs.delete(rid);
+  }
+
+  private newRun(j: ModelJob, id: string, slot: number, state: RunState, held = false): void {
+    this.runs.set(id, { id, jobId: j.id, slot, state, attempt: 0, token: 0, notBefore: slot, held });
+    if (!TERMINAL.has(state)) j.active.push(id);
+  }
+
+  private ended(r: ModelRun): void {
+    const j = this.jobs.get(r.jobId);
+    if (!j) return;
+    j.active = j.active.filter((x) => x !== r.id);
+    if (j.held === r.id) j.held = '';
+    if (j.held && j.active.every((x) => x === j.held)) {
+      this.runs.get(j.held)!.held = false;
+      j.held = '';
+    }
+  }
+
+  fire(id: string, slot: number, now: number, threshold: number): string[] {
+    const j = this.jobs.get(id);
+    if (!j || j.paused || slot < j.nextFire) return [];
+    const upTo = Math.max(slot, now);
+    const slots: number[] = [];
+    for (let s = j.nextFire; s <= upTo; s += j.spec.intervalMs) slots.push(s);
+    const misfired = slots.filter((s) => now > s + threshold);
+    const keep = j.spec.misfire === MisfirePolicy.MISFIRE_POLICY_SKIP ? 0 : j.spec.misfire === MisfirePolicy.MISFIRE_POLICY_RUN_ALL ? j.spec.misfireMaxRuns : 1;
+    const missed = new Set(misfired.slice(0, Math.max(0, misfired.length - keep)));
+    const created: string[] = [];
+    for (const s of slots) {
+      const rid = `${id}@${s}`;
+      if (this.runs.has(rid)) continue;
+      created.push(rid);
+      if (missed.has(s)) {
+        this.newRun(j, rid, s, RunState.RUN_STATE_MISSED);
+        continue;
+      }
+      const busy = j.active.length > 0;
+      const ov = j.spec.overlap;
+      if (busy && (ov === OverlapPolicy.OVERLAP_POLICY_FORBID || (ov === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && j.held))) {
+        this.newRun(j, rid, s, RunState.RUN_STATE_SKIPPED);
+        continue;
+      }
+      if (busy && ov === OverlapPolicy.OVERLAP_POLICY_REPLACE) {
+        for (const a of j.active) {
+          const r = this.runs.get(a)!;
+          r.state = RunState.RUN_STATE_CANCELLED;
+          r.held = false;
+        }
+        j.active = [];
+        j.held = '';
+      }
+      const held = busy && ov === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE;
+      this.newRun(j, rid, s, RunState.RUN_STATE_PENDING, held);
+      if (held) j.held = rid;
+    }
+    j.lastSlot = slots[slots.length - 1]!;
+    j.nextFire = j.lastSlot + j.spec.intervalMs;
+    return created;
+  }
+
+  trigger(id: string, now: number): void {
+    const j = this.jobs.get(id);
+    if (!j) return;
+    const rid = `${id}@${now}~m${j.manualSeq++}`;
+    this.runs.set(rid, { id: rid, jobId: id, slot: now, state: RunState.RUN_STATE_PENDING, attempt: 0, token: 0, notBefore: now, held: false });
+    j.active.push(rid);
+  }
+
+  claim(rid: string, now: number, token: number): void {
+    const r = this.runs.get(rid);
+    if (!r || r.held || (r.state !== RunState.RUN_STATE_PENDING && r.state !== RunState.RUN_STATE_FAILED) || r.notBefore > now) return;
+    r.state = RunState.RUN_STATE_RUNNING;
+    r.attempt++;
+    r.token = token;
+  }
+
+  finish(rid: string, token: number, ok: boolean, now: number): void {
+    const r = this.runs.get(rid);
+    if (!r || r.state !== RunState.RUN_STATE_RUNNING || r.token !== token) return;
+    const spec = this.jobs.get(r.jobId)!.spec;
+    if (ok) r.state = RunState.RUN_STATE_SUCCEEDED;
+    else if (r.attempt >= spec.maxAttempts) r.state = RunState.RUN_STATE_DEAD;
+    else {
+      r.state = RunState.RUN_STATE_FAILED;
+      r.notBefore = now + retryBackoffMs(retryOf(spec), r.attempt + 1, rid);
+      return;
+    }
+    this.ended(r);
+  }
+
+  expire(rid: string, token: number, now: number): void {
+    const r = this.runs.get(rid);
+    if (!r || r.state !== RunState.RUN_STATE_RUNNING || r.token !== token) return;
+    if (r.attempt >= this.jobs.get(r.jobId)!.spec.maxAttempts) {
+      r.state = RunState.RUN_STATE_DEAD;
+      this.ended(r);
+    } else {
+      r.state = RunState.RUN_STATE_PENDING;
+      r.notBefore = now;
+    }
+  }
+
+  cancel(rid: string): void {
+    const r = this.runs.get(rid);
+    if (!r || TERMINAL.has(r.state)) return;
+    r.state = RunState.RUN_STATE_CANCELLED;
+    r.held = false;
+    this.ended(r);
+  }
+}
