@@ -15,6 +15,8 @@
 import { HeraldError } from '../../herald-error.js';
 
 export const CRON_FIELD_PATH = 'spec.schedule.cron.expression';
+/** Generous for any real schedule; bounds parse cost and what a job record stores. */
+export const MAX_EXPRESSION_LENGTH = 1024;
 
 /** A parsed cron expression: for each field, a table of the allowed values. */
 export interface CronExpression {
@@ -82,6 +84,9 @@ function invalid(message: string): never {
 export function parseCronExpression(expression: string): CronExpression {
   const trimmed = expression.trim();
   if (trimmed === '') invalid('cron expression is empty');
+  if (trimmed.length > MAX_EXPRESSION_LENGTH) {
+    invalid(`cron expression is ${trimmed.length} characters long; at most ${MAX_EXPRESSION_LENGTH} are allowed`);
+  }
   let text = trimmed;
   if (text.startsWith('@')) {
     const macro = MACROS[text.toLowerCase()];

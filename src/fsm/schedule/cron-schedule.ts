@@ -61,9 +61,20 @@ export function nextCronSlot(
   const until = Math.min(untilMs, MAX_INSTANT, cur + HORIZON_YEARS * 366 * DAY_MS);
   const maxYear = new Date(until).getUTCFullYear() + 1;
 
+  // Sparse schedules cross many segments before their next match; remember the last search
+  // ("the first match at or after knownFrom is knownWall") so each segment does not redo it.
+  let knownFrom = Infinity;
+  let knownWall: number | undefined;
+  const matchFrom = (fromWall: number): number | undefined => {
+    if (fromWall >= knownFrom && (knownWall === undefined || fromWall <= knownWall)) return knownWall;
+    knownFrom = fromWall;
+    knownWall = nextWallMatch(cron, fromWall, maxYear);
+    return knownWall;
+  };
+
   // A spring-forward transition exactly at `cur` puts its shifted slot at `cur`.
   const atCur = zone.lastTransitionAtOrBefore(cur);
-  if (atCur !== undefined && atCur.at === cur && gapFires(cron, dst, atCur, maxYear)) {
+  if (atCur !== undefined && atCur.at === cur && gapFires(dst, atCur, matchFrom)) {
     return cur < until ? cur : undefined;
   }
 
@@ -89,10 +100,10 @@ export function nextCronSlot(
       dropTo = next.at + next.offsetBefore;
     }
 
-    let wall = nextWallMatch(cron, cur + offset, maxYear);
+    let wall = matchFrom(cur + offset);
     while (wall !== undefined && wall < wallEnd) {
       if (wall >= dropFrom && wall < dropTo) {
-        wall = nextWallMatch(cron, dropTo, maxYear);
+        wall = matchFrom(dropTo);
         continue;
       }
       const slot = wall - offset;
@@ -100,17 +111,15 @@ export function nextCronSlot(
     }
     if (wall === undefined || next === undefined) return undefined;
 
-    if (gapFires(cron, dst, next, maxYear)) return next.at < until ? next.at : undefined;
+    if (gapFires(dst, next, matchFrom)) return next.at < until ? next.at : undefined;
     cur = next.at;
   }
   return undefined;
 }
 
 /** Whether a spring-forward transition produces a shifted slot at its instant. */
-function gapFires(cron: CronExpression, dst: ResolvedDst, tr: Transition, maxYear: number): boolean {
+function gapFires(dst: ResolvedDst, tr: Transition, matchFrom: (fromWall: number) => number | undefined): boolean {
   if (!dst.shiftForward || tr.offsetAfter <= tr.offsetBefore) return false;
-  const gapStart = tr.at + tr.offsetBefore;
-  const gapEnd = tr.at + tr.offsetAfter;
-  const m = nextWallMatch(cron, gapStart, maxYear);
-  return m !== undefined && m < gapEnd;
+  const m = matchFrom(tr.at + tr.offsetBefore);
+  return m !== undefined && m < tr.at + tr.offsetAfter;
 }

@@ -8,7 +8,8 @@ import { effectiveRetry } from './retry-policy.js';
 /** The un-jittered backoff before attempt `nextAttempt`: initial·multiplier^(n−2), capped. */
 export function retryBackoffBaseMs(policy: RetryPolicy | undefined, nextAttempt: number): number {
   const p = effectiveRetry(policy);
-  const exponent = Math.max(0, Math.floor(nextAttempt) - 2);
+  // Attempts are at most 100 (validation); the clamp only keeps NaN/Infinity out (1 ** Infinity is NaN).
+  const exponent = nextAttempt >= 2 ? Math.min(Math.floor(nextAttempt) - 2, 1000) : 0;
   // Infinity (huge exponents) is fine here: the cap wins.
   return Math.floor(Math.min(p.maxBackoffMs, p.initialBackoffMs * p.backoffMultiplier ** exponent));
 }
@@ -21,5 +22,6 @@ export function retryBackoffMs(policy: RetryPolicy | undefined, nextAttempt: num
   const base = retryBackoffBaseMs(policy, nextAttempt);
   const fixed = Math.ceil(base / 2);
   const spread = base - fixed; // the jittered part covers [0, spread]
-  return fixed + Math.min(spread, Math.floor(unitHash(runId, Math.floor(nextAttempt)) * (spread + 1)));
+  const attempt = nextAttempt >= 2 ? Math.min(Math.floor(nextAttempt), 1002) : 2;
+  return fixed + Math.min(spread, Math.floor(unitHash(runId, attempt) * (spread + 1)));
 }

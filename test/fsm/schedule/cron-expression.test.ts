@@ -30,6 +30,7 @@ describe('rejected expressions', () => {
     { expr: '? * * * *', message: /"\?" is only allowed in day-of-month and day-of-week/ },
     { expr: '@reboot', message: /unknown cron macro "@reboot"/ },
     { expr: '0 0 30 2 *', message: /never fires/ },
+    { expr: `${'1,'.repeat(600)}1 * * * *`, message: /is 1209 characters long; at most 1024 are allowed/ },
     { expr: '0 0 31 4,6,9,11 *', message: /never fires/ },
   ])('"$expr" → INVALID_CRON $message', ({ expr, message }) => {
     let error: unknown;

@@ -67,7 +67,8 @@ describe('retryBackoffBaseMs', () => {
     { name: 'defaults cap at 300 s', p: undefined, attempts: [10, 11, 12, 1000], expected: [256_000, 300_000, 300_000, 300_000] },
     { name: 'multiplier 1 is constant', p: policy({ initialBackoffMs: 700, backoffMultiplier: 1 }), attempts: [2, 3, 50], expected: [700, 700, 700] },
     { name: 'fractional multiplier floors to ms', p: policy({ initialBackoffMs: 1000, backoffMultiplier: 1.5 }), attempts: [2, 3, 4], expected: [1000, 1500, 2250] },
-    { name: 'attempt below 2 is treated as 2', p: undefined, attempts: [0, 1], expected: [1000, 1000] },
+    { name: 'attempt below 2 (or NaN) is treated as 2', p: undefined, attempts: [0, 1, NaN], expected: [1000, 1000, 1000] },
+    { name: 'absurd attempts stay at the cap, even with multiplier 1', p: policy({ backoffMultiplier: 1, initialBackoffMs: 5 }), attempts: [Infinity, 1e12], expected: [5, 5] },
   ])('$name', ({ p, attempts, expected }) => {
     expect(attempts.map((n) => retryBackoffBaseMs(p, n))).toEqual(expected);
   });
