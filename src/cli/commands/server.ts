@@ -1,14 +1,167 @@
 import type { Command } from 'commander';
-import { notYetAvailable } from '../not-yet.js';
+import { pino, type Logger } from 'pino';
+import { isHeraldError } from '../../herald-error.js';
+import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
+import { createNode, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
+import { parseMembers } from '../../server/node-config.js';
+
+/** Exit codes of `herald server` that a supervisor (or test) can tell apart. */
+export const EXIT_SERVER = {
+  /** Bad flags. */
+  usage: 2,
+  /** The data dir holds a corrupt or inconsistent log / state machine. */
+  corruptStorage: 3,
+  /** The data dir belongs to another cluster. */
+  clusterMismatch: 4,
+  /** Anything else at runtime (storage failure, ...). */
+  failed: 1,
+} as const;
+
+/** State machines the server can run; the scheduler FSM registers here when it lands. */
+export const STATE_MACHINES: Record<string, StateMachineFactory> = {
+  kv: (dir) => KvStateMachine.open(dir),
+};
+
+interface ServerFlags {
+  id: string;
+  peers: string;
+  clientPeers?: string;
+  peerAddr?: string;
+  clientAddr?: string;
+  dataDir: string;
+  clusterId?: string;
+  stateMachine: string;
+  tickMs: string;
+  electionTicks: string;
+  heartbeatTicks: string;
+  snapshotEntries: string;
+  compactionKeep: string;
+  pretty?: boolean;
+  logLevel: string;
+}
 
 export function registerServerCommand(program: Command): void {
   program
     .command('server')
     .description('run one cluster node (client port + peer port)')
     .requiredOption('--id <id>', 'this node id, e.g. n1')
-    .requiredOption('--peers <list>', 'all members: n1=127.0.0.1:7101,n2=127.0.0.1:7102,...')
-    .option('--peer-addr <host:port>', 'listen address of the peer (Raft) port')
-    .option('--client-addr <host:port>', 'listen address of the client (API) port')
+    .requiredOption(
+      '--peers <list>',
+      'all members: n1=127.0.0.1:7101,n2=127.0.0.1:7102,... (peer addresses; "id=peer/client" adds client addresses)',
+    )
+    .option('--client-peers <list>', 'client (API) addresses of the members: n1=127.0.0.1:7201,...')
+    .option('--peer-addr <host:port>', 'listen address of the peer (Raft) port (default: this node in --peers)')
+    .option('--client-addr <host:port>', 'listen address of the client (API) port (default: this node in --client-peers, else 127.0.0.1:0)')
     .option('--data-dir <dir>', 'data directory', './data')
-    .action(notYetAvailable('server'));
+    .option('--cluster-id <id>', 'cluster id to write at bootstrap / require on restart (default: derived from --peers)')
+    .option('--state-machine <name>', `state machine to serve (${Object.keys(STATE_MACHINES).join(', ')})`, 'kv')
+    .option('--tick-ms <ms>', 'Raft tick interval (monotonic clock)', '100')
+    .option('--election-ticks <n>', 'election timeout in ticks (randomized in [n, 2n))', '10')
+    .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', '1')
+    .option('--snapshot-entries <n>', 'snapshot and compact the log every n applied entries', '10000')
+    .option('--compaction-keep <n>', 'entries kept behind the snapshot for slow followers', '5000')
+    .option('--pretty', 'human-readable logs instead of JSON')
+    .option('--log-level <level>', 'pino log level', 'info')
+    .action(async (flags: ServerFlags) => {
+      await runServer(flags);
+    });
+}
+
+function int(name: string, v: string, min: number): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min) {
+    process.stderr.write(`herald server: ${name} must be an integer >= ${min} (got "${v}")\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
+  return n;
+}
+
+function makeLogger(flags: ServerFlags): Logger {
+  const base = { level: flags.logLevel, base: { node: flags.id } };
+  if (flags.pretty) {
+    return pino({ ...base, transport: { target: 'pino-pretty', options: { destination: 2, colorize: true } } });
+  }
+  // JSON on stderr: stdout stays free for machine-readable announcements.
+  return pino(base, pino.destination({ fd: 2, sync: false }));
+}
+
+async function runServer(flags: ServerFlags): Promise<void> {
+  let members;
+  try {
+    members = parseMembers(flags.peers, flags.clientPeers);
+  } catch (e) {
+    process.stderr.write(`herald server: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
+  const factory = STATE_MACHINES[flags.stateMachine];
+  if (!factory) {
+    process.stderr.write(`herald server: unknown --state-machine "${flags.stateMachine}" (known: ${Object.keys(STATE_MACHINES).join(', ')})\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
+  const log = makeLogger(flags);
+  let node: HeraldNode;
+  try {
+    node = await createNode({
+      id: flags.id,
+      members,
+      peerListen: flags.peerAddr,
+      clientListen: flags.clientAddr,
+      dataDir: flags.dataDir,
+      clusterId: flags.clusterId,
+      stateMachine: factory,
+      logger: log,
+      tickMs: int('--tick-ms', flags.tickMs, 1),
+      electionTicks: int('--election-ticks', flags.electionTicks, 2),
+      heartbeatTicks: int('--heartbeat-ticks', flags.heartbeatTicks, 1),
+      snapshotEntries: int('--snapshot-entries', flags.snapshotEntries, 1),
+      compactionKeepEntries: int('--compaction-keep', flags.compactionKeep, 0),
+    });
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    log.error({ err: e }, 'refusing to start');
+    log.flush();
+    process.stderr.write(`herald server: refusing to start: ${msg}\n`);
+    const code = isHeraldError(e, 'CORRUPT_STORAGE')
+      ? EXIT_SERVER.corruptStorage
+      : isHeraldError(e, 'CLUSTER_MISMATCH')
+        ? EXIT_SERVER.clusterMismatch
+        : isHeraldError(e, 'INVALID_ARGUMENT') || isHeraldError(e, 'INVALID_ID')
+          ? EXIT_SERVER.usage
+          : EXIT_SERVER.failed;
+    setTimeout(() => process.exit(code), 50);
+    return;
+  }
+  // One machine-readable line on stdout: tests and tools learn the bound ports from it.
+  process.stdout.write(
+    JSON.stringify({ event: 'listening', id: node.id, clusterId: node.clusterId, peerPort: node.peerPort, clientPort: node.clientPort }) + '\n',
+  );
+
+  let exiting = false;
+  const exit = (code: number) => {
+    log.flush();
+    setTimeout(() => process.exit(code), 20);
+  };
+  const onSignal = (sig: string) => {
+    if (exiting) return;
+    exiting = true;
+    log.info({ signal: sig }, 'shutting down');
+    node.stop({ transfer: true, graceMs: 5000 }).then(
+      () => {
+        log.info('stopped');
+        exit(0);
+      },
+      (e: unknown) => {
+        log.error({ err: e }, 'unclean shutdown');
+        exit(EXIT_SERVER.failed);
+      },
+    );
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  node.events.on('fatal', (e) => {
+    if (exiting) return;
+    exiting = true;
+    process.stderr.write(`herald server: fatal: ${e.message}\n`);
+    void node.stop({ transfer: false, graceMs: 500 }).finally(() => exit(EXIT_SERVER.failed));
+  });
 }

@@ -1,0 +1,266 @@
+// Outbound Raft messaging: one long-lived, ordered RaftService.Stream per peer. Messages queued
+// for a peer during one event-loop turn go out as one StreamRequest (a batch), so appends are
+// pipelined and many proposals share a frame. A broken stream is reported to the core as
+// unreachable (it falls back to probing) and reopened with exponential backoff; messages queued
+// while it is down are dropped, as Raft expects of a lossy network.
+//
+// Inbound streams are served by src/server/peer-server.ts, which calls receive().
+
+import { credentials, type ClientWritableStream } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { RaftServiceClient, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
+import type { Message, NodeId } from '../types.js';
+import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
+import { systemMonotonicClock, wallClockUnixMs, type MonotonicClock } from './monotonic-clock.js';
+
+export interface PeerInfo {
+  id: NodeId;
+  /** host:port of the peer's RaftService. */
+  peerAddress: string;
+  /** host:port of the peer's public API ('' when not configured). */
+  clientAddress: string;
+}
+
+export interface PeerClock {
+  /** The peer's wall clock as stamped on the last message received from it. */
+  wallUnixMs: number;
+  /** Local monotonic time at which that message arrived. */
+  receivedAtMs: number;
+  /** Round trip of the last heartbeat -> heartbeat response, in ms (-1 until measured). */
+  rttMs: number;
+}
+
+export interface PeerTransportOptions {
+  selfId: NodeId;
+  clusterId: string;
+  peers: readonly PeerInfo[];
+  logger: Logger;
+  /** Largest StreamRequest we write; also the gRPC message size limit. */
+  maxBatchBytes?: number;
+  /** A peer whose queue grows past this (it is slow or gone) loses the queue. */
+  maxQueuedBytes?: number;
+  clock?: MonotonicClock;
+  /** Called for a peer whose stream broke: the core stops pipelining to it. */
+  onUnreachable: (peer: NodeId) => void;
+  /** A heartbeat response arrived: the peer's stamped wall clock and the measured round trip. */
+  onPeerClock?: (peer: NodeId, wallUnixMs: number, rttMs: number) => void;
+}
+
+/** gRPC channel options shared by every peer client. */
+export function peerChannelOptions(maxBytes: number): Record<string, number> {
+  return {
+    'grpc.max_send_message_length': maxBytes,
+    'grpc.max_receive_message_length': maxBytes,
+    // grpc-js defaults to 1 s .. 120 s: a restarted peer would stay unreachable for minutes.
+    'grpc.initial_reconnect_backoff_ms': 50,
+    'grpc.min_reconnect_backoff_ms': 50,
+    'grpc.max_reconnect_backoff_ms': 1000,
+    'grpc.keepalive_time_ms': 10_000,
+    'grpc.keepalive_timeout_ms': 5_000,
+    'grpc.keepalive_permit_without_calls': 1,
+  };
+}
+
+export const DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024;
+
+class PeerLink {
+  call: ClientWritableStream<StreamRequest> | undefined;
+  queue: Message[] = [];
+  queuedBytes = 0;
+  flushScheduled = false;
+  backoffMs = 0;
+  retryAt = 0;
+  retryTimer: NodeJS.Timeout | undefined;
+  loggedDown = false;
+  /** Monotonic time of the oldest heartbeat awaiting its response (RTT sample). */
+  heartbeatSentAt = -1;
+  clock: PeerClock = { wallUnixMs: 0, receivedAtMs: -1, rttMs: -1 };
+  /** Test fault hook: drop everything to and from this peer. */
+  blocked = false;
+
+  constructor(
+    readonly info: PeerInfo,
+    readonly client: RaftServiceClient,
+  ) {}
+}
+
+export class PeerTransport {
+  private readonly links = new Map<NodeId, PeerLink>();
+  private readonly clock: MonotonicClock;
+  private readonly maxBatchBytes: number;
+  private readonly maxQueuedBytes: number;
+  private stopped = false;
+  /** Messages handed to the streams (observability). */
+  sentMessages = 0;
+  sentBatches = 0;
+
+  constructor(private readonly opts: PeerTransportOptions) {
+    this.clock = opts.clock ?? systemMonotonicClock;
+    this.maxBatchBytes = opts.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+    this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
+    for (const p of opts.peers) {
+      if (p.id === opts.selfId) continue;
+      const client = new RaftServiceClient(p.peerAddress, credentials.createInsecure(), peerChannelOptions(this.maxBatchBytes + 1024 * 1024));
+      this.links.set(p.id, new PeerLink(p, client));
+    }
+  }
+
+  peerIds(): NodeId[] {
+    return [...this.links.keys()];
+  }
+
+  /** The generated client for a peer (Forward, ReadIndex, InstallSnapshot). */
+  client(peer: NodeId): RaftServiceClient | undefined {
+    return this.links.get(peer)?.client;
+  }
+
+  peerClock(peer: NodeId): PeerClock | undefined {
+    const l = this.links.get(peer);
+    return l ? { ...l.clock } : undefined;
+  }
+
+  /** Queues messages; each peer's queue is flushed as one batch at the end of this turn. */
+  send(messages: readonly Message[]): void {
+    if (this.stopped) return;
+    for (const m of messages) {
+      const l = this.links.get(m.to);
+      if (!l || l.blocked) continue;
+      if (m.type === 'heartbeat' && l.heartbeatSentAt < 0) l.heartbeatSentAt = this.clock.nowMs();
+      l.queue.push(m);
+      l.queuedBytes += approxMessageBytes(m);
+      if (l.queuedBytes > this.maxQueuedBytes) {
+        this.opts.logger.warn({ peer: l.info.id, bytes: l.queuedBytes }, 'peer queue overflow; dropping');
+        this.dropQueue(l);
+        this.opts.onUnreachable(l.info.id);
+        continue;
+      }
+      if (!l.flushScheduled) {
+        l.flushScheduled = true;
+        setImmediate(() => this.flush(l));
+      }
+    }
+  }
+
+  /** Inbound batch from a peer's stream; returns the decoded messages for the driver. */
+  receive(req: StreamRequest): Message[] {
+    const out: Message[] = [];
+    const now = this.clock.nowMs();
+    for (const p of req.messages) {
+      const m = messageFromPb(p);
+      if (!m) continue;
+      const l = this.links.get(m.from);
+      if (l) {
+        if (l.blocked) continue;
+        l.clock.receivedAtMs = now;
+        if (p.senderWallUnixMs) l.clock.wallUnixMs = p.senderWallUnixMs;
+        if (m.type === 'heartbeatResp' && l.heartbeatSentAt >= 0) {
+          l.clock.rttMs = now - l.heartbeatSentAt;
+          l.heartbeatSentAt = -1;
+        }
+        if (m.type === 'heartbeatResp' && p.senderWallUnixMs) this.opts.onPeerClock?.(m.from, p.senderWallUnixMs, Math.max(0, l.clock.rttMs));
+      }
+      out.push(m);
+    }
+    return out;
+  }
+
+  /** Test fault hook: drop all traffic to and from `peer` (or heal with false). */
+  setBlocked(peer: NodeId, blocked: boolean): void {
+    const l = this.links.get(peer);
+    if (!l) return;
+    l.blocked = blocked;
+    if (blocked) {
+      this.dropQueue(l);
+      this.closeCall(l);
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const l of this.links.values()) {
+      if (l.retryTimer) clearTimeout(l.retryTimer);
+      this.dropQueue(l);
+      this.closeCall(l);
+      l.client.close();
+    }
+  }
+
+  private flush(l: PeerLink): void {
+    l.flushScheduled = false;
+    if (this.stopped || l.queue.length === 0) return;
+    const now = this.clock.nowMs();
+    if (!l.call) {
+      if (now < l.retryAt) {
+        // Still backing off after a failure: the peer is unreachable; let Raft retry later.
+        this.dropQueue(l);
+        return;
+      }
+      this.openCall(l);
+    }
+    const call = l.call!;
+    let batch: StreamRequest = { clusterId: this.opts.clusterId, messages: [] };
+    let bytes = 0;
+    const wall = wallClockUnixMs();
+    for (const m of l.queue) {
+      const sz = approxMessageBytes(m);
+      if (bytes > 0 && bytes + sz > this.maxBatchBytes) {
+        call.write(batch);
+        this.sentBatches++;
+        batch = { clusterId: this.opts.clusterId, messages: [] };
+        bytes = 0;
+      }
+      batch.messages.push(messageToPb(m, wall));
+      bytes += sz;
+    }
+    call.write(batch);
+    this.sentBatches++;
+    this.sentMessages += l.queue.length;
+    l.queue = [];
+    l.queuedBytes = 0;
+  }
+
+  private openCall(l: PeerLink): void {
+    const call = l.client.stream((err) => {
+      if (l.call !== call) return;
+      l.call = undefined;
+      if (this.stopped) return;
+      l.backoffMs = Math.min(l.backoffMs === 0 ? 50 : l.backoffMs * 2, 1000);
+      l.retryAt = this.clock.nowMs() + l.backoffMs * (0.5 + Math.random() / 2);
+      if (!l.loggedDown) {
+        l.loggedDown = true;
+        this.opts.logger.warn({ peer: l.info.id, addr: l.info.peerAddress, err: err?.message }, 'peer stream broke');
+      }
+      this.opts.onUnreachable(l.info.id);
+    });
+    call.on('error', () => {
+      /* reported through the callback */
+    });
+    l.call = call;
+    // Reset the backoff once the stream has carried traffic for a while.
+    l.retryTimer = setTimeout(() => {
+      if (l.call === call) {
+        l.backoffMs = 0;
+        if (l.loggedDown) this.opts.logger.info({ peer: l.info.id }, 'peer stream up');
+        l.loggedDown = false;
+      }
+    }, 2000);
+    l.retryTimer.unref();
+  }
+
+  private closeCall(l: PeerLink): void {
+    const c = l.call;
+    l.call = undefined;
+    if (c) {
+      try {
+        c.end();
+      } catch {
+        /* already closed */
+      }
+    }
+  }
+
+  private dropQueue(l: PeerLink): void {
+    l.queue = [];
+    l.queuedBytes = 0;
+  }
+}

@@ -1,0 +1,100 @@
+// Proposals waiting for their entry to be applied. A proposal is identified by the (index, term)
+// the core gave its entry: if that entry is applied, the proposal succeeded; if an entry of
+// another term is applied at the index, it definitely failed (safe to retry); if leadership was
+// lost before either happened, the outcome is unknown after a grace period.
+
+import { HeraldError } from '../../herald-error.js';
+import type { Entry } from '../types.js';
+
+export interface ProposalOutcome {
+  index: number;
+  result: Uint8Array;
+}
+
+interface Pending {
+  term: number;
+  resolve: (o: ProposalOutcome) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+  leadershipLost: boolean;
+}
+
+export class ProposalTracker {
+  private readonly pending = new Map<number, Pending>();
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  track(index: number, term: number, timeoutMs: number): Promise<ProposalOutcome> {
+    return new Promise<ProposalOutcome>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const p = this.pending.get(index);
+        if (!p) return;
+        this.pending.delete(index);
+        p.reject(
+          p.leadershipLost
+            ? new HeraldError('OUTCOME_UNKNOWN', `leadership was lost after entry ${index} was appended; it may or may not commit`)
+            : new HeraldError('PROPOSAL_TIMEOUT', `entry ${index} was not committed within ${timeoutMs} ms; it may still commit`),
+        );
+      }, timeoutMs);
+      this.pending.set(index, { term, resolve, reject, timer, leadershipLost: false });
+    });
+  }
+
+  /** Called with each applied batch and its results. */
+  applied(entries: readonly Entry[], results: readonly Uint8Array[], leaderId: string): void {
+    if (this.pending.size === 0) return;
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
+      const p = this.pending.get(e.index);
+      if (!p) continue;
+      this.pending.delete(e.index);
+      clearTimeout(p.timer);
+      if (e.term === p.term) p.resolve({ index: e.index, result: results[i] ?? new Uint8Array(0) });
+      else {
+        p.reject(
+          new HeraldError('NOT_LEADER', `entry ${e.index} was replaced by a newer leader's log; the proposal was not applied`, {
+            leaderId: leaderId || undefined,
+            notApplied: true,
+          }),
+        );
+      }
+    }
+  }
+
+  /**
+   * Leadership lost: appended proposals may still commit under the new leader (and be applied
+   * here), so they wait at most `graceMs` more before failing with OUTCOME_UNKNOWN.
+   */
+  leadershipLost(graceMs: number): void {
+    for (const [index, p] of this.pending) {
+      if (p.leadershipLost) continue;
+      p.leadershipLost = true;
+      clearTimeout(p.timer);
+      p.timer = setTimeout(() => {
+        if (this.pending.get(index) !== p) return;
+        this.pending.delete(index);
+        p.reject(new HeraldError('OUTCOME_UNKNOWN', `leadership was lost after entry ${index} was appended; it may or may not commit`));
+      }, graceMs);
+    }
+  }
+
+  /** Any entry at or below a restored snapshot's index: its outcome can no longer be observed. */
+  supersededUpTo(index: number): void {
+    for (const [i, p] of this.pending) {
+      if (i > index) continue;
+      this.pending.delete(i);
+      clearTimeout(p.timer);
+      p.reject(new HeraldError('OUTCOME_UNKNOWN', `entry ${i} was covered by an installed snapshot; outcome unknown`));
+    }
+  }
+
+  failAll(make: (index: number) => Error): void {
+    for (const [i, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(make(i));
+    }
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,631 @@
+// The driver runs the pure Raft core: the only place with timers (ticks on the monotonic clock),
+// the single ordered writer of the log, and the ready loop, in etcd's order:
+//
+//   persist (Ready.snapshot + entries + hard state, ONE atomic batch, fsync if mustSync)
+//   -> send messages -> install snapshot data / apply committed entries -> advance.
+//
+// Group commit falls out of the loop: while one batch is being fsynced, proposals and messages
+// keep arriving and are stepped into the core; the next Ready carries all of them, so many
+// proposals share one fsync. Nothing here touches the wall clock except message stamping in
+// the transport.
+
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import { HeraldError, isHeraldError } from '../../herald-error.js';
+import { RaftNode, type RaftStatus } from '../core/raft-node.js';
+import type { MemoryStorage } from '../core/memory-storage.js';
+import type { StateMachine } from '../state-machine.js';
+import type { Entry, Message, NodeId, Ready, Role, SnapshotMeta } from '../types.js';
+import type { LogStore } from './log-store.js';
+import { systemMonotonicClock, type MonotonicClock } from './monotonic-clock.js';
+import type { PeerInfo, PeerTransport } from './peer-transport.js';
+import { ProposalTracker, type ProposalOutcome } from './proposal-tracker.js';
+import { pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from './snapshot-files.js';
+import { sendSnapshot } from './snapshot-sender.js';
+
+export interface RaftTimingOptions {
+  /** One core tick, in ms (default 100). */
+  tickMs: number;
+  /** Election timeout in ticks (default 10; randomized in [n, 2n)). */
+  electionTicks: number;
+  /** Heartbeat interval in ticks (default 1). */
+  heartbeatTicks: number;
+}
+
+export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
+  id: NodeId;
+  clusterId: string;
+  members: readonly PeerInfo[];
+  logStore: LogStore;
+  storage: MemoryStorage;
+  stateMachine: StateMachine;
+  transport: PeerTransport;
+  logger: Logger;
+  /** Where received snapshots are staged. */
+  snapshotDir: string;
+  /** Take a snapshot (and compact) every this many applied entries (default 10000). */
+  snapshotEntries?: number;
+  /** Entries kept behind the snapshot point for slow followers (default 5000). */
+  compactionKeepEntries?: number;
+  maxSizePerMsg?: number;
+  maxInflightMsgs?: number;
+  defaultProposalTimeoutMs?: number;
+  clock?: MonotonicClock;
+}
+
+export interface LeaderChange {
+  leaderId: NodeId;
+  /** The leader's client address ('' when unknown or no leader). */
+  leaderAddress: string;
+  term: number;
+  role: Role;
+}
+
+export interface RaftDriverEvents {
+  /** The known leader changed (leaderId '' = none known). */
+  leaderChanged: [LeaderChange];
+  /** This node became leader (the scheduler starts its timing wheel here). */
+  becameLeader: [{ term: number }];
+  /** This node stopped being leader. */
+  lostLeadership: [{ term: number }];
+  /** The state machine applied up to this index. */
+  applied: [{ index: number }];
+  /** Storage or the state machine failed: the node must stop (it cannot continue safely). */
+  fatal: [Error];
+}
+
+export interface DriverStats {
+  readies: number;
+  syncedWrites: number;
+  entriesPersisted: number;
+  entriesApplied: number;
+  proposals: number;
+  snapshotsSent: number;
+  snapshotsInstalled: number;
+  compactions: number;
+}
+
+interface ReadWaiter {
+  resolve: (index: number) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+interface AppliedWaiter {
+  index: number;
+  resolve: () => void;
+}
+
+const NO_LEADER = '';
+
+export class RaftDriver {
+  readonly events = new EventEmitter<RaftDriverEvents>();
+  readonly stats: DriverStats = {
+    readies: 0,
+    syncedWrites: 0,
+    entriesPersisted: 0,
+    entriesApplied: 0,
+    proposals: 0,
+    snapshotsSent: 0,
+    snapshotsInstalled: 0,
+    compactions: 0,
+  };
+  readonly timing: RaftTimingOptions;
+  private readonly node: RaftNode;
+  private readonly proposals = new ProposalTracker();
+  private readonly reads = new Map<string, ReadWaiter>();
+  private appliedWaiters: AppliedWaiter[] = [];
+  private readonly snapshotsInFlight = new Set<NodeId>();
+  private readonly addresses = new Map<NodeId, PeerInfo>();
+  private readonly clock: MonotonicClock;
+  private readonly snapshotEntries: number;
+  private readonly keepEntries: number;
+  private readonly defaultTimeoutMs: number;
+  private ticker: NodeJS.Timeout | undefined;
+  private loopRunning = false;
+  private loopScheduled = false;
+  private loopIdle: Array<() => void> = [];
+  private applied: number;
+  private leader: NodeId = NO_LEADER;
+  private role: Role = 'follower';
+  private term = 0;
+  private readSeq = 0;
+  private stopped = false;
+  private failed: Error | undefined;
+  /** Monotonic ms of the last message received from each peer. */
+  private readonly lastHeard = new Map<NodeId, number>();
+
+  constructor(private readonly opts: RaftDriverOptions, applied: number) {
+    this.clock = opts.clock ?? systemMonotonicClock;
+    this.timing = {
+      tickMs: opts.tickMs ?? 100,
+      electionTicks: opts.electionTicks ?? 10,
+      heartbeatTicks: opts.heartbeatTicks ?? 1,
+    };
+    this.snapshotEntries = opts.snapshotEntries ?? 10_000;
+    this.keepEntries = opts.compactionKeepEntries ?? 5_000;
+    this.defaultTimeoutMs = opts.defaultProposalTimeoutMs ?? 10_000;
+    for (const m of opts.members) this.addresses.set(m.id, m);
+    this.applied = applied;
+    this.node = new RaftNode({
+      id: opts.id,
+      storage: opts.storage,
+      applied,
+      electionTicks: this.timing.electionTicks,
+      heartbeatTicks: this.timing.heartbeatTicks,
+      maxSizePerMsg: opts.maxSizePerMsg ?? 1024 * 1024,
+      maxInflightMsgs: opts.maxInflightMsgs ?? 256,
+      preVote: true,
+      checkQuorum: true,
+      random: Math.random,
+    });
+    this.term = this.node.status().term;
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  start(): void {
+    this.ticker = setInterval(() => {
+      if (this.stopped) return;
+      this.node.tick();
+      this.scheduleLoop();
+    }, this.timing.tickMs);
+    this.scheduleLoop();
+  }
+
+  /** Stops ticking and fails whatever is still waiting. Storage is closed by the owner. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.ticker) clearInterval(this.ticker);
+    await this.waitLoopIdle();
+    this.proposals.failAll((i) => new HeraldError('OUTCOME_UNKNOWN', `node stopped before entry ${i} was applied`));
+    for (const [, r] of this.reads) {
+      clearTimeout(r.timer);
+      r.reject(new HeraldError('SHUTTING_DOWN', 'node is shutting down'));
+    }
+    this.reads.clear();
+  }
+
+  // ------------------------------------------------------------------ inputs
+
+  /** Messages from the transport. */
+  step(messages: readonly Message[]): void {
+    if (this.stopped) return;
+    const now = this.clock.nowMs();
+    for (const m of messages) {
+      if (m.to !== this.opts.id) continue;
+      this.lastHeard.set(m.from, now);
+      if (m.type === 'snap') continue; // only via InstallSnapshot, once the data is staged
+      try {
+        this.node.step(m);
+      } catch (e) {
+        this.opts.logger.warn({ err: e, type: m.type, from: m.from }, 'step failed');
+      }
+    }
+    this.scheduleLoop();
+  }
+
+  /**
+   * Proposes a command; resolves with its apply result once applied here. Rejects with
+   * NOT_LEADER (leader id + client address), PROPOSAL_TIMEOUT, OUTCOME_UNKNOWN or SHUTTING_DOWN.
+   */
+  async propose(data: Uint8Array, options: { timeoutMs?: number } = {}): Promise<ProposalOutcome> {
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    const deadline = this.clock.nowMs() + timeoutMs;
+    for (;;) {
+      this.assertRunning();
+      try {
+        const ticket = this.node.propose(data);
+        this.stats.proposals++;
+        this.scheduleLoop();
+        return await this.proposals.track(ticket.index, ticket.term, Math.max(1, deadline - this.clock.nowMs()));
+      } catch (e) {
+        if (isHeraldError(e, 'NOT_LEADER')) throw this.notLeader();
+        // A leadership transfer is in progress: wait for it to settle, then retry (here or,
+        // via NOT_LEADER, at the new leader) instead of failing the caller.
+        if (isHeraldError(e, 'INVALID_STATE') && this.clock.nowMs() < deadline) {
+          await this.waitForLeaderChange(Math.min(deadline - this.clock.nowMs(), this.electionTimeoutMs()));
+          continue;
+        }
+        if (isHeraldError(e, 'INVALID_STATE')) {
+          throw new HeraldError('PROPOSAL_TIMEOUT', 'leadership transfer did not finish before the deadline');
+        }
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * A linearizable read barrier: resolves with a read index once this node's state machine has
+   * applied at least that far. Works on followers (the core asks the leader).
+   */
+  async readIndex(options: { timeoutMs?: number } = {}): Promise<number> {
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    const deadline = this.clock.nowMs() + timeoutMs;
+    for (;;) {
+      this.assertRunning();
+      const ctx = Buffer.allocUnsafe(12);
+      ctx.writeUInt32BE(process.pid >>> 0, 0);
+      ctx.writeDoubleBE(++this.readSeq, 4);
+      const key = ctx.toString('base64');
+      const attemptMs = Math.min(deadline - this.clock.nowMs(), Math.max(this.electionTimeoutMs(), 200));
+      try {
+        const p = new Promise<number>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            this.reads.delete(key);
+            reject(new HeraldError('PROPOSAL_TIMEOUT', 'read index not confirmed in time'));
+          }, Math.max(1, attemptMs));
+          this.reads.set(key, { resolve, reject, timer });
+        });
+        try {
+          this.node.readIndex(ctx);
+        } catch (e) {
+          const w = this.reads.get(key);
+          if (w) {
+            clearTimeout(w.timer);
+            this.reads.delete(key);
+          }
+          throw e;
+        }
+        this.scheduleLoop();
+        const index = await p;
+        await this.waitApplied(index);
+        return index;
+      } catch (e) {
+        // No leader yet, or the request was dropped by a leader change: retry until the deadline.
+        const retryable = isHeraldError(e, 'NO_LEADER') || isHeraldError(e, 'PROPOSAL_TIMEOUT');
+        if (!retryable || this.clock.nowMs() + 10 >= deadline) {
+          if (isHeraldError(e, 'NO_LEADER')) throw e;
+          throw isHeraldError(e) ? e : new HeraldError('INTERNAL', String(e));
+        }
+        await this.waitForLeaderChange(Math.min(50, deadline - this.clock.nowMs()));
+      }
+    }
+  }
+
+  /** Resolves once the state machine has applied `index`. */
+  waitApplied(index: number): Promise<void> {
+    if (this.applied >= index) return Promise.resolve();
+    return new Promise((resolve) => this.appliedWaiters.push({ index, resolve }));
+  }
+
+  /** Starts a leadership transfer (leader only); resolves once another node leads or rejects. */
+  async transferLeadership(target?: NodeId, timeoutMs?: number): Promise<LeaderChange> {
+    this.assertRunning();
+    if (this.role !== 'leader') throw this.notLeader();
+    const to = target || this.bestTransferTarget();
+    if (!to) throw new HeraldError('NO_LEADER', 'no follower is available to take over');
+    if (to === this.opts.id) return this.leaderChange();
+    this.node.transferLeadership(to);
+    this.scheduleLoop();
+    const limit = timeoutMs ?? this.electionTimeoutMs() * 2;
+    const deadline = this.clock.nowMs() + limit;
+    while (this.clock.nowMs() < deadline) {
+      if (this.leader !== NO_LEADER && this.leader !== this.opts.id) return this.leaderChange();
+      await this.waitForLeaderChange(deadline - this.clock.nowMs());
+    }
+    throw new HeraldError('PROPOSAL_TIMEOUT', `leadership transfer to ${to} did not complete within ${limit} ms`);
+  }
+
+  /** The transport lost its stream to `peer`: stop pipelining appends to it. */
+  reportUnreachable(peer: NodeId): void {
+    if (this.stopped) return;
+    this.node.reportUnreachable(peer);
+    this.scheduleLoop();
+  }
+
+  /** Starts an election now (tests, operator use). */
+  campaign(): void {
+    this.node.campaign();
+    this.scheduleLoop();
+  }
+
+  /**
+   * A snapshot received from the leader was staged at its path: step the 'snap' message and
+   * wait until the core has installed it (or declined because it already had the entries).
+   */
+  async offerSnapshot(from: NodeId, term: number, meta: SnapshotMeta): Promise<boolean> {
+    this.assertRunning();
+    this.lastHeard.set(from, this.clock.nowMs());
+    this.node.step({
+      type: 'snap',
+      from,
+      to: this.opts.id,
+      term,
+      logTerm: 0,
+      index: 0,
+      entries: [],
+      commit: 0,
+      reject: false,
+      rejectHint: 0,
+      rejectHintTerm: 0,
+      snapshot: meta,
+    });
+    this.scheduleLoop();
+    await this.waitLoopIdle();
+    return this.node.status().commit >= meta.index;
+  }
+
+  // ------------------------------------------------------------------ observation
+
+  status(): RaftStatus {
+    return this.node.status();
+  }
+
+  leaderChange(): LeaderChange {
+    return {
+      leaderId: this.leader,
+      leaderAddress: this.addresses.get(this.leader)?.clientAddress ?? '',
+      term: this.term,
+      role: this.role,
+    };
+  }
+
+  isLeader(): boolean {
+    return this.role === 'leader';
+  }
+
+  appliedIndex(): number {
+    return this.applied;
+  }
+
+  /** Milliseconds since a message from `peer` arrived (-1 if never). */
+  lastContactMs(peer: NodeId): number {
+    const t = this.lastHeard.get(peer);
+    return t === undefined ? -1 : this.clock.nowMs() - t;
+  }
+
+  electionTimeoutMs(): number {
+    return this.timing.tickMs * this.timing.electionTicks;
+  }
+
+  snapshotIndex(): number {
+    return this.opts.storage.snapshot().index;
+  }
+
+  // ------------------------------------------------------------------ the ready loop
+
+  private scheduleLoop(): void {
+    if (this.loopRunning || this.loopScheduled || this.failed) return;
+    this.loopScheduled = true;
+    setImmediate(() => {
+      this.loopScheduled = false;
+      void this.runLoop();
+    });
+  }
+
+  private waitLoopIdle(): Promise<void> {
+    if (!this.loopRunning && !this.loopScheduled) return Promise.resolve();
+    return new Promise((resolve) => this.loopIdle.push(resolve));
+  }
+
+  private async runLoop(): Promise<void> {
+    if (this.loopRunning || this.failed) return;
+    this.loopRunning = true;
+    try {
+      while (this.node.hasReady() && !this.failed) {
+        const rd = this.node.ready();
+        await this.handleReady(rd);
+        this.node.advance(rd);
+        await this.maybeCompact();
+      }
+    } catch (e) {
+      this.fail(e);
+    } finally {
+      this.loopRunning = false;
+      if (!this.loopScheduled) {
+        const idle = this.loopIdle;
+        this.loopIdle = [];
+        for (const f of idle) f();
+      }
+    }
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    this.stats.readies++;
+    if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
+    if (rd.hardState) this.term = rd.hardState.term;
+
+    // 1. Persist (one atomic batch; fsync when the Ready says so) and mirror into MemoryStorage.
+    if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
+      await this.opts.logStore.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+      if (rd.mustSync) this.stats.syncedWrites++;
+      this.stats.entriesPersisted += rd.entries.length;
+      if (rd.snapshot) this.opts.storage.applySnapshot(rd.snapshot);
+      if (rd.entries.length > 0) this.opts.storage.append(rd.entries);
+      if (rd.hardState) this.opts.storage.setHardState(rd.hardState);
+    }
+
+    // 2. Send: only now may peers hear of the term, vote and entries just made durable.
+    if (rd.messages.length > 0) this.send(rd.messages);
+
+    // 3. A snapshot from the leader: the log now records it; restore the state machine from
+    //    the staged file (if we crash first, startup finishes the restore from the same file).
+    if (rd.snapshot) await this.installSnapshot(rd.snapshot);
+
+    // 4. Read states: the reads resolve once applied reaches their index.
+    for (const rs of rd.readStates) {
+      const key = Buffer.from(rs.context.buffer, rs.context.byteOffset, rs.context.byteLength).toString('base64');
+      const w = this.reads.get(key);
+      if (!w) continue;
+      this.reads.delete(key);
+      clearTimeout(w.timer);
+      w.resolve(rs.index);
+    }
+
+    // 5. Apply committed entries; results go to the waiting proposals.
+    if (rd.committedEntries.length > 0) await this.apply(rd.committedEntries);
+  }
+
+  private async apply(entries: Entry[]): Promise<void> {
+    // Entries at or below a restored snapshot are already in the state machine.
+    const todo = entries[0]!.index <= this.applied ? entries.filter((e) => e.index > this.applied) : entries;
+    if (todo.length === 0) return;
+    const results = await this.opts.stateMachine.apply(todo);
+    this.stats.entriesApplied += todo.length;
+    this.setApplied(todo[todo.length - 1]!.index);
+    this.proposals.applied(todo, results, this.leader);
+  }
+
+  private setApplied(index: number): void {
+    this.applied = index;
+    if (this.appliedWaiters.length > 0) {
+      const still: AppliedWaiter[] = [];
+      for (const w of this.appliedWaiters) (w.index <= index ? w.resolve() : still.push(w));
+      this.appliedWaiters = still;
+    }
+    this.events.emit('applied', { index });
+  }
+
+  private send(messages: Message[]): void {
+    let regular = messages;
+    if (messages.some((m) => m.type === 'snap')) {
+      regular = [];
+      for (const m of messages) (m.type === 'snap' ? this.startSnapshotSend(m) : regular.push(m));
+    }
+    this.opts.transport.send(regular);
+  }
+
+  private startSnapshotSend(m: Message): void {
+    const to = m.to;
+    if (this.snapshotsInFlight.has(to)) return;
+    const client = this.opts.transport.client(to);
+    if (!client) return;
+    this.snapshotsInFlight.add(to);
+    const log = this.opts.logger.child({ peer: to });
+    log.info({ compactedTo: m.snapshot?.index }, 'sending snapshot');
+    sendSnapshot({
+      client,
+      clusterId: this.opts.clusterId,
+      from: this.opts.id,
+      to,
+      term: m.term,
+      conf: m.snapshot?.conf ?? this.node.confState(),
+      stateMachine: this.opts.stateMachine,
+      termOf: (i) => this.opts.storage.term(i),
+      timeoutMs: 10 * 60_000,
+    }).then(
+      (r) => {
+        this.stats.snapshotsSent++;
+        log.info(r, 'snapshot sent');
+        this.snapshotsInFlight.delete(to);
+        if (!this.stopped) {
+          this.node.reportSnapshot(to, true);
+          this.scheduleLoop();
+        }
+      },
+      (e: unknown) => {
+        log.warn({ err: e }, 'snapshot send failed');
+        this.snapshotsInFlight.delete(to);
+        if (!this.stopped) {
+          this.node.reportSnapshot(to, false);
+          this.scheduleLoop();
+        }
+      },
+    );
+  }
+
+  private async installSnapshot(meta: SnapshotMeta): Promise<void> {
+    const path = stagedSnapshotPath(this.opts.snapshotDir, meta);
+    await this.opts.stateMachine.restore(meta, readSnapshotFile(path));
+    this.stats.snapshotsInstalled++;
+    this.opts.logger.info({ index: meta.index, term: meta.term }, 'snapshot installed');
+    await pruneStagedSnapshots(this.opts.snapshotDir);
+    this.proposals.supersededUpTo(meta.index);
+    this.setApplied(Math.max(this.applied, meta.index));
+  }
+
+  /**
+   * Log compaction: every `snapshotEntries` applied entries, make the state machine durable,
+   * record a snapshot point at the applied index and drop entries older than the trailing
+   * window (slow followers within it still catch up from the log, not a snapshot).
+   */
+  private async maybeCompact(): Promise<void> {
+    const storage = this.opts.storage;
+    const snapIndex = storage.snapshot().index;
+    if (this.applied - snapIndex < this.snapshotEntries) return;
+    const index = this.applied;
+    await this.opts.stateMachine.sync();
+    const meta = storage.createSnapshot(index);
+    const base = Math.max(storage.firstIndex() - 1, index - this.keepEntries);
+    const baseTerm = storage.term(base);
+    await this.opts.logStore.compact(meta, { index: base, term: baseTerm });
+    storage.compact(base);
+    this.stats.compactions++;
+    this.opts.logger.debug({ snapshot: index, compactedTo: base }, 'log compacted');
+  }
+
+  private onSoftState(leader: NodeId, role: Role): void {
+    const wasLeader = this.role === 'leader';
+    const leaderChanged = leader !== this.leader;
+    this.leader = leader;
+    this.role = role;
+    const term = this.node.status().term;
+    this.term = term;
+    if (wasLeader && role !== 'leader') {
+      this.opts.logger.info({ term, leader }, 'lost leadership');
+      // Appended proposals may still commit under the new leader; give them two election timeouts.
+      this.proposals.leadershipLost(this.electionTimeoutMs() * 2);
+      this.events.emit('lostLeadership', { term });
+    }
+    if (!wasLeader && role === 'leader') {
+      this.opts.logger.info({ term }, 'became leader');
+      this.events.emit('becameLeader', { term });
+    }
+    if (leaderChanged) {
+      if (!(role === 'leader')) this.opts.logger.info({ term, leader: leader || null }, 'leader changed');
+      this.events.emit('leaderChanged', this.leaderChange());
+    }
+  }
+
+  private waitForLeaderChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.events.off('leaderChanged', done);
+        resolve();
+      };
+      const t = setTimeout(done, Math.max(1, ms));
+      this.events.on('leaderChanged', done);
+    });
+  }
+
+  private bestTransferTarget(): NodeId | undefined {
+    const st = this.node.status();
+    let best: NodeId | undefined;
+    let bestMatch = -1;
+    for (const [id, p] of Object.entries(st.progress)) {
+      if (id === this.opts.id) continue;
+      if (this.lastContactMs(id) < 0 || this.lastContactMs(id) > this.electionTimeoutMs()) continue;
+      if (p.match > bestMatch) {
+        best = id;
+        bestMatch = p.match;
+      }
+    }
+    return best;
+  }
+
+  private notLeader(): HeraldError {
+    const l = this.leaderChange();
+    return new HeraldError(
+      'NOT_LEADER',
+      l.leaderId ? `node ${this.opts.id} is not the leader; the leader is ${l.leaderId} (${l.leaderAddress || 'address unknown'})` : `node ${this.opts.id} is not the leader and no leader is known`,
+      { leaderId: l.leaderId || undefined, leaderAddress: l.leaderAddress || undefined },
+    );
+  }
+
+  private assertRunning(): void {
+    if (this.failed) throw new HeraldError('INTERNAL', `node failed: ${this.failed.message}`);
+    if (this.stopped) throw new HeraldError('SHUTTING_DOWN', 'node is shutting down');
+  }
+
+  private fail(e: unknown): void {
+    const err = e instanceof Error ? e : new Error(String(e));
+    if (this.failed) return;
+    this.failed = err;
+    this.opts.logger.error({ err }, 'raft driver failed; the node must stop');
+    this.proposals.failAll((i) => new HeraldError('OUTCOME_UNKNOWN', `node failed before entry ${i} was applied: ${err.message}`));
+    this.events.emit('fatal', err);
+  }
+}
