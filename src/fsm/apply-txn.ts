@@ -80,7 +80,13 @@ export class ApplyTxn {
     const missing = [...new Set(jobIds)].filter((id) => !this.jobs.has(id));
     if (missing.length === 0) return;
     const values = await this.db.getMany(missing.map(jobKey));
-    missing.forEach((id, i) => this.trackJob(id, values[i]));
+    missing.forEach((id, i) => {
+      try {
+        this.trackJob(id, values[i]);
+      } catch {
+        // A corrupt record: left untracked so the command that needs it fails on its own.
+      }
+    });
   }
 
   private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
@@ -122,7 +128,13 @@ export class ApplyTxn {
     const keys = [...new Set(ids.map(runKey))].filter((k) => !this.runs.has(k));
     if (keys.length === 0) return;
     const values = await this.db.getMany(keys);
-    keys.forEach((k, i) => this.trackRun(k, values[i]));
+    keys.forEach((k, i) => {
+      try {
+        this.trackRun(k, values[i]);
+      } catch {
+        // As for jobs: the command that needs it fails on its own.
+      }
+    });
   }
 
   private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {

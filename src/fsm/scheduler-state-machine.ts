@@ -19,8 +19,9 @@ import { FsmReads } from './fsm-reads.js';
 import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_VERSION } from './key-layout.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
+import type { FsmCommand } from './commands.js';
 import { itemError } from './run-transitions.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from './validation.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
 
 export interface SchedulerFsmOptions {
   /**
@@ -35,6 +36,20 @@ export interface SchedulerFsmOptions {
 const SNAPSHOT_FORMAT_VERSION = 1;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+
+type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
+
+/** Decodes the command entries once (undefined for no-op/config and already applied entries). */
+function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
+  return entries.map((e) => {
+    if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
+    try {
+      return decodeCommand(e.data);
+    } catch (err) {
+      return { undecodable: err instanceof FsmDecodeError ? err.message : String(err) };
+    }
+  });
+}
 
 export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private applied = 0;
@@ -93,8 +108,12 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     // Entries that threw unexpectedly are re-run as 'rejected' from a fresh transaction, so one
     // bad entry can never leave half of its changes behind.
     const poisoned = new Map<number, string>();
+    const decoded = decodeEntries(entries, this.applied);
+    // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
+    const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {
       const txn = new ApplyTxn(this.store);
+      await txn.prefetchJobs(jobIds);
       const results: FsmResult[] = [];
       let last = this.applied;
       let failedAt = -1;
@@ -105,21 +124,18 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           continue;
         }
         last = entry.index;
-        if (entry.type !== 'normal' || entry.data.length === 0) {
+        const cmd = decoded[i];
+        if (cmd === undefined) {
           results.push({ type: 'empty' });
+          continue;
+        }
+        if ('undecodable' in cmd) {
+          results.push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${cmd.undecodable}`) });
           continue;
         }
         const poison = poisoned.get(i);
         if (poison !== undefined) {
           results.push({ type: 'rejected', error: itemError('INTERNAL', poison) });
-          continue;
-        }
-        let cmd;
-        try {
-          cmd = decodeCommand(entry.data);
-        } catch (e) {
-          const msg = e instanceof FsmDecodeError ? e.message : String(e);
-          results.push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${msg}`) });
           continue;
         }
         try {

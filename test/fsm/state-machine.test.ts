@@ -133,3 +133,42 @@ describe('SchedulerStateMachine contract', () => {
     await rm(b.dir, { recursive: true, force: true });
   });
 });
+
+describe('no half-apply', () => {
+  it('an entry that fails unexpectedly (corrupt record) is rejected whole; its neighbours apply', async () => {
+    const t = await fresh();
+    await t.apply({ type: 'putJob', nowMs: T0, jobId: 'good', spec: everySpec(1000, {}, T0), idempotencyKey: '' });
+    await t.fsm.sync();
+    await t.fsm.close();
+    // Corrupt one job record behind the FSM's back.
+    const { ClassicLevel } = await import('classic-level');
+    const db = new ClassicLevel<string, Uint8Array>(t.dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+    await db.put('j\0bad', Uint8Array.of(1, 200, 200));
+    await db.close();
+    const fsm = await SchedulerStateMachine.open(t.dir);
+    try {
+      const hashBefore = await fsm.stateHash();
+      const { decodeResult } = await import('../../src/fsm/index.js');
+      const res = (
+        await fsm.apply([
+          { term: 1, index: 2, type: 'normal', data: encodeCommand({ type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '' }) },
+          // Fires 'good' first (changes made), then hits the corrupt job: the whole entry must vanish.
+          { term: 1, index: 3, type: 'normal', data: encodeCommand({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'good', slotMs: T0 }, { jobId: 'bad', slotMs: T0 }] }) },
+          { term: 1, index: 4, type: 'normal', data: encodeCommand({ type: 'pauseJob', nowMs: T0, jobId: 'good', note: 'after' }) },
+        ])
+      ).map(decodeResult);
+      expect(res[0]).toMatchObject({ type: 'trigger', created: true });
+      expect(res[1]).toMatchObject({ type: 'rejected', error: { code: 'INTERNAL' } });
+      expect(res[2]).toMatchObject({ type: 'job', job: { pauseNote: 'after' } });
+      expect(await fsm.getRun(`good@${T0}`)).toBeUndefined();
+      expect((await fsm.getJob('good'))?.lastSlotUnixMs).toBe(0);
+      expect(await fsm.appliedIndex()).toBe(4);
+      expect(await fsm.stateHash()).not.toBe(hashBefore);
+    } finally {
+      await fsm.close();
+      open.splice(open.indexOf(t), 1);
+      const { rm } = await import('node:fs/promises');
+      await rm(t.dir, { recursive: true, force: true });
+    }
+  });
+});
