@@ -22,9 +22,11 @@ import type { Transition, ZoneRules } from './zone-rules.js';
 
 /**
  * How far ahead a search looks for the next slot. Validation rejects expressions that never
- * match; the sparsest valid ones (Feb 29) recur within 8 years (2096 → 2104).
+ * match; the sparsest valid ones recur within about a dozen years: Feb 29 (2096 → 2104), or a
+ * day-of-month that must also be a given weekday, e.g. `0 0 *\/31 2 1` = Feb 1 on a Monday
+ * (2027 → 2038). The margin is cheap: the bound is only reached when there is no slot at all.
  */
-const HORIZON_YEARS = 10;
+const HORIZON_YEARS = 40;
 const DAY_MS = 86_400_000;
 /** Instants before this are treated as this: 0 means "unset" in our API and pre-1970 is moot. */
 const MIN_INSTANT = 0;
@@ -80,9 +82,12 @@ export function nextCronSlot(
 
   while (cur < until) {
     const offset = zone.offsetAt(cur);
-    // Look a little past `until`: a fold straddling the end bound must still drop (LAST) the
-    // first occurrences whose chosen second occurrence lies at or after the end.
-    const next = zone.nextTransitionAfter(cur, until + 2 * DAY_MS);
+    const first = matchFrom(cur + offset);
+    if (first === undefined) return undefined;
+    // Transitions after the candidate instant (plus a day, for LAST to see a fold right after it
+    // and for a fold straddling the end bound) cannot matter; not looking further keeps zones
+    // without DST from walking year tables up to the horizon.
+    const next = zone.nextTransitionAfter(cur, Math.min(first - offset, until) + 2 * DAY_MS);
     const segEnd = next?.at ?? until;
     const wallEnd = segEnd + offset;
 
@@ -100,16 +105,16 @@ export function nextCronSlot(
       dropTo = next.at + next.offsetBefore;
     }
 
-    let wall = matchFrom(cur + offset);
-    while (wall !== undefined && wall < wallEnd) {
-      if (wall >= dropFrom && wall < dropTo) {
-        wall = matchFrom(dropTo);
+    if (first < wallEnd) {
+      if (first >= dropFrom && first < dropTo) {
+        // Resume at the instant where the dropped wall times end (their segment is this one).
+        cur = dropTo - offset;
         continue;
       }
-      const slot = wall - offset;
+      const slot = first - offset;
       return slot < until ? slot : undefined;
     }
-    if (wall === undefined || next === undefined) return undefined;
+    if (next === undefined) return undefined;
 
     if (gapFires(dst, next, matchFrom)) return next.at < until ? next.at : undefined;
     cur = next.at;

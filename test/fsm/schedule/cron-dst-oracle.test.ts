@@ -8,7 +8,7 @@ import { cronSpec, ms, type Fold, type Gap } from './spec-builders.js';
 
 const MIN = 60_000;
 const HOUR = 3_600_000;
-const LOOKAROUND = 4 * HOUR; // longer than any fold, so "occurs earlier/later" is decidable
+const LOOKAROUND = 2 * HOUR; // longer than any fold, so "occurs earlier/later" is decidable
 
 const transitions = [
   { zone: 'America/New_York', at: ms('2026-03-08T07:00:00Z') },
@@ -114,7 +114,7 @@ describe('cron slots around DST transitions match a brute-force reference', () =
           expect(actual).toEqual(expected);
         },
       ),
-      { numRuns: 100, seed: 20261129 },
+      { numRuns: 60, seed: 20261129 },
     );
   });
 

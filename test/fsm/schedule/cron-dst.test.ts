@@ -122,6 +122,12 @@ const scenarios: Scenario[] = [
     from: '2026-10-31T00:00:00-04:00', to: '2026-11-03T00:00:00-05:00',
     expected: ['2026-11-02T01:30:00-05:00'],
   },
+  {
+    name: 'NY fold, first, start inside the repeat: after the dropped 01:30 the next is in April, in EDT',
+    zone: 'America/New_York', cron: '30 1 1 4,11 *', fold: 'first', start: '2026-11-01T01:10:00-05:00',
+    from: '2026-10-01T00:00:00-04:00', to: '2027-12-01T00:00:00-05:00',
+    expected: ['2027-04-01T01:30:00-04:00', '2027-11-01T01:30:00-04:00'],
+  },
   // --- Europe/Berlin ---
   {
     name: 'Berlin gap, shift forward: 02:30 fires at 03:00 CEST',

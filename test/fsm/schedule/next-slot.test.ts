@@ -73,12 +73,17 @@ describe('sparse calendars', () => {
       expected: ['2026-02-28T23:30:00-05:00', '2027-02-28T23:30:00-05:00', '2028-02-29T23:30:00-05:00'],
     },
     {
+      name: 'Feb 1 on a Monday (*/31 counts as unrestricted, so AND): an 11-year gap',
+      expr: '0 0 */31 2 1', zone: 'America/New_York', from: '2026-01-01T00:00:00Z', n: 3,
+      expected: ['2027-02-01T00:00:00-05:00', '2038-02-01T00:00:00-05:00', '2044-02-01T00:00:00-05:00'],
+    },
+    {
       name: 'the 30th skips February',
       expr: '0 0 30 * *', zone: '', from: '2026-01-15T00:00:00Z', n: 3,
       expected: ['2026-01-30T00:00:00+00:00', '2026-03-30T00:00:00+00:00', '2026-04-30T00:00:00+00:00'],
     },
   ])('$name', ({ expr, zone, from, n, expected }) => {
-    expect(wall(slotsInRange(cronSpec(expr, zone), ms(from), ms(from) + 20 * 366 * 86_400_000, 0, n), zone)).toEqual(expected);
+    expect(wall(slotsInRange(cronSpec(expr, zone), ms(from), ms(from) + 30 * 366 * 86_400_000, 0, n), zone)).toEqual(expected);
   });
 });
 
