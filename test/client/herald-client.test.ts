@@ -15,6 +15,7 @@ import {
 import { JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { FakeCluster } from './fakes/fake-cluster.js';
+import { waitFor } from './fakes/grpc-test-server.js';
 
 const spec = jobSpec({ taskType: 'report', schedule: every('5m') });
 
@@ -216,8 +217,10 @@ describe('HeraldClient: retries', () => {
     await c.createJob(spec, { id: 's' });
     node.inject('getJob', { code: status.OK, delayMs: 3_000 });
     const ac = new AbortController();
-    setTimeout(() => ac.abort(), 50);
-    const err = await rejection(c.getJob('s', { signal: ac.signal }));
+    const pending = rejection(c.getJob('s', { signal: ac.signal }));
+    await waitFor(() => node.callsOf('getJob').length === 1, 'the call to reach the server');
+    ac.abort();
+    const err = await pending;
     expect(err).toBeInstanceOf(CancelledError);
     expect(node.callsOf('getJob')).toHaveLength(1);
   });

@@ -1,0 +1,482 @@
+import { EventEmitter } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Worker, type WorkerOptions } from '../../src/client/worker.js';
+import { HandlerError, NonRetryableError, RunAbortedError } from '../../src/client/handler-errors.js';
+import type { RunContext } from '../../src/client/run-context.js';
+import { FakeWorkerServer } from './fakes/fake-worker-server.js';
+import { waitFor } from './fakes/grpc-test-server.js';
+
+let servers: FakeWorkerServer[] = [];
+let workers: Worker[] = [];
+
+async function server(opts: ConstructorParameters<typeof FakeWorkerServer>[0] = {}): Promise<FakeWorkerServer> {
+  const s = await FakeWorkerServer.start(opts);
+  servers.push(s);
+  return s;
+}
+
+function worker(opts: Partial<WorkerOptions> & Pick<WorkerOptions, 'endpoints' | 'handlers'>): Worker {
+  const w = new Worker({
+    workerId: 'w-test',
+    heartbeatIntervalMs: 20,
+    reconnect: { initialBackoffMs: 10, maxBackoffMs: 50 },
+    shutdownGraceMs: 2_000,
+    abortWaitMs: 500,
+    ...opts,
+  });
+  workers.push(w);
+  return w;
+}
+
+/** A promise with its resolve exposed, to hold a handler until the test lets it go. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+function aborted(signal: AbortSignal): Promise<RunAbortedError> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason as RunAbortedError), { once: true }));
+}
+
+afterEach(async () => {
+  await Promise.all(workers.map((w) => w.shutdown({ graceMs: 0 })));
+  await Promise.all(servers.map((s) => s.stop()));
+  workers = [];
+  servers = [];
+});
+
+describe('Worker: executing runs', () => {
+  it('says hello, runs an assignment and reports success with its fencing token and output', async () => {
+    const s = await server();
+    let seen: RunContext | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      concurrency: 2,
+      version: '1.2.3',
+      handlers: {
+        work: (ctx) => {
+          seen = ctx;
+          return { echoed: ctx.json<{ n: number }>().n };
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    expect(conn.hello).toEqual({ workerId: 'w-test', taskTypes: ['work'], capacity: 2, heldRuns: [], version: '1.2.3' });
+    const a = conn.assign({ runId: 'job-1@1000', attempt: 2, payload: Buffer.from('{"n":7}'), manual: true });
+    const [result] = await s.waitForResults(1);
+    expect(result).toEqual({
+      runId: 'job-1@1000',
+      fencingToken: a.fencingToken,
+      outcome: { $case: 'success', success: { output: Buffer.from('{"echoed":7}') } },
+    });
+    expect(seen!.run).toMatchObject({ id: 'job-1@1000', jobId: 'job-1', taskType: 'work', slotMs: a.slotUnixMs, scheduledMs: a.scheduledUnixMs, manual: true, backfilled: false });
+    expect(seen!.attempt).toBe(2);
+    expect(seen!.fencingToken).toBe(a.fencingToken);
+    expect(seen!.signal.aborted).toBe(false);
+    // The acked run is no longer held.
+    await waitFor(() => w.heldRuns.length === 0, 'run released after ack');
+  });
+
+  it('reports a thrown error as a retryable failure, and NonRetryableError / HandlerError as typed', async () => {
+    const s = await server();
+    const w = worker({
+      endpoints: [s.address],
+      concurrency: 3,
+      handlers: {
+        plain: () => {
+          throw new TypeError('boom');
+        },
+        fatal: async () => {
+          throw new NonRetryableError('bad payload', { type: 'BadPayload' });
+        },
+        typed: async () => {
+          throw new HandlerError('upstream slow', { type: 'HttpTimeout' });
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const p = conn.assign({ runId: 'p', taskType: 'plain' });
+    const f = conn.assign({ runId: 'f', taskType: 'fatal' });
+    const t = conn.assign({ runId: 't', taskType: 'typed' });
+    await s.waitForResults(3);
+    const byId = new Map(s.results.map((r) => [r.runId, r]));
+    expect(byId.get('p')).toEqual({ runId: 'p', fencingToken: p.fencingToken, outcome: { $case: 'failure', failure: { retryable: true, errorType: 'TypeError', message: 'boom' } } });
+    expect(byId.get('f')).toEqual({ runId: 'f', fencingToken: f.fencingToken, outcome: { $case: 'failure', failure: { retryable: false, errorType: 'BadPayload', message: 'bad payload' } } });
+    expect(byId.get('t')!.outcome).toEqual({ $case: 'failure', failure: { retryable: true, errorType: 'HttpTimeout', message: 'upstream slow' } });
+    expect(t.fencingToken).toBe(byId.get('t')!.fencingToken);
+  });
+
+  it('heartbeats held runs at the interval the welcome sets', async () => {
+    const s = await server({ heartbeatIntervalMs: 15 });
+    const g = gate();
+    const w = worker({ endpoints: [s.address], heartbeatIntervalMs: 60_000, handlers: { work: () => g.promise } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'hb' });
+    await waitFor(() => conn.heartbeats().filter((h) => h.length > 0).length >= 3, 'heartbeats listing the run');
+    expect(conn.heartbeats().filter((h) => h.length > 0).at(-1)).toEqual([{ runId: 'hb', fencingToken: a.fencingToken }]);
+    g.open();
+    await s.waitForResults(1);
+  });
+
+  it('lease_lost aborts the handler’s signal and suppresses its result', async () => {
+    const s = await server();
+    let reason: RunAbortedError | undefined;
+    const started = gate();
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          if (ctx.run.id === 'next') return 'quick';
+          started.open();
+          reason = await aborted(ctx.signal);
+          return 'done anyway';
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'lost' });
+    await started.promise;
+    conn.leaseLost('lost', a.fencingToken, 'expired');
+    await waitFor(() => reason !== undefined && w.activeRuns === 0, 'handler aborted and settled');
+    expect(reason).toBeInstanceOf(RunAbortedError);
+    expect(reason!.reason).toBe('lease-lost');
+    expect(w.heldRuns).toEqual([]);
+    // A later run still reports, so the silence above is suppression, not a dead stream.
+    conn.assign({ runId: 'next' });
+    await s.waitForResults(1);
+    expect(s.results.map((r) => r.runId)).toEqual(['next']);
+  });
+
+  it('ignores a lease_lost for an older fencing token', async () => {
+    const s = await server();
+    const g = gate();
+    let signal: AbortSignal | undefined;
+    const w = worker({ endpoints: [s.address], handlers: { work: (ctx) => ((signal = ctx.signal), g.promise) } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'r' });
+    await waitFor(() => signal !== undefined, 'handler started');
+    conn.leaseLost('r', a.fencingToken - 1);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(signal!.aborted).toBe(false);
+    g.open();
+    const [res] = await s.waitForResults(1);
+    expect(res!.fencingToken).toBe(a.fencingToken);
+  });
+
+  it('cancel aborts the signal with reason "cancelled" and reports nothing', async () => {
+    const s = await server();
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          if (ctx.run.id === 'after') return 'quick';
+          reason = await aborted(ctx.signal);
+          throw reason;
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'c' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    conn.cancel('c', a.fencingToken, 'user asked');
+    await waitFor(() => w.activeRuns === 0, 'handler settled');
+    expect(reason!.reason).toBe('cancelled');
+    expect(reason!.message).toBe('user asked');
+    conn.assign({ runId: 'after' });
+    await s.waitForResults(1);
+    expect(s.results.map((r) => r.runId)).toEqual(['after']);
+  });
+
+  it('aborts on the execution timeout and reports a retryable ExecutionTimeout failure', async () => {
+    const s = await server();
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          reason = await aborted(ctx.signal);
+          return 'finished late';
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'slow', executionTimeoutMs: 40 });
+    const [res] = await s.waitForResults(1);
+    expect(reason!.reason).toBe('timeout');
+    expect(res!.outcome).toMatchObject({ $case: 'failure', failure: { retryable: true, errorType: 'ExecutionTimeout' } });
+  });
+
+  it('never has more runs in flight than concurrency, and never grants more credits', async () => {
+    const s = await server();
+    let inFlight = 0;
+    let peak = 0;
+    const w = worker({
+      endpoints: [s.address],
+      concurrency: 3,
+      handlers: {
+        work: async () => {
+          inFlight += 1;
+          peak = Math.max(peak, inFlight);
+          await new Promise((r) => setTimeout(r, 2 + Math.floor(Math.random() * 10)));
+          inFlight -= 1;
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    s.enqueue(...Array.from({ length: 25 }, (_, i) => ({ runId: `r${i}` })));
+    await s.waitForResults(25, 10_000);
+    expect(peak).toBe(3);
+    expect(conn.peakCommitment).toBeLessThanOrEqual(3);
+    expect(new Set(s.results.map((r) => r.runId)).size).toBe(25);
+    const credits = conn.received.flatMap((m) => (m.message?.$case === 'credits' ? [m.message.credits.credits] : []));
+    expect(conn.hello!.capacity + credits.reduce((a, b) => a + b, 0)).toBe(25 + conn.outstanding);
+    expect(conn.outstanding).toBe(3);
+  });
+
+  it('queues assignments beyond its credits instead of exceeding concurrency', async () => {
+    const s = await server();
+    let inFlight = 0;
+    let peak = 0;
+    const w = worker({
+      endpoints: [s.address],
+      concurrency: 2,
+      handlers: {
+        work: async () => {
+          inFlight += 1;
+          peak = Math.max(peak, inFlight);
+          await new Promise((r) => setTimeout(r, 10));
+          inFlight -= 1;
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    for (let i = 0; i < 5; i++) conn.assign({ runId: `over${i}` }); // ignores credits on purpose
+    await s.waitForResults(5);
+    expect(peak).toBe(2);
+  });
+});
+
+describe('Worker: connection', () => {
+  it('reconnects after a dropped stream and re-attaches held runs in hello', async () => {
+    const s = await server();
+    const g = gate();
+    const w = worker({ endpoints: [s.address], concurrency: 2, handlers: { work: () => g.promise } });
+    w.start();
+    const first = await s.waitForConn(1);
+    const a = first.assign({ runId: 'held' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    first.drop();
+    const second = await s.waitForConn(2);
+    expect(second.hello!.heldRuns).toEqual([{ runId: 'held', fencingToken: a.fencingToken }]);
+    expect(second.hello!.capacity).toBe(1); // one slot is busy with the held run
+    g.open();
+    const [res] = await s.waitForResults(1);
+    expect(res!.fencingToken).toBe(a.fencingToken);
+    expect(second.received.some((m) => m.message?.$case === 'result')).toBe(true);
+  });
+
+  it('re-sends an unacknowledged result on the next stream until it is acked', async () => {
+    const s = await server({ autoAck: false });
+    const w = worker({ endpoints: [s.address], handlers: { work: () => 'ok' } });
+    w.start();
+    const first = await s.waitForConn(1);
+    const a = first.assign({ runId: 'unacked' });
+    await s.waitForResults(1);
+    expect(w.heldRuns).toEqual([{ runId: 'unacked', fencingToken: a.fencingToken }]);
+    await waitFor(() => first.heartbeats().some((h) => h.some((r) => r.runId === 'unacked')), 'lease kept while awaiting ack');
+    first.drop();
+    const second = await s.waitForConn(2);
+    expect(second.hello!.heldRuns).toEqual([{ runId: 'unacked', fencingToken: a.fencingToken }]);
+    await s.waitForResults(2);
+    expect(s.results[1]).toEqual(s.results[0]);
+    second.ack(s.results[1]!);
+    await waitFor(() => w.heldRuns.length === 0, 'run released after ack');
+  });
+
+  it('aborts runs the new leader rejects in welcome, without reporting them', async () => {
+    const s = await server({ reattach: (held) => ({ adopted: [], rejected: held }) });
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          reason = await aborted(ctx.signal);
+        },
+      },
+    });
+    w.start();
+    const first = await s.waitForConn(1);
+    first.assign({ runId: 'orphan' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    first.drop();
+    await s.waitForConn(2);
+    await waitFor(() => reason !== undefined && w.activeRuns === 0, 'rejected run aborted');
+    expect(reason!.reason).toBe('lease-lost');
+    expect(w.heldRuns).toEqual([]);
+    expect(s.results).toEqual([]);
+  });
+
+  it('follows a redirect from a follower to the leader', async () => {
+    const leader = await server({ nodeId: 'n2' });
+    const follower = await server({ redirectTo: () => leader.address });
+    const w = worker({ endpoints: [follower.address], handlers: { work: () => 'ok' } });
+    const connected: string[] = [];
+    w.on('connected', (address, nodeId) => connected.push(`${nodeId}@${address}`));
+    w.start();
+    await follower.waitForConn(1);
+    const conn = await leader.waitForConn(1);
+    conn.assign({ runId: 'via-redirect' });
+    await leader.waitForResults(1);
+    expect(connected).toEqual([`n2@${leader.address}`]);
+    expect(w.connected).toBe(true);
+  });
+
+  it('moves to the new leader on a redirect mid-stream, re-attaching held runs', async () => {
+    const oldLeader = await server({ nodeId: 'old' });
+    const newLeader = await server({ nodeId: 'new' });
+    const g = gate();
+    const w = worker({ endpoints: [oldLeader.address], handlers: { work: () => g.promise } });
+    w.start();
+    const conn = await oldLeader.waitForConn(1);
+    const a = conn.assign({ runId: 'moving' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    conn.redirect(newLeader.address);
+    const moved = await newLeader.waitForConn(1);
+    expect(moved.hello!.heldRuns).toEqual([{ runId: 'moving', fencingToken: a.fencingToken }]);
+    g.open();
+    await newLeader.waitForResults(1);
+    expect(oldLeader.results).toEqual([]);
+  });
+
+  it('falls back to the other endpoints when one is down', async () => {
+    const live = await server();
+    const w = worker({ endpoints: ['127.0.0.1:1', live.address], handlers: { work: () => 'ok' } });
+    w.start();
+    const conn = await live.waitForConn(1);
+    conn.assign({ runId: 'r' });
+    await live.waitForResults(1);
+  });
+
+  it('comes back to a restarted node and re-attaches', async () => {
+    const s1 = await server();
+    const g = gate();
+    const w = worker({ endpoints: [s1.address], handlers: { work: () => g.promise } });
+    w.start();
+    const conn = await s1.waitForConn(1);
+    const a = conn.assign({ runId: 'survivor' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    await s1.stop();
+    const s2 = await server({ port: s1.server.port });
+    const back = await s2.waitForConn(1, 10_000);
+    expect(back.hello!.heldRuns).toEqual([{ runId: 'survivor', fencingToken: a.fencingToken }]);
+    g.open();
+    await s2.waitForResults(1);
+  });
+});
+
+describe('Worker: lifecycle', () => {
+  it('shutdown drains: in-flight runs finish and report before the stream closes, no new runs start', async () => {
+    const s = await server();
+    const g = gate();
+    const started: string[] = [];
+    const w = worker({
+      endpoints: [s.address],
+      concurrency: 2,
+      handlers: {
+        work: async (ctx) => {
+          started.push(ctx.run.id);
+          await g.promise;
+          return ctx.signal.aborted ? 'aborted' : 'clean';
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'inflight' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    let stopped = false;
+    const done = w.shutdown({ graceMs: 5_000 }).then(() => (stopped = true));
+    await waitFor(() => conn.drained, 'drain message');
+    s.enqueue({ runId: 'too-late' }); // a server honouring drain assigns nothing more
+    await new Promise((r) => setTimeout(r, 30));
+    expect(stopped).toBe(false);
+    g.open();
+    await done;
+    expect(started).toEqual(['inflight']);
+    expect(s.results.map((r) => [r.runId, r.outcome?.$case === 'success' && r.outcome.success.output.toString()])).toEqual([['inflight', 'clean']]);
+    expect(w.state).toBe('stopped');
+    await waitFor(() => conn.ended, 'stream closed');
+  });
+
+  it('after the grace period, shutdown aborts remaining runs (reason "shutdown") and reports them retryable', async () => {
+    const s = await server();
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          reason = await aborted(ctx.signal);
+          throw reason;
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'stuck' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    await w.shutdown({ graceMs: 50 });
+    expect(reason!.reason).toBe('shutdown');
+    expect(s.results).toHaveLength(1);
+    expect(s.results[0]!.outcome).toMatchObject({ $case: 'failure', failure: { retryable: true, errorType: 'WorkerShutdown' } });
+  });
+
+  it('run(): the first signal drains, a second one forces', async () => {
+    const s = await server();
+    const signals = new EventEmitter();
+    const proc = { on: signals.on.bind(signals), off: signals.off.bind(signals) } as unknown as Pick<NodeJS.Process, 'on' | 'off'>;
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      shutdownGraceMs: 60_000,
+      handlers: {
+        work: async (ctx) => {
+          reason = await aborted(ctx.signal);
+          throw reason;
+        },
+      },
+    });
+    let finished = false;
+    const running = w.run({ process: proc }).then(() => (finished = true));
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'r' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    signals.emit('SIGTERM', 'SIGTERM');
+    await waitFor(() => conn.drained, 'drain after first signal');
+    expect(w.state).toBe('draining');
+    expect(finished).toBe(false);
+    signals.emit('SIGINT', 'SIGINT');
+    await running;
+    expect(reason!.reason).toBe('shutdown');
+    expect(signals.listenerCount('SIGTERM')).toBe(0);
+    expect(signals.listenerCount('SIGINT')).toBe(0);
+  });
+
+  it('rejects bad options with clear messages', () => {
+    expect(() => new Worker({ endpoints: [], handlers: { a: () => {} } })).toThrow(/endpoints/);
+    expect(() => new Worker({ endpoints: ['x:1'], handlers: {} })).toThrow(/handlers/);
+    expect(() => new Worker({ endpoints: ['x:1'], handlers: { a: () => {} }, concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => new Worker({ endpoints: ['x:1'], handlers: { a: () => {} }, workerId: 'bad id!' })).toThrow(/workerId/);
+    expect(new Worker({ endpoints: ['x:1'], handlers: { a: () => {} } }).workerId).toMatch(/^[A-Za-z0-9._:-]+-\d+-[0-9a-f]{6}$/);
+  });
+});
