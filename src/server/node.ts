@@ -185,26 +185,45 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       maxSampleAgeMs: driver.electionTimeoutMs() * 2,
     });
 
-    // Proposals from this node's clients; a follower forwards to the leader's peer port.
+    // Proposals from this node's clients; a follower forwards to the leader's peer port. Errors
+    // that guarantee the command was not appended (no leader, not leader, a forward that never
+    // reached anyone) are retried until the deadline; anything else goes back to the caller.
     const propose = async (command: Uint8Array, opts: ProposeOptions = {}): Promise<ProposalOutcome> => {
       const timeoutMs = opts.timeoutMs ?? o.defaultProposalTimeoutMs ?? 10_000;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw new HeraldError('PROPOSAL_TIMEOUT', `no leader accepted the proposal within ${timeoutMs} ms`);
         try {
-          return await driver.propose(command, { timeoutMs: Math.max(1, deadline - Date.now()) });
-        } catch (e) {
-          if (!isHeraldError(e, 'NOT_LEADER') || opts.forward === false || e.details.notApplied) throw e;
+          if (driver.isLeader() || opts.forward === false) return await driver.propose(command, { timeoutMs: remaining });
           const leaderId = driver.leaderChange().leaderId;
-          if (!leaderId || leaderId === o.id) {
-            // No leader yet (election in progress): wait for one, within the deadline.
-            if (Date.now() + 20 >= deadline) throw new HeraldError('NO_LEADER', 'no leader elected before the deadline');
-            await new Promise((r) => setTimeout(r, 20));
+          if (!leaderId) {
+            await waitLeader(Math.min(remaining, 100));
             continue;
           }
-          return forwardTo(leaderId, command, Math.max(1, deadline - Date.now()));
+          return await forwardTo(leaderId, command, remaining);
+        } catch (e) {
+          if (opts.forward === false || !isHeraldError(e)) throw e;
+          const retry =
+            e.code === 'NO_LEADER' ||
+            (e.code === 'NOT_LEADER' && (e.details.remote === true || !driver.isLeader())) ||
+            (e.code === 'SHUTTING_DOWN' && e.details.remote === true) ||
+            e.details.neverSent === true;
+          if (!retry || Date.now() + 10 >= deadline) throw e;
+          await waitLeader(Math.min(deadline - Date.now(), 50));
         }
       }
     };
+    const waitLeader = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(t);
+          driver.events.off('leaderChanged', done);
+          resolve();
+        };
+        const t = setTimeout(done, Math.max(1, ms));
+        driver.events.on('leaderChanged', done);
+      });
     const forwardTo = (leaderId: NodeId, command: Uint8Array, timeoutMs: number): Promise<ProposalOutcome> => {
       const client = transport.client(leaderId);
       if (!client) throw new HeraldError('NOT_LEADER', `unknown leader ${leaderId}`);
@@ -215,7 +234,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
           { clusterId, command: Buffer.from(command.buffer, command.byteOffset, command.byteLength), timeoutMs },
           md,
           { deadline: Date.now() + timeoutMs + 1000 },
-          (err: ServiceError | null, resp) => (err ? reject(fromServiceError(err)) : resolve({ index: resp.index, result: resp.result })),
+          (err: ServiceError | null, resp) => (err ? reject(fromServiceError(err, true)) : resolve({ index: resp.index, result: resp.result })),
         );
       });
     };
