@@ -14,12 +14,20 @@ export function toServiceError(err: unknown): ServiceError {
     metadata.set(ERROR_CODE_KEY, err.code);
     if (err.details.leaderId) metadata.set(LEADER_ID_KEY, err.details.leaderId);
     if (err.details.leaderAddress) metadata.set(LEADER_ADDRESS_KEY, err.details.leaderAddress);
-    return Object.assign(new Error(err.message), { code: grpcStatusOf[err.code], details: err.message, metadata });
+    const message = withField(err);
+    return Object.assign(new Error(message), { code: grpcStatusOf[err.code], details: message, metadata });
   }
   if (isServiceError(err)) return err;
   metadata.set(ERROR_CODE_KEY, 'INTERNAL');
   const message = 'internal error (see the server log)';
   return Object.assign(new Error(message), { code: status.INTERNAL, details: message, metadata });
+}
+
+/** Validation messages name the field they are about, so a person knows what to fix. */
+function withField(err: HeraldError): string {
+  const field = err.details.field;
+  if (typeof field !== 'string' || field === '' || err.message.startsWith(field)) return err.message;
+  return `${field}: ${err.message}`;
 }
 
 function isServiceError(err: unknown): err is ServiceError {

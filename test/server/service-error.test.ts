@@ -23,6 +23,13 @@ describe('toServiceError', () => {
     expect(toServiceError(new HeraldError(code, 'x')).code).toBe(expected);
   });
 
+  it('names the field a validation error is about', () => {
+    const e = toServiceError(new HeraldError('INVALID_CRON', 'field 1 (minute) "61": value 61 is out of range 0-59', { field: 'spec.schedule.cron.expression' }));
+    expect(e.details).toBe('spec.schedule.cron.expression: field 1 (minute) "61": value 61 is out of range 0-59');
+    const already = toServiceError(new HeraldError('INVALID_ID', 'job_id: bad', { field: 'job_id' }));
+    expect(already.details).toBe('job_id: bad');
+  });
+
   it('hides unexpected errors behind INTERNAL without leaking their message', () => {
     const e = toServiceError(new TypeError('cannot read properties of undefined (secret path /var/x)'));
     expect(e.code).toBe(status.INTERNAL);

@@ -1,0 +1,77 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { credentials } from '@grpc/grpc-js';
+import pino from 'pino';
+import { JobServiceClient } from '../../../src/gen/herald/v1/job_service.js';
+import { JobServiceService } from '../../../src/gen/herald/v1/job_service.js';
+import { SchedulerStateMachine } from '../../../src/fsm/index.js';
+import { createJobService, type JobServiceHandle } from '../../../src/server/job-service.js';
+import { createNode, type HeraldNode } from '../../../src/server/node.js';
+import { freePort } from './free-port.js';
+
+export interface ApiCluster {
+  nodes: HeraldNode[];
+  clients: JobServiceClient[];
+  leader(): Promise<HeraldNode>;
+  stop(): Promise<void>;
+}
+
+/** An in-process cluster of scheduler nodes serving JobService, for API tests. */
+export async function startApiCluster(size = 3): Promise<ApiCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'herald-api-'));
+  const ports = await Promise.all(Array.from({ length: size * 2 }, () => freePort()));
+  const members = Array.from({ length: size }, (_, i) => ({
+    id: `n${i + 1}`,
+    peerAddress: `127.0.0.1:${ports[i * 2]}`,
+    clientAddress: `127.0.0.1:${ports[i * 2 + 1]}`,
+  }));
+  const logger = pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
+  const services: JobServiceHandle[] = [];
+  const nodes: HeraldNode[] = [];
+  for (const m of members) {
+    nodes.push(
+      await createNode({
+        id: m.id,
+        members,
+        dataDir: join(dir, m.id),
+        stateMachine: (smDir) => SchedulerStateMachine.open(smDir),
+        logger: logger.child({ node: m.id }),
+        tickMs: 20,
+        electionTicks: 10,
+        heartbeatTicks: 2,
+        registerClientServices: (server, node) => {
+          const svc = createJobService({
+            node,
+            fsm: node.stateMachine as SchedulerStateMachine,
+            logger,
+            maxPayloadBytes: 256 * 1024,
+            proposalTimeoutMs: 5000,
+          });
+          services.push(svc);
+          server.addService(JobServiceService, svc.implementation);
+        },
+      }),
+    );
+  }
+  const clients = members.map((m) => new JobServiceClient(m.clientAddress, credentials.createInsecure()));
+  return {
+    nodes,
+    clients,
+    async leader() {
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline) {
+        const l = nodes.find((n) => n.driver.isLeader() && n.clusterClock.nowMs() !== undefined);
+        if (l) return l;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error('no leader with cluster time within 10 s');
+    },
+    async stop() {
+      for (const c of clients) c.close();
+      for (const s of services) s.close();
+      await Promise.all(nodes.map((n) => n.stop({ transfer: false, graceMs: 500 }).catch(() => undefined)));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
