@@ -35,7 +35,7 @@ export class TestCluster {
   /** Every message delivered, for assertions. */
   readonly delivered: Message[] = [];
 
-  constructor(n: number, overrides: ConfigOverrides = {}, storages?: Map<NodeId, MemoryStorage>) {
+  constructor(n: number, readonly overrides: ConfigOverrides = {}, storages?: Map<NodeId, MemoryStorage>) {
     this.ids = Array.from({ length: n }, (_, i) => String.fromCharCode(97 + i));
     this.ids.forEach((id, i) => {
       const storage = storages?.get(id) ?? new MemoryStorage(this.ids);
@@ -58,6 +58,17 @@ export class TestCluster {
       ...overrides,
     });
     return { id, raft, storage, applied: [], readStates: [] };
+  }
+
+  /** Crash-restarts a node from its storage (everything persisted survives; messages to it are lost). */
+  restart(id: NodeId, overrides: ConfigOverrides = {}): TestNode {
+    const old = this.node(id);
+    const applied = old.applied.length > 0 ? old.applied[old.applied.length - 1]!.index : old.storage.firstIndex() - 1;
+    const fresh = this.makeNode(id, old.storage, { ...this.overrides, applied, ...overrides }, this.ids.indexOf(id) + 100);
+    fresh.applied = old.applied;
+    this.nodes.set(id, fresh);
+    this.queue = this.queue.filter((m) => m.to !== id);
+    return fresh;
   }
 
   node(id: NodeId): TestNode {
@@ -93,7 +104,7 @@ export class TestCluster {
   }
 
   /** Delivers messages until none are left (or a bound is hit). */
-  stabilize(filter?: (m: Message) => boolean, maxMessages = 100_000): void {
+  stabilize(filter?: (m: Message) => boolean, maxMessages = 5_000): void {
     this.flushReady();
     let count = 0;
     while (this.queue.length > 0 && count++ < maxMessages) {

@@ -1,0 +1,117 @@
+// `npm run sim -- --seeds 2000 [--start-seed S] [--nodes 3|5] [--mutation NAME]`
+// `npm run sim -- --seed N [--nodes 3|5] --trace`
+// Runs simulation seeds and prints one JSON summary as the last line:
+// { seeds, steps, faults, violations, seedsPerSecond, failingSeeds }.
+
+import { ALL_MUTATIONS, type CoreMutation } from '../core/mutations.js';
+import type { FaultProfile } from './fault-plan.js';
+import { runSimulation } from './simulator.js';
+
+interface Args {
+  seeds: number;
+  startSeed: number;
+  nodes: Array<3 | 5>;
+  seed?: number;
+  trace: boolean;
+  mutations: Set<CoreMutation>;
+  profile: FaultProfile;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), profile: 'random' };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    const val = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--seeds':
+        a.seeds = Number(val());
+        break;
+      case '--start-seed':
+        a.startSeed = Number(val());
+        break;
+      case '--seed':
+        a.seed = Number(val());
+        break;
+      case '--nodes': {
+        const n = Number(val());
+        if (n !== 3 && n !== 5) throw new Error('--nodes must be 3 or 5');
+        a.nodes = [n];
+        break;
+      }
+      case '--profile': {
+        const p = val();
+        if (!['random', 'calm', 'mixed', 'churn'].includes(p)) throw new Error('--profile must be random, calm, mixed or churn');
+        a.profile = p as FaultProfile;
+        break;
+      }
+      case '--trace':
+        a.trace = true;
+        break;
+      case '--mutation': {
+        const m = val() as CoreMutation;
+        if (!ALL_MUTATIONS.includes(m)) throw new Error(`unknown mutation ${m}; one of ${ALL_MUTATIONS.join(', ')}`);
+        a.mutations.add(m);
+        break;
+      }
+      default:
+        throw new Error(`unknown flag ${flag}`);
+    }
+  }
+  if (!Number.isSafeInteger(a.seeds) || a.seeds < 0) throw new Error('--seeds must be a non-negative integer');
+  return a;
+}
+
+function main(): void {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.seed !== undefined) {
+    let failed = 0;
+    for (const nodes of args.nodes) {
+      const r = runSimulation({ seed: args.seed, nodes, trace: args.trace, mutations: args.mutations, profile: args.profile });
+      if (args.trace) {
+        console.log(`# seed ${args.seed}, ${nodes} nodes, plan ${JSON.stringify(r.plan)}`);
+        for (const line of r.trace) console.log(line);
+      }
+      failed += r.violations.length > 0 ? 1 : 0;
+      console.log(JSON.stringify({ seed: args.seed, nodes, steps: r.steps, faults: r.faults, ops: r.ops, violations: r.violations }));
+    }
+    process.exitCode = failed > 0 ? 1 : 0;
+    return;
+  }
+  const started = performance.now();
+  let steps = 0;
+  let faults = 0;
+  let violations = 0;
+  let runs = 0;
+  const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
+  for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
+    for (const nodes of args.nodes) {
+      const r = runSimulation({ seed: s, nodes, mutations: args.mutations, profile: args.profile });
+      runs++;
+      steps += r.steps;
+      faults += r.faults;
+      if (r.violations.length > 0) {
+        violations++;
+        failingSeeds.push({ seed: s, nodes, kind: r.violations[0]!.kind });
+        console.error(`seed ${s} (${nodes} nodes): ${r.violations[0]!.kind}: ${r.violations[0]!.detail}`);
+      }
+    }
+  }
+  const secs = (performance.now() - started) / 1000;
+  console.log(
+    JSON.stringify({
+      seeds: runs,
+      steps,
+      faults,
+      violations,
+      seedsPerSecond: Math.round((runs / secs) * 10) / 10,
+      failingSeeds,
+    }),
+  );
+  process.exitCode = violations > 0 ? 1 : 0;
+}
+
+main();
