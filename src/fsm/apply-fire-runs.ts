@@ -16,9 +16,9 @@ import { lookupIdem, storeIdem } from './idempotency.js';
 import type { JobRecord } from './records.js';
 import type { BackfillResult, CancelSignal, FireItemResult, FireResult, TriggerResult } from './results.js';
 import { addActive, cancelActiveRuns, itemError, newRun, overlapOf } from './run-transitions.js';
-import { backfillRunId, manualRunId, parseRunId, scheduledRunId } from './run-id.js';
+import { backfillRunId, manualRunId, parseRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
 import { jitterOffsetMs, nextSlotAfter, slotsInRange } from './schedule/index.js';
-import { validateId, validateIdempotencyKey } from './validation.js';
+import { isValidId, validateId, validateIdempotencyKey } from './validation.js';
 
 /** Slots handled per fire item; a longer gap continues with the next fire of the job. */
 export const MAX_SLOTS_PER_FIRE_ITEM = 1000;
@@ -80,7 +80,6 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const fates = slotFates(spec, slots, cmd.nowMs, cmd.misfireThresholdMs, truncated);
   const out = { created: [] as string[], missed: [] as string[], skipped: [] as string[] };
   const policy = overlapOf(spec);
-  await txn.prefetchRuns(slots.map((s) => ({ jobId: job.id, slotMs: s, suffix: '', kind: 'scheduled' as const })));
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
     const id = scheduledRunId(job.id, slot);
@@ -129,8 +128,24 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   return { ...out, nextFireMs: job.nextFireUnixMs };
 }
 
+/** The scheduled runs a fire item will look at, for one getMany over the whole batch. */
+async function prefetchSlots(txn: ApplyTxn, cmd: FireRunsCommand): Promise<void> {
+  await txn.prefetchJobs(cmd.items.map((i) => i.jobId).filter(isValidId));
+  const wanted: ParsedRunId[] = [];
+  for (const item of cmd.items) {
+    if (!isValidId(item.jobId)) continue;
+    const job = (await txn.getJob(item.jobId))?.job;
+    if (!job?.spec || job.state !== JobState.JOB_STATE_ACTIVE || job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) continue;
+    const upTo = Math.max(item.slotMs, cmd.nowMs);
+    const slots = slotsInRange(job.spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM);
+    for (const s of slots) wanted.push({ jobId: job.id, slotMs: s, suffix: '', kind: 'scheduled' });
+  }
+  await txn.prefetchRuns(wanted);
+}
+
 export async function applyFireRuns(txn: ApplyTxn, cmd: FireRunsCommand): Promise<FireResult> {
-  await txn.prefetchJobs(cmd.items.map((i) => i.jobId).filter((id) => id.length > 0 && id.length <= 128));
+  // A hint only: items are still handled one by one against the live transaction.
+  await prefetchSlots(txn, cmd);
   const signals: CancelSignal[] = [];
   const items: FireItemResult[] = [];
   for (const item of cmd.items) items.push(await fireItem(txn, cmd, item, signals));

@@ -190,19 +190,21 @@ export class FsmReads {
     const out: { priority: number; notBeforeMs: number; runId: string }[] = [];
     const it = this.db.keys({ gte: prefix, lt: upper(prefix) });
     try {
-      for (;;) {
-        const key = await it.next();
-        if (key === undefined) break;
-        const r = parseReadyKey(key, prefix);
-        if (nowMs !== undefined && r.notBeforeMs > nowMs) {
-          // The rest of this priority is not due yet: jump to the next priority instead of
-          // walking through runs waiting on backoff or jitter.
-          if (r.priority <= -1000) break;
-          it.seek(`${prefix}${padPriority(r.priority - 1)}`);
-          continue;
+      scan: for (;;) {
+        const keys = await it.nextv(Math.min(1000, limit - out.length + 16));
+        if (keys.length === 0) break;
+        for (const key of keys) {
+          const r = parseReadyKey(key, prefix);
+          if (nowMs !== undefined && r.notBeforeMs > nowMs) {
+            // The rest of this priority is not due yet: jump to the next priority instead of
+            // walking through runs waiting on backoff or jitter.
+            if (r.priority <= -1000) break scan;
+            it.seek(`${prefix}${padPriority(r.priority - 1)}`);
+            continue scan;
+          }
+          out.push(r);
+          if (out.length >= limit) break scan;
         }
-        out.push(r);
-        if (out.length >= limit) break;
       }
     } finally {
       await it.close();
