@@ -1,7 +1,8 @@
 // nextSlotAfter throughput for representative specs, printed as one JSON line.
 // Run: npx tsx bench/schedule-next-slot.ts
 // Each case chains nextSlotAfter from the slot it just returned (as the FSM does after a fire),
-// after a warm-up that also fills the zone-transition tables.
+// after a warm-up that also fills the zone-transition tables. coldFirstCallMs_* are the first calls
+// in a zone not used before (they build that zone's transition tables).
 import {
   DstFoldPolicy,
   DstGapPolicy,
@@ -49,6 +50,12 @@ function opsPerSec(fn: () => void, minMs = 300): number {
 }
 
 const result: Record<string, number> = {};
+// Cold cost: the first call in a zone builds its offset-transition tables (per UTC year, cached).
+for (const zone of ['America/Chicago', 'Europe/London', 'Asia/Tokyo']) {
+  const t0 = performance.now();
+  nextSlotAfter(cron('0 9 * * *', zone), START, START);
+  result[`coldFirstCallMs_${zone.replace('/', '_')}`] = Math.round((performance.now() - t0) * 100) / 100;
+}
 for (const [name, s] of Object.entries(cases)) {
   let t = START;
   const step = () => {
