@@ -34,11 +34,13 @@ describe('jitterOffsetMs', () => {
     expect(jitterOffsetMs('job-1', 1_780_000_000_000, jitter, next)).toBe(expected);
   });
 
-  it('is a pure function of (job, slot, window): repeated calls and fresh module state agree', async () => {
-    const a = jitterOffsetMs('billing.nightly', 1_780_000_000_000, 600_000, undefined);
-    const fresh = (await import('../../../src/fsm/schedule/jitter.js?fresh' as string)) as typeof import('../../../src/fsm/schedule/jitter.js');
-    expect(fresh.jitterOffsetMs('billing.nightly', 1_780_000_000_000, 600_000, undefined)).toBe(a);
-    expect(jitterOffsetMs('billing.nightly', 1_780_000_000_000, 600_000, undefined)).toBe(a);
+  it.each([
+    // Golden values: every replica and every future version must compute exactly these, or a
+    // rolling upgrade would fire the same slot at different instants on different leaders.
+    { jobId: 'billing.nightly', slot: 1_780_000_000_000, jitter: 600_000, next: undefined, expected: 407_688 },
+    { jobId: 'job-1', slot: 1_780_000_060_000, jitter: 60_000, next: 1_780_000_090_000, expected: 12_870 },
+  ])('is fixed for ($jobId, $slot, $jitter): $expected', ({ jobId, slot, jitter, next, expected }) => {
+    expect(jitterOffsetMs(jobId, slot, jitter, next)).toBe(expected);
   });
 
   it('differs between jobs and between slots (it spreads a herd)', () => {

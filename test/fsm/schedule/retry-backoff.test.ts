@@ -127,6 +127,11 @@ describe('retryBackoffMs properties', () => {
     );
   });
 
+  it('is fixed for a given (run, attempt): golden value', () => {
+    // base 4000 ms for attempt 4 with defaults; 2000 fixed + 216 from the hash.
+    expect(retryBackoffMs(undefined, 4, 'billing.nightly:1780000000000')).toBe(2216);
+  });
+
   it('spreads runs that fail together (distinct run ids get distinct delays)', () => {
     const delays = new Set(Array.from({ length: 100 }, (_, i) => retryBackoffMs(undefined, 6, `run-${i}`)));
     expect(delays.size).toBeGreaterThan(90);
