@@ -1,0 +1,8 @@
+// Ledger process entry: `tsx chaos/ledger/ledger-main.ts [port]`; prints {"port":N} on stdout.
+import { startLedgerServer } from './ledger-server.js';
+
+const ledger = await startLedgerServer(Number(process.argv[2] ?? 0));
+process.stdout.write(`${JSON.stringify({ port: ledger.port })}\n`);
+const stop = () => void ledger.close().then(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

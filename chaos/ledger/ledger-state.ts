@@ -1,0 +1,85 @@
+/**
+ * The chaos ledger's state: an idempotent, fenced sink, as a real downstream system would use
+ * Herald's fencing tokens. Per run it keeps the highest token seen; a write with a lower token is
+ * refused (stale), the first write at or above it is the run's effect, later ones are replays.
+ * It also keeps every raw handler invocation, so checkers can count re-executions and causes.
+ */
+export interface EffectRecord {
+  runId: string;
+  jobId: string;
+  slotMs: number;
+  fencingToken: number;
+  attempt: number;
+  workerId: string;
+  /** Worker's wall clock when the handler started (ms). */
+  startedMs: number;
+  /** Ledger's wall clock when the write arrived. */
+  receivedMs: number;
+}
+
+export type EffectVerdict = 'applied' | 'replay' | 'stale';
+
+export interface LedgerSnapshot {
+  invocations: EffectRecord[];
+  effects: EffectRecord[];
+  replays: EffectRecord[];
+  staleRejected: EffectRecord[];
+}
+
+export class LedgerState {
+  private readonly maxToken = new Map<string, number>();
+  private readonly applied = new Set<string>();
+  private readonly data: LedgerSnapshot = { invocations: [], effects: [], replays: [], staleRejected: [] };
+
+  invoke(r: EffectRecord): void {
+    this.data.invocations.push(r);
+  }
+
+  effect(r: EffectRecord): EffectVerdict {
+    const max = this.maxToken.get(r.runId) ?? 0;
+    if (r.fencingToken < max) {
+      this.data.staleRejected.push(r);
+      return 'stale';
+    }
+    this.maxToken.set(r.runId, r.fencingToken);
+    if (this.applied.has(r.runId)) {
+      this.data.replays.push(r);
+      return 'replay';
+    }
+    this.applied.add(r.runId);
+    this.data.effects.push(r);
+    return 'applied';
+  }
+
+  snapshot(): LedgerSnapshot {
+    return {
+      invocations: [...this.data.invocations],
+      effects: [...this.data.effects],
+      replays: [...this.data.replays],
+      staleRejected: [...this.data.staleRejected],
+    };
+  }
+}
+
+/** Parses and checks a record sent by a worker; throws a message for a 400 answer. */
+export function parseEffectRecord(body: unknown, receivedMs: number): EffectRecord {
+  const o = body as Record<string, unknown>;
+  const str = (k: string) => {
+    if (typeof o?.[k] !== 'string' || (o[k] as string).length === 0) throw new Error(`${k}: a non-empty string is required`);
+    return o[k] as string;
+  };
+  const num = (k: string) => {
+    if (typeof o?.[k] !== 'number' || !Number.isFinite(o[k])) throw new Error(`${k}: a number is required`);
+    return o[k] as number;
+  };
+  return {
+    runId: str('runId'),
+    jobId: str('jobId'),
+    slotMs: num('slotMs'),
+    fencingToken: num('fencingToken'),
+    attempt: num('attempt'),
+    workerId: str('workerId'),
+    startedMs: num('startedMs'),
+    receivedMs,
+  };
+}
