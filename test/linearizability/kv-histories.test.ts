@@ -118,6 +118,14 @@ describe('ops with unknown outcome', () => {
     expect(check([op(2, 0, 1, get('x'), read('u')), op(1, 2, Infinity, put('x', 'u'))]).result).toBe('illegal');
   });
 
+  it('timed-out writes do not hide a lost acknowledged write', () => {
+    const timedOut = Array.from({ length: 8 }, (_, i) => op(i, i, Infinity, put('x', `u${i}`)));
+    const lostFinal = [...timedOut, op(20, 100, 101, put('x', 'final'), ack), op(21, 102, 103, get('x'), read(null))];
+    expect(check(lostFinal).result).toBe('illegal');
+    const lateTimeout = [...timedOut, op(20, 100, 101, put('x', 'final'), ack), op(21, 102, 103, get('x'), read('u7'))];
+    expect(check(lateTimeout).result).toBe('ok');
+  });
+
   it('an unknown read constrains nothing', () => {
     expect(check([op(1, 0, 1, put('x', 'a'), ack), op(2, 0, Infinity, get('x'))]).result).toBe('ok');
   });
