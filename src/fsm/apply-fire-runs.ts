@@ -25,6 +25,8 @@ export const MAX_SLOTS_PER_FIRE_ITEM = 1000;
 export const DEFAULT_MISFIRE_MAX_RUNS = 100;
 export const DEFAULT_BACKFILL_MAX_RUNS = 1000;
 export const MAX_BACKFILL_RUNS = 10_000;
+/** FireRunsCommand.misfireThresholdMs of 0 means this. */
+export const DEFAULT_MISFIRE_THRESHOLD_MS = 60_000;
 
 type SlotFate = { kind: 'run' } | { kind: 'missed'; reason: string };
 
@@ -77,7 +79,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
   const truncated = found.length > MAX_SLOTS_PER_FIRE_ITEM;
   const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
-  const fates = slotFates(spec, slots, cmd.nowMs, cmd.misfireThresholdMs, truncated);
+  const fates = slotFates(spec, slots, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
   const out = { created: [] as string[], missed: [] as string[], skipped: [] as string[] };
   const policy = overlapOf(spec);
   for (let i = 0; i < slots.length; i++) {
@@ -92,9 +94,9 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
       continue;
     }
     let held = false;
-    if (rec.activeRunIds.length > 0) {
+    if (job.activeRuns > 0) {
       if (policy === OverlapPolicy.OVERLAP_POLICY_FORBID || (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && rec.heldRunId !== '')) {
-        const reason = `overlap policy ${OverlapPolicy[policy]}: run ${rec.activeRunIds[0]} is still active`;
+        const reason = `overlap policy ${OverlapPolicy[policy]}: ${job.activeRuns} run(s) of the job still active`;
         txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: slot, nowMs: cmd.nowMs, state: RunState.RUN_STATE_SKIPPED, reason }));
         out.skipped.push(id);
         continue;
@@ -110,7 +112,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
       scheduled = slot + jitterOffsetMs(job.id, slot, spec.jitterMs, next);
     }
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
-    addActive(rec, id);
+    addActive(rec);
     if (held) rec.heldRunId = id;
     out.created.push(id);
   }
@@ -174,7 +176,7 @@ export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Pr
   await txn.getRun(parseRunId(id)!);
   const run = newRun(rec, { id, slotMs: cmd.nowMs, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, manual: true });
   txn.putRun(run);
-  addActive(rec, id);
+  addActive(rec);
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, id, cmd.nowMs);
   return { type: 'trigger', run: run.run, created: true };
@@ -214,7 +216,7 @@ export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): 
     const id = backfillRunId(job.id, slot);
     if (await txn.getRun(parseRunId(id)!)) continue;
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, backfilled: true }));
-    addActive(rec, id);
+    addActive(rec);
     runIds.push(id);
   }
   if (runIds.length > 0) txn.putJob(rec);

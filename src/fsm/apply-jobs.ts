@@ -41,7 +41,7 @@ function notFound(jobId: string): ItemError {
 }
 
 function jobOut(rec: JobRecord): Job {
-  return Job.fromPartial({ ...rec.job, activeRuns: rec.activeRunIds.length });
+  return Job.fromPartial(rec.job);
 }
 
 export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: SpecLimits): Promise<JobResult> {
@@ -73,7 +73,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     updatedUnixMs: cmd.nowMs,
   });
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0));
-  const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', activeRunIds: [] };
+  const rec: JobRecord = { job, manualSeq: 0, heldRunId: '' };
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, cmd.jobId, cmd.nowMs);
   return { type: 'job', job: jobOut(rec), created: true };

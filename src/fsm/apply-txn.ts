@@ -4,9 +4,12 @@
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
 import {
+  activePrefix,
   counterKey,
   jobKey,
   jobRunsPrefix,
+  RUN_PREFIX,
+  runIdOfTail,
   runKey,
   SEP_END,
 } from './key-layout.js';
@@ -15,6 +18,7 @@ import {
   decodeRunRecord,
   encodeJobRecord,
   encodeRunRecord,
+  isTerminal,
   jobIndexKeys,
   runIndexKeys,
   type JobRecord,
@@ -41,6 +45,8 @@ export class ApplyTxn {
   private readonly raw = new Map<string, Uint8Array | null>();
   private readonly jobs = new Map<string, Tracked<JobRecord>>();
   private readonly runs = new Map<string, Tracked<RunRecord>>();
+  /** Tracked runs per job id, so per-job questions need not walk every tracked run. */
+  private readonly runsByJob = new Map<string, [string, Tracked<RunRecord>][]>();
 
   constructor(private readonly db: Db) {}
 
@@ -106,9 +112,8 @@ export class ApplyTxn {
     return t.value;
   }
 
-  /** Stores (or replaces) a job; job.activeRuns is kept equal to activeRunIds.length. */
+  /** Stores (or replaces) a job. */
   putJob(rec: JobRecord): void {
-    rec.job.activeRuns = rec.activeRunIds.length;
     const t = this.jobs.get(rec.job.id);
     if (!t) throw new Error(`putJob before getJob: ${rec.job.id}`);
     t.value = rec;
@@ -146,6 +151,11 @@ export class ApplyTxn {
       dirty: false,
     };
     this.runs.set(key, t);
+    // "r\0<jobId>\0...": the job id is the second component of the key.
+    const jobId = key.slice(2, key.indexOf('\0', 2));
+    const list = this.runsByJob.get(jobId);
+    if (list) list.push([key, t]);
+    else this.runsByJob.set(jobId, [[key, t]]);
     return t;
   }
 
@@ -170,6 +180,24 @@ export class ApplyTxn {
     if (!t) throw new Error(`deleteRun before getRun`);
     t.value = undefined;
     t.dirty = true;
+  }
+
+  /**
+   * Ids of the job's runs not yet terminal (the a\0 index), including this transaction's
+   * changes. Reads only the job's own index range and the runs this transaction touched.
+   */
+  async activeRunIdsOf(jobId: string): Promise<string[]> {
+    const prefix = activePrefix(jobId);
+    const ids = new Set((await this.db.keys({ gte: prefix, lt: prefix.slice(0, -1) + SEP_END }).all()).map((k) => k.slice(prefix.length)));
+    for (const [key, t] of this.runsByJob.get(jobId) ?? []) {
+      const before = t.originalState >= 0 && !isTerminal(t.originalState);
+      const now = t.value !== undefined && !isTerminal(t.value.run.state);
+      if (before === now) continue;
+      const id = runIdOfTail(key.slice(RUN_PREFIX.length));
+      if (now) ids.add(id);
+      else ids.delete(id);
+    }
+    return [...ids].sort();
   }
 
   /** Every run of a job (history, oldest slot first), including this transaction's changes. */

@@ -73,7 +73,7 @@ export interface FireRunsCommand {
   /**
    * A slot older than nowMs − this (and not fired) counts as misfired (downtime) and is handled
    * by the job's misfire policy. Carried in the command, not configured per node, so every
-   * replica decides alike.
+   * replica decides alike. 0 means the default (60 s).
    */
   readonly misfireThresholdMs: number;
   readonly items: readonly FireItem[];

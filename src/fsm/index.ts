@@ -10,6 +10,6 @@ export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './fsm-reads.js';
 export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
 export * from './validation.js';
 export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
-export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS } from './apply-fire-runs.js';
+export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS, DEFAULT_MISFIRE_THRESHOLD_MS } from './apply-fire-runs.js';
 export { MAX_ITEMS_PER_COMMAND } from './apply-command.js';
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';

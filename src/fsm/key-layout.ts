@@ -19,6 +19,7 @@
 //   q\0<1000-prio:4>\0<notBefore:15>\0<runId>  ready runs (PENDING or FAILED awaiting retry)
 //   t\0<taskType>\0<1000-prio:4>\0<notBefore:15>\0<runId>   ready runs per task type
 //   l\0<leaseDeadline:15>\0<runId>             RUNNING runs by lease deadline
+//   a\0<jobId>\0<runId>                        runs of a job not yet terminal (REPLACE, delete)
 //   i\0c\0<idempotencyKey>                     CreateJob idempotency → job id + expiry
 //   i\0t\0<jobId>\0<idempotencyKey>            TriggerJob idempotency → run id + expiry
 //   x\0<expiry:15>\0<idempotency record key>   idempotency keys by expiry (trim)
@@ -121,6 +122,14 @@ export function parseReadyKey(key: string, prefix: string): { priority: number; 
   const rest = key.slice(prefix.length);
   const [prio, nb, runId] = rest.split(SEP);
   return { priority: 1000 - Number(prio), notBeforeMs: Number(nb), runId: runId! };
+}
+
+export function activeKey(jobId: string, runId: string): string {
+  return `a${SEP}${jobId}${SEP}${runId}`;
+}
+
+export function activePrefix(jobId: string): string {
+  return `a${SEP}${jobId}${SEP}`;
 }
 
 export function leaseKey(deadlineMs: number, runId: string): string {

@@ -5,7 +5,7 @@
 import { Job, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { dueKey, leaseKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
+import { activeKey, dueKey, leaseKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
 import { parseRunId } from './run-id.js';
 
 const RECORD_FORMAT_VERSION = 1;
@@ -16,8 +16,6 @@ export interface JobRecord {
   manualSeq: number;
   /** BUFFER_ONE: the run queued behind the active one ('' when none). */
   heldRunId: string;
-  /** Runs of the job not in a terminal state, in creation order (job.activeRuns mirrors the count). */
-  activeRunIds: string[];
 }
 
 export interface RunRecord {
@@ -32,7 +30,6 @@ export function encodeJobRecord(rec: JobRecord): Uint8Array {
     .bytes(Job.encode(rec.job).finish())
     .uint(rec.manualSeq)
     .str(rec.heldRunId)
-    .list(rec.activeRunIds, (w, s) => w.str(s))
     .finish();
 }
 
@@ -41,7 +38,7 @@ export function decodeJobRecord(bytes: Uint8Array): JobRecord {
   const v = r.u8();
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
   const job = Job.decode(r.bytes());
-  const rec = { job, manualSeq: r.uint(), heldRunId: r.str(), activeRunIds: r.list((r) => r.str()) };
+  const rec = { job, manualSeq: r.uint(), heldRunId: r.str() };
   r.end();
   return rec;
 }
@@ -83,12 +80,13 @@ export function jobIndexKeys(job: Job): string[] {
   return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : [];
 }
 
-/** Secondary index keys of a run: by state; ready (global and per task type); lease. */
+/** Secondary index keys of a run: by state; active by job; ready (global, per task type); lease. */
 export function runIndexKeys(rec: RunRecord): string[] {
   const run = rec.run;
   const p = parseRunId(run.id);
   if (!p) throw new FsmDecodeError(`stored run has a bad id ${run.id}`);
   const keys = [stateKey(run.state, p)];
+  if (!isTerminal(run.state)) keys.push(activeKey(run.jobId, run.id));
   if (isDispatchable(rec)) {
     keys.push(readyKey(run.priority, run.notBeforeUnixMs, run.id));
     keys.push(readyByTypeKey(run.taskType, run.priority, run.notBeforeUnixMs, run.id));

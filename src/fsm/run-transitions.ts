@@ -46,9 +46,9 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
   return { run, held: f.held ?? false };
 }
 
-/** Registers a new non-terminal run as active on its job. */
-export function addActive(job: JobRecord, runId: string): void {
-  job.activeRunIds.push(runId);
+/** Counts a new non-terminal run as active on its job (the a\0 index follows from the run). */
+export function addActive(job: JobRecord): void {
+  job.job.activeRuns += 1;
 }
 
 /**
@@ -58,9 +58,10 @@ export function addActive(job: JobRecord, runId: string): void {
  */
 export async function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> {
   if (!job) return;
-  job.activeRunIds = job.activeRunIds.filter((id) => id !== runId);
+  job.job.activeRuns = Math.max(0, job.job.activeRuns - 1);
   if (job.heldRunId === runId) job.heldRunId = '';
-  if (job.heldRunId !== '' && job.activeRunIds.every((id) => id === job.heldRunId)) {
+  // The held run is itself active: when it is the only one left, its turn has come.
+  if (job.heldRunId !== '' && job.job.activeRuns <= 1) {
     const p = parseRunId(job.heldRunId);
     const held = p ? await txn.getRun(p) : undefined;
     job.heldRunId = '';
@@ -103,7 +104,7 @@ export async function cancelActiveRuns(
 ): Promise<{ cancelled: number; signals: CancelSignal[] }> {
   const signals: CancelSignal[] = [];
   let cancelled = 0;
-  for (const id of [...job.activeRunIds]) {
+  for (const id of await txn.activeRunIdsOf(job.job.id)) {
     const p = parseRunId(id);
     const rec = p ? await txn.getRun(p) : undefined;
     if (!rec || isTerminal(rec.run.state)) continue;
@@ -112,7 +113,7 @@ export async function cancelActiveRuns(
     txn.putRun(rec);
     cancelled++;
   }
-  job.activeRunIds = [];
+  job.job.activeRuns = 0;
   job.heldRunId = '';
   return { cancelled, signals };
 }

@@ -215,3 +215,21 @@ describe('trigger and backfill', () => {
     expect(tooMany.error?.code).toBe('LIMIT_EXCEEDED');
   });
 });
+
+describe('bounded job records', () => {
+  it('active runs live in an index, not in the job record: the record stays small while runs pile up', async () => {
+    t = await openTestFsm();
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'p', spec: everySpec(1000, {}, T0), idempotencyKey: '' });
+    for (let k = 0; k < 300; k += 50) {
+      await t.one({ type: 'fireRuns', nowMs: T0 + (k + 49) * 1000, misfireThresholdMs: 3_600_000, items: [{ jobId: 'p', slotMs: T0 + (k + 49) * 1000 }] });
+    }
+    const job = (await t.fsm.getJob('p'))!;
+    expect(job.activeRuns).toBe(300);
+    // The stored job record (not the Job view) stays the same size however many runs are active.
+    const store = (t.fsm as unknown as { store: { get(k: string): Promise<Uint8Array | undefined> } }).store;
+    expect((await store.get('j\0p'))!.length).toBeLessThan(200);
+    // Delete finds all 300 through the index.
+    const d = await t.one({ type: 'deleteJob', nowMs: T0 + 400_000, jobId: 'p', expectedVersion: 0 }, 'delete');
+    expect(d.cancelledRuns).toBe(300);
+  });
+});
