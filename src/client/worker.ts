@@ -120,6 +120,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** Credits granted on the current stream and not yet used by an assignment. */
   private outstanding = 0;
   private leaderHint: string | undefined;
+  private redirectsSinceWelcome = 0;
   private cursor = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -215,7 +216,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * briefly for those handlers to settle and report, and closes the connection. Idempotent.
    */
   shutdown(options: { graceMs?: number } = {}): Promise<void> {
-    this.stopping ??= this.doShutdown(options.graceMs ?? this.shutdownGraceMs);
+    const graceMs = options.graceMs ?? this.shutdownGraceMs;
+    if (this.stopping) {
+      // A later call with a shorter grace shortens the one in progress (never lengthens it).
+      const cut = this.cutGrace;
+      if (cut) setTimeout(cut, graceMs).unref();
+      return this.stopping;
+    }
+    this.stopping = this.doShutdown(graceMs);
     return this.stopping;
   }
 
@@ -381,7 +389,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /** Leaves the current stream on purpose (redirect) and connects to `address` next. */
-  private moveTo(address: string | undefined): void {
+  private moveTo(address: string | undefined, immediately: boolean): void {
     const stream = this.stream;
     this.stream = undefined;
     this.welcomed = false;
@@ -390,7 +398,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     stream?.cancel();
     if (address) {
       this.leaderHint = address;
-      this.scheduleReconnect(true);
+      this.scheduleReconnect(immediately);
     } else {
       this.leaderHint = undefined;
       this.cursor += 1;
@@ -426,9 +434,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
         this.dropRun(m.leaseLost.runId);
         return;
       }
-      case 'redirect':
-        this.logger.info({ from: stream.address, to: m.redirect.leaderAddress }, 'redirected to leader');
-        return this.moveTo(m.redirect.leaderAddress || undefined);
+      case 'redirect': {
+        const to = m.redirect.leaderAddress;
+        this.logger.info({ from: stream.address, to }, 'redirected to leader');
+        // Follow at once only the first hop after a welcome: followers with stale views could
+        // otherwise bounce the worker between them at full speed during an election.
+        const first = this.redirectsSinceWelcome === 0;
+        this.redirectsSinceWelcome += 1;
+        return this.moveTo(to !== '' && to !== stream.address ? to : undefined, first);
+      }
       case 'resultAck': {
         const ack = m.resultAck;
         const h = this.held.get(ack.runId);
@@ -445,6 +459,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {
     this.welcomed = true;
     this.backoff.reset();
+    this.redirectsSinceWelcome = 0;
     // Whoever welcomed us is the leader (followers redirect): come back here after a drop.
     this.leaderHint = stream.address;
     if (welcome.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = welcome.heartbeatIntervalMs;

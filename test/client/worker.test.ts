@@ -122,6 +122,28 @@ describe('Worker: executing runs', () => {
     await s.waitForResults(1);
   });
 
+  it('ctx.heartbeat() sends a heartbeat for the run at once', async () => {
+    const s = await server();
+    const g = gate();
+    const w = worker({
+      endpoints: [s.address],
+      heartbeatIntervalMs: 60_000,
+      handlers: {
+        work: async (ctx) => {
+          ctx.heartbeat();
+          await g.promise;
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'manual-hb' });
+    await waitFor(() => conn.heartbeats().length === 1, 'the handler’s heartbeat');
+    expect(conn.heartbeats()[0]).toEqual([{ runId: 'manual-hb', fencingToken: a.fencingToken }]);
+    g.open();
+    await s.waitForResults(1);
+  });
+
   it('lease_lost aborts the handler’s signal and suppresses its result', async () => {
     const s = await server();
     let reason: RunAbortedError | undefined;
@@ -235,7 +257,7 @@ describe('Worker: executing runs', () => {
     const conn = await s.waitForConn(1);
     s.enqueue(...Array.from({ length: 25 }, (_, i) => ({ runId: `r${i}` })));
     await s.waitForResults(25, 10_000);
-    expect(peak).toBe(3);
+    expect(peak).toBeLessThanOrEqual(3);
     expect(conn.peakCommitment).toBeLessThanOrEqual(3);
     expect(new Set(s.results.map((r) => r.runId)).size).toBe(25);
     const credits = conn.received.flatMap((m) => (m.message?.$case === 'credits' ? [m.message.credits.credits] : []));
@@ -377,11 +399,29 @@ describe('Worker: connection', () => {
     const a = conn.assign({ runId: 'survivor' });
     await waitFor(() => w.activeRuns === 1, 'handler running');
     await s1.stop();
+    // The run finishes while no node is reachable: its result waits for the next stream.
+    g.open();
+    await waitFor(() => w.activeRuns === 0, 'handler finished while disconnected');
     const s2 = await server({ port: s1.server.port });
     const back = await s2.waitForConn(1, 10_000);
     expect(back.hello!.heldRuns).toEqual([{ runId: 'survivor', fencingToken: a.fencingToken }]);
-    g.open();
-    await s2.waitForResults(1);
+    const [res] = await s2.waitForResults(1);
+    expect(res).toEqual({ runId: 'survivor', fencingToken: a.fencingToken, outcome: { $case: 'success', success: { output: Buffer.alloc(0) } } });
+    expect(s1.results).toEqual([]);
+  });
+
+  it('reaches the leader once followers stop bouncing it between each other', async () => {
+    const leader = await server({ nodeId: 'L' });
+    let leaderKnown = false;
+    const f2 = await server({ redirectTo: () => (leaderKnown ? leader.address : f1.address) });
+    const f1: FakeWorkerServer = await server({ redirectTo: () => (leaderKnown ? leader.address : f2.address) });
+    const w = worker({ endpoints: [f1.address, f2.address], handlers: { work: () => 'ok' } });
+    w.start();
+    await waitFor(() => f1.conns.length + f2.conns.length >= 4, 'redirect ping-pong');
+    leaderKnown = true;
+    const conn = await leader.waitForConn(1);
+    conn.assign({ runId: 'x' });
+    await leader.waitForResults(1);
   });
 });
 
@@ -439,6 +479,30 @@ describe('Worker: lifecycle', () => {
     expect(reason!.reason).toBe('shutdown');
     expect(s.results).toHaveLength(1);
     expect(s.results[0]!.outcome).toMatchObject({ $case: 'failure', failure: { retryable: true, errorType: 'WorkerShutdown' } });
+  });
+
+  it('a second shutdown() with a shorter grace cuts the first one short', async () => {
+    const s = await server();
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          reason = await aborted(ctx.signal);
+          throw reason;
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'r' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    const first = w.shutdown({ graceMs: 60_000 });
+    await waitFor(() => conn.drained, 'draining');
+    expect(w.shutdown({ graceMs: 0 })).toBe(first);
+    await first;
+    expect(reason!.reason).toBe('shutdown');
+    expect(w.state).toBe('stopped');
   });
 
   it('run(): the first signal drains, a second one forces', async () => {
