@@ -4,6 +4,7 @@ import { isHeraldError } from '../../herald-error.js';
 import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
 import { createNode, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
 import { parseMembers } from '../../server/node-config.js';
+import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 
 /** Exit codes of `herald server` that a supervisor (or test) can tell apart. */
 export const EXIT_SERVER = {
@@ -20,6 +21,7 @@ export const EXIT_SERVER = {
 /** State machines the server can run; the scheduler FSM registers here when it lands. */
 export const STATE_MACHINES: Record<string, StateMachineFactory> = {
   kv: (dir) => KvStateMachine.open(dir),
+  scheduler: schedulerStateMachineFactory,
 };
 
 interface ServerFlags {
@@ -41,8 +43,7 @@ interface ServerFlags {
 }
 
 export function registerServerCommand(program: Command): void {
-  program
-    .command('server')
+  addSchedulerFlags(program.command('server'))
     .description('run one cluster node (client port + peer port)')
     .requiredOption('--id <id>', 'this node id, e.g. n1')
     .requiredOption(
@@ -101,7 +102,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
   const log = makeLogger(flags);
   let node: HeraldNode;
   try {
-    node = await createNode({
+    node = await (flags.stateMachine === 'scheduler' ? schedulerNodeCreator(flags) : createNode)({
       id: flags.id,
       members,
       peerListen: flags.peerAddr,

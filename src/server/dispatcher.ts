@@ -1,0 +1,185 @@
+// The leader's dispatcher: ready runs to workers with credits.
+//
+// A round reads the ready index (priority, then not-before) for the task types that have spare
+// capacity, plans with planDispatch (fair across types and workers), reserves the credits at once
+// and proposes ONE claimRuns command. Assignments are sent only after the claim commits, with
+// the fencing token the claim got (its Raft index) and a lease granted in the LeaseTable. Rounds
+// are paced by credits and by the admission limit (claimBatchSize per round, maxClaimsInFlight
+// rounds at once), so a herd of 100k fired runs drains at the speed workers take them.
+import type { Job } from '../gen/herald/v1/job.js';
+import type { Run } from '../gen/herald/v1/run.js';
+import type { ClaimItem } from '../fsm/index.js';
+import { planDispatch, type DispatchAssignment } from './dispatch-plan.js';
+import type { LeaderContext } from './leader-context.js';
+import type { WorkerSession } from './worker-session.js';
+
+export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
+  const ms = job?.spec?.leaseDurationMs ?? 0;
+  return ms > 0 ? ms : defaultMs;
+}
+
+export class Dispatcher {
+  private inFlight = 0;
+  private wakePending = false;
+  private scheduled = false;
+  private stopped = false;
+  private poll: NodeJS.Timeout | undefined;
+  /**
+   * Runs claimed recently: Infinity while the claim is in flight, else the read sequence at which
+   * it settled. A ready read that started before a claim settled may still list the run; such
+   * entries are skipped until no read that old is running.
+   */
+  private readonly claiming = new Map<string, number>();
+  private readSeq = 0;
+  private readonly activeReads = new Set<number>();
+
+  constructor(private readonly ctx: LeaderContext) {}
+
+  start(): void {
+    this.poll = setInterval(() => this.wake(), this.ctx.config.dispatchPollMs);
+    this.wake();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.poll);
+  }
+
+  /** Runs a round soon; wake-ups while one is pending coalesce. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.inFlight >= this.ctx.config.maxClaimsInFlight) {
+      this.wakePending = true;
+      return;
+    }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.round();
+    });
+  }
+
+  private async round(): Promise<void> {
+    const ctx = this.ctx;
+    if (this.stopped || !ctx.active() || this.inFlight >= ctx.config.maxClaimsInFlight) return;
+    const now = ctx.now();
+    if (now === undefined) return;
+    const open = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+    if (open.length === 0) return;
+    const types = new Set<string>();
+    let total = 0;
+    for (const s of open) {
+      total += s.credits;
+      for (const t of s.taskTypes) types.add(t);
+    }
+    const limit = Math.min(total, ctx.config.claimBatchSize);
+    this.inFlight++;
+    const seq = ++this.readSeq;
+    this.activeReads.add(seq);
+    let plan: DispatchAssignment[] = [];
+    const reserved = new Map<string, WorkerSession>();
+    let more = false;
+    try {
+      let ready: Run[];
+      try {
+        ready = await ctx.fsm.readyRuns({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
+      } finally {
+        this.activeReads.delete(seq);
+        this.prune();
+      }
+      if (this.stopped || !ctx.active()) return;
+      const runs = new Map<string, Run>();
+      for (const r of ready) if (!this.claiming.has(r.id)) runs.set(r.id, r);
+      if (runs.size === 0) return;
+      // Credits may have changed while we read; plan against the sessions as they are now.
+      const workers = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+      const bySession = new Map(workers.map((s) => [s.workerId, s]));
+      plan = planDispatch(
+        [...runs.values()].map((r) => ({ runId: r.id, taskType: r.taskType, priority: r.priority, notBeforeMs: r.notBeforeUnixMs })),
+        workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
+        { nowMs: now, limit },
+      );
+      if (plan.length === 0) return;
+      for (const a of plan) {
+        const s = bySession.get(a.workerId)!;
+        s.credits--;
+        reserved.set(a.runId, s);
+        this.claiming.set(a.runId, Infinity);
+      }
+      more = plan.length === limit;
+
+      const jobIds = [...new Set(plan.map((a) => runs.get(a.runId)!.jobId))];
+      const jobs = new Map<string, Job | undefined>();
+      await Promise.all(jobIds.map(async (id) => jobs.set(id, await ctx.fsm.getJob(id))));
+      const claimNow = Math.max(now, ctx.now() ?? now);
+      const items: ClaimItem[] = plan.map((a) => ({
+        runId: a.runId,
+        workerId: a.workerId,
+        leaseDeadlineMs: claimNow + leaseMsOf(jobs.get(runs.get(a.runId)!.jobId), ctx.config.defaultLeaseMs),
+      }));
+      const res = await ctx.propose({ type: 'claimRuns', nowMs: claimNow, items }, 'claim', 10_000);
+      if (!ctx.active()) return;
+      res.items.forEach((r, i) => {
+        const a = plan[i]!;
+        const session = reserved.get(a.runId)!;
+        reserved.delete(a.runId);
+        if (!r.run) {
+          session.credits++;
+          if (r.error?.reason === 'DEADLINE_PASSED') ctx.metrics.missedSlots.inc();
+          return;
+        }
+        this.assign(r.run, jobs.get(r.run.jobId), items[i]!, session);
+      });
+    } catch (e) {
+      if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'dispatch round failed');
+      // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
+      // lease nobody renews; adoption at the next takeover or the lease sweep recovers them.
+    } finally {
+      for (const s of reserved.values()) s.credits++;
+      const settled = this.readSeq;
+      for (const a of plan) this.claiming.set(a.runId, settled);
+      this.prune();
+      this.inFlight--;
+      if (more || this.wakePending) {
+        this.wakePending = false;
+        this.wake();
+      }
+    }
+  }
+
+  private assign(run: Run, job: Job | undefined, item: ClaimItem, session: WorkerSession): void {
+    const ctx = this.ctx;
+    const leaseMs = leaseMsOf(job, ctx.config.defaultLeaseMs);
+    const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
+    if (run.attempt === 1) ctx.metrics.fireLateness.observe(run.latenessMs / 1000);
+    const sent = session.send({
+      message: {
+        $case: 'assignment',
+        assignment: {
+          runId: run.id,
+          jobId: run.jobId,
+          taskType: run.taskType,
+          slotUnixMs: run.slotUnixMs,
+          scheduledUnixMs: run.scheduledUnixMs,
+          attempt: run.attempt,
+          fencingToken: run.fencingToken,
+          leaseDeadlineUnixMs: item.leaseDeadlineMs,
+          leaseDurationMs: leaseMs,
+          payload: job?.spec?.payload ?? Buffer.alloc(0),
+          executionTimeoutMs: job?.spec?.executionTimeoutMs ?? 0,
+          manual: run.manual,
+          backfilled: run.backfilled,
+        },
+      },
+    });
+    // The worker went away between plan and commit: it never saw the run, so nothing runs it.
+    // Expire the lease at the next sweep instead of waiting a whole lease duration.
+    if (!sent) lease.deadlineMs = 0;
+  }
+
+  private prune(): void {
+    const oldest = this.activeReads.size > 0 ? Math.min(...this.activeReads) : Infinity;
+    for (const [id, settled] of this.claiming) if (settled < oldest) this.claiming.delete(id);
+  }
+}

@@ -1,0 +1,176 @@
+// The leader's fire scheduler: turns due slots into runs.
+//
+// The timing wheel holds each active job's next slot when it falls inside the horizon. It is
+// filled by range reads of the FSM's due index as the horizon moves ([loadedUpTo, horizon end)),
+// so memory and work follow the slots due, never the jobs stored (I6). On becoming leader the
+// first read starts at 0: every job whose cursor is already in the past is due at once, and the
+// FSM hands the whole gap since its last-fired cursor to the job's misfire policy.
+//
+// Firing uses cluster time only (DESIGN §5a). Due slots go out in batched fireRuns commands;
+// the job's next slot comes back in the fire result and re-arms the wheel. Job changes (create,
+// update, pause, resume) are picked up from applied results in log order, so a job created while
+// we lead enters the wheel within one scheduler tick of its commit. Because events are applied
+// after any due-window page that was read concurrently, the newest state always wins.
+import { JobState } from '../gen/herald/v1/job.js';
+import { decodeCommand, decodeResult, type FireItem } from '../fsm/index.js';
+import type { LeaderContext } from './leader-context.js';
+import { RESULT_TAG, type AppliedEntry } from './observed-state-machine.js';
+import { TimingWheel, type WheelEntry } from './timing-wheel.js';
+
+const FIRST_PAGE = 10_000;
+/** A failed fire proposal is retried this much later (it is idempotent either way). */
+const RETRY_DELAY_MS = 100;
+
+export class FireScheduler {
+  private wheel: TimingWheel | undefined;
+  /** Every job whose next slot is before this is in the wheel or being fired. */
+  private loadedUpTo = 0;
+  /** Jobs whose fire command is in flight: a due-window read must not queue them again. */
+  private readonly inFlight = new Set<string>();
+  private events: AppliedEntry[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly ctx: LeaderContext) {}
+
+  /** Queued applied entries (job and fire results), handled in log order on the next tick. */
+  onApplied(entries: readonly AppliedEntry[]): void {
+    for (const e of entries) if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.fire) this.events.push(e);
+  }
+
+  /** Builds the wheel from committed state (the caller has passed a read barrier) and starts ticking. */
+  async start(nowMs: number): Promise<void> {
+    const c = this.ctx.config;
+    this.wheel = new TimingWheel({ resolutionMs: c.wheelResolutionMs, horizonMs: c.horizonMs }, nowMs);
+    this.loadedUpTo = 0;
+    await this.refill();
+    this.ctx.log.info({ jobsInWheel: this.wheel.size, horizonMs: c.horizonMs }, 'timing wheel built from committed state');
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.wheel?.clear();
+    this.events = [];
+    this.inFlight.clear();
+  }
+
+  /** Jobs held in the wheel (tests and metrics). */
+  get size(): number {
+    return this.wheel?.size ?? 0;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), this.ctx.config.tickMs);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      const wheel = this.wheel;
+      const now = this.ctx.now();
+      if (!wheel || now === undefined || !this.ctx.active()) return;
+      this.drainEvents();
+      // Refill in steps of a few resolutions so a read is not issued every tick.
+      if (wheel.horizonEndMs - this.loadedUpTo >= Math.min(1000, this.ctx.config.horizonMs / 4)) await this.refill();
+      if (this.stopped) return;
+      const due = wheel.advance(this.ctx.now() ?? now);
+      if (due.length > 0) this.fire(due, this.ctx.now() ?? now);
+    } catch (e) {
+      this.ctx.log.error({ err: e }, 'scheduler tick failed');
+    } finally {
+      this.schedule();
+    }
+  }
+
+  private async refill(): Promise<void> {
+    const wheel = this.wheel!;
+    let limit = FIRST_PAGE;
+    while (!this.stopped) {
+      const to = wheel.horizonEndMs;
+      if (this.loadedUpTo >= to) break;
+      const page = await this.ctx.fsm.dueWindow(this.loadedUpTo, to, limit);
+      if (this.stopped) return;
+      let upTo = to;
+      let items = page;
+      if (page.length === limit) {
+        const last = page[page.length - 1]!.slotMs;
+        if (page[0]!.slotMs === last) {
+          // One instant holds more jobs than a page (a round-time herd): read it whole.
+          limit *= 2;
+          continue;
+        }
+        // The page may have cut an instant in two: take that instant on the next page.
+        upTo = last;
+        items = page.filter((s) => s.slotMs < last);
+      }
+      for (const s of items) {
+        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: s.slotMs });
+      }
+      this.loadedUpTo = upTo;
+      // Anything applied while the page was read is newer than the page: apply it on top.
+      this.drainEvents();
+      limit = FIRST_PAGE;
+    }
+  }
+
+  private drainEvents(): void {
+    if (this.events.length === 0) return;
+    const events = this.events;
+    this.events = [];
+    const m = this.ctx.metrics;
+    for (const e of events) {
+      const res = decodeResult(e.result);
+      if (res.type === 'job') {
+        if (res.job) this.rearm(res.job.id, res.job.state === JobState.JOB_STATE_ACTIVE ? res.job.nextFireUnixMs : 0);
+      } else if (res.type === 'fire') {
+        const cmd = decodeCommand(e.data);
+        if (cmd.type !== 'fireRuns') continue;
+        let created = 0;
+        cmd.items.forEach((item, i) => {
+          const r = res.items[i];
+          if (!r) return;
+          this.inFlight.delete(item.jobId);
+          this.rearm(item.jobId, r.nextFireMs);
+          created += r.created.length;
+          if (r.created.length) m.firedSlots.inc({ outcome: 'created' }, r.created.length);
+          if (r.missed.length) {
+            m.firedSlots.inc({ outcome: 'missed' }, r.missed.length);
+            m.missedSlots.inc(r.missed.length);
+          }
+          if (r.skipped.length) m.firedSlots.inc({ outcome: 'skipped' }, r.skipped.length);
+        });
+        if (created > 0) this.ctx.wakeDispatcher();
+      }
+    }
+  }
+
+  /** A job's next slot is now `nextFireMs` (0 = none): hold it if it falls in what we loaded. */
+  private rearm(jobId: string, nextFireMs: number): void {
+    const wheel = this.wheel;
+    if (!wheel) return;
+    if (nextFireMs > 0 && nextFireMs < this.loadedUpTo) wheel.schedule({ jobId, slotMs: nextFireMs, fireAtMs: nextFireMs });
+    else wheel.cancel(jobId); // none, or a later due-window read brings it in
+  }
+
+  private fire(due: readonly WheelEntry[], nowMs: number): void {
+    const c = this.ctx.config;
+    for (let i = 0; i < due.length; i += c.fireBatchSize) {
+      const chunk = due.slice(i, i + c.fireBatchSize);
+      const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
+      for (const it of items) this.inFlight.add(it.jobId);
+      this.ctx
+        .propose({ type: 'fireRuns', nowMs, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000)
+        .catch((e: unknown) => {
+          if (this.stopped || !this.ctx.active()) return;
+          this.ctx.log.warn({ err: e, items: items.length }, 'fireRuns failed; retrying the slots');
+          const at = (this.ctx.now() ?? nowMs) + RETRY_DELAY_MS;
+          for (const it of items) {
+            this.inFlight.delete(it.jobId);
+            if (!this.wheel?.has(it.jobId)) this.wheel?.schedule({ jobId: it.jobId, slotMs: it.slotMs, fireAtMs: at });
+          }
+        });
+    }
+  }
+}

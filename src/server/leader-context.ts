@@ -1,0 +1,44 @@
+// What every leader-only component shares for one term of leadership: the node, the state
+// machine's reads, cluster time, the lease table, the open worker sessions, metrics and a
+// propose helper for the leader's own time-driven commands.
+import type { Logger } from 'pino';
+import { decodeResult, encodeCommand, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
+import { HeraldError } from '../herald-error.js';
+import type { LeaseTable } from './lease-table.js';
+import type { NodeMetrics } from './metrics.js';
+import type { HeraldNode } from './node.js';
+import type { SchedulerConfig } from './scheduler-config.js';
+import type { SessionRegistry } from './worker-session.js';
+
+export interface LeaderContext {
+  readonly node: HeraldNode;
+  readonly fsm: SchedulerStateMachine;
+  readonly config: SchedulerConfig;
+  readonly metrics: NodeMetrics;
+  readonly log: Logger;
+  readonly leases: LeaseTable;
+  readonly sessions: SessionRegistry;
+  /** The term these services were started for. */
+  readonly term: number;
+  /** Cluster time (DESIGN §5a), or undefined while a quorum of fresh clock samples is missing. */
+  now(): number | undefined;
+  /** False once leadership of this term is over (components stop proposing). */
+  active(): boolean;
+  /** Proposes a leader command here (never forwarded) and returns its decoded result. */
+  propose<T extends FsmResult['type']>(cmd: FsmCommand, expect: T, timeoutMs?: number): Promise<Extract<FsmResult, { type: T }>>;
+  /** Asks the dispatcher for a round soon (new ready runs or new capacity). */
+  wakeDispatcher(): void;
+}
+
+export async function proposeCommand<T extends FsmResult['type']>(
+  node: HeraldNode,
+  cmd: FsmCommand,
+  expect: T,
+  timeoutMs: number,
+): Promise<Extract<FsmResult, { type: T }>> {
+  const out = await node.propose(encodeCommand(cmd), { forward: false, timeoutMs });
+  const res = decodeResult(out.result);
+  if (res.type === 'rejected') throw new HeraldError(res.error.code, `${cmd.type} rejected: ${res.error.message}`);
+  if (res.type !== expect) throw new HeraldError('INTERNAL', `${cmd.type} returned a ${res.type} result`);
+  return res as Extract<FsmResult, { type: T }>;
+}

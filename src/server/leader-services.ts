@@ -1,0 +1,272 @@
+// Everything that runs only on the leader, for one term: fire scheduler, dispatcher, lease
+// keeper, result batcher, watchdog, starting-deadline sweep and history trimming, plus the
+// worker sessions connected to this leader.
+//
+// Start order matters: (1) watch applied entries (queued, handled later in log order), (2) pass a
+// read barrier so the state machine holds every entry committed before this term, (3) wait for
+// cluster time, (4) give every RUNNING run one lease duration of grace from the takeover, so
+// workers that survived the old leader can re-attach, (5) build the timing wheel and start the
+// loops. Workers that connect meanwhile wait for `ready` before they are welcomed.
+import type { Logger } from 'pino';
+import type { HeldRun, WorkerHello } from '../gen/herald/v1/worker_service.js';
+import type { FsmCommand, FsmResult, SchedulerStateMachine } from '../fsm/index.js';
+import { decodeResult } from '../fsm/index.js';
+import { HeraldError } from '../herald-error.js';
+import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
+import { DeadlineSweeper } from './deadline-sweeper.js';
+import { Dispatcher, leaseMsOf } from './dispatcher.js';
+import { FireScheduler } from './fire-scheduler.js';
+import { proposeCommand, type LeaderContext } from './leader-context.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { LeaseTable } from './lease-table.js';
+import type { NodeMetrics } from './metrics.js';
+import type { HeraldNode } from './node.js';
+import { RESULT_TAG, type AppliedEntry, type ObservedStateMachine } from './observed-state-machine.js';
+import { ResultBatcher } from './result-batcher.js';
+import type { SchedulerConfig } from './scheduler-config.js';
+import { Watchdog } from './watchdog.js';
+import { SessionRegistry, type WorkerSession } from './worker-session.js';
+
+export interface LeaderServicesDeps {
+  node: HeraldNode;
+  observed: ObservedStateMachine;
+  config: SchedulerConfig;
+  metrics: NodeMetrics;
+  log: Logger;
+  term: number;
+}
+
+const SIGNAL_REASON: Record<number, string> = {
+  [RESULT_TAG.delete]: 'job deleted',
+  [RESULT_TAG.fire]: 'replaced by a newer run (overlap policy REPLACE)',
+  [RESULT_TAG.cancel]: 'run cancelled',
+};
+
+export class LeaderServices {
+  readonly ctx: LeaderContext;
+  readonly sessions = new SessionRegistry();
+  readonly leases = new LeaseTable(systemMonotonicClock);
+  readonly fire: FireScheduler;
+  readonly dispatcher: Dispatcher;
+  readonly leaseKeeper: LeaseKeeper;
+  readonly results: ResultBatcher;
+  readonly watchdog: Watchdog;
+  readonly deadlines: DeadlineSweeper;
+  private activeFlag = true;
+  private readyFlag = false;
+  private readonly readyPromise: Promise<boolean>;
+  private resolveReady!: (ok: boolean) => void;
+  private trimTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: LeaderServicesDeps) {
+    const { node, config, metrics } = deps;
+    const fsm: SchedulerStateMachine = deps.observed.fsm;
+    this.readyPromise = new Promise((r) => (this.resolveReady = r));
+    this.ctx = {
+      node,
+      fsm,
+      config,
+      metrics,
+      log: deps.log,
+      leases: this.leases,
+      sessions: this.sessions,
+      term: deps.term,
+      now: () => node.clusterClock.nowMs(),
+      active: () => this.activeFlag && node.driver.isLeader(),
+      propose: <T extends FsmResult['type']>(cmd: FsmCommand, expect: T, timeoutMs = 10_000) => {
+        if (!this.activeFlag) return Promise.reject(new HeraldError('NOT_LEADER', 'leadership of this term is over'));
+        return proposeCommand(node, cmd, expect, timeoutMs);
+      },
+      wakeDispatcher: () => this.dispatcher.wake(),
+    };
+    this.fire = new FireScheduler(this.ctx);
+    this.dispatcher = new Dispatcher(this.ctx);
+    this.leaseKeeper = new LeaseKeeper(this.ctx);
+    this.results = new ResultBatcher(this.ctx);
+    this.watchdog = new Watchdog(this.ctx);
+    this.deadlines = new DeadlineSweeper(this.ctx);
+  }
+
+  get active(): boolean {
+    return this.activeFlag;
+  }
+
+  get ready(): boolean {
+    return this.readyFlag && this.activeFlag;
+  }
+
+  /** Resolves true once workers can be served, false if leadership ended first. */
+  whenReady(): Promise<boolean> {
+    return this.readyPromise;
+  }
+
+  async start(): Promise<void> {
+    const { node, observed, config, log } = this.deps;
+    observed.setListener((entries) => this.onApplied(entries));
+    const t0 = Date.now();
+    await node.readIndex({ timeoutMs: node.driver.electionTimeoutMs() * 4 });
+    const now = await this.waitClusterTime(node.driver.electionTimeoutMs() * 4);
+    if (!this.activeFlag) return;
+    const adopted = await this.adoptRunning();
+    if (!this.activeFlag) return;
+    await this.fire.start(now);
+    if (!this.activeFlag) return;
+    this.dispatcher.start();
+    this.leaseKeeper.start();
+    this.watchdog.start();
+    this.deadlines.start();
+    this.trimTimer = setInterval(() => void this.trim(), config.trimIntervalMs);
+    this.readyFlag = true;
+    this.resolveReady(true);
+    log.info({ term: this.deps.term, adopted, tookMs: Date.now() - t0 }, 'leader services started');
+  }
+
+  /** Stops proposing and returns the open sessions (the caller redirects them to the new leader). */
+  stop(): WorkerSession[] {
+    if (!this.activeFlag) return [];
+    this.activeFlag = false;
+    this.readyFlag = false;
+    this.resolveReady(false);
+    if (this.deps.observed) this.deps.observed.setListener(undefined);
+    clearInterval(this.trimTimer);
+    this.fire.stop();
+    this.dispatcher.stop();
+    this.leaseKeeper.stop();
+    this.results.stop();
+    this.watchdog.stop();
+    this.deadlines.stop();
+    this.leases.clear();
+    return this.sessions.all();
+  }
+
+  // ---- worker sessions ------------------------------------------------------------------
+
+  /** A hello: registers the session and decides which held runs it keeps. */
+  attach(session: WorkerSession, held: readonly HeldRun[]): { adopted: HeldRun[]; rejected: HeldRun[] } {
+    this.sessions.add(session);
+    const out = this.reattach(session, held);
+    this.deps.metrics.workersConnected.set(this.sessions.all().length);
+    this.dispatcher.wake();
+    return out;
+  }
+
+  detach(session: WorkerSession): void {
+    this.sessions.remove(session);
+    this.deps.metrics.workersConnected.set(this.sessions.all().length);
+  }
+
+  /** Runs a worker still holds: adopted when run id, token and holder match the lease. */
+  reattach(session: WorkerSession, held: readonly HeldRun[]): { adopted: HeldRun[]; rejected: HeldRun[] } {
+    const adopted: HeldRun[] = [];
+    const rejected: HeldRun[] = [];
+    for (const h of held) {
+      const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
+      (outcome === 'renewed' ? adopted : rejected).push({ runId: h.runId, fencingToken: h.fencingToken });
+    }
+    return { adopted, rejected };
+  }
+
+  heartbeat(session: WorkerSession, runs: readonly HeldRun[]): void {
+    for (const h of runs) {
+      const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
+      if (outcome === 'renewed') continue;
+      const reason =
+        outcome === 'stale-token'
+          ? 'the run was claimed again with a newer fencing token'
+          : outcome === 'other-worker'
+            ? 'the run is held by another worker'
+            : 'the run is no longer running under this lease (finished, cancelled or expired)';
+      session.send({ message: { $case: 'leaseLost', leaseLost: { runId: h.runId, fencingToken: h.fencingToken, reason } } });
+    }
+  }
+
+  credits(session: WorkerSession, n: number): void {
+    session.addCredits(n);
+    this.dispatcher.wake();
+  }
+
+  drain(session: WorkerSession): void {
+    session.draining = true;
+    session.credits = 0;
+  }
+
+  static validateHello(hello: WorkerHello): void {
+    if (!/^[A-Za-z0-9._:-]{1,128}$/.test(hello.workerId)) {
+      throw new HeraldError('INVALID_ID', `hello.worker_id "${hello.workerId.slice(0, 200)}" must be 1–128 characters of [A-Za-z0-9._:-]`, { field: 'worker_id' });
+    }
+    if (hello.taskTypes.length === 0 || hello.taskTypes.length > 256) {
+      throw new HeraldError('INVALID_ARGUMENT', 'hello.task_types must list 1–256 task types', { field: 'task_types' });
+    }
+    for (const t of hello.taskTypes) {
+      if (!/^[A-Za-z0-9._:-]{1,128}$/.test(t)) throw new HeraldError('INVALID_ARGUMENT', `hello.task_types: bad task type "${t.slice(0, 200)}"`, { field: 'task_types' });
+    }
+    if (!Number.isInteger(hello.capacity) || hello.capacity < 0 || hello.capacity > 100_000) {
+      throw new HeraldError('INVALID_ARGUMENT', `hello.capacity must be 0–100000 (got ${hello.capacity})`, { field: 'capacity' });
+    }
+    if (hello.heldRuns.length > 100_000) throw new HeraldError('INVALID_ARGUMENT', 'hello.held_runs lists too many runs', { field: 'held_runs' });
+  }
+
+  // ---- internals --------------------------------------------------------------------------
+
+  private onApplied(entries: readonly AppliedEntry[]): void {
+    if (!this.activeFlag) return;
+    this.fire.onApplied(entries);
+    let wake = false;
+    const signalled: AppliedEntry[] = [];
+    for (const e of entries) {
+      if (e.tag === RESULT_TAG.delete || e.tag === RESULT_TAG.fire || e.tag === RESULT_TAG.cancel) signalled.push(e);
+      if (e.tag === RESULT_TAG.trigger || e.tag === RESULT_TAG.backfill || e.tag === RESULT_TAG.runItems || e.tag === RESULT_TAG.cancel) wake = true;
+    }
+    if (wake) this.dispatcher.wake();
+    // Decode outside apply: apply must stay fast and must never fail because of us.
+    if (signalled.length > 0) setImmediate(() => this.deliverSignals(signalled));
+  }
+
+  private deliverSignals(entries: readonly AppliedEntry[]): void {
+    if (!this.activeFlag) return;
+    for (const e of entries) {
+      const res = decodeResult(e.result);
+      const signals = res.type === 'delete' || res.type === 'fire' || res.type === 'cancel' ? res.signals : [];
+      for (const s of signals) {
+        if (this.leases.get(s.runId)?.fencingToken === s.fencingToken) this.leases.release(s.runId);
+        this.sessions.ofWorker(s.workerId)?.send({
+          message: { $case: 'cancel', cancel: { runId: s.runId, fencingToken: s.fencingToken, reason: SIGNAL_REASON[e.tag] ?? 'cancelled' } },
+        });
+      }
+    }
+  }
+
+  private async waitClusterTime(timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const now = this.ctx.now();
+      if (now !== undefined) return now;
+      if (!this.activeFlag) throw new HeraldError('NOT_LEADER', 'leadership ended before cluster time was known');
+      if (Date.now() > deadline) throw new HeraldError('NOT_READY', 'no quorum of fresh clock samples for cluster time');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Every RUNNING run gets one lease duration from now: its worker may still be alive. */
+  private async adoptRunning(): Promise<number> {
+    const runs = await this.ctx.fsm.runningRuns();
+    const leaseOf = new Map<string, number>();
+    for (const run of runs) {
+      if (!leaseOf.has(run.jobId)) leaseOf.set(run.jobId, leaseMsOf(await this.ctx.fsm.getJob(run.jobId), this.deps.config.defaultLeaseMs));
+      this.leases.adopt(run.id, run.fencingToken, run.workerId, leaseOf.get(run.jobId)!);
+    }
+    return runs.length;
+  }
+
+  private async trim(): Promise<void> {
+    const jobIds = [...this.results.finishedJobs].slice(0, 1000);
+    const now = this.ctx.now();
+    if (now === undefined || !this.ctx.active()) return;
+    for (const id of jobIds) this.results.finishedJobs.delete(id);
+    try {
+      await this.ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 1000 }, 'trim', 10_000);
+    } catch (e) {
+      if (this.ctx.active()) this.deps.log.debug({ err: e }, 'trimHistory failed');
+    }
+  }
+}

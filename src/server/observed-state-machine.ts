@@ -1,0 +1,77 @@
+// The scheduler state machine behind a thin wrapper that lets the leader watch what was applied,
+// in log order: job changes re-arm the timing wheel at once, cancel/REPLACE signals reach the
+// holding worker, new ready runs wake the dispatcher. Results are computed on every replica but
+// only returned to the proposer; watching apply is how the leader also sees the effects of
+// commands proposed elsewhere (a follower's forwarded DeleteJob, a previous leader's entries).
+//
+// The hook costs one byte comparison per entry and nothing at all while nobody listens
+// (followers). Decoding happens later, in the listener's own loop.
+import type { SnapshotMeta, Entry } from '../raft/types.js';
+import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
+import type { SchedulerStateMachine } from '../fsm/index.js';
+
+/** Result tags (result-codec.ts: [format version][tag]...) the leader cares about. */
+export const RESULT_TAG = { job: 1, delete: 2, trigger: 3, backfill: 4, fire: 5, claim: 6, runItems: 7, cancel: 8 } as const;
+const WATCHED = new Set<number>([RESULT_TAG.job, RESULT_TAG.delete, RESULT_TAG.trigger, RESULT_TAG.backfill, RESULT_TAG.fire, RESULT_TAG.runItems, RESULT_TAG.cancel]);
+
+export interface AppliedEntry {
+  readonly index: number;
+  readonly tag: number;
+  /** The entry's command bytes. */
+  readonly data: Uint8Array;
+  /** The encoded result. */
+  readonly result: Uint8Array;
+}
+
+export type AppliedListener = (entries: readonly AppliedEntry[]) => void;
+
+export class ObservedStateMachine implements StateMachine {
+  private listener: AppliedListener | undefined;
+
+  constructor(readonly fsm: SchedulerStateMachine) {}
+
+  /** One listener at a time (the active leader services); undefined detaches. */
+  setListener(listener: AppliedListener | undefined): void {
+    this.listener = listener;
+  }
+
+  async apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
+    const results = await this.fsm.apply(entries);
+    const listener = this.listener;
+    if (listener) {
+      const watched: AppliedEntry[] = [];
+      for (let i = 0; i < entries.length; i++) {
+        const r = results[i];
+        if (r && r.length > 1 && WATCHED.has(r[1]!)) watched.push({ index: entries[i]!.index, tag: r[1]!, data: entries[i]!.data, result: r });
+      }
+      if (watched.length > 0) {
+        try {
+          listener(watched);
+        } catch {
+          // A listener bug must never fail apply (the node would stop); the leader's periodic
+          // re-reads of the due window and ready index cover anything it missed.
+        }
+      }
+    }
+    return results;
+  }
+
+  appliedIndex(): Promise<number> {
+    return this.fsm.appliedIndex();
+  }
+  snapshot(): Promise<SnapshotSource> {
+    return this.fsm.snapshot();
+  }
+  restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    return this.fsm.restore(meta, chunks);
+  }
+  sync(): Promise<void> {
+    return this.fsm.sync();
+  }
+  stateHash(): Promise<string> {
+    return this.fsm.stateHash();
+  }
+  close(): Promise<void> {
+    return this.fsm.close();
+  }
+}

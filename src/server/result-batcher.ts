@@ -1,0 +1,129 @@
+// Worker results into the log: results arriving within a couple of milliseconds share one
+// finishRuns command. Each result is answered with a ResultAck once its item is decided; a stale
+// one (the FSM's fencing check) with accepted=false and a LeaseLost, so the worker stops.
+// A result delivered twice (re-sent after a reconnect, its first ack lost) is recognised from the
+// run's recorded attempt and acknowledged as accepted: delivery is at least once, effect once.
+import type { RunResult } from '../gen/herald/v1/worker_service.js';
+import { AttemptOutcome } from '../gen/herald/v1/run.js';
+import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } from '../fsm/index.js';
+import type { LeaderContext } from './leader-context.js';
+import type { WorkerSession } from './worker-session.js';
+
+const MAX_BATCH = 5_000;
+const MAX_TRIES = 3;
+const MAX_MESSAGE_CHARS = 4096;
+
+interface Pending {
+  session: WorkerSession;
+  result: RunResult;
+  tries: number;
+}
+
+const SETTLED = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, AttemptOutcome.ATTEMPT_OUTCOME_FAILED, AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT]);
+
+export function finishItemOf(r: RunResult): FinishItem {
+  const o = r.outcome;
+  if (o?.$case === 'success') return finishSuccess(r.runId, r.fencingToken, o.success.output);
+  const f = o?.$case === 'failure' ? o.failure : { retryable: true, errorType: 'NoOutcome', message: 'the worker reported no outcome' };
+  return finishFailure(r.runId, r.fencingToken, {
+    type: f.errorType.slice(0, 256),
+    message: f.message.slice(0, MAX_MESSAGE_CHARS),
+    retryable: f.retryable,
+    timedOut: f.errorType === 'ExecutionTimeout',
+  });
+}
+
+export class ResultBatcher {
+  private pending: Pending[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** Jobs with runs finished since the last history trim. */
+  readonly finishedJobs = new Set<string>();
+
+  constructor(private readonly ctx: LeaderContext) {}
+
+  add(session: WorkerSession, result: RunResult): void {
+    if (this.stopped) return;
+    const lease = this.ctx.leases.get(result.runId);
+    if (lease && lease.workerId !== session.workerId) {
+      // Tokens are guessable Raft indexes; only the holder may report.
+      this.ack(session, result, false, `run is held by worker ${lease.workerId}, not ${session.workerId}`, true);
+      return;
+    }
+    this.pending.push({ session, result, tries: 0 });
+    if (this.pending.length >= MAX_BATCH) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), this.ctx.config.resultBatchMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.pending = [];
+  }
+
+  private async flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const ctx = this.ctx;
+    const batch = this.pending.splice(0, MAX_BATCH);
+    if (batch.length === 0 || this.stopped || !ctx.active()) return;
+    if (this.pending.length > 0) this.timer = setTimeout(() => void this.flush(), this.ctx.config.resultBatchMs);
+    const now = ctx.now();
+    if (now === undefined) {
+      this.requeue(batch);
+      return;
+    }
+    try {
+      const res = await ctx.propose({ type: 'finishRuns', nowMs: now, items: batch.map((b) => finishItemOf(b.result)) }, 'runItems', 10_000);
+      if (!ctx.active()) return;
+      await Promise.all(res.items.map((r, i) => this.settle(batch[i]!, r)));
+      ctx.wakeDispatcher();
+    } catch (e) {
+      if (!ctx.active() || this.stopped) return; // the worker re-sends to the next leader
+      ctx.log.warn({ err: e, results: batch.length }, 'finishRuns failed; retrying');
+      this.requeue(batch.filter((b) => ++b.tries < MAX_TRIES));
+    }
+  }
+
+  private requeue(batch: Pending[]): void {
+    this.pending.unshift(...batch);
+    this.timer ??= setTimeout(() => void this.flush(), 20);
+  }
+
+  private async settle(p: Pending, r: RunItemResult): Promise<void> {
+    const { session, result } = p;
+    const ctx = this.ctx;
+    const releaseIfOurs = () => {
+      if (ctx.leases.get(result.runId)?.fencingToken === result.fencingToken) ctx.leases.release(result.runId);
+    };
+    if (!r.error) {
+      releaseIfOurs();
+      const at = result.runId.indexOf('@');
+      if (at > 0) this.finishedJobs.add(result.runId.slice(0, at));
+      this.ack(session, result, true, '', false);
+      return;
+    }
+    if (r.error.code === 'STALE_FENCING_TOKEN') {
+      // The same result delivered twice: the run's attempt with this token already ended the
+      // way a result ends it. Acknowledge, so the worker stops re-sending.
+      const run = await ctx.fsm.getRun(result.runId);
+      const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
+      if (attempt && SETTLED.has(attempt.outcome)) {
+        releaseIfOurs();
+        this.ack(session, result, true, '', false);
+        return;
+      }
+      releaseIfOurs();
+      this.ack(session, result, false, r.error.message, true);
+      return;
+    }
+    this.ack(session, result, false, r.error.message, false);
+  }
+
+  private ack(session: WorkerSession, result: RunResult, accepted: boolean, reason: string, leaseLost: boolean): void {
+    session.send({ message: { $case: 'resultAck', resultAck: { runId: result.runId, fencingToken: result.fencingToken, accepted, reason } } });
+    if (leaseLost) {
+      session.send({ message: { $case: 'leaseLost', leaseLost: { runId: result.runId, fencingToken: result.fencingToken, reason: reason || 'lease lost' } } });
+    }
+  }
+}

@@ -1,0 +1,61 @@
+// Settings of the leader's scheduler, dispatcher and worker streams. Defaults suit production;
+// tests shorten the time constants through the same options (and `herald server` flags).
+
+export interface SchedulerConfig {
+  /** How far ahead the timing wheel holds fire times (ms). */
+  horizonMs: number;
+  /** The wheel's bucket width (ms); fire times are checked at this resolution. */
+  wheelResolutionMs: number;
+  /** How often the scheduler looks at the wheel (ms). */
+  tickMs: number;
+  /** A slot older than now − this when fired is handed to the job's misfire policy (downtime). */
+  misfireThresholdMs: number;
+  /** Most fire items in one fireRuns command. */
+  fireBatchSize: number;
+  /** Lease duration for jobs that do not set one (ms). */
+  defaultLeaseMs: number;
+  /** Heartbeat period told to workers in their welcome (ms). */
+  heartbeatIntervalMs: number;
+  /** Most claims in one claimRuns command (the admission limit per dispatch round). */
+  claimBatchSize: number;
+  /** Claim commands in flight at once. */
+  maxClaimsInFlight: number;
+  /** Dispatch rounds also run this often without a wake-up (not-before times, retries). */
+  dispatchPollMs: number;
+  /** Results gathered for up to this long into one finishRuns command (ms). */
+  resultBatchMs: number;
+  /** How often expired leases are looked for (ms). */
+  leaseSweepMs: number;
+  /** A due slot with no run record after this long is flagged by the watchdog (ms). */
+  watchdogGraceMs: number;
+  /** How often the watchdog and the starting-deadline sweep run (ms). */
+  watchdogIntervalMs: number;
+  /** How often run history is trimmed to each job's retention (ms). */
+  trimIntervalMs: number;
+}
+
+export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
+  horizonMs: 60_000,
+  wheelResolutionMs: 10,
+  tickMs: 10,
+  misfireThresholdMs: 5_000,
+  fireBatchSize: 5_000,
+  defaultLeaseMs: 30_000,
+  heartbeatIntervalMs: 5_000,
+  claimBatchSize: 2_000,
+  maxClaimsInFlight: 2,
+  dispatchPollMs: 100,
+  resultBatchMs: 2,
+  leaseSweepMs: 100,
+  watchdogGraceMs: 10_000,
+  watchdogIntervalMs: 1_000,
+  trimIntervalMs: 10_000,
+};
+
+export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {
+  const c = { ...DEFAULT_SCHEDULER_CONFIG, ...partial };
+  for (const [k, v] of Object.entries(c)) {
+    if (!Number.isFinite(v) || v <= 0) throw new RangeError(`scheduler config ${k} must be a positive number (got ${v})`);
+  }
+  return c;
+}

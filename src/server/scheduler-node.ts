@@ -1,0 +1,206 @@
+// A Herald scheduler node: the Raft node (node.ts) running the scheduler state machine, with the
+// public services on its client port (JobService, WorkerService, ClusterService, health,
+// reflection), Prometheus metrics, and the leader-only services (timing wheel, dispatcher,
+// leases, watchdog) started when this node becomes leader and stopped when it stops leading.
+//
+//   const s = await createSchedulerNode({ id, members, dataDir, logger, scheduler: { ... } });
+//   ...
+//   await s.stop();   // a leader hands leadership over first; workers are redirected
+import type { Server } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { JobServiceService } from '../gen/herald/v1/job_service.js';
+import { WorkerServiceService } from '../gen/herald/v1/worker_service.js';
+import { RunState } from '../gen/herald/v1/run.js';
+import { SchedulerStateMachine, type SchedulerFsmOptions } from '../fsm/index.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../fsm/validation.js';
+import { createJobService } from './job-service.js';
+import { LeaderServices } from './leader-services.js';
+import { createNodeMetrics, type NodeMetrics } from './metrics.js';
+import { startMetricsServer } from './metrics-http.js';
+import { createNode, type HeraldNode, type NodeOptions } from './node.js';
+import { ObservedStateMachine } from './observed-state-machine.js';
+import { schedulerConfig, type SchedulerConfig } from './scheduler-config.js';
+import { addServerConventions, raftReadiness } from './server-conventions.js';
+import { createWorkerService } from './worker-service.js';
+import type { WorkerSession } from './worker-session.js';
+
+export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
+  /** Scheduler, dispatcher and lease settings (defaults in scheduler-config.ts). */
+  scheduler?: Partial<SchedulerConfig>;
+  fsm?: SchedulerFsmOptions;
+  /** host:port for GET /metrics (Prometheus); none when absent. */
+  metricsListen?: string;
+  /** Extra services for the client port (tests, tools). */
+  registerClientServices?: (server: Server, node: HeraldNode) => void;
+}
+
+export interface SchedulerNode {
+  readonly node: HeraldNode;
+  readonly fsm: SchedulerStateMachine;
+  readonly metrics: NodeMetrics;
+  readonly config: SchedulerConfig;
+  /** The port /metrics is served on (0 when not served). */
+  readonly metricsPort: number;
+  /** The leader services while this node leads (undefined otherwise). */
+  leaderServices(): LeaderServices | undefined;
+  /** Bounded shutdown: leadership handed over, workers redirected, then the node stopped. */
+  stop(options?: { transfer?: boolean; graceMs?: number }): Promise<void>;
+}
+
+const GAUGE_INTERVAL_MS = 1_000;
+
+export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<SchedulerNode> {
+  const config = schedulerConfig(o.scheduler);
+  const log: Logger = o.logger;
+  const metrics = createNodeMetrics({ nodeId: o.id });
+  let observed: ObservedStateMachine | undefined;
+  let services: LeaderServices | undefined;
+  let stopping = false;
+  let conventions: { stop(): void } | undefined;
+  let jobService: { close(): void } | undefined;
+
+  const node = await createNode({
+    ...o,
+    stateMachine: async (dir) => (observed = new ObservedStateMachine(await SchedulerStateMachine.open(dir, o.fsm))),
+    registerClientServices: (server, n) => {
+      const fsm = observed!.fsm;
+      const js = createJobService({
+        node: n,
+        fsm,
+        logger: log.child({ c: 'jobs' }),
+        metrics,
+        maxPayloadBytes: o.fsm?.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+        proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000,
+      });
+      jobService = js;
+      server.addService(JobServiceService, js.implementation);
+      server.addService(
+        WorkerServiceService,
+        createWorkerService({
+          nodeId: o.id,
+          leaderServices: () => services,
+          leader: () => {
+            const l = n.leader();
+            return { leaderId: l.leaderId, leaderAddress: l.leaderAddress };
+          },
+          accepting: () => !stopping,
+          heartbeatIntervalMs: config.heartbeatIntervalMs,
+          log: log.child({ c: 'workers' }),
+        }),
+      );
+      conventions = addServerConventions(server, raftReadiness(n.driver));
+      o.registerClientServices?.(server, n);
+    },
+  });
+  const fsm = observed!.fsm;
+
+  // Workers of a leader that stepped down go to the new leader once it is known (bounded wait).
+  const redirectWhenKnown = (sessions: WorkerSession[]) => {
+    if (sessions.length === 0) return;
+    const send = () => {
+      const l = node.leader();
+      const other = l.leaderId && l.leaderId !== node.id;
+      for (const s of sessions) s.redirect(other ? l.leaderId : '', other ? l.leaderAddress : '');
+    };
+    const l = node.leader();
+    if (l.leaderId && l.leaderId !== node.id) return send();
+    const timer = setTimeout(() => {
+      node.events.off('leaderChanged', onChange);
+      send();
+    }, node.driver.electionTimeoutMs() * 2);
+    const onChange = (c: { leaderId: string }) => {
+      if (!c.leaderId || c.leaderId === node.id) return;
+      clearTimeout(timer);
+      node.events.off('leaderChanged', onChange);
+      send();
+    };
+    node.events.on('leaderChanged', onChange);
+  };
+
+  const stopServices = () => {
+    const s = services;
+    services = undefined;
+    if (!s) return;
+    metrics.raftIsLeader.set(0);
+    metrics.workersConnected.set(0);
+    redirectWhenKnown(s.stop());
+  };
+
+  const startServices = (term: number) => {
+    stopServices();
+    if (stopping) return;
+    const s = new LeaderServices({ node, observed: observed!, config, metrics, log: log.child({ c: 'leader', term }), term });
+    services = s;
+    metrics.raftIsLeader.set(1);
+    const attempt = () => {
+      s.start().catch((e: unknown) => {
+        if (services !== s || !s.active) return;
+        log.warn({ err: e }, 'leader services failed to start; retrying');
+        // Start again from scratch (the read barrier and the wheel build are idempotent).
+        setTimeout(() => {
+          if (services === s && node.driver.isLeader()) startServices(term);
+        }, 200);
+      });
+    };
+    attempt();
+  };
+
+  node.events.on('becameLeader', ({ term }) => startServices(term));
+  node.events.on('lostLeadership', () => stopServices());
+  node.events.on('leaderChanged', () => metrics.leaderChanges.inc());
+  if (node.driver.isLeader()) startServices(node.driver.status().term);
+
+  let metricsServer: { port: number; close(): Promise<void> } | undefined;
+  if (o.metricsListen) {
+    const i = o.metricsListen.lastIndexOf(':');
+    metricsServer = await startMetricsServer(metrics.registry, o.metricsListen.slice(0, i), Number(o.metricsListen.slice(i + 1)));
+  }
+  const gauges = setInterval(() => {
+    const st = node.driver.status();
+    metrics.raftTerm.set(st.term);
+    metrics.raftCommitIndex.set(st.commit);
+    metrics.raftAppliedIndex.set(node.driver.appliedIndex());
+    fsm.runCounts().then(
+      (counts) => {
+        for (const [state, n] of counts) metrics.runsByState.set({ state: RunState[state] ?? String(state) }, n);
+      },
+      () => undefined,
+    );
+  }, GAUGE_INTERVAL_MS);
+  gauges.unref();
+
+  let stopped: Promise<void> | undefined;
+  const stop = async ({ transfer = true, graceMs = 5000 } = {}) => {
+    stopping = true;
+    if (transfer && node.driver.isLeader() && node.members.length > 1) {
+      try {
+        await node.transferLeadership();
+      } catch (e) {
+        log.warn({ err: e }, 'leadership transfer before shutdown failed');
+      }
+    }
+    const s = services;
+    services = undefined;
+    if (s) {
+      const l = node.leader();
+      const other = l.leaderId && l.leaderId !== node.id;
+      for (const session of s.stop()) session.redirect(other ? l.leaderId : '', other ? l.leaderAddress : '');
+    }
+    clearInterval(gauges);
+    conventions?.stop();
+    jobService?.close();
+    await metricsServer?.close();
+    await node.stop({ transfer, graceMs });
+  };
+
+  log.info({ id: o.id, clientPort: node.clientPort, metricsPort: metricsServer?.port ?? 0 }, 'scheduler node started');
+  return {
+    node,
+    fsm,
+    metrics,
+    config,
+    metricsPort: metricsServer?.port ?? 0,
+    leaderServices: () => services,
+    stop: (opts) => (stopped ??= stop(opts)),
+  };
+}

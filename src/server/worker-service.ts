@@ -1,0 +1,158 @@
+// herald.v1.WorkerService on the client port. Any node accepts the stream; only the leader with
+// its services ready keeps it. A follower (or a leader that cannot get ready) answers hello
+// with a Redirect to the leader's client address and ends the stream; the worker reconnects
+// there and re-attaches the runs it holds.
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { ConnectRequest, ConnectResponse, WorkerHello, WorkerServiceServer } from '../gen/herald/v1/worker_service.js';
+import { HeraldError } from '../herald-error.js';
+import type { Logger } from 'pino';
+import { LeaderServices } from './leader-services.js';
+import { toServiceError } from './service-error.js';
+import { WorkerSession } from './worker-session.js';
+
+export interface WorkerServiceHost {
+  readonly nodeId: string;
+  /** The current leader services (undefined on a follower). */
+  leaderServices(): LeaderServices | undefined;
+  /** Where the leader is ('' when unknown). */
+  leader(): { leaderId: string; leaderAddress: string };
+  /** False while the node shuts down: new streams are redirected. */
+  accepting(): boolean;
+  readonly heartbeatIntervalMs: number;
+  readonly log: Logger;
+}
+
+/** How long a hello waits for a new leader's services to get ready before it is redirected. */
+const READY_WAIT_MS = 5_000;
+
+export function createWorkerService(host: WorkerServiceHost): WorkerServiceServer {
+  return {
+    connect(call: ServerDuplexStream<ConnectRequest, ConnectResponse>) {
+      handleStream(host, call);
+    },
+  };
+}
+
+function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectRequest, ConnectResponse>): void {
+  let session: WorkerSession | undefined;
+  let services: LeaderServices | undefined;
+  let helloSeen = false;
+  let closed = false;
+  const early: ConnectRequest[] = [];
+
+  const fail = (e: unknown) => {
+    if (closed) return;
+    closed = true;
+    const err = toServiceError(e);
+    try {
+      call.emit('error', err);
+    } catch {
+      call.destroy();
+    }
+  };
+
+  const redirect = () => {
+    const l = host.leader();
+    closed = true;
+    try {
+      call.write({ message: { $case: 'redirect', redirect: { leaderId: l.leaderId === host.nodeId ? '' : l.leaderId, leaderAddress: l.leaderId === host.nodeId ? '' : l.leaderAddress } } });
+      call.end();
+    } catch {
+      // the worker went away already
+    }
+  };
+
+  const onClose = () => {
+    if (session) {
+      session.markClosed();
+      services?.detach(session);
+    }
+    closed = true;
+  };
+
+  const handle = (msg: ConnectRequest) => {
+    const m = msg.message;
+    if (!session || !services || session.closed) return;
+    switch (m?.$case) {
+      case 'credits':
+        if (!Number.isInteger(m.credits.credits) || m.credits.credits <= 0) {
+          fail(new HeraldError('INVALID_ARGUMENT', 'credits must be > 0'));
+          return;
+        }
+        services.credits(session, m.credits.credits);
+        return;
+      case 'heartbeat':
+        services.heartbeat(session, m.heartbeat.runs);
+        return;
+      case 'result':
+        services.results.add(session, m.result);
+        return;
+      case 'reattach': {
+        const { rejected } = services.reattach(session, m.reattach.runs);
+        for (const r of rejected) {
+          session.send({ message: { $case: 'leaseLost', leaseLost: { runId: r.runId, fencingToken: r.fencingToken, reason: 'not re-attached: the lease is no longer held' } } });
+        }
+        return;
+      }
+      case 'drain':
+        services.drain(session);
+        return;
+      case 'hello':
+        fail(new HeraldError('INVALID_ARGUMENT', 'hello may only be the first message'));
+        return;
+      default:
+        return; // unknown future message: ignore
+    }
+  };
+
+  const onHello = async (hello: WorkerHello) => {
+    try {
+      LeaderServices.validateHello(hello);
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    let s = host.accepting() ? host.leaderServices() : undefined;
+    if (s && !s.ready) {
+      const ok = await Promise.race([s.whenReady(), new Promise<boolean>((r) => setTimeout(() => r(false), READY_WAIT_MS))]);
+      if (!ok) s = undefined;
+    }
+    if (closed) return;
+    if (!s || !s.ready || !host.accepting()) {
+      redirect();
+      return;
+    }
+    services = s;
+    session = new WorkerSession(hello.workerId, new Set(hello.taskTypes), hello.capacity, call);
+    const { adopted, rejected } = s.attach(session, hello.heldRuns);
+    session.send({ message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected } } });
+    host.log.info({ workerId: hello.workerId, taskTypes: hello.taskTypes, capacity: hello.capacity, adopted: adopted.length, rejected: rejected.length }, 'worker connected');
+    for (const m of early.splice(0)) handle(m);
+  };
+
+  call.on('data', (msg: ConnectRequest) => {
+    if (closed) return;
+    if (!helloSeen) {
+      if (msg.message?.$case !== 'hello') {
+        fail(new HeraldError('INVALID_ARGUMENT', 'the first message on a worker stream must be hello'));
+        return;
+      }
+      helloSeen = true;
+      onHello(msg.message.hello).catch(fail);
+      return;
+    }
+    if (!session) early.push(msg);
+    else handle(msg);
+  });
+  call.on('end', () => {
+    onClose();
+    try {
+      call.end();
+    } catch {
+      // already ended
+    }
+  });
+  call.on('error', onClose);
+  call.on('cancelled', onClose);
+  call.on('close', onClose);
+}
