@@ -4,7 +4,7 @@
 // { seeds, steps, faults, violations, seedsPerSecond, failingSeeds }.
 
 import { ALL_MUTATIONS, type CoreMutation } from '../core/mutations.js';
-import type { FaultProfile } from './fault-plan.js';
+import { FAULT_PROFILES, type FaultProfile } from './fault-plan.js';
 import { runSimulation } from './simulator.js';
 
 interface Args {
@@ -44,7 +44,7 @@ function parseArgs(argv: string[]): Args {
       }
       case '--profile': {
         const p = val();
-        if (!['random', 'calm', 'mixed', 'churn'].includes(p)) throw new Error('--profile must be random, calm, mixed or churn');
+        if (!FAULT_PROFILES.includes(p as FaultProfile)) throw new Error(`--profile must be one of ${FAULT_PROFILES.join(', ')}`);
         a.profile = p as FaultProfile;
         break;
       }

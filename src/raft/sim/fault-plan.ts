@@ -18,11 +18,15 @@ export interface FaultPlan {
   crashOnCommitRate: number;
   /** Per time unit: probability that a down node restarts. */
   restartRate: number;
+  /** Probability that a new partition shape is aimed at the current leader. */
+  leaderTargeted: number;
   /** Per time unit: probability of a new partition shape / of healing. */
   partitionRate: number;
   healRate: number;
   /** Whether crashes keep a random prefix of unsynced batches (allowed by the disk model). */
   unsyncedSurvival: 'none' | 'prefix';
+  /** Raft election timeout in ticks (shorter means more elections per run). */
+  electionTicks: number;
   preVote: boolean;
   checkQuorum: boolean;
   maxSizePerMsg: number;
@@ -38,12 +42,16 @@ export interface FaultPlan {
  * - calm: no faults at all (the baseline must be clean and live);
  * - mixed: every fault at seeded rates;
  * - churn: leaders crash young (also right after election or a commit) and restart fast,
- *   one entry per append: the interleavings of the paper's Figure 8.
+ *   one entry per append: the interleavings of the paper's Figure 8;
+ * - partition: long leader-targeted partitions, often without check-quorum, so a deposed
+ *   leader lives on beside its successor (stale reads, lost writes).
  */
-export type FaultProfile = 'random' | 'calm' | 'mixed' | 'churn';
+export type FaultProfile = 'random' | 'calm' | 'mixed' | 'churn' | 'partition';
+
+export const FAULT_PROFILES: readonly FaultProfile[] = ['random', 'calm', 'mixed', 'churn', 'partition'];
 
 export function drawFaultPlan(rng: Prng, forced: FaultProfile = 'random'): FaultPlan {
-  const drawn = rng.pick(['calm', 'churn', 'mixed', 'mixed', 'mixed'] as const);
+  const drawn = rng.pick(['calm', 'churn', 'partition', 'mixed', 'mixed', 'mixed'] as const);
   const profile = forced === 'random' ? drawn : forced;
   const compactEvery = rng.int(4, 40);
   const plan = mixedPlan(rng, profile === 'calm', compactEvery);
@@ -55,6 +63,16 @@ export function drawFaultPlan(rng: Prng, forced: FaultProfile = 'random'): Fault
     plan.maxSizePerMsg = 1;
     plan.opRate = 0.2;
     plan.crashOnCommitRate = rng.pick([0.1, 0.3, 0.6]);
+    plan.electionTicks = rng.pick([3, 5]);
+    plan.maxDelay = rng.int(1, 3);
+  }
+  if (profile === 'partition') {
+    plan.partitionRate = rng.pick([0.005, 0.01]);
+    plan.healRate = rng.pick([0.002, 0.005]);
+    plan.leaderTargeted = 1;
+    plan.checkQuorum = rng.chance(0.3);
+    plan.crashRate = 0;
+    plan.opRate = 0.2;
   }
   return plan;
 }
@@ -72,7 +90,9 @@ function mixedPlan(rng: Prng, calm: boolean, compactEvery: number): FaultPlan {
     restartRate: rng.pick([0.005, 0.02, 0.1]),
     partitionRate: calm ? 0 : rng.pick([0, 0.001, 0.004, 0.01, 0.03]),
     healRate: rng.pick([0.005, 0.02]),
+    leaderTargeted: 0.5,
     unsyncedSurvival: rng.chance(0.5) ? 'prefix' : 'none',
+    electionTicks: 10,
     preVote: rng.chance(0.7),
     checkQuorum: rng.chance(0.7),
     maxSizePerMsg: rng.pick([1, 1, 16, 64, 1 << 20]),

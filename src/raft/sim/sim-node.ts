@@ -10,7 +10,7 @@
 import { MemoryStorage } from '../core/memory-storage.js';
 import type { CoreMutation } from '../core/mutations.js';
 import { RaftNode } from '../core/raft-node.js';
-import type { Entry, HardState, Message, NodeId, ReadState, Ready, SnapshotMeta } from '../types.js';
+import type { Entry, HardState, Message, NodeId, ReadState, Ready, Role, SnapshotMeta } from '../types.js';
 import { decodePut, type KvState } from './kv-command.js';
 import type { DiskOp, SimDisk } from './sim-disk.js';
 
@@ -51,6 +51,9 @@ export class SimNode {
   appliedIndex = 0;
   commitSeen = 0;
   up = true;
+  /** Role and leader as of the last Ready (what a client-facing API would report cheaply). */
+  role: Role = 'follower';
+  leader: NodeId = '';
   /** Incremented on every restart: stale callbacks (snapshot reports) check it. */
   incarnation = 0;
   /** Data of the latest local snapshot (storage.snapshot()). */
@@ -108,6 +111,8 @@ export class SimNode {
     this.appliedIndex = snapIndex;
     this.commitSeen = storage.initialState().hardState.commit;
     this.staged = undefined;
+    this.role = 'follower';
+    this.leader = '';
     this.raft = new RaftNode({
       id: this.id,
       storage,
@@ -145,6 +150,10 @@ export class SimNode {
     while (this.raft.hasReady()) {
       const rd = this.raft.ready();
       const prevCommit = this.commitSeen;
+      if (rd.softState) {
+        this.role = rd.softState.role;
+        this.leader = rd.softState.leader;
+      }
       this.persist(rd);
       if (rd.hardState) this.commitSeen = Math.max(this.commitSeen, rd.hardState.commit);
       if (rd.snapshot) this.commitSeen = Math.max(this.commitSeen, rd.snapshot.index);

@@ -23,7 +23,6 @@ import { SimNetwork } from './sim-network.js';
 import { SimNode, type DiskValue, type NodeObserver } from './sim-node.js';
 
 export const TICK_UNITS = 5;
-export const ELECTION_TICKS = 10;
 
 export interface SimOptions {
   seed: number;
@@ -103,7 +102,7 @@ export function runSimulation(opts: SimOptions): SimResult {
         ids,
         disk,
         {
-          electionTicks: ELECTION_TICKS,
+          electionTicks: plan.electionTicks,
           heartbeatTicks: 1,
           maxSizePerMsg: plan.maxSizePerMsg,
           maxInflightMsgs: plan.maxInflightMsgs,
@@ -246,7 +245,7 @@ export function runSimulation(opts: SimOptions): SimResult {
         if (leader) crash(leader);
       }
       if (faultRng.chance(plan.partitionRate)) {
-        const leader = faultRng.chance(0.5) ? currentLeader()?.id : undefined;
+        const leader = faultRng.chance(plan.leaderTargeted) ? currentLeader()?.id : undefined;
         const shape = randomShape(ids, faultRng, leader);
         net.applyBlocked(shape.blocked);
         partitions++;
