@@ -161,6 +161,11 @@ export class ByteReader {
     return out;
   }
 
+  /** Bytes not read yet. */
+  remaining(): number {
+    return this.buf.length - this.pos;
+  }
+
   done(): boolean {
     return this.pos === this.buf.length;
   }

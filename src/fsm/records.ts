@@ -24,27 +24,39 @@ export interface RunRecord {
   held: boolean;
 }
 
+// Layout: [version][internal fields, length-prefixed block][the message, to the end]. The message
+// goes last and unprefixed so encoding is one allocation for the header and one for the result.
+
+function withHeader(header: Uint8Array, message: Uint8Array): Uint8Array {
+  const out = new Uint8Array(header.length + message.length);
+  out.set(header, 0);
+  out.set(message, header.length);
+  return out;
+}
+
 export function encodeJobRecord(rec: JobRecord): Uint8Array {
-  return new ByteWriter(512)
-    .u8(RECORD_FORMAT_VERSION)
-    .bytes(Job.encode(rec.job).finish())
-    .uint(rec.manualSeq)
-    .str(rec.heldRunId)
-    .finish();
+  const header = new ByteWriter(32).u8(RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).finish();
+  return withHeader(header, Job.encode(rec.job).finish());
+}
+
+/** The rest of the record: the protobuf message. */
+function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
+  return bytes.subarray(bytes.length - r.remaining());
 }
 
 export function decodeJobRecord(bytes: Uint8Array): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
-  const job = Job.decode(r.bytes());
-  const rec = { job, manualSeq: r.uint(), heldRunId: r.str() };
-  r.end();
-  return rec;
+  const manualSeq = r.uint();
+  const heldRunId = r.str();
+  return { job: Job.decode(rest(bytes, r)), manualSeq, heldRunId };
 }
 
+const RUN_HEADERS = [Uint8Array.of(RECORD_FORMAT_VERSION, 0), Uint8Array.of(RECORD_FORMAT_VERSION, 1)] as const;
+
 export function encodeRunRecord(rec: RunRecord): Uint8Array {
-  return new ByteWriter(256).u8(RECORD_FORMAT_VERSION).bool(rec.held).bytes(Run.encode(rec.run).finish()).finish();
+  return withHeader(RUN_HEADERS[rec.held ? 1 : 0], Run.encode(rec.run).finish());
 }
 
 export function decodeRunRecord(bytes: Uint8Array): RunRecord {
@@ -52,9 +64,7 @@ export function decodeRunRecord(bytes: Uint8Array): RunRecord {
   const v = r.u8();
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown run record version ${v}`);
   const held = r.bool();
-  const run = Run.decode(r.bytes());
-  r.end();
-  return { run, held };
+  return { run: Run.decode(rest(bytes, r)), held };
 }
 
 export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
