@@ -15,7 +15,7 @@ import {
 } from '../gen/herald/v1/job_service.js';
 import { RunState, type Run } from '../gen/herald/v1/run.js';
 import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
-import { clientError, fromServiceError, HeraldClientError, isServiceError } from './errors.js';
+import { clientError, fromServiceError, HeraldClientError, InvalidSpecError, isServiceError } from './errors.js';
 import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-spec-builders.js';
 import { LeaderRouter } from './leader-router.js';
 import { silentLogger, type ClientLogger } from './logger.js';
@@ -130,6 +130,15 @@ function consistency(opts: ReadOptions): ReadConsistency {
   return opts.consistency === 'stale' ? ReadConsistency.READ_CONSISTENCY_STALE : ReadConsistency.READ_CONSISTENCY_UNSPECIFIED;
 }
 
+function named<K extends string, V>(table: Record<K, V>, value: K | V | undefined, fallback: V, field: string): V {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') return value;
+  if (!Object.prototype.hasOwnProperty.call(table, value)) {
+    throw new InvalidSpecError(`${field}: unknown value "${value}" (use one of: ${Object.keys(table).join(', ')})`, field);
+  }
+  return table[value as K];
+}
+
 function instant(value: Instant): number {
   return value instanceof Date ? value.getTime() : value;
 }
@@ -202,7 +211,7 @@ export class HeraldClient {
       {
         pageSize: filter.pageSize ?? 0,
         pageToken: filter.pageToken ?? '',
-        state: typeof filter.state === 'string' ? JOB_STATES[filter.state] : (filter.state ?? JobState.JOB_STATE_UNSPECIFIED),
+        state: named(JOB_STATES, filter.state, JobState.JOB_STATE_UNSPECIFIED, 'state'),
         labelSelector: filter.labels ?? {},
         taskType: filter.taskType ?? '',
         consistency: consistency(opts),
@@ -286,7 +295,7 @@ export class HeraldClient {
       (c) => c.listRuns.bind(c),
       {
         jobId: filter.jobId ?? '',
-        state: typeof filter.state === 'string' ? RUN_STATES[filter.state] : (filter.state ?? RunState.RUN_STATE_UNSPECIFIED),
+        state: named(RUN_STATES, filter.state, RunState.RUN_STATE_UNSPECIFIED, 'state'),
         pageSize: filter.pageSize ?? 0,
         pageToken: filter.pageToken ?? '',
         consistency: consistency(opts),
@@ -429,7 +438,7 @@ export class HeraldClient {
       else if (err.grpcCode === status.UNAVAILABLE || err.grpcCode === status.DEADLINE_EXCEEDED) this.router.noteFailure(address);
 
       const remaining = deadline - Date.now();
-      if (!isRetryable(err, safety) || attempt >= this.retry.maxAttempts || remaining <= 0 || opts.signal?.aborted) {
+      if (this.closed || !isRetryable(err, safety) || attempt >= this.retry.maxAttempts || remaining <= 0 || opts.signal?.aborted) {
         throw err;
       }
       if (redirected) {

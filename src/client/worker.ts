@@ -197,7 +197,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /**
    * Stops taking new runs and resolves once every held run has finished and its result was
-   * acknowledged (or its lease lost). Runs keep heartbeating meanwhile.
+   * acknowledged (or its lease lost), or the worker stopped. Runs keep heartbeating meanwhile.
    */
   async drain(): Promise<void> {
     if (this.stateValue === 'running') {
@@ -294,6 +294,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (stream) await stream.end(500);
     this.pool.close();
     this.logger.info({ abandoned: this.held.size }, 'worker stopped');
+    // Runs still held are abandoned (their leases expire on the server); nobody waits on them.
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
     this.emit('stopped');
   }
 

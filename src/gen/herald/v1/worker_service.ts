@@ -56,7 +56,10 @@ export interface WorkerHello {
   workerId: string;
   /** The task types this worker executes (at least one). */
   taskTypes: string[];
-  /** How many runs the worker executes at once; the initial credits. */
+  /**
+   * The initial credits of this stream: the worker's free slots when it says hello. Slots busy
+   * with held_runs are not included, so this is 0 when every slot is busy or the worker drains.
+   */
   capacity: number;
   /** Runs the worker still holds from an earlier stream (after a reconnect or a leader change). */
   heldRuns: HeldRun[];
