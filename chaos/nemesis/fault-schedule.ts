@@ -1,0 +1,146 @@
+// The nemesis's plan: a pure function of (seed, nodes, duration, kinds, timing), so a run's faults
+// replay from its seed. Steps are sequential: a fault is applied, held for its duration, healed,
+// then the cluster gets a quiet gap before the next one. Targets that depend only on the member
+// list are fixed here; "the leader" is resolved when the step runs (and recorded in the report),
+// with `choice` breaking any remaining tie deterministically.
+import { Rng } from '../random.js';
+import type { FaultKind } from './fault-kinds.js';
+
+export interface FaultParams {
+  /** Clock offset to apply (ms, may be negative). */
+  clockOffsetMs?: number;
+  /** Clock drift (ms of offset gained per second of real time). */
+  clockDriftMsPerS?: number;
+  /** Peer link delay (ms). */
+  delayMs?: number;
+  /** Probability that a chunk resets its connection (loss). */
+  resetProbability?: number;
+  /** For partitions: the ring order, the minority, the one-way link. */
+  ring?: string[];
+  minority?: string[];
+  from?: string;
+  to?: string;
+  /** For crash points: which persistence point. */
+  crashPoint?: string;
+}
+
+export interface FaultStep {
+  index: number;
+  /** Offset from the start of the fault phase (ms). */
+  atMs: number;
+  kind: FaultKind;
+  /** How long the fault is held before it is healed (ms). */
+  durationMs: number;
+  /** Fixed target nodes (empty when the target is resolved at run time, e.g. the leader). */
+  targets: string[];
+  /** Uniform in [0, 1): picks among run-time candidates (which worker, which follower). */
+  choice: number;
+  params: FaultParams;
+}
+
+export interface FaultScheduleOptions {
+  seed: number;
+  nodeIds: readonly string[];
+  /** Length of the fault phase (ms); no step starts after durationMs − its own duration. */
+  durationMs: number;
+  kinds: readonly FaultKind[];
+  /** Quiet gap between a heal and the next fault (ms), drawn in [min, max]. */
+  gapMs?: readonly [number, number];
+  /** Longest randomized election timeout of the nodes (ms): pauses outlast it. */
+  electionTimeoutMs: number;
+  /** Lease duration of the workload's runs (ms): worker pauses outlast it. */
+  leaseMs: number;
+}
+
+function duration(rng: Rng, kind: FaultKind, o: FaultScheduleOptions): number {
+  switch (kind) {
+    case 'pause-leader':
+    case 'pause-follower':
+      return rng.int(Math.round(o.electionTimeoutMs * 1.5), Math.round(o.electionTimeoutMs * 3));
+    case 'pause-worker':
+      return rng.int(Math.round(o.leaseMs * 1.3), Math.round(o.leaseMs * 2));
+    case 'kill-all':
+    case 'kill-majority':
+      return rng.int(1_000, 3_000);
+    case 'kill-worker':
+    case 'kill-worker-before-effect':
+    case 'kill-worker-after-effect':
+      return rng.int(500, 2_000);
+    case 'crash-before-sync':
+    case 'crash-after-sync':
+    case 'crash-snapshot-save':
+    case 'crash-snapshot-install':
+      return rng.int(3_000, 6_000);
+    default:
+      return rng.int(2_000, 5_000);
+  }
+}
+
+function params(rng: Rng, kind: FaultKind, nodes: readonly string[]): { targets: string[]; params: FaultParams } {
+  const n = nodes.length;
+  switch (kind) {
+    case 'kill-one':
+      return { targets: [rng.pick(nodes)], params: {} };
+    case 'kill-majority':
+      return { targets: rng.sample(nodes, Math.floor(n / 2) + 1), params: {} };
+    case 'kill-all':
+      return { targets: [...nodes], params: {} };
+    case 'partition-isolate-one':
+      return { targets: [rng.pick(nodes)], params: {} };
+    case 'partition-majority-minority':
+      return { targets: [], params: { minority: rng.sample(nodes, rng.int(1, Math.floor((n - 1) / 2))) } };
+    case 'partition-ring':
+      return { targets: [], params: { ring: rng.shuffle(nodes) } };
+    case 'partition-one-way': {
+      const [from, to] = rng.shuffle(nodes);
+      return { targets: [], params: { from: from!, to: to! } };
+    }
+    case 'link-delay':
+      return { targets: [], params: { delayMs: rng.int(20, 150) } };
+    case 'link-loss':
+      return { targets: [], params: { resetProbability: Math.round(rng.int(5, 60)) / 1000 } };
+    case 'clock-jump-one':
+      return { targets: [rng.pick(nodes)], params: { clockOffsetMs: (rng.chance(0.5) ? 1 : -1) * rng.int(5_000, 90_000) } };
+    case 'clock-jump-leader':
+      return { targets: [], params: { clockOffsetMs: (rng.chance(0.5) ? 1 : -1) * rng.int(5_000, 90_000) } };
+    case 'clock-drift-leader':
+      return { targets: [], params: { clockDriftMsPerS: (rng.chance(0.5) ? 1 : -1) * rng.int(50, 500) } };
+    case 'crash-before-sync':
+    case 'crash-after-sync':
+      return { targets: [rng.pick(nodes)], params: { crashPoint: kind.slice('crash-'.length) } };
+    case 'crash-snapshot-save':
+      return { targets: [rng.pick(nodes)], params: { crashPoint: 'snapshot-save' } };
+    case 'crash-snapshot-install':
+      return { targets: [rng.pick(nodes)], params: { crashPoint: 'snapshot-install' } };
+    default:
+      return { targets: [], params: {} };
+  }
+}
+
+export function faultSchedule(o: FaultScheduleOptions): FaultStep[] {
+  const steps: FaultStep[] = [];
+  if (o.kinds.length === 0) return steps;
+  const rng = new Rng(o.seed).fork('nemesis');
+  const [gapMin, gapMax] = o.gapMs ?? [1_500, 4_000];
+  // The first fault comes after the workload had a moment to start.
+  let t = rng.int(gapMin, gapMax);
+  // Cycle through a shuffled deck of kinds so every kind shows up in a long enough run.
+  let deck: FaultKind[] = [];
+  for (;;) {
+    if (deck.length === 0) deck = rng.shuffle(o.kinds);
+    const kind = deck.pop()!;
+    const d = duration(rng, kind, o);
+    if (t + d > o.durationMs) break;
+    const p = params(rng, kind, o.nodeIds);
+    steps.push({ index: steps.length, atMs: t, kind, durationMs: d, targets: p.targets, choice: rng.next(), params: p.params });
+    t += d + rng.int(gapMin, gapMax);
+  }
+  return steps;
+}
+
+/** Fault counts by kind (for reports). */
+export function countByKind(steps: readonly { kind: FaultKind }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of steps) out[s.kind] = (out[s.kind] ?? 0) + 1;
+  return out;
+}

@@ -1,0 +1,100 @@
+// Test-only fault injection inside a `herald server` process, loaded with
+// `node --import ./chaos/preload/node-faults.mjs bin/herald.mjs server ...` by the chaos
+// orchestrator and by nothing else (plain JS: it runs before any TypeScript loader could).
+//
+// It polls a JSON control file named by CHAOS_CONTROL_FILE (written atomically by the
+// orchestrator) and applies:
+// - clock: { offsetMs, driftMsPerS, sinceMs } — Date.now() returns real time + offset (+ drift
+//   accumulated since sinceMs). Only the wall clock moves: performance.now()/hrtime (the monotonic
+//   clock Raft uses for timeouts and leases) is untouched, exactly as with a real NTP step.
+// - crash: { id, point, phase, nth } — SIGKILL this process at the nth matching persistence event
+//   after arming: point 'sync' (any LevelDB write with sync:true), 'compaction' (a synced batch of
+//   deletes only: log compaction), 'snapshot-save' (the state machine's synced applied-index
+//   write that precedes compaction), 'snapshot-install' (the rename of a received snapshot into
+//   place); phase 'before' or 'after' the write completes.
+// Without CHAOS_CONTROL_FILE this module does nothing.
+import { readFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+
+const file = process.env.CHAOS_CONTROL_FILE;
+if (file) {
+  const require = createRequire(import.meta.url);
+  const realNow = Date.now.bind(Date);
+  let control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 }, crash: undefined };
+  let armedId;
+  let matches = 0;
+
+  const read = () => {
+    try {
+      const next = JSON.parse(readFileSync(file, 'utf8'));
+      control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0, ...(next.clock ?? {}) }, crash: next.crash };
+      if (control.crash && control.crash.id !== armedId) {
+        armedId = control.crash.id;
+        matches = 0;
+      }
+    } catch {
+      // missing or half-written: keep the last control
+    }
+  };
+  read();
+  setInterval(read, 25).unref();
+
+  Date.now = () => {
+    const now = realNow();
+    const c = control.clock;
+    const drift = c.driftMsPerS && c.sinceMs ? ((now - c.sinceMs) / 1000) * c.driftMsPerS : 0;
+    return Math.round(now + c.offsetMs + drift);
+  };
+
+  const die = (what) => {
+    process.stderr.write(`chaos: crash point ${what} reached; SIGKILL\n`);
+    process.kill(process.pid, 'SIGKILL');
+  };
+  /** True when this event is the armed crash point's nth match ('sync' matches every synced write). */
+  const hit = (point, phase) => {
+    const c = control.crash;
+    if (!c || c.id !== armedId || c.phase !== phase) return false;
+    if (c.point !== 'sync' && c.point !== point) return false;
+    matches += 1;
+    return matches === (c.nth ?? 1);
+  };
+  const pointOf = (kind, opsOrKey) => {
+    if (kind === 'batch' && Array.isArray(opsOrKey) && opsOrKey.length > 0 && opsOrKey.every((o) => o.type === 'del')) return 'compaction';
+    if (kind === 'put' && String(opsOrKey) === 'm\u0000applied') return 'snapshot-save';
+    return 'sync';
+  };
+  const wrap = (kind, original) =>
+    async function (...args) {
+      const opts = kind === 'batch' ? args[1] : args[2];
+      if (!opts || opts.sync !== true || !control.crash) return original.apply(this, args);
+      const point = pointOf(kind, args[0]);
+      if (hit(point, 'before')) die(`${point}/before`);
+      const result = await original.apply(this, args);
+      if (hit(point, 'after')) die(`${point}/after`);
+      return result;
+    };
+  try {
+    const { ClassicLevel } = require('classic-level');
+    const proto = Object.getPrototypeOf(ClassicLevel.prototype);
+    const batch = ClassicLevel.prototype.batch ?? proto.batch;
+    const put = ClassicLevel.prototype.put ?? proto.put;
+    ClassicLevel.prototype.batch = function (...args) {
+      // The chained form (no arguments) keeps its own write(); only the array form is a hook.
+      if (args.length === 0 || !Array.isArray(args[0])) return batch.apply(this, args);
+      return wrap('batch', batch).apply(this, args);
+    };
+    ClassicLevel.prototype.put = wrap('put', put);
+  } catch (e) {
+    process.stderr.write(`chaos: could not hook classic-level: ${e}\n`);
+  }
+
+  const fsp = require('node:fs/promises');
+  const rename = fsp.rename;
+  fsp.rename = async function (from, to) {
+    const install = control.crash && /snapshots/.test(String(to));
+    if (install && hit('snapshot-install', 'before')) die('snapshot-install/before');
+    await rename.call(this, from, to);
+    if (install && control.crash && hit('snapshot-install', 'after')) die('snapshot-install/after');
+  };
+  syncBuiltinESMExports();
+}

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { ALL_FAULT_KINDS, availableKinds, parseFaultFamilies } from '../../chaos/nemesis/fault-kinds.js';
+import { faultSchedule, countByKind, type FaultScheduleOptions } from '../../chaos/nemesis/fault-schedule.js';
+import { cut, isolate, oneWay, reachability, ring, split } from '../../chaos/nemesis/partition-shapes.js';
+
+const base = (seed: number, over: Partial<FaultScheduleOptions> = {}): FaultScheduleOptions => ({
+  seed,
+  nodeIds: ['n1', 'n2', 'n3', 'n4', 'n5'],
+  durationMs: 600_000,
+  kinds: availableKinds(['kill', 'pause', 'partition', 'clock', 'crashpoints'], { workers: true, nodes: 5, clock: true, crashpoints: true }),
+  electionTimeoutMs: 1_000,
+  leaseMs: 3_000,
+  ...over,
+});
+
+describe('nemesis fault schedule', () => {
+  it('replays exactly from its seed and differs across seeds', () => {
+    expect(faultSchedule(base(42))).toEqual(faultSchedule(base(42)));
+    expect(faultSchedule(base(42))).not.toEqual(faultSchedule(base(43)));
+  });
+
+  it('covers every selected kind in a long run, sequentially, within the duration', () => {
+    const steps = faultSchedule(base(1));
+    expect(Object.keys(countByKind(steps)).sort()).toEqual([...ALL_FAULT_KINDS].sort());
+    for (let i = 1; i < steps.length; i++) expect(steps[i]!.atMs).toBeGreaterThan(steps[i - 1]!.atMs + steps[i - 1]!.durationMs);
+    const last = steps[steps.length - 1]!;
+    expect(last.atMs + last.durationMs).toBeLessThanOrEqual(600_000);
+  });
+
+  it('holds pauses longer than an election timeout (nodes) or a lease (workers)', () => {
+    for (const s of faultSchedule(base(5))) {
+      if (s.kind === 'pause-leader' || s.kind === 'pause-follower') expect(s.durationMs).toBeGreaterThan(1_000);
+      if (s.kind === 'pause-worker') expect(s.durationMs).toBeGreaterThan(3_000);
+      if (s.kind === 'kill-majority') expect(s.targets.length).toBe(3);
+      if (s.kind === 'partition-majority-minority') expect(s.params.minority!.length).toBeLessThanOrEqual(2);
+      if (s.kind === 'partition-ring') expect([...s.params.ring!].sort()).toEqual(['n1', 'n2', 'n3', 'n4', 'n5']);
+    }
+  });
+
+  it('selects by family, leaves out what the cluster cannot do, and rejects unknown families', () => {
+    expect(parseFaultFamilies('all')).toEqual(['kill', 'pause', 'partition', 'clock', 'crashpoints']);
+    expect(parseFaultFamilies('kill,clock')).toEqual(['kill', 'clock']);
+    expect(() => parseFaultFamilies('kill,bogus')).toThrow(/unknown family "bogus"/);
+    const kinds = availableKinds(['kill', 'partition', 'crashpoints'], { workers: false, nodes: 3, clock: true, crashpoints: false });
+    expect(kinds).toContain('kill-leader');
+    expect(kinds).not.toContain('kill-worker');
+    expect(kinds).not.toContain('partition-ring');
+    expect(kinds.some((k) => k.startsWith('crash-'))).toBe(false);
+    expect(faultSchedule(base(1, { kinds: [] }))).toEqual([]);
+  });
+});
+
+describe('partition shapes', () => {
+  const all = ['n1', 'n2', 'n3', 'n4', 'n5'];
+  it('isolate and split cut both directions between the sides only', () => {
+    const r = reachability(all, isolate('n2', all));
+    expect(r.get('n2')).toEqual([]);
+    expect(r.get('n1')).toEqual(['n3', 'n4', 'n5']);
+    const s = reachability(all, split(['n1', 'n4'], all));
+    expect(s.get('n1')).toEqual(['n4']);
+    expect(s.get('n3')).toEqual(['n2', 'n5']);
+    expect(cut(['n1'], ['n1']).size).toBe(0);
+  });
+
+  it('a 5-node ring gives every node a majority (itself + 2 neighbours), no two the same', () => {
+    const r = reachability(all, ring(['n1', 'n3', 'n5', 'n2', 'n4']));
+    expect(r.get('n1')).toEqual(['n3', 'n4']);
+    expect(r.get('n3')).toEqual(['n1', 'n5']);
+    const views = all.map((n) => [n, ...r.get(n)!].sort().join(','));
+    expect(new Set(views).size).toBe(5);
+  });
+
+  it('one-way blocks a single direction', () => {
+    const r = reachability(['n1', 'n2', 'n3'], oneWay('n1', 'n2'));
+    expect(r.get('n1')).toEqual(['n3']);
+    expect(r.get('n2')).toEqual(['n1', 'n3']);
+  });
+});

@@ -1,0 +1,73 @@
+// chaos/preload/node-faults.mjs inside a real process: the wall-clock offset moves Date.now()
+// (and only it), and an armed crash point SIGKILLs the process before or after a synced write.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FAULT_PRELOAD, REPO_ROOT } from '../../chaos/orchestrator/cluster-processes.js';
+import { NodeControl } from '../../chaos/orchestrator/node-control.js';
+
+function run(code: string, controlFile: string): Promise<{ stdout: string; code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ['--import', FAULT_PRELOAD, '-e', code], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, CHAOS_CONTROL_FILE: controlFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.once('exit', (code, signal) => resolve({ stdout, code, signal }));
+  });
+}
+
+const dbScript = (dir: string) => `
+const { ClassicLevel } = require('classic-level');
+(async () => {
+  const db = new ClassicLevel(${JSON.stringify(dir)});
+  await db.open();
+  const before = await db.get('k');
+  console.log(JSON.stringify({ before: before ?? null }));
+  await db.put('k', 'v', { sync: true });
+  console.log(JSON.stringify({ wrote: true }));
+  await db.close();
+})();
+`;
+
+describe('chaos node-faults preload', () => {
+  let root: string | undefined;
+  afterEach(async () => {
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('offsets Date.now() but not performance.now()', async () => {
+    root = await mkdtemp(join(tmpdir(), 'herald-chaos-preload-'));
+    const control = new NodeControl(join(root, 'c.json'));
+    control.setClock({ offsetMs: 90_000 });
+    const r = await run('console.log(JSON.stringify({ now: Date.now(), mono: performance.timeOrigin + performance.now() }))', control.file);
+    const j = JSON.parse(r.stdout) as { now: number; mono: number };
+    expect(j.now - Date.now()).toBeGreaterThan(85_000);
+    expect(Math.abs(j.mono - Date.now())).toBeLessThan(5_000);
+  });
+
+  it('kills the process before a synced write (nothing written) and after one (written)', async () => {
+    root = await mkdtemp(join(tmpdir(), 'herald-chaos-preload-'));
+    const control = new NodeControl(join(root, 'c.json'));
+    const dir = join(root, 'db');
+    control.armCrash({ id: 'a', point: 'sync', phase: 'before', nth: 1 });
+    const first = await run(dbScript(dir), control.file);
+    expect(first.signal).toBe('SIGKILL');
+    expect(first.stdout).not.toContain('wrote');
+
+    control.armCrash({ id: 'b', point: 'sync', phase: 'after', nth: 1 });
+    const second = await run(dbScript(dir), control.file);
+    expect(second.signal).toBe('SIGKILL');
+    expect(second.stdout).toContain('"before":null');
+    expect(second.stdout).not.toContain('wrote');
+
+    control.armCrash(undefined);
+    const third = await run(dbScript(dir), control.file);
+    expect(third.code).toBe(0);
+    expect(third.stdout).toContain('"before":"v"');
+  });
+});
