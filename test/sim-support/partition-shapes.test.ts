@@ -3,6 +3,7 @@ import { createPrng } from '../../src/raft/sim/prng.js';
 import { SimNetwork } from '../../src/raft/sim/sim-network.js';
 import {
   bidirectionalPeers,
+  bridge,
   inboundIsolate,
   isolateNode,
   majorityMinority,
@@ -59,6 +60,18 @@ describe('partition shapes', () => {
       expect(FIVE.some((n) => bidirectionalPeers(FIVE, s, n).size === 5)).toBe(false);
     }
     expect(ring(THREE, createPrng(1)).blocked).toEqual([]);
+  });
+
+  it('a 5-node bridge joins two halves through one node that sees everyone', () => {
+    for (let seed = 0; seed < 10; seed++) {
+      const s = bridge(FIVE, createPrng(seed));
+      const everyone = FIVE.filter((n) => bidirectionalPeers(FIVE, s, n).size === 5);
+      expect(everyone).toHaveLength(1);
+      // Each side sees itself plus the bridge: 3 of 5, a majority, yet the sides never meet.
+      for (const n of FIVE) expect(seesMajority(FIVE, s, n)).toBe(true);
+      const sides = FIVE.filter((n) => n !== everyone[0]).map((n) => bidirectionalPeers(FIVE, s, n));
+      expect(sides.every((p) => p.size === 3)).toBe(true);
+    }
   });
 
   it('one-way shapes cut a single direction', () => {

@@ -13,6 +13,7 @@ export type ShapeKind =
   | 'one-way'
   | 'inbound-isolate'
   | 'outbound-isolate'
+  | 'bridge'
   | 'none';
 
 export interface PartitionShape {
@@ -126,6 +127,25 @@ export function outboundIsolate(nodes: readonly NodeId[], node: NodeId): Partiti
     kind: 'outbound-isolate',
     description: `nobody hears ${node}`,
     blocked: nodes.filter((n) => n !== node).map((n): [NodeId, NodeId] => [node, n]),
+  };
+}
+
+/**
+ * Jepsen's bridge: two halves that cannot talk to each other, joined by one node that talks to
+ * both. With 5 nodes ({a,b} - c - {d,e}) every node still sees a majority, and the bridge node
+ * sees everyone: two would-be leaders can each gather a quorum through it. Not drawn by
+ * randomShape (kept stable so recorded simulator seeds replay); use it directly.
+ */
+export function bridge(nodes: readonly NodeId[], rng: Prng): PartitionShape {
+  if (nodes.length < 3) throw new Error('bridge needs at least 3 nodes');
+  const order = rng.shuffle([...nodes]);
+  const middle = order[Math.floor(order.length / 2)]!;
+  const left = order.slice(0, Math.floor(order.length / 2));
+  const right = order.slice(Math.floor(order.length / 2) + 1);
+  return {
+    kind: 'bridge',
+    description: `bridge {${left.join(',')}} - ${middle} - {${right.join(',')}}`,
+    blocked: cutBetween(left, right),
   };
 }
 
