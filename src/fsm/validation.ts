@@ -60,9 +60,9 @@ function validateInstant(v: number, field: string): void {
   }
 }
 
-function validateRange(v: number, lo: number, hi: number, field: string, unit = ''): void {
-  if (!Number.isFinite(v) || v < lo || v > hi || (Number.isInteger(lo) && !Number.isInteger(v))) {
-    bad('INVALID_SPEC', field, `must be between ${lo} and ${hi}${unit} (got ${v})`);
+function validateRange(v: number, lo: number, hi: number, field: string, unit = '', integer = true): void {
+  if (!Number.isFinite(v) || v < lo || v > hi || (integer && !Number.isInteger(v))) {
+    bad('INVALID_SPEC', field, `must be ${integer ? 'an integer ' : ''}between ${lo} and ${hi}${unit} (got ${v})`);
   }
 }
 
@@ -106,7 +106,7 @@ export function validateJobSpec(spec: JobSpec | undefined, limits: SpecLimits = 
     if (retry.maxBackoffMs !== 0 && retry.initialBackoffMs > retry.maxBackoffMs) {
       bad('INVALID_SPEC', 'spec.retry.max_backoff_ms', 'must not be below initial_backoff_ms');
     }
-    if (retry.backoffMultiplier !== 0) validateRange(retry.backoffMultiplier, 1, 100, 'spec.retry.backoff_multiplier');
+    if (retry.backoffMultiplier !== 0) validateRange(retry.backoffMultiplier, 1, 100, 'spec.retry.backoff_multiplier', '', false);
     if (retry.nonRetryableErrorTypes.length > 64) bad('INVALID_SPEC', 'spec.retry.non_retryable_error_types', 'at most 64 entries');
     retry.nonRetryableErrorTypes.forEach((t, i) => {
       if (t.length === 0 || t.length > 128) bad('INVALID_SPEC', `spec.retry.non_retryable_error_types[${i}]`, 'must be 1–128 characters');
