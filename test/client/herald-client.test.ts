@@ -14,6 +14,7 @@ import {
 } from '../../src/client/errors.js';
 import { JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
+import { ReadConsistency } from '../../src/gen/herald/v1/job_service.js';
 import { FakeCluster } from './fakes/fake-cluster.js';
 import { waitFor } from './fakes/grpc-test-server.js';
 
@@ -297,6 +298,8 @@ describe('HeraldClient: every RPC', () => {
     for await (const r of c.iterateRuns({ jobId: 'r', pageSize: 2 })) runs.push(r.id);
     expect(runs.sort()).toEqual([manual.id, ...ids].sort());
     expect((await c.getRun(ids[0]!, { consistency: 'stale' })).backfilled).toBe(true);
+    expect(cluster.nodes[0]!.callsOf('getRun')[0]!.request).toEqual({ runId: ids[0], consistency: ReadConsistency.READ_CONSISTENCY_STALE });
+    await expect(c.listRuns({ state: 'bogus' as never })).rejects.toThrow(/state: unknown value "bogus"/);
     expect((await c.cancelRun(ids[1]!, 'no')).state).toBe(RunState.RUN_STATE_CANCELLED);
     expect(await rejection(c.getRun('nope'))).toBeInstanceOf(NotFoundError);
     expect(await c.deleteJob('r')).toEqual({ cancelledRuns: 0 });

@@ -109,6 +109,36 @@ describe('Worker: executing runs', () => {
     expect(t.fencingToken).toBe(byId.get('t')!.fencingToken);
   });
 
+  it('answers runs it cannot execute with typed failures: no handler, oversize output', async () => {
+    const s = await server();
+    const w = worker({ endpoints: [s.address], concurrency: 2, handlers: { big: () => Buffer.alloc(64 * 1024 + 1) } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'nh', taskType: 'nobody-handles-this' });
+    conn.assign({ runId: 'big', taskType: 'big' });
+    await s.waitForResults(2);
+    const byId = new Map(s.results.map((r) => [r.runId, r.outcome]));
+    expect(byId.get('nh')).toMatchObject({ $case: 'failure', failure: { retryable: true, errorType: 'NoHandler' } });
+    expect(byId.get('big')).toMatchObject({ $case: 'failure', failure: { retryable: false, errorType: 'OutputTooLarge' } });
+  });
+
+  it('runs a duplicated assignment (same token) once', async () => {
+    const s = await server();
+    let calls = 0;
+    const g = gate();
+    const w = worker({ endpoints: [s.address], concurrency: 2, handlers: { work: async () => { calls += 1; await g.promise; } } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'dup' });
+    conn.assign({ runId: 'dup', fencingToken: a.fencingToken });
+    await waitFor(() => calls === 1, 'handler started');
+    await new Promise((r) => setTimeout(r, 30));
+    g.open();
+    await s.waitForResults(1);
+    expect(calls).toBe(1);
+    expect(w.heldRuns).toEqual([]);
+  });
+
   it('heartbeats held runs at the interval the welcome sets', async () => {
     const s = await server({ heartbeatIntervalMs: 15 });
     const g = gate();
@@ -479,6 +509,28 @@ describe('Worker: lifecycle', () => {
     expect(reason!.reason).toBe('shutdown');
     expect(s.results).toHaveLength(1);
     expect(s.results[0]!.outcome).toMatchObject({ $case: 'failure', failure: { retryable: true, errorType: 'WorkerShutdown' } });
+  });
+
+  it('drain() alone stops credits but keeps the stream for heartbeats and results', async () => {
+    const s = await server();
+    const g = gate();
+    const w = worker({ endpoints: [s.address], concurrency: 2, handlers: { work: () => g.promise } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'd1' });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    let drained = false;
+    const draining = w.drain().then(() => (drained = true));
+    await waitFor(() => conn.drained, 'drain message');
+    const creditsBefore = conn.received.filter((m) => m.message?.$case === 'credits').length;
+    g.open();
+    await draining;
+    expect(drained).toBe(true);
+    expect(s.results.map((r) => r.runId)).toEqual(['d1']);
+    // The freed slot was not offered back, and the stream is still up.
+    expect(conn.received.filter((m) => m.message?.$case === 'credits').length).toBe(creditsBefore);
+    expect(w.connected).toBe(true);
+    expect(w.state).toBe('draining');
   });
 
   it('a second shutdown() with a shorter grace cuts the first one short', async () => {
