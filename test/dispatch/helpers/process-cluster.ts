@@ -1,0 +1,170 @@
+// Real `herald server --state-machine scheduler` processes plus real worker processes
+// (fixtures/worker-process.ts), for the multi-process dispatch tests and benches. Everything
+// started here is killed by cleanup(), even when a test fails.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { HeraldClient } from '../../../src/client/herald-client.js';
+import { SchedulerStateMachine } from '../../../src/fsm/index.js';
+import { TestCluster, waitFor } from '../../raft-runtime/helpers/cluster.js';
+import type { TimedEvent } from '../fixtures/raw-worker.js';
+
+export interface SchedulerClusterOptions {
+  size?: number;
+  tickMs?: number;
+  electionTicks?: number;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  misfireThresholdMs?: number;
+  watchdogGraceMs?: number;
+  extraArgs?: string[];
+}
+
+const WORKER_SCRIPT = join(import.meta.dirname, '..', 'fixtures', 'worker-process.ts');
+
+export class WorkerProc {
+  readonly events: TimedEvent[] = [];
+  readonly exit: Promise<unknown>;
+  private buf = '';
+
+  constructor(
+    readonly id: string,
+    readonly proc: ChildProcess,
+  ) {
+    this.exit = new Promise((r) => proc.once('exit', r));
+    proc.stdout!.on('data', (d: Buffer) => {
+      this.buf += d.toString();
+      const lines = this.buf.split('\n');
+      this.buf = lines.pop()!;
+      for (const l of lines) if (l.trim()) this.events.push(JSON.parse(l) as TimedEvent);
+    });
+    proc.stderr!.on('data', () => undefined);
+  }
+
+  get running(): boolean {
+    return this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  of<T extends TimedEvent['type']>(type: T): Extract<TimedEvent, { type: T }>[] {
+    return this.events.filter((e) => e.type === type) as Extract<TimedEvent, { type: T }>[];
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    if (this.running) this.proc.kill(sig);
+  }
+}
+
+export class SchedulerCluster {
+  readonly workers: WorkerProc[] = [];
+  client!: HeraldClient;
+
+  private constructor(
+    readonly raft: TestCluster,
+    readonly opts: SchedulerClusterOptions,
+  ) {}
+
+  static async start(opts: SchedulerClusterOptions = {}): Promise<SchedulerCluster> {
+    const args = [
+      '--state-machine',
+      'scheduler',
+      '--lease-ms',
+      String(opts.leaseMs ?? 2000),
+      '--heartbeat-interval-ms',
+      String(opts.heartbeatMs ?? 300),
+      '--misfire-threshold-ms',
+      String(opts.misfireThresholdMs ?? 5000),
+      '--watchdog-grace-ms',
+      String(opts.watchdogGraceMs ?? 5000),
+      '--log-level',
+      'warn',
+      ...(opts.extraArgs ?? []),
+    ];
+    const raft = await TestCluster.create({ size: opts.size ?? 3, tickMs: opts.tickMs ?? 50, electionTicks: opts.electionTicks ?? 10, extraArgs: args });
+    const c = new SchedulerCluster(raft, opts);
+    try {
+      await raft.startAll();
+      c.client = new HeraldClient({ endpoints: c.endpoints, defaultDeadlineMs: 20_000 });
+      await raft.waitForLeader();
+    } catch (e) {
+      await c.cleanup();
+      throw e;
+    }
+    return c;
+  }
+
+  get endpoints(): string[] {
+    return [...this.raft.nodes.values()].map((n) => `127.0.0.1:${n.clientPort}`);
+  }
+
+  startWorker(id: string, o: { capacity?: number; sleepMs?: number; reportAfterLoss?: boolean; types?: string[]; quiet?: boolean } = {}): WorkerProc {
+    const args = [
+      '--import',
+      'tsx',
+      WORKER_SCRIPT,
+      '--endpoints',
+      this.endpoints.join(','),
+      '--id',
+      id,
+      '--types',
+      (o.types ?? ['test']).join(','),
+      '--capacity',
+      String(o.capacity ?? 4),
+      '--sleep-ms',
+      String(o.sleepMs ?? 0),
+      ...(o.reportAfterLoss ? ['--report-after-loss'] : []),
+      ...(o.quiet ? ['--quiet'] : []),
+    ];
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const w = new WorkerProc(id, proc);
+    this.workers.push(w);
+    return w;
+  }
+
+  async waitWorkersConnected(workers: WorkerProc[], timeoutMs = 20_000): Promise<void> {
+    await waitFor('workers welcomed', () => workers.every((w) => w.of('welcome').length > 0), timeoutMs, 50);
+  }
+
+  /** Opens a stopped node's scheduler state machine (offline inspection). */
+  async withFsm<T>(id: string, fn: (fsm: SchedulerStateMachine) => Promise<T>): Promise<T> {
+    if (this.raft.isRunning(id)) throw new Error(`node ${id} is running`);
+    const fsm = await SchedulerStateMachine.open(join(this.raft.nodes.get(id)!.dataDir, 'sm'));
+    try {
+      return await fn(fsm);
+    } finally {
+      await fsm.close();
+    }
+  }
+
+  /** Stops every node gracefully and opens the one that applied the most. */
+  async stopAndInspect<T>(fn: (fsm: SchedulerStateMachine) => Promise<T>): Promise<T> {
+    await this.raft.stopAll('SIGTERM');
+    let best = '';
+    let bestApplied = -1;
+    for (const id of this.raft.nodes.keys()) {
+      const applied = await this.withFsm(id, (f) => f.appliedIndex());
+      if (applied > bestApplied) {
+        best = id;
+        bestApplied = applied;
+      }
+    }
+    return this.withFsm(best, fn);
+  }
+
+  async cleanup(): Promise<void> {
+    for (const w of this.workers) w.signal('SIGKILL');
+    await Promise.all(this.workers.map((w) => w.exit));
+    this.client?.close();
+    await this.raft.cleanup();
+  }
+}
+
+/** Every run of a job (all pages), via the FSM. */
+export async function allRuns(fsm: SchedulerStateMachine, jobId: string) {
+  const out = [];
+  let pageToken = '';
+  do {
+    const page = await fsm.listRuns({ jobId, pageSize: 1000, pageToken });
+    out.push(...page.items);
+    pageToken = page.nextPageToken;
+  } while (pageToken);
+  return out.sort((a, b) => a.slotUnixMs - b.slotUnixMs);
+}
