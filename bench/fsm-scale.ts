@@ -59,14 +59,18 @@ function quantile(xs: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
-/** Reads windows of WINDOW_SLOTS slots at random positions among the first `jobs` jobs. */
-async function measureWindows(fsm: SchedulerStateMachine, jobs: number, reps = 300): Promise<{ p50Ms: number; p99Ms: number; slots: number }> {
+/**
+ * Reads windows of WINDOW_SLOTS slots among the first `jobs` jobs: at random positions (block
+ * cache mostly cold for large N), or the same window again and again (warm: the pure cost of the
+ * range read).
+ */
+async function measureWindows(fsm: SchedulerStateMachine, jobs: number, mode: 'random' | 'same', reps = 300): Promise<{ p50Ms: number; p99Ms: number; slots: number }> {
   const times: number[] = [];
   let seed = 12345;
   let slots = 0;
   for (let r = 0; r < reps + 20; r++) {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    const first = (seed % Math.max(1, jobs - WINDOW_SLOTS)) * STEP;
+    const first = mode === 'same' ? Math.floor(jobs / 2) * STEP : (seed % Math.max(1, jobs - WINDOW_SLOTS)) * STEP;
     const from = T0 + first;
     const t = performance.now();
     const due = await fsm.dueWindow(from, from + WINDOW_SLOTS * STEP, 10 * WINDOW_SLOTS);
@@ -82,9 +86,11 @@ async function main(): Promise<void> {
   const fsm = await SchedulerStateMachine.open(dir);
   try {
     const loadSmallMs = await load(fsm, 0, SMALL);
-    const small = await measureWindows(fsm, SMALL);
+    const small = await measureWindows(fsm, SMALL, 'random');
+    const smallWarm = await measureWindows(fsm, SMALL, 'same');
     const loadRestMs = await load(fsm, SMALL, TOTAL);
-    const large = await measureWindows(fsm, TOTAL);
+    const large = await measureWindows(fsm, TOTAL, 'random');
+    const largeWarm = await measureWindows(fsm, TOTAL, 'same');
     // Fire: 10,000 due slots in one command, at a position in the middle of the job range.
     const base = Math.floor((TOTAL - FIRE_SLOTS) / 2);
     const items = Array.from({ length: FIRE_SLOTS }, (_, k) => ({ jobId: `job-${String(base + k).padStart(8, '0')}`, slotMs: T0 + (base + k) * STEP }));
@@ -109,12 +115,16 @@ async function main(): Promise<void> {
         dueWindowSmall: small,
         dueWindowLarge: large,
         dueWindowP50Ratio: +(large.p50Ms / small.p50Ms).toFixed(2),
+        dueWindowSmallWarm: smallWarm,
+        dueWindowLargeWarm: largeWarm,
+        dueWindowWarmP50Ratio: +(largeWarm.p50Ms / smallWarm.p50Ms).toFixed(2),
         fireBatchSlots: FIRE_SLOTS,
         fireBatchMs: +fireMs.toFixed(1),
         fireSlotsPerSec: Math.round(FIRE_SLOTS / (fireMs / 1000)),
         readyRuns1000Ms: +readyMs.toFixed(2),
         readyRunsReturned: ready.length,
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+        loadAvg1m: +(await import('node:os')).loadavg()[0]!.toFixed(1),
         node: process.version,
       }),
     );
