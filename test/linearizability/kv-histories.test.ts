@@ -58,6 +58,17 @@ describe('non-linearizable KV histories', () => {
     expect(text).toContain('state after it: "2"');
   });
 
+  it('a long prefix is summarised down to its tail, where the violation is', () => {
+    const puts = Array.from({ length: 30 }, (_, i) => op(1, 2 * i, 2 * i + 1, put('x', `v${i}`), ack));
+    const r = check([...puts, op(2, 100, 101, get('x'), read('v3'))]);
+    expect(r.result).toBe('illegal');
+    const text = describeResult(kvModel, r, { tail: 5 });
+    expect(text).toContain('longest linearizable prefix (30 ops)');
+    expect(text).toContain('... 25 earlier ops');
+    expect(text).toContain('put(x, "v29")');
+    expect(text).not.toContain('put(x, "v24")');
+  });
+
   it('a lost write: an acknowledged append missing from a later read', () => {
     const h = [op(1, 0, 1, append('x', 'a'), ack), op(2, 2, 3, append('x', 'b'), ack), op(3, 4, 5, get('x'), read('b'))];
     expect(check(h).result).toBe('illegal');

@@ -278,8 +278,12 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, all: readonly Operation<
   };
 }
 
-/** A readable account of a check result, for test failures and the simulator's trace. */
-export function describeResult<S, I, O>(model: Model<S, I, O>, r: CheckResult<S, I, O>): string {
+/**
+ * A readable account of a check result, for test failures and the simulator's trace. Only the
+ * last `tail` ops of the prefix are listed (the violation is at its end); the explanation object
+ * keeps all of them.
+ */
+export function describeResult<S, I, O>(model: Model<S, I, O>, r: CheckResult<S, I, O>, opts: { tail?: number } = {}): string {
   if (r.result === 'ok') return `linearizable (${r.partitions} partitions, ${r.steps} steps)`;
   if (r.result === 'unknown') return `unknown: ${r.reason} after ${r.steps} steps`;
   const op = (o: Operation<I, O>): string => {
@@ -289,11 +293,13 @@ export function describeResult<S, I, O>(model: Model<S, I, O>, r: CheckResult<S,
     return `${who}${body}  [${o.call}, ${o.return === Infinity ? 'inf' : o.return}]`;
   };
   const e = r.explanation;
+  const tail = opts.tail ?? 12;
   const state = model.describeState ? model.describeState(e.stateAfterPrefix) : JSON.stringify(e.stateAfterPrefix);
   return [
     `not linearizable (partition ${e.partition}, ${r.steps} steps)`,
     `longest linearizable prefix (${e.longestPrefix.length} ops):`,
-    ...e.longestPrefix.map((o) => `  ${op(o)}`),
+    ...(e.longestPrefix.length > tail ? [`  ... ${e.longestPrefix.length - tail} earlier ops`] : []),
+    ...e.longestPrefix.slice(Math.max(0, e.longestPrefix.length - tail)).map((o) => `  ${op(o)}`),
     `state after it: ${state}`,
     `cannot place: ${e.stuck ? op(e.stuck) : '(none)'}`,
     `other candidates at that point:`,
