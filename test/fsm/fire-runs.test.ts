@@ -233,3 +233,20 @@ describe('bounded job records', () => {
     expect(d.cancelledRuns).toBe(300);
   });
 });
+
+describe('cron schedules through the FSM', () => {
+  it('fires a zoned cron job slot by slot, each next fire from the slot just fired', async () => {
+    t = await openTestFsm();
+    const cron = spec({ schedule: { kind: { $case: 'cron', cron: { expression: '0 30 2 * * *', timeZone: 'Europe/Berlin' } } } });
+    // 2030-03-30 12:00 UTC; Berlin springs forward on 2030-03-31 (02:00 → 03:00): 02:30 does not exist.
+    const now = Date.UTC(2030, 2, 30, 12);
+    const put = await t.one({ type: 'putJob', nowMs: now, jobId: 'c', spec: cron, idempotencyKey: '' }, 'job');
+    const first = put.job!.nextFireUnixMs;
+    expect(new Date(first).toISOString()).toBe('2030-03-31T01:00:00.000Z'); // shifted to 03:00 CEST
+    const f1 = (await fire('c', first)).items[0]!;
+    expect(f1.created).toEqual([`c@${first}`]);
+    expect(new Date(f1.nextFireMs).toISOString()).toBe('2030-04-01T00:30:00.000Z'); // 02:30 CEST
+    const f2 = (await fire('c', f1.nextFireMs)).items[0]!;
+    expect(new Date(f2.nextFireMs).toISOString()).toBe('2030-04-02T00:30:00.000Z');
+  });
+});
