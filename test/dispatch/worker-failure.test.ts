@@ -1,0 +1,68 @@
+// Worker failures on a real 3-node cluster with real worker processes: a worker killed mid-run
+// loses its lease and another worker gets the run with a higher fencing token; a worker paused
+// with SIGSTOP past its lease has its late result rejected after SIGCONT.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JobSpec } from '../../src/gen/herald/v1/job.js';
+import { RunState } from '../../src/gen/herald/v1/run.js';
+import { waitFor } from '../raft-runtime/helpers/cluster.js';
+import { SchedulerCluster } from './helpers/process-cluster.js';
+
+const LEASE_MS = 1500;
+
+function oneOff(taskType: string, inMs: number): JobSpec {
+  return JobSpec.fromPartial({ taskType, leaseDurationMs: LEASE_MS, schedule: { kind: { $case: 'at', at: { atUnixMs: Date.now() + inMs } } } });
+}
+
+describe('worker failures (processes)', () => {
+  let c: SchedulerCluster;
+  beforeAll(async () => {
+    c = await SchedulerCluster.start({ leaseMs: LEASE_MS, heartbeatMs: 300 });
+  });
+  afterAll(async () => c?.cleanup());
+
+  it('kill -9 of a worker mid-run: after lease expiry another worker runs it with a higher token', async () => {
+    const a = c.startWorker('kill-a', { types: ['kill'], capacity: 1, sleepMs: 60_000 });
+    await c.waitWorkersConnected([a]);
+    await c.client.createJob(oneOff('kill', 200), { id: 'kill-job' });
+    const first = await waitFor('worker a assigned', () => a.of('assigned')[0], 15_000);
+    const b = c.startWorker('kill-b', { types: ['kill'], capacity: 1, sleepMs: 100 });
+    await c.waitWorkersConnected([b]);
+    const killedAt = Date.now();
+    a.signal('SIGKILL');
+    await a.exit;
+    const second = await waitFor('worker b assigned', () => b.of('assigned').find((e) => e.runId === first.runId), 15_000);
+    expect(second.token).toBeGreaterThan(first.token);
+    expect(second.attempt).toBe(2);
+    // Not before the lease could have expired (heartbeats stopped at the kill).
+    expect(second.at - killedAt).toBeGreaterThanOrEqual(LEASE_MS - 400);
+    await waitFor('b result accepted', () => b.of('ack').find((e) => e.runId === first.runId && e.accepted), 10_000);
+    const run = await c.client.getRun(first.runId);
+    expect(run.state).toBe(RunState.RUN_STATE_SUCCEEDED);
+    expect(run.attempts.map((x) => x.fencingToken)).toEqual([first.token, second.token]);
+  });
+
+  it('a SIGSTOPped worker resumed after its lease expired has its late result rejected', async () => {
+    const a = c.startWorker('stop-a', { types: ['stop'], capacity: 1, sleepMs: 800, reportAfterLoss: true });
+    await c.waitWorkersConnected([a]);
+    await c.client.createJob(oneOff('stop', 200), { id: 'stop-job' });
+    const first = await waitFor('worker a assigned', () => a.of('assigned')[0], 15_000, 5);
+    a.signal('SIGSTOP');
+    const b = c.startWorker('stop-b', { types: ['stop'], capacity: 1, sleepMs: 100 });
+    let secondToken = 0;
+    try {
+      const second = await waitFor('worker b assigned', () => b.of('assigned').find((e) => e.runId === first.runId), 15_000);
+      secondToken = second.token;
+      expect(second.token).toBeGreaterThan(first.token);
+      await waitFor('b result accepted', () => b.of('ack').find((e) => e.runId === first.runId && e.accepted), 10_000);
+    } finally {
+      a.signal('SIGCONT');
+    }
+    const late = await waitFor('a late result answered', () => a.of('ack').find((e) => e.runId === first.runId && e.token === first.token), 10_000);
+    expect(late.accepted).toBe(false);
+    expect(a.of('finished').some((e) => e.runId === first.runId)).toBe(true); // it did report
+    expect(a.of('leaseLost').some((e) => e.runId === first.runId && e.token === first.token)).toBe(true);
+    const run = await c.client.getRun(first.runId);
+    expect(run.state).toBe(RunState.RUN_STATE_SUCCEEDED);
+    expect(run.attempts.map((x) => x.fencingToken)).toEqual([first.token, secondToken]);
+  });
+});
