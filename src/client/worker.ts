@@ -9,12 +9,17 @@
 //   whose result awaits its ack, and in the hello of every new stream (re-attach).
 // - A run whose lease is gone (lease_lost, rejected in welcome, cancelled) is aborted through its
 //   AbortSignal and its outcome is never reported.
+// - A run is not executed on a lease the worker cannot have kept: with no contact to the cluster
+//   for two lease durations (one lease, plus the grace a new leader gives after a failover), the
+//   lease is presumed lost and the run is aborted as 'lease-lost'. Finished runs awaiting an ack
+//   keep their result for the next stream; the server decides whether it still counts.
 // - A result is delivered at least once: it is re-sent on each new stream until a result_ack
 //   (accepted or not) or lease loss settles it. Results carry the fencing token, so a duplicate
 //   or stale one is rejected by the server rather than applied twice.
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { ChannelOptions } from '@grpc/grpc-js';
 import type {
   ConnectRequest,
@@ -61,6 +66,8 @@ type Phase = 'queued' | 'executing' | 'reporting';
 /** A run whose lease this worker holds. */
 interface HeldRunState {
   assignment: RunAssignment;
+  /** Monotonic time (performance.now) of the last sign that the cluster still knows our lease. */
+  lastContact: number;
   controller: AbortController;
   phase: Phase;
   result: RunResult | undefined;
@@ -75,6 +82,8 @@ export interface WorkerEvents {
 }
 
 const MAX_MESSAGE_CHARS = 4_096;
+/** The lease duration the server applies when a job does not set one (JobSpec.lease_duration_ms). */
+const DEFAULT_LEASE_MS = 30_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
 
 function defaultWorkerId(): string {
@@ -124,6 +133,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private cursor = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private watchdogTimer: NodeJS.Timeout | undefined;
   private idleWaiters: Array<() => void> = [];
   private stopping: Promise<void> | undefined;
   private cutGrace: (() => void) | undefined;
@@ -288,6 +298,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.stateValue = 'stopped';
     clearTimeout(this.reconnectTimer);
     this.stopHeartbeats();
+    this.stopWatchdog();
     const stream = this.stream;
     this.stream = undefined;
     this.welcomed = false;
@@ -375,6 +386,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.stopHeartbeats();
     this.logger.warn({ address: stream.address, err: err?.message }, 'worker stream closed');
     this.emit('disconnected', stream.address, err);
+    this.startWatchdog();
     if (!wasWelcomed) {
       // The node did not take us in: it is down or unreachable. Stop preferring it.
       if (this.leaderHint === stream.address) this.leaderHint = undefined;
@@ -400,6 +412,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.outstanding = 0;
     this.stopHeartbeats();
     stream?.cancel();
+    this.startWatchdog();
     if (address) {
       this.leaderHint = address;
       this.scheduleReconnect(immediately);
@@ -414,6 +427,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private onMessage(stream: WorkerStream, msg: ConnectResponse): void {
     if (stream !== this.stream) return;
+    // Any message on a welcomed stream shows the leader is alive and holds our leases (it sends
+    // lease_lost otherwise); the welcome itself refreshes the runs it did not reject.
+    if (this.welcomed) this.touchAll();
     const m = msg.message;
     switch (m?.$case) {
       case 'welcome':
@@ -474,6 +490,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.abortRun(h, 'lease-lost', 'run not re-attached: lease no longer held');
       this.dropRun(r.runId);
     }
+    this.touchAll();
+    this.stopWatchdog();
     this.logger.info({ address: stream.address, nodeId: welcome.nodeId, adopted: welcome.adopted.length }, 'worker connected');
     this.emit('connected', stream.address, welcome.nodeId);
     this.startHeartbeats();
@@ -491,7 +509,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.abortRun(existing, 'lease-lost', 'run claimed again with a newer fencing token');
       this.dropRun(a.runId);
     }
-    const h: HeldRunState = { assignment: a, controller: new AbortController(), phase: 'queued', result: undefined, timer: undefined };
+    const h: HeldRunState = {
+      assignment: a,
+      lastContact: performance.now(),
+      controller: new AbortController(),
+      phase: 'queued',
+      result: undefined,
+      timer: undefined,
+    };
     this.held.set(a.runId, h);
     if (!this.handlers[a.taskType]) {
       this.finishRun(h, {
@@ -621,7 +646,42 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private sendHeartbeat(runs: HeldRun[]): void {
     if (!this.welcomed) return;
     const msg: ConnectRequest = { message: { $case: 'heartbeat', heartbeat: { runs } } };
-    this.stream?.send(msg);
+    // A heartbeat written to an open, welcomed stream renews the lease (the transport fails the
+    // stream, and so onClose, if it cannot be delivered).
+    if (this.stream?.send(msg)) this.touchAll();
+  }
+
+  private touchAll(): void {
+    const now = performance.now();
+    for (const h of this.held.values()) h.lastContact = now;
+  }
+
+  // ---- lease watchdog (while disconnected) ------------------------------------------------
+
+  private startWatchdog(): void {
+    if (this.watchdogTimer || this.held.size === 0) return;
+    this.watchdogTimer = setInterval(() => this.checkLeases(), Math.max(10, Math.min(this.heartbeatIntervalMs, 1_000)));
+  }
+
+  private stopWatchdog(): void {
+    clearInterval(this.watchdogTimer);
+    this.watchdogTimer = undefined;
+  }
+
+  private checkLeases(): void {
+    if (this.connected) return this.stopWatchdog();
+    const now = performance.now();
+    for (const [id, h] of this.held) {
+      if (h.phase === 'reporting') continue;
+      const lease = h.assignment.leaseDurationMs > 0 ? h.assignment.leaseDurationMs : DEFAULT_LEASE_MS;
+      const silent = now - h.lastContact;
+      if (silent > 2 * lease) {
+        this.logger.warn({ runId: id, silentMs: Math.round(silent), leaseMs: lease }, 'no contact with the cluster: lease presumed lost');
+        this.abortRun(h, 'lease-lost', `no contact with the cluster for ${Math.round(silent)}ms (lease ${lease}ms): lease presumed lost`);
+        this.dropRun(id);
+      }
+    }
+    if (![...this.held.values()].some((h) => h.phase !== 'reporting')) this.stopWatchdog();
   }
 
   private heartbeatRun(h: HeldRunState): void {

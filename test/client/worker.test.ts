@@ -420,6 +420,31 @@ describe('Worker: connection', () => {
     await live.waitForResults(1);
   });
 
+  it('presumes the lease lost after two lease durations without contact, and aborts the run', async () => {
+    const s = await server();
+    let reason: RunAbortedError | undefined;
+    const w = worker({
+      endpoints: [s.address],
+      handlers: {
+        work: async (ctx) => {
+          reason = await aborted(ctx.signal);
+        },
+      },
+    });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'partitioned', leaseDurationMs: 100 });
+    await waitFor(() => w.activeRuns === 1, 'handler running');
+    // Heartbeats keep it alive while connected.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(reason).toBeUndefined();
+    await s.stop();
+    await waitFor(() => reason !== undefined, 'abort after lease presumed lost');
+    expect(reason!.reason).toBe('lease-lost');
+    expect(reason!.message).toMatch(/presumed lost/);
+    expect(w.heldRuns).toEqual([]);
+  });
+
   it('comes back to a restarted node and re-attaches', async () => {
     const s1 = await server();
     const g = gate();
