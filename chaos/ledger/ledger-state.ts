@@ -3,6 +3,11 @@
  * Herald's fencing tokens. Per run it keeps the highest token seen; a write with a lower token is
  * refused (stale), the first write at or above it is the run's effect, later ones are replays.
  * It also keeps every raw handler invocation, so checkers can count re-executions and causes.
+ * An invocation registers its token too (a handler "opens a session" with its token before it
+ * writes), so an older holder that wakes up after a newer one started is refused.
+ *
+ * The nemesis can arm a one-shot crash instruction: the next invocation (of one worker, or of
+ * any) is answered "crash before your effect" or "crash after your effect, before your ack".
  */
 export interface EffectRecord {
   runId: string;
@@ -15,7 +20,11 @@ export interface EffectRecord {
   startedMs: number;
   /** Ledger's wall clock when the write arrived. */
   receivedMs: number;
+  /** The run's slot plus jitter, as the worker was told (optional). */
+  scheduledMs?: number;
 }
+
+export type CrashMode = 'before-effect' | 'after-effect';
 
 export type EffectVerdict = 'applied' | 'replay' | 'stale';
 
@@ -31,8 +40,26 @@ export class LedgerState {
   private readonly applied = new Set<string>();
   private readonly data: LedgerSnapshot = { invocations: [], effects: [], replays: [], staleRejected: [] };
 
-  invoke(r: EffectRecord): void {
+  private readonly armed: Array<{ workerId: string | undefined; mode: CrashMode }> = [];
+
+  /** Records an invocation; answers the crash instruction armed for this worker, if any. */
+  invoke(r: EffectRecord): CrashMode | undefined {
     this.data.invocations.push(r);
+    this.maxToken.set(r.runId, Math.max(this.maxToken.get(r.runId) ?? 0, r.fencingToken));
+    const i = this.armed.findIndex((a) => a.workerId === undefined || a.workerId === r.workerId);
+    if (i < 0) return undefined;
+    const [a] = this.armed.splice(i, 1);
+    return a!.mode;
+  }
+
+  /** One-shot: the next invocation (by `workerId`, or by any worker) is told to crash. */
+  arm(mode: CrashMode, workerId?: string): void {
+    this.armed.push({ workerId, mode });
+  }
+
+  /** Disarms everything not yet delivered (heal). */
+  disarm(): number {
+    return this.armed.splice(0).length;
   }
 
   effect(r: EffectRecord): EffectVerdict {
@@ -81,5 +108,6 @@ export function parseEffectRecord(body: unknown, receivedMs: number): EffectReco
     workerId: str('workerId'),
     startedMs: num('startedMs'),
     receivedMs,
+    ...(typeof o.scheduledMs === 'number' && Number.isFinite(o.scheduledMs) ? { scheduledMs: o.scheduledMs } : {}),
   };
 }

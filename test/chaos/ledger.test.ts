@@ -33,3 +33,34 @@ describe('chaos ledger', () => {
     expect(snap.staleRejected.map((e) => e.fencingToken)).toEqual([7]);
   });
 });
+
+describe('chaos ledger: fencing by invocation, crash instructions', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => close?.());
+
+  it('an invocation with a newer token fences out an older holder that has not written yet', async () => {
+    const ledger = await startLedgerServer(0);
+    close = ledger.close;
+    const post = (path: string, body: unknown) =>
+      fetch(`http://127.0.0.1:${ledger.port}${path}`, { method: 'POST', body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    await post('/invoke', rec('j@2', 3));
+    await post('/invoke', rec('j@2', 8, 'w2'));
+    expect(await post('/effect', rec('j@2', 3))).toEqual({ status: 409, body: { verdict: 'stale' } });
+    expect(await post('/effect', rec('j@2', 8, 'w2'))).toEqual({ status: 200, body: { verdict: 'applied' } });
+  });
+
+  it('delivers an armed crash instruction once, to the named worker or to anyone', async () => {
+    const ledger = await startLedgerServer(0);
+    close = ledger.close;
+    const post = (path: string, body: unknown) =>
+      fetch(`http://127.0.0.1:${ledger.port}${path}`, { method: 'POST', body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    expect((await post('/arm', { mode: 'sideways' })).status).toBe(400);
+    await post('/arm', { mode: 'after-effect', workerId: 'w2' });
+    expect((await post('/invoke', rec('j@3', 1, 'w1'))).body).toEqual({ ok: true });
+    expect((await post('/invoke', rec('j@4', 1, 'w2'))).body).toEqual({ ok: true, crash: 'after-effect' });
+    expect((await post('/invoke', rec('j@5', 1, 'w2'))).body).toEqual({ ok: true });
+    await post('/arm', { mode: 'before-effect' });
+    expect((await post('/disarm', {})).body).toEqual({ disarmed: 1 });
+    expect((await post('/invoke', rec('j@6', 1, 'w1'))).body).toEqual({ ok: true });
+  });
+});
