@@ -76,7 +76,9 @@ function main(): void {
         for (const line of r.trace) console.log(line);
       }
       failed += r.violations.length > 0 ? 1 : 0;
-      console.log(JSON.stringify({ seed: args.seed, nodes, steps: r.steps, faults: r.faults, ops: r.ops, violations: r.violations }));
+      console.log(
+        JSON.stringify({ seed: args.seed, nodes, steps: r.steps, faults: r.faults, ops: r.ops, linearizability: r.linearizability, violations: r.violations }),
+      );
     }
     process.exitCode = failed > 0 ? 1 : 0;
     return;
@@ -86,12 +88,14 @@ function main(): void {
   let faults = 0;
   let violations = 0;
   let runs = 0;
+  let linearizabilityUnknown = 0;
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
       const r = runSimulation({ seed: s, nodes, mutations: args.mutations, profile: args.profile });
       runs++;
       steps += r.steps;
+      if (r.linearizability === 'unknown') linearizabilityUnknown++;
       faults += r.faults;
       if (r.violations.length > 0) {
         violations++;
@@ -109,6 +113,7 @@ function main(): void {
       violations,
       seedsPerSecond: Math.round((runs / secs) * 10) / 10,
       failingSeeds,
+      linearizabilityUnknown,
     }),
   );
   process.exitCode = violations > 0 ? 1 : 0;

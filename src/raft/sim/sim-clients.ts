@@ -94,8 +94,10 @@ export class SimClients {
     const input: KvInput = isPut ? { kind: 'put', key, value: `v${id}` } : { kind: 'get', key };
     const op: ClientOp = { id, client, input, node: node.id, call: now, return: Infinity, outcome: 'pending' };
     this.ops.push(op);
-    if (input.kind === 'put' && node.role !== 'leader') {
-      // What propose() would throw (NOT_LEADER), without paying for an exception per refusal.
+    const refused = input.kind === 'put' ? node.role !== 'leader' : node.role !== 'leader' && node.leader === '';
+    if (refused) {
+      // What propose()/readIndex() would throw (NOT_LEADER / NO_LEADER), without paying for an
+      // exception per refusal.
       op.outcome = 'failed';
       op.return = now;
       if (node.leader !== '') this.leaderGuess.set(client, node.leader);

@@ -47,6 +47,8 @@ export interface SimResult {
   violations: Violation[];
   plan: FaultPlan;
   ops: { ok: number; failed: number; unknown: number };
+  /** The linearizability verdict ('skipped' when an earlier violation ended the run). */
+  linearizability: 'ok' | 'illegal' | 'unknown' | 'skipped';
   trace: string[];
 }
 
@@ -304,9 +306,11 @@ export function runSimulation(opts: SimOptions): SimResult {
     }
   }
 
+  let linearizability: SimResult['linearizability'] = 'skipped';
   if (!violated()) {
     const history = toHistory(clients.ops);
     const res = checkOperations(kvModel, history, { maxSteps: 2_000_000 });
+    linearizability = res.result;
     if (res.result === 'illegal') {
       checker.violations.push({ kind: 'linearizability', detail: describeResult(kvModel, res), at: now });
     } else if (res.result === 'unknown') {
@@ -324,6 +328,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     violations: checker.violations,
     plan,
     ops: clients.stats(),
+    linearizability,
     trace,
   };
 }
