@@ -205,6 +205,32 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.connect();
   }
 
+  /** Resolves once a stream is welcomed (at once if it is); rejects after `timeoutMs` or on stop. */
+  waitUntilConnected(timeoutMs = 30_000): Promise<void> {
+    if (this.connected) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        this.off('connected', onConnected);
+        this.off('stopped', onStopped);
+      };
+      const onConnected = (): void => {
+        cleanup();
+        resolve();
+      };
+      const onStopped = (): void => {
+        cleanup();
+        reject(new Error('Worker stopped before it connected'));
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`Worker: not connected to a leader within ${timeoutMs}ms (endpoints: ${this.endpoints.join(', ')})`));
+      }, timeoutMs);
+      this.on('connected', onConnected);
+      this.on('stopped', onStopped);
+    });
+  }
+
   /**
    * Stops taking new runs and resolves once every held run has finished and its result was
    * acknowledged (or its lease lost), or the worker stopped. Runs keep heartbeating meanwhile.

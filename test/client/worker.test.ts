@@ -415,6 +415,8 @@ describe('Worker: connection', () => {
     const live = await server();
     const w = worker({ endpoints: ['127.0.0.1:1', live.address], handlers: { work: () => 'ok' } });
     w.start();
+    await w.waitUntilConnected(5_000);
+    expect(w.connected).toBe(true);
     const conn = await live.waitForConn(1);
     conn.assign({ runId: 'r' });
     await live.waitForResults(1);
@@ -611,6 +613,12 @@ describe('Worker: lifecycle', () => {
     expect(reason!.reason).toBe('shutdown');
     expect(signals.listenerCount('SIGTERM')).toBe(0);
     expect(signals.listenerCount('SIGINT')).toBe(0);
+  });
+
+  it('waitUntilConnected() rejects when no node answers in time', async () => {
+    const w = worker({ endpoints: ['127.0.0.1:1'], handlers: { work: () => 'ok' } });
+    w.start();
+    await expect(w.waitUntilConnected(100)).rejects.toThrow(/not connected to a leader within 100ms/);
   });
 
   it('rejects bad options with clear messages', () => {
