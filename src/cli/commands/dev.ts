@@ -1,10 +1,47 @@
 import type { Command } from 'commander';
-import { notYetAvailable } from '../not-yet.js';
+import { parseDuration } from '../../client/duration.js';
+import { commandAction } from '../command-action.js';
+import { DEFAULT_DEV_BASE_PORT } from '../dev/dev-ports.js';
+import { parseBasePort } from '../dev/dev-state.js';
+import { runDev } from '../dev/run-dev.js';
+import { UsageError } from '../usage-error.js';
 
 export function registerDevCommand(program: Command): void {
   program
     .command('dev')
-    .description('run a local 3-node cluster and a demo worker (data in ./.herald)')
-    .option('--data-dir <dir>', 'data directory', './.herald')
-    .action(notYetAvailable('dev'));
+    .description('run a local 3-node cluster, a demo worker and demo schedules (data in ./.herald); Ctrl-C stops everything')
+    .option('--data-dir <dir>', 'data directory (node data, logs, dev.json)', './.herald')
+    .option(
+      '--base-port <port>',
+      `node i listens on base+i (client), base+10+i (peer), base+20+i (metrics); default ${DEFAULT_DEV_BASE_PORT}, or the one the data dir was created with`,
+    )
+    .option('--no-demo', 'do not create the demo schedules')
+    .option('--no-worker', 'do not start the demo worker')
+    .option('--concurrency <n>', 'demo worker concurrency', '4')
+    .option('--log-level <level>', 'log level of the nodes (their logs go to <data-dir>/<id>.log)', 'info')
+    .option('--start-timeout <duration>', 'how long to wait for the nodes and a leader', '60s')
+    .action(
+      commandAction('dev', async (cmd) => {
+        const o = cmd.opts() as {
+          dataDir: string;
+          basePort?: string;
+          demo: boolean;
+          worker: boolean;
+          concurrency: string;
+          logLevel: string;
+          startTimeout: string;
+        };
+        const concurrency = Number(o.concurrency);
+        if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency: expected a whole number >= 1, got "${o.concurrency}"`);
+        return runDev({
+          dataDir: o.dataDir,
+          basePort: o.basePort === undefined ? undefined : parseBasePort(o.basePort),
+          demoJobs: o.demo,
+          worker: o.worker,
+          concurrency,
+          logLevel: o.logLevel,
+          startTimeoutMs: parseDuration(o.startTimeout, '--start-timeout'),
+        });
+      }),
+    );
 }

@@ -1,9 +1,79 @@
 import type { Command } from 'commander';
-import { notYetAvailable } from '../not-yet.js';
+import type { RunStateName } from '../../client/herald-client.js';
+import { parseDuration } from '../../client/duration.js';
+import type { Run } from '../../gen/herald/v1/run.js';
+import { addClientOptions } from '../client-options.js';
+import { commandAction, withClient } from '../command-action.js';
+import { EXIT } from '../exit-codes.js';
+import { print, printJson } from '../output/print.js';
+import { ATTEMPT_HEADERS, attemptRow, RUN_HEADERS, runFields, runJson, runRow, runState } from '../output/run-view.js';
+import { renderFields, renderTable } from '../output/table.js';
+import { collectLimited, parseLimit } from '../paging.js';
+import { UsageError } from '../usage-error.js';
+import { waitForRun } from '../wait-for-run.js';
+
+const RUN_STATES: RunStateName[] = ['pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped', 'missed'];
 
 export function registerRunCommands(program: Command): void {
   const run = program.command('run').description('inspect and cancel runs');
-  run.command('ls').description('list runs').action(notYetAvailable('run ls'));
-  run.command('get <id>').description('show one run').action(notYetAvailable('run get'));
-  run.command('cancel <id>').description('cancel a run').action(notYetAvailable('run cancel'));
+
+  addClientOptions(run.command('ls').description('list runs (per job, newest slot first)'))
+    .option('--job <id>', 'only runs of this job')
+    .option('--state <state>', RUN_STATES.join(' | '))
+    .option('--limit <n>', 'show at most n runs (0 = all)', '50')
+    .action(
+      commandAction('run ls', (cmd) =>
+        withClient(cmd, async (client, flags) => {
+          const o = cmd.opts() as { job?: string; state?: string; limit: string };
+          if (o.state !== undefined && !RUN_STATES.includes(o.state as RunStateName)) {
+            throw new UsageError(`--state: unknown state "${o.state}" (use one of: ${RUN_STATES.join(', ')})`);
+          }
+          const limit = parseLimit(o.limit);
+          const filter = {
+            ...(o.job !== undefined ? { jobId: o.job } : {}),
+            ...(o.state !== undefined ? { state: o.state as RunStateName } : {}),
+          };
+          const { items, more } = await collectLimited<Run>(limit, (pageToken, pageSize) => client.listRuns({ ...filter, pageToken, pageSize }));
+          if (flags.json) printJson({ runs: items.map(runJson), more });
+          else {
+            print(items.length === 0 ? 'no runs\n' : renderTable(RUN_HEADERS, items.map(runRow)));
+            if (more) process.stderr.write(`(showing the first ${items.length}; use --limit 0 for all)\n`);
+          }
+        }),
+      ),
+    );
+
+  addClientOptions(run.command('get <id>').description('show one run and its attempts'))
+    .option('--wait', 'wait until the run finishes; exit 7 unless it succeeded')
+    .option('--wait-timeout <duration>', 'give up waiting after this long (exit 5)', '60s')
+    .option('--stale', 'read the answering replica (may lag) instead of the leader')
+    .action(
+      commandAction('run get', (cmd) =>
+        withClient(cmd, async (client, flags) => {
+          const [id] = cmd.processedArgs as [string];
+          const o = cmd.opts() as { wait?: boolean; waitTimeout: string; stale?: boolean };
+          let r = await client.getRun(id, o.stale ? { consistency: 'stale' } : {});
+          if (o.wait) r = await waitForRun(client, r, parseDuration(o.waitTimeout, '--wait-timeout'));
+          if (flags.json) printJson(runJson(r));
+          else {
+            print(renderFields(runFields(r)));
+            if (r.attempts.length > 0) print('\n' + renderTable(ATTEMPT_HEADERS, r.attempts.map(attemptRow)));
+          }
+          if (o.wait && runState(r) !== 'succeeded') return EXIT.runFailed;
+        }),
+      ),
+    );
+
+  addClientOptions(run.command('cancel <id>').description('cancel a pending or running run (a running one is told to stop)'))
+    .option('--reason <text>', 'recorded on the run')
+    .action(
+      commandAction('run cancel', (cmd) =>
+        withClient(cmd, async (client, flags) => {
+          const [id] = cmd.processedArgs as [string];
+          const r = await client.cancelRun(id, (cmd.opts() as { reason?: string }).reason ?? '');
+          if (flags.json) printJson(runJson(r));
+          else print(`run ${r.id} ${runState(r)}\n`);
+        }),
+      ),
+    );
 }

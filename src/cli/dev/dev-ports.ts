@@ -1,0 +1,29 @@
+// Port layout of the local dev cluster, derived from one base port so that `herald dev` and the
+// client commands agree on addresses without any configuration: with the default base 7100,
+// node i (1-based) listens for clients on 7100+i, for peers on 7110+i and serves metrics on 7120+i.
+
+export const DEV_NODE_COUNT = 3;
+export const DEFAULT_DEV_BASE_PORT = 7100;
+/** The highest base port that keeps every derived port valid. */
+export const MAX_DEV_BASE_PORT = 65535 - 30;
+
+export interface DevNodePorts {
+  id: string;
+  clientPort: number;
+  peerPort: number;
+  metricsPort: number;
+}
+
+export function devNodePorts(basePort: number, count = DEV_NODE_COUNT): DevNodePorts[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `n${i + 1}`,
+    clientPort: basePort + 1 + i,
+    peerPort: basePort + 11 + i,
+    metricsPort: basePort + 21 + i,
+  }));
+}
+
+/** Client addresses of the dev cluster at `basePort`, in node order. */
+export function devClientEndpoints(basePort = DEFAULT_DEV_BASE_PORT, host = '127.0.0.1'): string[] {
+  return devNodePorts(basePort).map((n) => `${host}:${n.clientPort}`);
+}

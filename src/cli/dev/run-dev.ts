@@ -1,0 +1,167 @@
+// `herald dev`: a local 3-node cluster, a demo worker and demo schedules in one command.
+// Lifecycle: start nodes → wait for a leader → worker + demo jobs → print where to connect →
+// stream runs until SIGINT/SIGTERM → drain the worker → stop the nodes (SIGKILL after a grace).
+// A second signal skips the grace. Nothing outlives this process: nodes run in their own process
+// groups with the orphan guard, and an exit hook SIGKILLs any node still running.
+import { resolve } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { HeraldClientError } from '../../client/errors.js';
+import { HeraldClient } from '../../client/herald-client.js';
+import type { Worker } from '../../client/worker.js';
+import { createDemoWorker } from '../worker/demo-worker.js';
+import { DEMO_TASK_TYPE, ensureDemoJobs } from './demo-jobs.js';
+import { DevCluster } from './dev-cluster.js';
+import { devNodePorts } from './dev-ports.js';
+import { resolveBasePort } from './dev-state.js';
+import { serverCapabilities, serverExtraArgs } from './server-flags.js';
+
+export interface DevOptions {
+  dataDir: string;
+  basePort: number | undefined;
+  demoJobs: boolean;
+  worker: boolean;
+  concurrency: number;
+  logLevel: string;
+  startTimeoutMs: number;
+}
+
+const say = (line: string) => process.stdout.write(line + '\n');
+const warn = (line: string) => process.stderr.write(line + '\n');
+
+async function waitForLeader(client: HeraldClient, timeoutMs: number): Promise<{ leaderId: string; clusterId: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const st = await client.status({ deadlineMs: 2_000 });
+      if (st.leaderId !== '') return { leaderId: st.leaderId, clusterId: st.clusterId };
+    } catch {
+      // nodes still starting
+    }
+    if (Date.now() > deadline) throw new Error(`no leader was elected within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** True when the cluster serves JobService (false while the server runs a state machine without it). */
+async function servesJobs(client: HeraldClient): Promise<boolean> {
+  try {
+    await client.listJobs({ pageSize: 1 }, { deadlineMs: 10_000 });
+    return true;
+  } catch (e) {
+    if (e instanceof HeraldClientError && e.grpcCode === status.UNIMPLEMENTED) return false;
+    throw e;
+  }
+}
+
+/** Runs the dev cluster until a signal; resolves with the exit code. */
+export async function runDev(o: DevOptions): Promise<number> {
+  const dataDir = resolve(o.dataDir);
+  const basePort = resolveBasePort(dataDir, o.basePort);
+  const caps = serverCapabilities();
+  const ports = devNodePorts(basePort);
+  const cluster = new DevCluster({
+    dataDir,
+    nodes: ports,
+    logLevel: o.logLevel,
+    extraArgs: (n) => serverExtraArgs(caps, n.metricsPort),
+  });
+  const endpoints = cluster.clientEndpoints();
+  // Last resort: whatever happens to this process's JS, no node outlives it.
+  const killAll = () => cluster.kill();
+  process.on('exit', killAll);
+
+  let worker: Worker | undefined;
+  let client: HeraldClient | undefined;
+  let signals = 0;
+  let stopping: Promise<number> | undefined;
+  let resolveDone!: (code: number) => void;
+  const done = new Promise<number>((r) => (resolveDone = r));
+
+  const shutdown = (code: number): Promise<number> =>
+    (stopping ??= (async () => {
+      say('stopping: draining the worker, then the nodes (Ctrl-C again to force)');
+      await worker?.shutdown({ graceMs: 5_000 }).catch(() => undefined);
+      client?.close();
+      await cluster.stop(10_000);
+      say('stopped');
+      return code;
+    })().then((c) => {
+      resolveDone(c);
+      return c;
+    }));
+
+  const onSignal = () => {
+    signals += 1;
+    if (signals === 1) void shutdown(0);
+    else {
+      warn('second signal: killing the nodes now');
+      worker?.force();
+      cluster.kill();
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  cluster.on('nodeExit', (n, code, signal) => {
+    warn(`node ${n.id} exited unexpectedly (${code ?? signal}); its log: ${n.logPath}`);
+    if (cluster.aliveCount() < 2 && !stopping) {
+      warn('fewer than 2 of 3 nodes are running: the cluster cannot make progress; stopping');
+      void shutdown(1);
+    }
+  });
+
+  try {
+    say(`starting a 3-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
+    await cluster.start(o.startTimeoutMs);
+    client = new HeraldClient({ endpoints, defaultDeadlineMs: 10_000 });
+    const { leaderId, clusterId } = await waitForLeader(client, o.startTimeoutMs);
+    const jobsServed = await servesJobs(client);
+
+    let demo: Array<{ id: string; created: boolean }> = [];
+    if (!jobsServed) {
+      warn('note: this build of `herald server` does not serve JobService yet (no scheduler state machine); the cluster runs without jobs');
+    } else {
+      if (o.worker) {
+        worker = createDemoWorker({
+          endpoints,
+          taskTypes: [DEMO_TASK_TYPE],
+          concurrency: o.concurrency,
+          json: false,
+          workerId: `dev-worker-${process.pid}`,
+          write: (line) => say(`fire  ${line}`),
+          notice: warn,
+        });
+        worker.start();
+      }
+      if (o.demoJobs) demo = await ensureDemoJobs(client);
+    }
+
+    const metrics = cluster.nodes
+      .map((n) => n.announcedMetricsPort || (caps.metricsFlag ? n.metricsPort : 0))
+      .filter((p) => p > 0)
+      .map((p) => `http://127.0.0.1:${p}/metrics`);
+    say('');
+    say(`Herald dev cluster ready: cluster ${clusterId}, leader ${leaderId}`);
+    say(`  client endpoints  ${endpoints.join(',')}`);
+    say(`                    (the CLI uses these by default; for other tools: export HERALD_ENDPOINTS=${endpoints.join(',')})`);
+    if (metrics.length > 0) say(`  metrics           ${metrics.join('  ')}`);
+    say(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
+    if (jobsServed) {
+      say(`  demo worker       ${o.worker ? `task type "${DEMO_TASK_TYPE}", concurrency ${o.concurrency}` : 'off (--no-worker)'}`);
+      if (demo.length > 0) say(`  demo jobs         ${demo.map((d) => d.id + (d.created ? '' : ' (existing)')).join(', ')}`);
+      say('  try               npx herald job ls   |   npx herald run ls   |   npx herald cluster status');
+    } else {
+      say('  try               npx herald cluster status');
+    }
+    say('streaming runs as the demo worker receives them; Ctrl-C stops everything');
+    say('');
+  } catch (e) {
+    warn(`herald dev: ${e instanceof Error ? e.message : String(e)}`);
+    await shutdown(1);
+  }
+  const code = await done;
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  process.off('exit', killAll);
+  return code;
+}

@@ -1,0 +1,92 @@
+// `cluster status`: every member's own view (role, term, commit/applied index) joined with the
+// leader's view of it (match index, last contact, health), one row per member.
+import { NodeRole, ReplicationState, type GetStatusResponse, type Member } from '../../gen/herald/v1/cluster_service.js';
+import { enumName, formatInstant } from './format.js';
+
+export const MEMBER_HEADERS = ['id', 'role', 'term', 'commit', 'applied', 'match', 'last contact', 'health', 'replication', 'client address'];
+
+export interface MemberView {
+  id: string;
+  clientAddress: string;
+  peerAddress: string;
+  /** The member's own status, or the error that kept us from getting it. */
+  own: GetStatusResponse | undefined;
+  error: string | undefined;
+  /** The leader's view of the member; undefined when no leader answered. */
+  fromLeader: Member | undefined;
+  isLeader: boolean;
+}
+
+export function joinMembers(base: GetStatusResponse, own: Map<string, GetStatusResponse | Error>): MemberView[] {
+  const leaderView = base.role === NodeRole.NODE_ROLE_LEADER;
+  return base.members.map((m) => {
+    const o = own.get(m.id);
+    return {
+      id: m.id,
+      clientAddress: m.clientAddress,
+      peerAddress: m.peerAddress,
+      own: o instanceof Error ? undefined : o,
+      error: o instanceof Error ? o.message : o === undefined ? 'no client address known' : undefined,
+      fromLeader: leaderView ? m : undefined,
+      isLeader: m.id === base.leaderId,
+    };
+  });
+}
+
+function role(v: MemberView): string {
+  if (!v.own) return 'unreachable';
+  return enumName(NodeRole, v.own.role, 'NODE_ROLE_').replace('pre_candidate', 'pre-candidate');
+}
+
+function health(v: MemberView): string {
+  if (!v.own) return 'down';
+  if (!v.fromLeader) return 'unknown';
+  return v.fromLeader.healthy ? 'healthy' : 'lagging';
+}
+
+export function memberRow(v: MemberView): string[] {
+  const l = v.fromLeader;
+  return [
+    v.id + (v.isLeader ? '*' : ''),
+    role(v),
+    v.own ? String(v.own.term) : '-',
+    v.own ? String(v.own.commitIndex) : '-',
+    v.own ? String(v.own.appliedIndex) : '-',
+    l ? String(l.matchIndex) : '-',
+    l ? (v.isLeader ? 'self' : l.lastContactMs < 0 ? 'never' : `${l.lastContactMs}ms ago`) : '-',
+    health(v),
+    l && l.replicationState ? enumName(ReplicationState, l.replicationState, 'REPLICATION_STATE_') : '-',
+    v.clientAddress || '-',
+  ];
+}
+
+export function statusHeadline(base: GetStatusResponse): string {
+  const leader = base.leaderId ? `leader ${base.leaderId} (${base.leaderAddress || 'address unknown'})` : 'NO LEADER';
+  return `cluster ${base.clusterId}  ${leader}  term ${base.term}  cluster time ${formatInstant(base.clusterTimeUnixMs)}`;
+}
+
+export function statusJson(base: GetStatusResponse, views: MemberView[]): Record<string, unknown> {
+  return {
+    clusterId: base.clusterId,
+    leaderId: base.leaderId,
+    leaderAddress: base.leaderAddress,
+    term: base.term,
+    clusterTimeUnixMs: base.clusterTimeUnixMs,
+    members: views.map((v) => ({
+      id: v.id,
+      role: role(v),
+      reachable: v.own !== undefined,
+      error: v.error ?? null,
+      term: v.own?.term ?? null,
+      commitIndex: v.own?.commitIndex ?? null,
+      appliedIndex: v.own?.appliedIndex ?? null,
+      snapshotIndex: v.own?.snapshotIndex ?? null,
+      matchIndex: v.fromLeader?.matchIndex ?? null,
+      lastContactMs: v.fromLeader?.lastContactMs ?? null,
+      healthy: v.fromLeader ? v.fromLeader.healthy : null,
+      replicationState: v.fromLeader ? enumName(ReplicationState, v.fromLeader.replicationState, 'REPLICATION_STATE_') : null,
+      clientAddress: v.clientAddress,
+      peerAddress: v.peerAddress,
+    })),
+  };
+}
