@@ -467,7 +467,8 @@ export class HeraldClient {
         else resolve(res);
       });
       const onAbort = (): void => call.cancel();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 }
