@@ -259,8 +259,10 @@ export class ApplyTxn {
     for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
       if (d === 0) continue;
       const k = counterKey(state);
-      const cur = await this.getRaw(k);
-      this.raw.set(k, encodeCount(decodeCount(cur) + d));
+      const next = decodeCount(await this.getRaw(k)) + d;
+      // A zero count is stored as no key, so the bytes do not depend on how entries were split
+      // into apply calls (+1 then −1 in two calls must equal nothing in one).
+      this.raw.set(k, next === 0 ? null : encodeCount(next));
     }
     for (const [key, v] of this.raw) {
       if (v === null) ops.push({ type: 'del', key });
