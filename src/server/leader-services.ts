@@ -8,6 +8,7 @@
 // workers that survived the old leader can re-attach, (5) build the timing wheel and start the
 // loops. Workers that connect meanwhile wait for `ready` before they are welcomed.
 import type { Logger } from 'pino';
+import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import type { HeldRun, WorkerHello } from '../gen/herald/v1/worker_service.js';
 import type { FsmCommand, FsmResult, SchedulerStateMachine } from '../fsm/index.js';
 import { decodeResult } from '../fsm/index.js';
@@ -35,6 +36,8 @@ export interface LeaderServicesDeps {
   log: Logger;
   term: number;
 }
+
+const RESULT_OUTCOMES = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, AttemptOutcome.ATTEMPT_OUTCOME_FAILED, AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT]);
 
 const SIGNAL_REASON: Record<number, string> = {
   [RESULT_TAG.delete]: 'job deleted',
@@ -142,9 +145,9 @@ export class LeaderServices {
   // ---- worker sessions ------------------------------------------------------------------
 
   /** A hello: registers the session and decides which held runs it keeps. */
-  attach(session: WorkerSession, held: readonly HeldRun[]): { adopted: HeldRun[]; rejected: HeldRun[] } {
+  async attach(session: WorkerSession, held: readonly HeldRun[]): Promise<{ adopted: HeldRun[]; rejected: HeldRun[] }> {
+    const out = await this.reattach(session, held);
     this.sessions.add(session);
-    const out = this.reattach(session, held);
     this.deps.metrics.workersConnected.set(this.sessions.all().length);
     this.dispatcher.wake();
     return out;
@@ -155,21 +158,42 @@ export class LeaderServices {
     this.deps.metrics.workersConnected.set(this.sessions.all().length);
   }
 
-  /** Runs a worker still holds: adopted when run id, token and holder match the lease. */
-  reattach(session: WorkerSession, held: readonly HeldRun[]): { adopted: HeldRun[]; rejected: HeldRun[] } {
+  /**
+   * Runs a worker still holds: adopted when run id, token and holder match the lease. A run
+   * whose attempt under that token already ended with a result (committed just before a leader
+   * change, its ack lost) is adopted too: the worker re-sends the result and gets it
+   * acknowledged as accepted instead of being told it lost a lease it never lost.
+   */
+  async reattach(session: WorkerSession, held: readonly HeldRun[]): Promise<{ adopted: HeldRun[]; rejected: HeldRun[] }> {
     const adopted: HeldRun[] = [];
     const rejected: HeldRun[] = [];
     for (const h of held) {
+      const ref = { runId: h.runId, fencingToken: h.fencingToken };
       const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
-      (outcome === 'renewed' ? adopted : rejected).push({ runId: h.runId, fencingToken: h.fencingToken });
+      if (outcome === 'renewed' || (outcome === 'unknown-run' && (await this.resultRecorded(h, session.workerId)))) adopted.push(ref);
+      else rejected.push(ref);
     }
     return { adopted, rejected };
+  }
+
+  /** True when the run's attempt under this token, by this worker, already ended with a result. */
+  async resultRecorded(h: HeldRun, workerId: string): Promise<boolean> {
+    const run = await this.ctx.fsm.getRun(h.runId);
+    const attempt = run?.attempts.find((a) => a.fencingToken === h.fencingToken);
+    return !!attempt && attempt.workerId === workerId && RESULT_OUTCOMES.has(attempt.outcome);
   }
 
   heartbeat(session: WorkerSession, runs: readonly HeldRun[]): void {
     for (const h of runs) {
       const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
       if (outcome === 'renewed') continue;
+      if (outcome === 'unknown-run') {
+        // Maybe only the ack of its result is missing (it comes with the re-sent result).
+        void this.resultRecorded(h, session.workerId).then((recorded) => {
+          if (!recorded) session.send({ message: { $case: 'leaseLost', leaseLost: { runId: h.runId, fencingToken: h.fencingToken, reason: 'the run is no longer running under this lease (finished, cancelled or expired)' } } });
+        });
+        continue;
+      }
       const reason =
         outcome === 'stale-token'
           ? 'the run was claimed again with a newer fencing token'

@@ -37,6 +37,8 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
   let session: WorkerSession | undefined;
   let services: LeaderServices | undefined;
   let helloSeen = false;
+  /** Set once the welcome is sent; messages before it wait in `early`. */
+  let live = false;
   let closed = false;
   const early: ConnectRequest[] = [];
 
@@ -88,10 +90,12 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
         services.results.add(session, m.result);
         return;
       case 'reattach': {
-        const { rejected } = services.reattach(session, m.reattach.runs);
-        for (const r of rejected) {
-          session.send({ message: { $case: 'leaseLost', leaseLost: { runId: r.runId, fencingToken: r.fencingToken, reason: 'not re-attached: the lease is no longer held' } } });
-        }
+        const s = session;
+        void services.reattach(s, m.reattach.runs).then(({ rejected }) => {
+          for (const r of rejected) {
+            s.send({ message: { $case: 'leaseLost', leaseLost: { runId: r.runId, fencingToken: r.fencingToken, reason: 'not re-attached: the lease is no longer held' } } });
+          }
+        });
         return;
       }
       case 'drain':
@@ -124,8 +128,14 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
     }
     services = s;
     session = new WorkerSession(hello.workerId, new Set(hello.taskTypes), hello.capacity, call);
-    const { adopted, rejected } = s.attach(session, hello.heldRuns);
+    const { adopted, rejected } = await s.attach(session, hello.heldRuns);
+    if (closed || !s.active) {
+      s.detach(session);
+      if (!closed) redirect();
+      return;
+    }
     session.send({ message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected } } });
+    live = true;
     host.log.info({ workerId: hello.workerId, taskTypes: hello.taskTypes, capacity: hello.capacity, adopted: adopted.length, rejected: rejected.length }, 'worker connected');
     for (const m of early.splice(0)) handle(m);
   };
@@ -141,7 +151,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       onHello(msg.message.hello).catch(fail);
       return;
     }
-    if (!session) early.push(msg);
+    if (!live) early.push(msg);
     else handle(msg);
   });
   call.on('end', () => {
