@@ -19,6 +19,7 @@ interface Control {
 const controls: Control[] = [
   { mutation: 'commit-previous-term', nodes: 3, profile: 'churn', caughtBy: ['leader-completeness', 'committed-changed', 'state-machine-safety', 'core-threw', 'linearizability'], maxSeeds: 200 },
   { mutation: 'reply-before-sync', nodes: 5, profile: 'random', caughtBy: ['term-regressed', 'vote-regressed', 'election-safety'], maxSeeds: 100 },
+  { mutation: 'ack-unsynced-entries', nodes: 3, profile: 'random', caughtBy: ['committed-lost', 'leader-completeness', 'committed-changed', 'state-machine-safety', 'core-threw', 'linearizability'], maxSeeds: 200 },
   { mutation: 'double-vote', nodes: 5, profile: 'random', caughtBy: ['election-safety'], maxSeeds: 100 },
   { mutation: 'skip-log-matching', nodes: 3, profile: 'random', caughtBy: ['log-matching', 'core-threw', 'committed-changed', 'state-machine-safety'], maxSeeds: 200 },
   { mutation: 'skip-up-to-date-check', nodes: 5, profile: 'random', caughtBy: ['leader-completeness', 'committed-changed', 'state-machine-safety', 'core-threw'], maxSeeds: 100 },

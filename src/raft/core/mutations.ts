@@ -6,6 +6,8 @@ export type CoreMutation =
   | 'commit-previous-term'
   /** Mark term/vote changes as not needing fsync, so a reply can outlive a crash that loses them. */
   | 'reply-before-sync'
+  /** Mark appended entries as not needing fsync, so an acknowledged entry can vanish in a crash. */
+  | 'ack-unsynced-entries'
   /** Grant a vote to any candidate of the current term, even after voting for another. */
   | 'double-vote'
   /** Accept appends without checking that the previous entry's term matches. */
@@ -18,6 +20,7 @@ export type CoreMutation =
 export const ALL_MUTATIONS: readonly CoreMutation[] = [
   'commit-previous-term',
   'reply-before-sync',
+  'ack-unsynced-entries',
   'double-vote',
   'skip-log-matching',
   'skip-up-to-date-check',

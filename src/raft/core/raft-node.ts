@@ -339,8 +339,8 @@ export class RaftNode {
     // Term and vote must survive a crash before any reply that depends on them; so must
     // entries before they are acknowledged. A commit index change alone can be recomputed.
     const hardChanged = hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote;
-    rd.mustSync =
-      rd.entries.length > 0 || (hardChanged && !this.mutations.has('reply-before-sync')) || rd.snapshot !== undefined;
+    const entriesNeedSync = rd.entries.length > 0 && !this.mutations.has('ack-unsynced-entries');
+    rd.mustSync = entriesNeedSync || (hardChanged && !this.mutations.has('reply-before-sync')) || rd.snapshot !== undefined;
     this.prevHard = hs;
     this.msgs = [];
     this.readStates = [];

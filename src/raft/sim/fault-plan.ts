@@ -18,6 +18,8 @@ export interface FaultPlan {
   crashOnCommitRate: number;
   /** Per time unit: probability that a down node restarts. */
   restartRate: number;
+  /** Per time unit: probability that the leader is asked to transfer leadership to a random node. */
+  transferRate: number;
   /** Probability that a new partition shape is aimed at the current leader. */
   leaderTargeted: number;
   /** Per time unit: probability of a new partition shape / of healing. */
@@ -91,6 +93,7 @@ function mixedPlan(rng: Prng, calm: boolean, compactEvery: number): FaultPlan {
     partitionRate: calm ? 0 : rng.pick([0, 0.001, 0.004, 0.01, 0.03]),
     healRate: rng.pick([0.005, 0.02]),
     leaderTargeted: 0.5,
+    transferRate: rng.pick([0, 0, 0.001, 0.005]),
     unsyncedSurvival: rng.chance(0.5) ? 'prefix' : 'none',
     electionTicks: 10,
     preVote: rng.chance(0.7),

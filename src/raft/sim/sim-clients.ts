@@ -2,6 +2,8 @@
 // get served by ReadIndex) against the node it believes leads, and records the outcome as a
 // history for the linearizability checker.
 //
+// Times are the simulator's client clock (4 per unit, see simulator.ts).
+//
 // Outcomes: a put is 'ok' once its (index, term) is seen committed and 'failed' once a
 // different term is committed at its index (its entry can then never commit); otherwise it
 // stays 'unknown' (return = Infinity). A get is 'ok' when its node has applied up to the read
@@ -118,7 +120,7 @@ export class SimClients {
         node.raft.readIndex(new TextEncoder().encode(String(id)));
       }
       this.busy.set(client, op);
-      this.trace?.(`t=${now} client ${client} op ${id} ${describe(input)} at ${node.id}`);
+      this.trace?.(`t=${Math.floor(now / 4)} client ${client} op ${id} ${describe(input)} at ${node.id}`);
     } catch (e) {
       if (isHeraldError(e, 'NOT_LEADER') || isHeraldError(e, 'NO_LEADER') || isHeraldError(e, 'INVALID_STATE')) {
         op.outcome = 'failed';
@@ -148,7 +150,7 @@ export class SimClients {
         op.outcome = 'failed';
         op.return = now;
       }
-      this.trace?.(`t=${now} op ${op.id} ${op.outcome}`);
+      this.trace?.(`t=${Math.floor(now / 4)} op ${op.id} ${op.outcome}`);
     }
   }
 
@@ -172,7 +174,7 @@ export class SimClients {
         op.output = node.kv.get(op.input.key) ?? '';
         op.outcome = 'ok';
         op.return = now;
-        this.trace?.(`t=${now} op ${op.id} ok '${op.output}' (read index ${op.readIndex})`);
+        this.trace?.(`t=${Math.floor(now / 4)} op ${op.id} ok '${op.output}' (read index ${op.readIndex})`);
       }
       this.waitingReads.splice(i--, 1);
     }

@@ -246,6 +246,14 @@ export function runSimulation(opts: SimOptions): SimResult {
         const leader = currentLeader();
         if (leader) crash(leader);
       }
+      if (faultRng.chance(plan.transferRate)) {
+        const leader = currentLeader();
+        const target = faultRng.pick(ids);
+        if (leader && target !== leader.id) {
+          leader.raft.transferLeadership(target);
+          log?.(`t=${now} ${leader.id} transfers leadership to ${target}`);
+        }
+      }
       if (faultRng.chance(plan.partitionRate)) {
         const leader = faultRng.chance(plan.leaderTargeted) ? currentLeader()?.id : undefined;
         const shape = randomShape(ids, faultRng, leader);
