@@ -224,9 +224,13 @@ export class FsmReads {
     return this.runsById(keys.map((k) => parseLeaseKey(k).runId));
   }
 
-  /** Runs per state, for metrics (kept as counters by apply: O(states), not O(runs)). */
+  /**
+   * Runs per state, for metrics (kept as counters by apply: O(states), not O(runs)). Every
+   * state is present, zeros included, so a gauge falls back to 0 when its last run moves on.
+   */
   async runCounts(): Promise<Map<RunState, number>> {
     const out = new Map<RunState, number>();
+    for (let s = RunState.RUN_STATE_PENDING; s <= RunState.RUN_STATE_MISSED; s++) out.set(s, 0);
     for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
       out.set(Number(key.slice(COUNTER_PREFIX.length)) as RunState, decodeCount(value));
     }
