@@ -135,8 +135,9 @@ describe('Worker: executing runs', () => {
     await new Promise((r) => setTimeout(r, 30));
     g.open();
     await s.waitForResults(1);
+    await waitFor(() => w.heldRuns.length === 0, 'run released after ack');
     expect(calls).toBe(1);
-    expect(w.heldRuns).toEqual([]);
+    expect(s.results).toHaveLength(1);
   });
 
   it('heartbeats held runs at the interval the welcome sets', async () => {
