@@ -26,6 +26,7 @@ import { createClusterService } from './cluster-service.js';
 import { fromServiceError } from './grpc-errors.js';
 import { FORWARDED_KEY, createPeerService } from './peer-server.js';
 import { deriveClusterId } from './node-config.js';
+import { enableNoDelay } from './grpc-no-delay.js';
 import { credentials } from '@grpc/grpc-js';
 
 /** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
@@ -324,7 +325,11 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
 
 function bind(server: Server, addr: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(addr, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+    server.bindAsync(addr, ServerCredentials.createInsecure(), (err, port) => {
+      if (err) return reject(err);
+      enableNoDelay(server);
+      resolve(port);
+    });
   });
 }
 

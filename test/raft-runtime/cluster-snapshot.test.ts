@@ -28,7 +28,6 @@ describe('herald server: log compaction and InstallSnapshot', () => {
       return st.snapshotIndex > laggerApplied + 150 || undefined;
     }, 30_000);
     await load.stop();
-    expect(load.failures).toEqual([]);
 
     await cluster.start(lagger);
     await cluster.waitConverged();
@@ -46,7 +45,9 @@ describe('herald server: log compaction and InstallSnapshot', () => {
     expect(new Set(hashes).size).toBe(1);
     await cluster.withStateMachine(lagger, async (sm) => {
       expect((await sm.getLocal('big7'))!.equals(Buffer.alloc(60_000, 7))).toBe(true);
-      for (const k of [...load.acked.keys()].slice(0, 50)) expect((await sm.getLocal(k))?.toString()).toBe(load.acked.get(k));
+      const missing: string[] = [];
+      for (const [k, v] of load.acked) if ((await sm.getLocal(k))?.toString() !== v) missing.push(k);
+      expect(missing).toEqual([]);
     });
   });
 });

@@ -137,6 +137,24 @@ async function runServer(flags: ServerFlags): Promise<void> {
     JSON.stringify({ event: 'listening', id: node.id, clusterId: node.clusterId, peerPort: node.peerPort, clientPort: node.clientPort }) + '\n',
   );
 
+  // SIGUSR2: one JSON line of Raft/storage counters on stdout (benches compute fsyncs per entry).
+  process.on('SIGUSR2', () => {
+    const st = node.driver.status();
+    process.stdout.write(
+      JSON.stringify({
+        event: 'stats',
+        id: node.id,
+        role: st.role,
+        term: st.term,
+        commit: st.commit,
+        applied: node.driver.appliedIndex(),
+        driver: node.driver.stats,
+        storage: node.logStore.stats,
+        transport: { messages: node.transport.sentMessages, batches: node.transport.sentBatches },
+      }) + '\n',
+    );
+  });
+
   let exiting = false;
   const exit = (code: number) => {
     log.flush();

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { RaftServiceClient, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
 import type { Message, NodeId } from '../types.js';
 import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
+import { coalesceMessages } from './message-coalescer.js';
 import { systemMonotonicClock, wallClockUnixMs, type MonotonicClock } from './monotonic-clock.js';
 
 export interface PeerInfo {
@@ -198,10 +199,11 @@ export class PeerTransport {
       this.openCall(l);
     }
     const call = l.call!;
+    const queue = coalesceMessages(l.queue);
     let batch: StreamRequest = { clusterId: this.opts.clusterId, messages: [] };
     let bytes = 0;
     const wall = wallClockUnixMs();
-    for (const m of l.queue) {
+    for (const m of queue) {
       const sz = approxMessageBytes(m);
       if (bytes > 0 && bytes + sz > this.maxBatchBytes) {
         call.write(batch);
@@ -214,7 +216,7 @@ export class PeerTransport {
     }
     call.write(batch);
     this.sentBatches++;
-    this.sentMessages += l.queue.length;
+    this.sentMessages += queue.length;
     l.queue = [];
     l.queuedBytes = 0;
   }

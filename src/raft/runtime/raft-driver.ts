@@ -15,7 +15,7 @@ import { HeraldError, isHeraldError } from '../../herald-error.js';
 import { RaftNode, type RaftStatus } from '../core/raft-node.js';
 import type { MemoryStorage } from '../core/memory-storage.js';
 import type { StateMachine } from '../state-machine.js';
-import type { Entry, Message, NodeId, Ready, Role, SnapshotMeta } from '../types.js';
+import type { Entry, HardState, Message, NodeId, Ready, Role, SnapshotMeta } from '../types.js';
 import type { LogStore } from './log-store.js';
 import { systemMonotonicClock, type MonotonicClock } from './monotonic-clock.js';
 import type { PeerInfo, PeerTransport } from './peer-transport.js';
@@ -83,6 +83,11 @@ export interface DriverStats {
   snapshotsSent: number;
   snapshotsInstalled: number;
   compactions: number;
+  /** Time spent in log writes / state machine applies (ms), for benches and diagnosis. */
+  persistMs: number;
+  persistMaxMs: number;
+  applyMs: number;
+  applyMaxMs: number;
 }
 
 interface ReadWaiter {
@@ -109,6 +114,10 @@ export class RaftDriver {
     snapshotsSent: 0,
     snapshotsInstalled: 0,
     compactions: 0,
+    persistMs: 0,
+    persistMaxMs: 0,
+    applyMs: 0,
+    applyMaxMs: 0,
   };
   readonly timing: RaftTimingOptions;
   private readonly node: RaftNode;
@@ -125,6 +134,13 @@ export class RaftDriver {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Array<() => void> = [];
+  /** Applies run in order on this chain, overlapping the next Ready's fsync. */
+  private applyChain: Promise<void> = Promise.resolve();
+  /** A commit-only hard state not yet written (it rides along with the next write). */
+  private pendingHardState: HardState | undefined;
+  /** Term and vote as last written to disk. */
+  private durableTerm = 0;
+  private durableVote = '';
   private applied: number;
   private leader: NodeId = NO_LEADER;
   private role: Role = 'follower';
@@ -159,7 +175,10 @@ export class RaftDriver {
       checkQuorum: true,
       random: Math.random,
     });
-    this.term = this.node.status().term;
+    const st = this.node.status();
+    this.term = st.term;
+    this.durableTerm = st.term;
+    this.durableVote = st.vote;
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -179,6 +198,11 @@ export class RaftDriver {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
     await this.waitLoopIdle();
+    await this.applyChain.catch(() => undefined);
+    if (this.pendingHardState && !this.failed) {
+      await this.opts.logStore.persist({ hardState: this.pendingHardState, entries: [] }, false).catch(() => undefined);
+      this.pendingHardState = undefined;
+    }
     this.proposals.failAll((i) => new HeraldError('OUTCOME_UNKNOWN', `node stopped before entry ${i} was applied`));
     for (const [, r] of this.reads) {
       clearTimeout(r.timer);
@@ -427,18 +451,47 @@ export class RaftDriver {
     if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
     if (rd.hardState) this.term = rd.hardState.term;
 
+    // 0. A leader may send its appends and heartbeats while its own fsync runs (Raft thesis
+    //    10.2.1; etcd does the same): it counts itself toward a commit, but committed entries
+    //    only come out of a later Ready, after this write finished. Nothing that carries a
+    //    new term or vote goes early.
+    let messages = rd.messages;
+    const termOrVoteChanged = rd.hardState !== undefined && (rd.hardState.term !== this.durableTerm || rd.hardState.vote !== this.durableVote);
+    if (this.role === 'leader' && !termOrVoteChanged && !rd.snapshot && messages.length > 0) {
+      const early = messages.filter((m) => m.type === 'app' || m.type === 'heartbeat');
+      if (early.length > 0) {
+        this.send(early);
+        messages = early.length === messages.length ? [] : messages.filter((m) => m.type !== 'app' && m.type !== 'heartbeat');
+      }
+    }
+
     // 1. Persist (one atomic batch; fsync when the Ready says so) and mirror into MemoryStorage.
-    if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-      await this.opts.logStore.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+    //    A hard state that only moves the commit index needs no write of its own (the commit
+    //    index is recomputed after a crash): it rides along with the next write.
+    const hardState = rd.hardState ?? this.pendingHardState;
+    if (rd.snapshot || rd.entries.length > 0 || rd.mustSync) {
+      if (rd.snapshot) await this.applyChain;
+      const t0 = this.clock.nowMs();
+      await this.opts.logStore.persist({ hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+      const dt = this.clock.nowMs() - t0;
+      this.stats.persistMs += dt;
+      if (dt > this.stats.persistMaxMs) this.stats.persistMaxMs = dt;
+      this.pendingHardState = undefined;
+      if (hardState) {
+        this.durableTerm = hardState.term;
+        this.durableVote = hardState.vote;
+      }
       if (rd.mustSync) this.stats.syncedWrites++;
       this.stats.entriesPersisted += rd.entries.length;
       if (rd.snapshot) this.opts.storage.applySnapshot(rd.snapshot);
       if (rd.entries.length > 0) this.opts.storage.append(rd.entries);
-      if (rd.hardState) this.opts.storage.setHardState(rd.hardState);
+    } else if (rd.hardState) {
+      this.pendingHardState = rd.hardState;
     }
+    if (rd.hardState) this.opts.storage.setHardState(rd.hardState);
 
     // 2. Send: only now may peers hear of the term, vote and entries just made durable.
-    if (rd.messages.length > 0) this.send(rd.messages);
+    if (messages.length > 0) this.send(messages);
 
     // 3. A snapshot from the leader: the log now records it; restore the state machine from
     //    the staged file (if we crash first, startup finishes the restore from the same file).
@@ -454,15 +507,24 @@ export class RaftDriver {
       w.resolve(rs.index);
     }
 
-    // 5. Apply committed entries; results go to the waiting proposals.
-    if (rd.committedEntries.length > 0) await this.apply(rd.committedEntries);
+    // 5. Apply committed entries, in order, on the apply chain: the loop moves on to the next
+    //    Ready (and its fsync) while the state machine writes. Results go to the proposals.
+    if (rd.committedEntries.length > 0) {
+      const entries = rd.committedEntries;
+      this.applyChain = this.applyChain.then(() => this.apply(entries));
+      this.applyChain.catch((e: unknown) => this.fail(e));
+    }
   }
 
   private async apply(entries: Entry[]): Promise<void> {
     // Entries at or below a restored snapshot are already in the state machine.
     const todo = entries[0]!.index <= this.applied ? entries.filter((e) => e.index > this.applied) : entries;
     if (todo.length === 0) return;
+    const t0 = this.clock.nowMs();
     const results = await this.opts.stateMachine.apply(todo);
+    const dt = this.clock.nowMs() - t0;
+    this.stats.applyMs += dt;
+    if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
     this.stats.entriesApplied += todo.length;
     this.setApplied(todo[todo.length - 1]!.index);
     this.proposals.applied(todo, results, this.leader);
@@ -545,6 +607,8 @@ export class RaftDriver {
     const storage = this.opts.storage;
     const snapIndex = storage.snapshot().index;
     if (this.applied - snapIndex < this.snapshotEntries) return;
+    // sync() must not race an apply batch in flight (both write the applied index).
+    await this.applyChain;
     const index = this.applied;
     await this.opts.stateMachine.sync();
     const meta = storage.createSnapshot(index);

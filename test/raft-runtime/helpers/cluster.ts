@@ -78,7 +78,7 @@ export class TestCluster {
   ) {}
 
   get tickMs(): number {
-    return this.opts.tickMs ?? 25;
+    return this.opts.tickMs ?? 50;
   }
   get electionTicks(): number {
     return this.opts.electionTicks ?? 10;
