@@ -77,7 +77,16 @@ function main(): void {
       }
       failed += r.violations.length > 0 ? 1 : 0;
       console.log(
-        JSON.stringify({ seed: args.seed, nodes, steps: r.steps, faults: r.faults, ops: r.ops, linearizability: r.linearizability, violations: r.violations }),
+        JSON.stringify({
+          seed: args.seed,
+          nodes,
+          steps: r.steps,
+          faults: r.faults,
+          ops: r.ops,
+          livenessTicks: r.livenessTicks,
+          linearizability: r.linearizability,
+          violations: r.violations,
+        }),
       );
     }
     process.exitCode = failed > 0 ? 1 : 0;
@@ -89,6 +98,9 @@ function main(): void {
   let violations = 0;
   let runs = 0;
   let linearizabilityUnknown = 0;
+  let maxLivenessTicks = 0;
+  let sumLivenessTicks = 0;
+  let liveRuns = 0;
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -96,6 +108,11 @@ function main(): void {
       runs++;
       steps += r.steps;
       if (r.linearizability === 'unknown') linearizabilityUnknown++;
+      if (r.livenessTicks >= 0) {
+        liveRuns++;
+        sumLivenessTicks += r.livenessTicks;
+        maxLivenessTicks = Math.max(maxLivenessTicks, r.livenessTicks);
+      }
       faults += r.faults;
       if (r.violations.length > 0) {
         violations++;
@@ -114,6 +131,7 @@ function main(): void {
       seedsPerSecond: Math.round((runs / secs) * 10) / 10,
       failingSeeds,
       linearizabilityUnknown,
+      livenessTicks: { mean: liveRuns ? Math.round((sumLivenessTicks / liveRuns) * 10) / 10 : 0, max: maxLivenessTicks },
     }),
   );
   process.exitCode = violations > 0 ? 1 : 0;

@@ -47,6 +47,8 @@ export interface SimResult {
   violations: Violation[];
   plan: FaultPlan;
   ops: { ok: number; failed: number; unknown: number };
+  /** Raft ticks from healing to a stable leader with every earlier proposal decided (-1: never). */
+  livenessTicks: number;
   /** The linearizability verdict ('skipped' when an earlier violation ended the run). */
   linearizability: 'ok' | 'illegal' | 'unknown' | 'skipped';
   trace: string[];
@@ -279,6 +281,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     }
   };
 
+  let livenessTicks = -1;
   // Chaos phase.
   while (now < chaosUnits && !(stopOnViolation && violated())) unit(true, plan.opRate);
 
@@ -292,6 +295,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     log?.(`t=${now} LIVENESS: healed, all nodes up`);
     const callCutoff = healedAt * 4 + 4;
     let live = false;
+    livenessTicks = -1;
     while (now < healedAt + livenessUnits && !(stopOnViolation && violated())) {
       unit(false, Math.max(plan.opRate, 0.1));
       if (now % TICK_UNITS !== 0) continue;
@@ -301,6 +305,7 @@ export function runSimulation(opts: SimOptions): SimResult {
       const stable = all.every((x) => x.raft.status().leader === leader.id);
       if (stable && st.commit === st.lastIndex && clients.undecidedPuts(callCutoff).length === 0) {
         live = true;
+        livenessTicks = Math.ceil((now - healedAt) / TICK_UNITS);
         break;
       }
     }
@@ -337,6 +342,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     plan,
     ops: clients.stats(),
     linearizability,
+    livenessTicks,
     trace,
   };
 }
