@@ -194,22 +194,22 @@ describe('HeraldClient: retries', () => {
     const node = cluster.nodes[0]!;
     const c = client();
     await c.createJob(spec, { id: 'slow' });
-    node.inject('getJob', { code: status.OK, delayMs: 3_000, times: 10 });
+    node.inject('getJob', { code: status.OK, delayMs: 10_000, times: 10 });
     const started = Date.now();
     const err = await rejection(c.getJob('slow', { deadlineMs: 200 }));
     expect(err).toBeInstanceOf(DeadlineExceededError);
     // It failed on its own deadline, not when the server finally answered.
-    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(Date.now() - started).toBeLessThan(8_000);
   });
 
   it('a per-attempt timeout moves past a hung attempt within the call deadline', async () => {
     cluster = await FakeCluster.start(1, 0);
     const node = cluster.nodes[0]!;
-    const c = client({ retry: { maxAttempts: 5, initialBackoffMs: 5, maxBackoffMs: 20, perAttemptTimeoutMs: 150 } });
+    const c = client({ retry: { maxAttempts: 5, initialBackoffMs: 5, maxBackoffMs: 20, perAttemptTimeoutMs: 300 } });
     await c.createJob(spec, { id: 'h' });
-    node.inject('getJob', { code: status.OK, delayMs: 3_000 });
-    expect((await c.getJob('h', { deadlineMs: 2_000 })).id).toBe('h');
-    expect(node.callsOf('getJob')).toHaveLength(2);
+    node.inject('getJob', { code: status.OK, delayMs: 10_000 });
+    expect((await c.getJob('h', { deadlineMs: 5_000 })).id).toBe('h');
+    expect(node.callsOf('getJob').length).toBeGreaterThanOrEqual(2);
   });
 
   it('an aborted signal cancels the call and its retries', async () => {
@@ -217,7 +217,7 @@ describe('HeraldClient: retries', () => {
     const node = cluster.nodes[0]!;
     const c = client();
     await c.createJob(spec, { id: 's' });
-    node.inject('getJob', { code: status.OK, delayMs: 3_000 });
+    node.inject('getJob', { code: status.OK, delayMs: 10_000 });
     const ac = new AbortController();
     const pending = rejection(c.getJob('s', { signal: ac.signal }));
     await waitFor(() => node.callsOf('getJob').length === 1, 'the call to reach the server');

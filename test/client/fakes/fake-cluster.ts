@@ -115,7 +115,8 @@ export class FakeNode {
         if (fault?.afterApply) return this.fail(callback, fault);
         callback(null, res);
       };
-      if (fault?.delayMs) setTimeout(answer, fault.delayMs);
+      // unref: a test that stops the server early must not wait for this answer to exit.
+      if (fault?.delayMs) setTimeout(answer, fault.delayMs).unref();
       else answer();
     };
   }
