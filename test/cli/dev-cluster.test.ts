@@ -1,0 +1,180 @@
+// The CLI against a real local cluster started the way users start it: `herald dev` (3 server
+// processes + the in-process demo worker) on a temp data dir and free ports. Covers create → list
+// → trigger → the demo worker runs it → succeeded, the exec worker, conflicts and not-found exit
+// codes, cluster status/transfer, and that SIGTERM leaves no process behind.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CliProcess, freeBasePort, runCli, type CliResult } from './helpers/run-cli.js';
+import { killPids, pidsWithArg } from './helpers/processes.js';
+
+let dir = '';
+let dev: CliProcess | undefined;
+let endpoints = '';
+
+async function cli(...args: string[]): Promise<CliResult> {
+  return runCli([...args, '--endpoints', endpoints]);
+}
+
+async function cliJson<T>(...args: string[]): Promise<T> {
+  const r = await cli(...args, '--json');
+  expect(r.code, `herald ${args.join(' ')}: ${r.stderr}`).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+interface JobJson {
+  id: string;
+  state: string;
+  version: number;
+  created?: boolean;
+  spec: { taskType: string; payload: string; labels: Record<string, string>; schedule: Record<string, unknown> };
+}
+interface RunJson {
+  id: string;
+  jobId: string;
+  state: string;
+  workerId: string;
+  manual: boolean;
+  output: string | null;
+  attempts: Array<{ outcome: string; error: { type: string; message: string } | null }>;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'herald-cli-dev-'));
+  const base = await freeBasePort();
+  endpoints = [1, 2, 3].map((i) => `127.0.0.1:${base + i}`).join(',');
+  dev = new CliProcess(['dev', '--data-dir', join(dir, 'data'), '--base-port', String(base), '--no-demo', '--log-level', 'warn']);
+  await dev.waitFor(/Herald dev cluster ready/, 60_000);
+}, 90_000);
+
+afterAll(async () => {
+  await dev?.stop('SIGKILL').catch(() => undefined);
+  // Whatever a failed test left behind (nodes, workers) carries the temp dir or its ports.
+  killPids(pidsWithArg(dir));
+  if (endpoints) killPids(pidsWithArg(endpoints));
+  await rm(dir, { recursive: true, force: true });
+}, 30_000);
+
+describe('herald CLI against `herald dev`', () => {
+  it('prints where to connect', () => {
+    expect(dev!.stdout).toContain(`client endpoints  ${endpoints}`);
+    expect(dev!.stdout).toMatch(/metrics\s+http:\/\/127\.0\.0\.1:\d+\/metrics/);
+    expect(dev!.stdout).toMatch(/demo worker\s+task type "demo"/);
+  });
+
+  it('cluster status shows 3 members and a leader, as a table and as JSON', async () => {
+    const st = await cliJson<{ leaderId: string; members: Array<{ id: string; role: string; reachable: boolean; healthy: boolean }> }>('cluster', 'status');
+    expect(st.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n3']);
+    expect(st.members.filter((m) => m.role === 'leader').map((m) => m.id)).toEqual([st.leaderId]);
+    expect(st.members.every((m) => m.reachable)).toBe(true);
+    const table = await cli('cluster', 'status');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^ID\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+MATCH\s+LAST CONTACT\s+HEALTH/m);
+    expect(table.stdout.match(/^n\d\*?\s/gm)).toHaveLength(3);
+    expect(table.stdout).toMatch(new RegExp(`^${st.leaderId}\\*\\s+leader`, 'm'));
+  });
+
+  it('creates, lists, triggers a job; the demo worker runs it to success', async () => {
+    const job = await cliJson<JobJson>(
+      'job', 'create', '--id', 'cli-job', '--task-type', 'demo', '--every', '1h', '--payload', '{"n":1}', '--label', 'team=cli', '--max-attempts', '3',
+    );
+    expect(job).toMatchObject({ id: 'cli-job', state: 'active', created: true, spec: { taskType: 'demo', payload: '{"n":1}', labels: { team: 'cli' } } });
+    expect(job.spec.schedule).toEqual({ every: { intervalMs: 3_600_000, anchorUnixMs: 0 } });
+
+    const again = await cli('job', 'create', '--id', 'cli-job', '--task-type', 'demo', '--every', '1h');
+    expect(again.code, again.stderr).toBe(4);
+    expect(again.stderr).toMatch(/^herald job create: ALREADY_EXISTS: /);
+
+    const ls = await cliJson<{ jobs: JobJson[] }>('job', 'ls', '--label', 'team=cli');
+    expect(ls.jobs.map((j) => j.id)).toEqual(['cli-job']);
+    const table = await cli('job', 'ls');
+    expect(table.stdout).toMatch(/^ID\s+TASK TYPE\s+SCHEDULE\s+STATE/m);
+    expect(table.stdout).toMatch(/^cli-job\s+demo\s+every 1h\s+active/m);
+
+    const run = await cliJson<RunJson>('job', 'trigger', 'cli-job', '--wait', '--wait-timeout', '30s');
+    expect(run).toMatchObject({ jobId: 'cli-job', state: 'succeeded', manual: true });
+    expect(run.workerId).toMatch(/^dev-worker-/);
+    // dev streamed the fire as the demo worker received it.
+    await dev!.waitFor(new RegExp(`fire .*run ${run.id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+job cli-job \\(manual\\)`), 10_000);
+
+    const runs = await cliJson<{ runs: RunJson[] }>('run', 'ls', '--job', 'cli-job');
+    // An interval job may also have fired its first slot by now; the manual run is the one we made.
+    expect(runs.runs.filter((r) => r.manual).map((r) => [r.id, r.state])).toEqual([[run.id, 'succeeded']]);
+    expect(runs.runs.every((r) => r.jobId === 'cli-job')).toBe(true);
+    const got = await cli('run', 'get', run.id);
+    expect(got.code).toBe(0);
+    expect(got.stdout).toMatch(/^state:\s+succeeded/m);
+    expect(got.stdout).toMatch(/^#\s+WORKER\s+TOKEN/m);
+  });
+
+  it('update bumps the version; a stale --expected-version is a conflict (exit 4)', async () => {
+    await cliJson<JobJson>('job', 'create', '--id', 'cli-upd', '--task-type', 'demo', '--cron', '0 2 * * *', '--tz', 'Europe/Berlin');
+    const before = await cliJson<JobJson>('job', 'get', 'cli-upd');
+    const after = await cliJson<JobJson>('job', 'update', 'cli-upd', '--every', '2h', '--label', 'x=y');
+    expect(after.version).toBeGreaterThan(before.version);
+    expect(after.spec.schedule).toEqual({ every: { intervalMs: 7_200_000, anchorUnixMs: 0 } });
+    expect(after.spec.labels).toEqual({ x: 'y' });
+    const stale = await cli('job', 'update', 'cli-upd', '--priority', '5', '--expected-version', String(before.version));
+    expect(stale.code, stale.stderr).toBe(4);
+    expect(stale.stderr).toMatch(/^herald job update: FAILED_PRECONDITION: /);
+
+    const paused = await cliJson<JobJson>('job', 'pause', 'cli-upd', '--note', 'maintenance');
+    expect(paused.state).toBe('paused');
+    const resumed = await cliJson<JobJson>('job', 'resume', 'cli-upd');
+    expect(resumed.state).toBe('active');
+
+    const rm = await cli('job', 'rm', 'cli-upd');
+    expect(rm.code, rm.stderr).toBe(0);
+    const gone = await cli('job', 'get', 'cli-upd');
+    expect(gone.code).toBe(3);
+    expect(gone.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(gone.stderr).toMatch(/^herald job get: NOT_FOUND: /);
+  });
+
+  it('server-side validation errors are exit 2 in one line', async () => {
+    const r = await cli('job', 'create', '--task-type', 'demo', '--cron', '99 * * * *');
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^herald job create: INVALID_ARGUMENT: /);
+  });
+
+  it('`herald worker --exec` runs a shell command per run with the run in its environment; non-zero exit fails the run', async () => {
+    const worker = new CliProcess([
+      'worker', '--endpoints', endpoints, '--task-type', 'shell', '--task-type', 'shellfail', '--concurrency', '2',
+      '--exec', 'if [ "$HERALD_TASK_TYPE" = shellfail ]; then echo broken >&2; exit 3; fi; echo "ok $HERALD_RUN_ID $HERALD_JOB_ID $HERALD_ATTEMPT $HERALD_FENCING_TOKEN $HERALD_PAYLOAD"',
+    ]);
+    try {
+      await worker.waitFor(/connected to n\d/, 30_000, 'stderr');
+      await cliJson<JobJson>('job', 'create', '--id', 'cli-shell', '--task-type', 'shell', '--every', '1h', '--payload', '{"k":"v"}');
+      const ok = await cliJson<RunJson>('job', 'trigger', 'cli-shell', '--wait', '--wait-timeout', '30s');
+      expect(ok.state).toBe('succeeded');
+      expect(ok.output).toMatch(new RegExp(`^ok ${ok.id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cli-shell 1 \\d+ \\{"k":"v"\\}`));
+
+      await cliJson<JobJson>('job', 'create', '--id', 'cli-fail', '--task-type', 'shellfail', '--every', '1h', '--max-attempts', '1');
+      const bad = await cli('job', 'trigger', 'cli-fail', '--wait', '--wait-timeout', '30s', '--json');
+      expect(bad.code, bad.stderr).toBe(7);
+      const failed = JSON.parse(bad.stdout) as RunJson;
+      expect(['dead', 'failed']).toContain(failed.state);
+      expect(failed.attempts[0]!.error?.message).toMatch(/exited with code 3: broken/);
+    } finally {
+      const exit = await worker.stop('SIGTERM');
+      expect(exit.code, worker.stderr).toBe(0);
+      expect(worker.stderr).toMatch(/stopped/);
+    }
+  });
+
+  it('cluster transfer moves leadership', async () => {
+    const before = await cliJson<{ leaderId: string }>('cluster', 'status');
+    const target = ['n1', 'n2', 'n3'].find((id) => id !== before.leaderId)!;
+    const moved = await cliJson<{ leaderId: string }>('cluster', 'transfer', target);
+    expect(moved.leaderId).toBe(target);
+  });
+
+  it('SIGTERM stops the dev cluster cleanly: exit 0, no process left', async () => {
+    const exit = await dev!.stop('SIGTERM', 30_000);
+    expect(exit.code, dev!.stderr).toBe(0);
+    expect(dev!.stdout).toMatch(/^stopped$/m);
+    expect(pidsWithArg(dir)).toEqual([]);
+  });
+});
