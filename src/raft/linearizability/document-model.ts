@@ -55,8 +55,17 @@ export function nondeterministicDocumentModel<D>(
   opts: DocumentModelOptions<D> = {},
 ): NondeterministicModel<DocState<D>, DocInput<D>, DocOutput<D>> {
   const sequential = (opts.versions ?? 'sequential') === 'sequential';
-  const docKey = opts.docKey ?? ((d: D) => JSON.stringify(d));
-  const sameDoc = (a: D, b: D): boolean => docKey(a) === docKey(b);
+  const rawDocKey = opts.docKey ?? ((d: D) => JSON.stringify(d));
+  // Documents and records are immutable inputs and states: canonicalise each object once.
+  const docKeys = new WeakMap<object, string>();
+  const docKey = (d: D): string => {
+    if (typeof d !== 'object' || d === null) return rawDocKey(d);
+    let k = docKeys.get(d);
+    if (k === undefined) docKeys.set(d, (k = rawDocKey(d)));
+    return k;
+  };
+  const recordKeys = new WeakMap<DocRecord<D>, string>();
+  const sameDoc = (a: D, b: D): boolean => a === b || docKey(a) === docKey(b);
 
   /** May the document's current version be `v`? */
   const mayBe = (r: DocRecord<D>, v: number): boolean => (sequential ? v === r.version : v >= r.version);
@@ -138,7 +147,12 @@ export function nondeterministicDocumentModel<D>(
       }
     },
 
-    key: (s) => (s === null ? '-' : `${s.version}|${s.idempotencyKey ?? ''}|${docKey(s.doc)}`),
+    key(s) {
+      if (s === null) return '-';
+      let k = recordKeys.get(s);
+      if (k === undefined) recordKeys.set(s, (k = `${s.version}|${s.idempotencyKey ?? ''}|${docKey(s.doc)}`));
+      return k;
+    },
     partition: (h) => partitionBy(h, (i) => i.id),
     readOnly: (i) => i.kind === 'get',
     describeOperation(input, out) {

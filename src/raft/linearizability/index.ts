@@ -1,6 +1,6 @@
 // The checker's public surface, for the simulator and the chaos suite (see README.md).
 export { checkOperations, describeResult, DEFAULT_MAX_STEPS } from './checker.js';
-export type { CheckBudget, CheckResult, IllegalExplanation } from './checker.js';
+export type { CheckBudget, CheckOptions, CheckResult, IllegalExplanation } from './checker.js';
 export { hashPrimitive, hashString, partitionBy } from './model.js';
 export type { Model, Operation, StepResult } from './model.js';
 export { kvModel } from './kv-model.js';

@@ -24,13 +24,20 @@ export interface NondeterministicModel<S, I, O> {
 export interface StateSet<S> {
   readonly keys: readonly string[];
   readonly states: readonly S[];
+  /** Computed once: the checker asks for it at every step. */
+  readonly hash: number;
 }
 
 function toSet<S>(states: readonly S[], key: (s: S) => string): StateSet<S> {
+  // The common case by far: a deterministic step from a single state.
+  if (states.length === 1) {
+    const k = key(states[0]!);
+    return { keys: [k], states, hash: hashString(k) };
+  }
   const byKey = new Map<string, S>();
   for (const s of states) byKey.set(key(s), s);
   const keys = [...byKey.keys()].sort();
-  return { keys, states: keys.map((k) => byKey.get(k)!) };
+  return { keys, states: keys.map((k) => byKey.get(k)!), hash: hashString(keys.join('\u0000')) };
 }
 
 export function powersetModel<S, I, O>(m: NondeterministicModel<S, I, O>): Model<StateSet<S>, I, O> {
@@ -41,8 +48,8 @@ export function powersetModel<S, I, O>(m: NondeterministicModel<S, I, O>): Model
       for (const s of set.states) for (const t of m.step(s, input, output)) next.push(t);
       return next.length === 0 ? [false, set] : [true, toSet(next, m.key)];
     },
-    hash: (set) => hashString(set.keys.join('\u0000')),
-    equal: (a, b) => a.keys.length === b.keys.length && a.keys.every((k, i) => k === b.keys[i]),
+    hash: (set) => set.hash,
+    equal: (a, b) => a === b || (a.hash === b.hash && a.keys.length === b.keys.length && a.keys.every((k, i) => k === b.keys[i])),
     describeState: (set) => `one of {${set.states.map((s) => (m.describeState ? m.describeState(s) : m.key(s))).join(' | ')}}`,
   };
   if (m.partition) lifted.partition = (h) => m.partition!(h);
