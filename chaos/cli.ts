@@ -1,0 +1,60 @@
+// `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
+//   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
+//   [--snapshot-entries N] [--unsafe skip-fsync|accept-stale-tokens|fire-without-slot-check]`
+// Prints progress on stderr, a human summary on stdout, and as the last stdout line the JSON
+// summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseDuration } from '../src/client/duration.js';
+import { parseFaultFamilies } from './nemesis/fault-kinds.js';
+import { runChaos } from './run-chaos.js';
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function usage(msg: string): never {
+  process.stderr.write(`chaos: ${msg}\n`);
+  process.exit(2);
+}
+
+const nodes = Number(flag('nodes') ?? '3');
+if (nodes !== 3 && nodes !== 5) usage('--nodes must be 3 or 5');
+let durationMs: number;
+try {
+  durationMs = parseDuration(flag('duration') ?? '60s', '--duration');
+} catch (e) {
+  usage((e as Error).message);
+}
+let families;
+try {
+  families = parseFaultFamilies(flag('faults') ?? 'all');
+} catch (e) {
+  usage((e as Error).message);
+}
+const seed = Number(flag('seed') ?? Date.now() % 1_000_000);
+if (!Number.isSafeInteger(seed) || seed < 0) usage('--seed must be a non-negative integer');
+const keep = (flag('keep') ?? 'on-failure') as 'always' | 'on-failure' | 'never';
+if (!['always', 'on-failure', 'never'].includes(keep)) usage('--keep: always, on-failure or never');
+const unsafe = process.argv.flatMap((a, i) => (a === '--unsafe' ? [process.argv[i + 1]!] : []));
+
+try {
+  const r = await runChaos({
+    nodes: nodes as 3 | 5,
+    durationMs,
+    families,
+    seed,
+    workers: Number(flag('workers') ?? '3'),
+    scale: Number(flag('scale') ?? '1'),
+    reportDir: flag('report-dir') ?? join(tmpdir(), 'herald-chaos-reports'),
+    keep,
+    unsafe,
+    ...(flag('snapshot-entries') ? { snapshotEntries: Number(flag('snapshot-entries')) } : {}),
+  });
+  process.stdout.write(`${r.human}\n${JSON.stringify(r.summary)}\n`);
+  process.exit(r.report.ok ? 0 : 1);
+} catch (e) {
+  process.stderr.write(`chaos: the run could not be carried out: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(3);
+}

@@ -1,0 +1,244 @@
+// Carries out a fault schedule against the running processes: applies each step at its time,
+// holds it, heals it, and records what really happened (the leader it hit, the worker it killed,
+// whether a crash point fired). Only one fault is active at a time; healAll() undoes everything
+// (the end of the fault phase, or an aborted run).
+import type { ClusterProcesses } from '../orchestrator/cluster-processes.js';
+import type { WorkerPool } from '../orchestrator/worker-pool.js';
+import type { LedgerProcess } from '../orchestrator/support-processes.js';
+import { sleep } from '../orchestrator/free-port.js';
+import type { FaultStep } from './fault-schedule.js';
+import { isolate, oneWay, ring, split } from './partition-shapes.js';
+import type { CrashControl } from '../orchestrator/node-control.js';
+
+export interface FaultRecord {
+  index: number;
+  kind: string;
+  /** Offset from the fault phase start when it was applied / healed (ms). */
+  appliedAtMs: number;
+  healedAtMs: number;
+  targets: string[];
+  detail?: string;
+  /** False when the step could not be applied (e.g. no leader to hit); the reason is in detail. */
+  applied: boolean;
+}
+
+export interface NemesisDeps {
+  cluster: ClusterProcesses;
+  workers: WorkerPool;
+  ledger: LedgerProcess;
+  log: (line: string) => void;
+}
+
+const CRASH: Record<string, Pick<CrashControl, 'point' | 'phase'>> = {
+  'crash-before-sync': { point: 'sync', phase: 'before' },
+  'crash-after-sync': { point: 'sync', phase: 'after' },
+  'crash-snapshot-save': { point: 'snapshot-save', phase: 'before' },
+  'crash-snapshot-install': { point: 'snapshot-install', phase: 'after' },
+};
+
+export interface StartFailure {
+  node: string;
+  /** Offset from the fault phase start (ms). */
+  atMs: number;
+  error: string;
+}
+
+export class Nemesis {
+  readonly records: FaultRecord[] = [];
+  /** Nodes that refused to (re)start: a finding in itself (e.g. storage left unrecoverable). */
+  readonly startFailures: StartFailure[] = [];
+  private stopped = false;
+  private t0 = 0;
+
+  constructor(private readonly d: NemesisDeps) {}
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Runs the steps from now; resolves after the last one healed (or stop()). */
+  async run(steps: readonly FaultStep[]): Promise<void> {
+    this.t0 = Date.now();
+    for (const step of steps) {
+      const wait = this.t0 + step.atMs - Date.now();
+      if (wait > 0) await this.sleepUnlessStopped(wait);
+      if (this.stopped) return;
+      const rec: FaultRecord = { index: step.index, kind: step.kind, appliedAtMs: Date.now() - this.t0, healedAtMs: 0, targets: [], applied: true };
+      this.records.push(rec);
+      try {
+        const heal = await this.apply(step, rec);
+        this.d.log(`fault #${step.index} ${step.kind} on [${rec.targets.join(',')}]${rec.detail ? ` (${rec.detail})` : ''} for ${step.durationMs} ms`);
+        await this.sleepUnlessStopped(step.durationMs);
+        await heal();
+      } catch (e) {
+        rec.applied = false;
+        rec.detail = `${rec.detail ?? ''} error: ${e instanceof Error ? e.message : String(e)}`.trim();
+        this.d.log(`fault #${step.index} ${step.kind} failed: ${rec.detail}`);
+        await this.healAll();
+      }
+      rec.healedAtMs = Date.now() - this.t0;
+    }
+  }
+
+  /** Undoes every fault: network, clocks, crash points, paused and dead processes. */
+  async healAll(): Promise<void> {
+    const c = this.d.cluster;
+    c.healNetwork();
+    for (const id of c.ids) {
+      const n = c.node(id);
+      n.control.reset();
+      if (n.process.paused) c.resume(id);
+    }
+    await this.d.ledger.disarm().catch(() => 0);
+    await Promise.all(c.ids.filter((id) => !c.node(id).process.running).map((id) => this.tryStart(id)));
+    await this.d.workers.healAll();
+  }
+
+  /** (Re)starts a node; a node that refuses is recorded once per attempt, not thrown. */
+  async tryStart(id: string): Promise<boolean> {
+    try {
+      await this.d.cluster.start(id);
+      return true;
+    } catch (e) {
+      const error = (e instanceof Error ? e.message : String(e)).split('\n').filter((l) => l.includes('refusing') || l.includes('fatal') || l.includes('exited')).join(' | ').slice(0, 1_000);
+      this.startFailures.push({ node: id, atMs: Date.now() - this.t0, error });
+      this.d.log(`node ${id} failed to start: ${error}`);
+      return false;
+    }
+  }
+
+  private async sleepUnlessStopped(ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    while (!this.stopped && Date.now() < end) await sleep(Math.min(100, end - Date.now()));
+  }
+
+  private async leaderOr(step: FaultStep, rec: FaultRecord): Promise<string> {
+    const l = await this.d.cluster.leader();
+    if (l) return l;
+    const up = this.d.cluster.ids.filter((id) => this.d.cluster.isUp(id));
+    const pick = up[Math.floor(step.choice * up.length)] ?? this.d.cluster.ids[0]!;
+    rec.detail = 'no agreed leader; hit a running node instead';
+    return pick;
+  }
+
+  /** Applies a step; returns its heal. */
+  private async apply(step: FaultStep, rec: FaultRecord): Promise<() => Promise<void>> {
+    const c = this.d.cluster;
+    const restart = (ids: string[]) => async () => {
+      await Promise.all(ids.map((id) => this.tryStart(id)));
+    };
+    switch (step.kind) {
+      case 'kill-one':
+      case 'kill-majority':
+      case 'kill-all':
+      case 'kill-leader': {
+        const ids = step.kind === 'kill-leader' ? [await this.leaderOr(step, rec)] : step.targets;
+        rec.targets = ids;
+        await Promise.all(ids.map((id) => c.kill(id)));
+        return restart(ids);
+      }
+      case 'pause-leader':
+      case 'pause-follower': {
+        let id: string;
+        if (step.kind === 'pause-leader') id = await this.leaderOr(step, rec);
+        else {
+          const l = await c.leader();
+          const followers = c.ids.filter((x) => x !== l && c.isUp(x));
+          id = followers[Math.floor(step.choice * followers.length)] ?? c.ids[0]!;
+        }
+        rec.targets = [id];
+        c.pause(id);
+        return async () => c.resume(id);
+      }
+      case 'partition-isolate-one':
+      case 'partition-isolate-leader': {
+        const id = step.kind === 'partition-isolate-one' ? step.targets[0]! : await this.leaderOr(step, rec);
+        rec.targets = [id];
+        c.setBlocked(isolate(id, c.ids));
+        return async () => c.healNetwork();
+      }
+      case 'partition-majority-minority':
+        rec.targets = step.params.minority ?? [];
+        c.setBlocked(split(rec.targets, c.ids));
+        return async () => c.healNetwork();
+      case 'partition-ring':
+        rec.targets = step.params.ring ?? [];
+        c.setBlocked(ring(rec.targets));
+        return async () => c.healNetwork();
+      case 'partition-one-way':
+        rec.targets = [step.params.from!, step.params.to!];
+        c.setBlocked(oneWay(step.params.from!, step.params.to!));
+        return async () => c.healNetwork();
+      case 'partition-worker-leader': {
+        const id = await this.leaderOr(step, rec);
+        rec.targets = [id];
+        // Clients and workers reach a node only through its client proxy: block the leader's.
+        c.node(id).clientProxy.setFaults({ blocked: true });
+        c.node(id).clientProxy.reset();
+        return async () => c.node(id).clientProxy.heal();
+      }
+      case 'link-delay':
+        rec.detail = `${step.params.delayMs} ms on every peer link`;
+        c.setPeerLinkFaults({ delayMs: step.params.delayMs });
+        return async () => c.healNetwork();
+      case 'link-loss':
+        rec.detail = `reset probability ${step.params.resetProbability} per chunk on every peer link`;
+        c.setPeerLinkFaults({ resetProbability: step.params.resetProbability });
+        return async () => c.healNetwork();
+      case 'clock-jump-one':
+      case 'clock-jump-leader':
+      case 'clock-drift-leader': {
+        const id = step.kind === 'clock-jump-one' ? step.targets[0]! : await this.leaderOr(step, rec);
+        rec.targets = [id];
+        const n = c.node(id);
+        if (step.kind === 'clock-drift-leader') {
+          rec.detail = `drift ${step.params.clockDriftMsPerS} ms/s`;
+          n.control.setClock({ driftMsPerS: step.params.clockDriftMsPerS!, sinceMs: Date.now() });
+        } else {
+          rec.detail = `offset ${step.params.clockOffsetMs} ms`;
+          n.control.setClock({ offsetMs: step.params.clockOffsetMs! });
+        }
+        return async () => n.control.reset();
+      }
+      case 'crash-before-sync':
+      case 'crash-after-sync':
+      case 'crash-snapshot-save':
+      case 'crash-snapshot-install': {
+        const id = step.targets[0]!;
+        rec.targets = [id];
+        const n = c.node(id);
+        n.control.armCrash({ id: `step-${step.index}`, ...CRASH[step.kind]!, nth: 1 + Math.floor(step.choice * 3) });
+        return async () => {
+          n.control.armCrash(undefined);
+          const fired = !n.process.running;
+          rec.detail = fired ? 'crash point reached; restarted' : 'crash point not reached while armed';
+          if (fired) await this.tryStart(id);
+        };
+      }
+      case 'kill-worker':
+      case 'kill-worker-before-effect':
+      case 'kill-worker-after-effect': {
+        const w = this.d.workers.pick(step.choice);
+        if (!w) throw new Error('no worker running');
+        rec.targets = [w.id];
+        if (step.kind === 'kill-worker') {
+          await w.process.kill();
+        } else {
+          await this.d.ledger.arm(step.kind === 'kill-worker-before-effect' ? 'before-effect' : 'after-effect', w.id);
+        }
+        return async () => {
+          const left = await this.d.ledger.disarm();
+          if (step.kind !== 'kill-worker') rec.detail = left > 0 ? 'no invocation while armed' : 'worker killed itself at the crash instruction';
+          await this.d.workers.healAll();
+        };
+      }
+      case 'pause-worker': {
+        const w = this.d.workers.pick(step.choice);
+        if (!w) throw new Error('no worker running');
+        rec.targets = [w.id];
+        w.process.signal('SIGSTOP');
+        return async () => w.process.signal('SIGCONT');
+      }
+    }
+  }
+}

@@ -1,0 +1,66 @@
+// The ledger process and the worker processes of a chaos run (outside the cluster's proxies for
+// the ledger; workers reach the nodes through the client proxies, so the worker↔leader link can
+// be blackholed). Both run from TypeScript through tsx.
+import { join } from 'node:path';
+import { ManagedProcess } from './managed-process.js';
+import { REPO_ROOT } from './cluster-processes.js';
+import type { LedgerSnapshot, CrashMode } from '../ledger/ledger-state.js';
+
+const TSX = ['--import', 'tsx'];
+
+export class LedgerProcess {
+  readonly process: ManagedProcess;
+  port = 0;
+
+  constructor(root: string) {
+    this.process = new ManagedProcess({ name: 'ledger', command: process.execPath, args: [...TSX, join(REPO_ROOT, 'chaos', 'ledger', 'ledger-main.ts')], cwd: REPO_ROOT, logFile: join(root, 'ledger.log') });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const j = await this.process.start<{ port: number }>((x) => typeof x.port === 'number', 60_000);
+    this.port = j.port;
+  }
+
+  async snapshot(): Promise<LedgerSnapshot> {
+    const r = await fetch(`${this.url}/snapshot`);
+    return (await r.json()) as LedgerSnapshot;
+  }
+
+  async arm(mode: CrashMode, workerId?: string): Promise<void> {
+    await fetch(`${this.url}/arm`, { method: 'POST', body: JSON.stringify({ mode, workerId }) });
+  }
+
+  async disarm(): Promise<number> {
+    const r = await fetch(`${this.url}/disarm`, { method: 'POST', body: '{}' });
+    return ((await r.json()) as { disarmed: number }).disarmed;
+  }
+}
+
+export class WorkerProcess {
+  readonly process: ManagedProcess;
+
+  constructor(
+    readonly id: string,
+    root: string,
+    endpoints: string[],
+    ledgerUrl: string,
+    concurrency: number,
+  ) {
+    this.process = new ManagedProcess({
+      name: `worker ${id}`,
+      command: process.execPath,
+      args: [...TSX, join(REPO_ROOT, 'chaos', 'worker', 'chaos-worker-main.ts')],
+      cwd: REPO_ROOT,
+      env: { ...process.env, CHAOS_ENDPOINTS: endpoints.join(','), CHAOS_LEDGER: ledgerUrl, CHAOS_WORKER_ID: id, CHAOS_CONCURRENCY: String(concurrency) },
+      logFile: join(root, `worker-${id}.log`),
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.process.start((j) => j.event === 'started', 60_000);
+  }
+}

@@ -1,0 +1,239 @@
+// One chaos run, start to finish: ledger, cluster (behind proxies), workers, workload and
+// nemesis for the fault phase; then heal everything, wait for a leader and a quiet period, let
+// the window's runs settle, quiesce, read everything back and run the checkers. Everything
+// started is stopped in `finally`, whatever happened.
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { HeraldClient } from '../src/client/herald-client.js';
+import { NotFoundError } from '../src/client/errors.js';
+import type { Run } from '../src/gen/herald/v1/run.js';
+import { ClusterProcesses, HERALD_BIN, REPO_ROOT } from './orchestrator/cluster-processes.js';
+import { LedgerProcess } from './orchestrator/support-processes.js';
+import { WorkerPool } from './orchestrator/worker-pool.js';
+import { collectNodeStates } from './orchestrator/state-hash.js';
+import { sleep } from './orchestrator/free-port.js';
+import { ALL_FAULT_KINDS, availableKinds, familyOf, type FaultFamily } from './nemesis/fault-kinds.js';
+import { countByKind, faultSchedule } from './nemesis/fault-schedule.js';
+import { Nemesis } from './nemesis/nemesis.js';
+import { jobMix } from './workload/job-mix.js';
+import { ScheduledWorkload } from './workload/scheduled-workload.js';
+import { ControlPlaneWorkload } from './workload/control-plane-workload.js';
+import { checkSlots, TERMINAL } from './checkers/slots-checker.js';
+import { checkFencing } from './checkers/fencing-checker.js';
+import { checkControlPlane } from './checkers/control-plane-checker.js';
+import { checkRecovery } from './checkers/recovery-checker.js';
+import { checkConvergence } from './checkers/convergence-checker.js';
+import { humanSummary, summarize, type ChaosReport, type ChaosSummary } from './report.js';
+
+export interface ChaosOptions {
+  nodes: 3 | 5;
+  durationMs: number;
+  families: FaultFamily[];
+  seed: number;
+  workers?: number;
+  /** Extra environment for every node (test-only unsafe switches). */
+  nodeEnv?: NodeJS.ProcessEnv;
+  unsafe?: string[];
+  /** Where the report goes (default: the run's temp dir, kept when the run fails). */
+  reportDir?: string;
+  /** Keep the run's data dirs and logs (default: only when the run fails). */
+  keep?: 'always' | 'on-failure' | 'never';
+  leaseMs?: number;
+  quietMs?: number;
+  /** Raft snapshot/compaction cadence (small values exercise snapshots and InstallSnapshot). */
+  snapshotEntries?: number;
+  compactionKeep?: number;
+  /** Workload size multiplier. */
+  scale?: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosResult {
+  report: ChaosReport;
+  summary: ChaosSummary;
+  human: string;
+  reportPath: string | undefined;
+}
+
+const UNSAFE_ENV = 'HERALD_TEST_UNSAFE';
+
+async function listRunsOf(client: HeraldClient, jobId: string): Promise<Run[] | undefined> {
+  try {
+    await client.getJob(jobId, { deadlineMs: 10_000 });
+  } catch (e) {
+    if (e instanceof NotFoundError) return undefined;
+    throw e;
+  }
+  const out: Run[] = [];
+  for await (const r of client.iterateRuns({ jobId, pageSize: 1000 }, { deadlineMs: 20_000 })) out.push(r);
+  return out;
+}
+
+async function retry<T>(what: string, fn: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (Date.now() > end) throw new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+      await sleep(300);
+    }
+  }
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
+  const log = o.log ?? ((l: string) => process.stderr.write(`[chaos] ${l}\n`));
+  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error(`${HERALD_BIN} needs dist/: run \`npm run build\` first`);
+  const started = Date.now();
+  const root = await mkdtemp(join(tmpdir(), `herald-chaos-${o.seed}-`));
+  const leaseMs = o.leaseMs ?? 3_000;
+  const quietMs = o.quietMs ?? 6_000;
+  const unsafe = o.unsafe ?? [];
+  const nodeEnv: NodeJS.ProcessEnv = { ...o.nodeEnv, ...(unsafe.length ? { [UNSAFE_ENV]: '1', ...Object.fromEntries(unsafe.map((u) => [`HERALD_UNSAFE_${u.toUpperCase().replace(/-/g, '_')}`, '1'])) } : {}) };
+
+  const ledger = new LedgerProcess(root);
+  let cluster: ClusterProcesses | undefined;
+  let workers: WorkerPool | undefined;
+  let client: HeraldClient | undefined;
+  let nemesis: Nemesis | undefined;
+  let ok = false;
+  try {
+    await ledger.start();
+    cluster = await ClusterProcesses.create({
+      nodes: o.nodes,
+      root,
+      clusterId: `chaos-${o.seed}`,
+      stateMachine: 'scheduler',
+      seed: o.seed,
+      tickMs: 50,
+      electionTicks: 10,
+      snapshotEntries: o.snapshotEntries ?? 300,
+      compactionKeep: o.compactionKeep ?? 100,
+      env: nodeEnv,
+      extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', 'warn'],
+    });
+    const c = cluster;
+    await c.startAll();
+    await c.waitLeader(30_000);
+    log(`cluster of ${o.nodes} up in ${root}`);
+    workers = new WorkerPool(o.workers ?? 3, root, () => c.clientEndpoints(), () => ledger.url);
+    await workers.startAll();
+    client = new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 } });
+
+    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true });
+    const unavailableFaults: Record<string, string> = {};
+    for (const k of ALL_FAULT_KINDS) {
+      if (o.families.includes(familyOf(k)) && !kinds.includes(k)) unavailableFaults[k] = k === 'partition-ring' ? 'needs 5 nodes' : 'not supported by this cluster';
+    }
+    const steps = faultSchedule({ seed: o.seed, nodeIds: c.ids, durationMs: o.durationMs, kinds, electionTimeoutMs: c.electionTimeoutMs, leaseMs });
+
+    // Workload: scheduled jobs first (the fault phase starts once they exist), control plane along.
+    const phaseStart = Date.now() + 1_000;
+    const plan = jobMix({ seed: o.seed, startMs: phaseStart, durationMs: o.durationMs, leaseMs, scale: o.scale });
+    const scheduled = new ScheduledWorkload(client, plan);
+    await scheduled.createAll();
+    const control = new ControlPlaneWorkload(client, { seed: o.seed, clients: 3, ids: 6 });
+    scheduled.startActions(phaseStart);
+    control.start();
+    log(`${plan.length} jobs created; ${steps.length} faults planned over ${Math.round(o.durationMs / 1000)} s`);
+
+    nemesis = new Nemesis({ cluster: c, workers, ledger, log });
+    await sleep(Math.max(0, phaseStart - Date.now()));
+    await Promise.race([nemesis.run(steps), sleep(o.durationMs + 30_000)]);
+    const remaining = phaseStart + o.durationMs - Date.now();
+    if (remaining > 0) await sleep(remaining);
+
+    // Heal, then look.
+    nemesis.stop();
+    await scheduled.stop();
+    await control.stop();
+    await nemesis.healAll();
+    const healMs = Date.now();
+    log('healed; waiting for a leader and a quiet period');
+    let leaderSeenMs: number | undefined;
+    try {
+      await c.waitLeader(30_000);
+      leaderSeenMs = Date.now();
+    } catch {
+      leaderSeenMs = undefined;
+    }
+    await sleep(quietMs);
+    const windowEndMs = healMs;
+    const recoveryEndMs = healMs + quietMs - 1_000;
+
+    // Settle: every run of the window terminal (bounded wait).
+    const settleEnd = Date.now() + 45_000;
+    for (;;) {
+      let pending = 0;
+      for (const t of scheduled.timelines) {
+        const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(client!, t.jobId), 30_000);
+        pending += (runs ?? []).filter((r) => r.slotUnixMs <= windowEndMs && !TERMINAL.has(r.state)).length;
+      }
+      if (pending === 0 || Date.now() > settleEnd) break;
+      await sleep(1_000);
+    }
+
+    // Quiesce: no more fires or results, so the replicas can be compared.
+    await control.finalReads();
+    for (const t of scheduled.timelines) await client.pauseJob(t.jobId, 'chaos: quiesce', { deadlineMs: 10_000 }).catch(() => undefined);
+    await workers.stopAll();
+    const runsByJob = new Map<string, Run[]>();
+    for (const t of scheduled.timelines) {
+      const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(client!, t.jobId), 30_000);
+      if (runs) runsByJob.set(t.jobId, runs);
+    }
+    const snapshot = await ledger.snapshot();
+    const nodeStates = await collectNodeStates(c, root);
+
+    const allRuns = [...runsByJob.values()].flat();
+    const deletedJobs = new Set(scheduled.timelines.filter((t) => !runsByJob.has(t.jobId)).map((t) => t.jobId));
+    const slots = checkSlots({ jobs: scheduled.timelines, runsByJob, ledger: snapshot, windowEndMs, marginMs: 2_000, earlyToleranceMs: 50 });
+    const fencing = checkFencing(allRuns, snapshot, { deletedJobs });
+    const controlPlane = checkControlPlane(control.history);
+    const recovery = checkRecovery({ healMs, leaderSeenMs, runs: allRuns, windowEndMs: recoveryEndMs, bounds: { leaderMs: 10_000, fireMs: 3_000 } });
+    const convergence = checkConvergence(nodeStates, o.nodes);
+    ok = slots.ok && fencing.ok && controlPlane.ok && recovery.ok && convergence.ok && nemesis.startFailures.length === 0;
+    const jobActions = scheduled.timelines.reduce((n, t) => n + t.events.length, 0);
+    const report: ChaosReport = {
+      seed: o.seed,
+      nodes: o.nodes,
+      durationS: Math.round(o.durationMs / 1000),
+      faultFamilies: o.families,
+      unavailableFaults,
+      faults: nemesis.records.filter((r) => r.applied).length,
+      faultsByKind: countByKind(nemesis.records.filter((r) => r.applied) as Array<{ kind: (typeof steps)[number]['kind'] }>),
+      faultLog: nemesis.records,
+      nodeStartFailures: nemesis.startFailures,
+      operations: { total: control.operations + jobActions + plan.length, controlPlane: control.operations, jobActions, jobsCreated: plan.length },
+      workers: { started: workers.started },
+      windowEndUnixMs: windowEndMs,
+      checks: { slots, fencing, controlPlane, recovery, convergence },
+      unsafe,
+      ok,
+      wallTimeS: Math.round((Date.now() - started) / 1000),
+    };
+    const keep = o.keep ?? 'on-failure';
+    const dir = o.reportDir ?? (keep === 'never' ? undefined : root);
+    let reportPath: string | undefined;
+    if (dir) {
+      await mkdir(dir, { recursive: true });
+      reportPath = join(dir, `chaos-report-${o.seed}.json`);
+      await writeFile(reportPath, JSON.stringify(report, null, 2));
+    }
+    return { report, summary: summarize(report, reportPath), human: humanSummary(report), reportPath };
+  } finally {
+    nemesis?.stop();
+    client?.close();
+    await workers?.close().catch(() => undefined);
+    await cluster?.close().catch(() => undefined);
+    await ledger.process.close().catch(() => undefined);
+    const keep = o.keep ?? 'on-failure';
+    if (keep === 'never' || (keep === 'on-failure' && ok)) {
+      if (!o.reportDir || !o.reportDir.startsWith(root)) await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    } else {
+      log(`data dirs and logs kept in ${root}`);
+    }
+  }
+}
