@@ -19,7 +19,7 @@ import { LogStore } from '../raft/runtime/log-store.js';
 import { DEFAULT_MAX_BATCH_BYTES, PeerTransport, peerChannelOptions, type PeerInfo } from '../raft/runtime/peer-transport.js';
 import { RaftDriver, type LeaderChange, type RaftDriverEvents, type RaftTimingOptions } from '../raft/runtime/raft-driver.js';
 import type { ProposalOutcome } from '../raft/runtime/proposal-tracker.js';
-import { readSnapshotFile, stagedSnapshotPath } from '../raft/runtime/snapshot-files.js';
+import { pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from '../raft/runtime/snapshot-files.js';
 import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
 import { ClusterClock } from './cluster-clock.js';
 import { createClusterService } from './cluster-service.js';
@@ -140,6 +140,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         );
       }
       applied = await stateMachine.appliedIndex();
+      await pruneStagedSnapshots(snapshotDir);
     }
     if (applied > storage.lastIndex()) {
       throw new HeraldError('CORRUPT_STORAGE', `state machine applied index ${applied} is beyond the last log entry ${storage.lastIndex()}`);
@@ -185,6 +186,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       monotonic: systemMonotonicClock,
       maxSampleAgeMs: driver.electionTimeoutMs() * 2,
     });
+    // A new term starts from fresh reports (the clock's samples belong to one leadership).
+    driver.events.on('lostLeadership', () => clusterClock?.reset());
 
     // Proposals from this node's clients; a follower forwards to the leader's peer port. Errors
     // that guarantee the command was not appended (no leader, not leader, a forward that never
@@ -302,7 +305,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
           // Entries this node appended are committed by the new leader; wait (bounded) so the
           // proposals waiting here see their results instead of OUTCOME_UNKNOWN.
           const st = driver.status();
-          await Promise.race([driver.waitApplied(st.lastIndex), sleep(Math.max(0, deadline - Date.now()))]);
+          await Promise.race([driver.waitApplied(st.lastIndex).catch(() => undefined), sleep(Math.max(0, deadline - Date.now()))]);
         } catch (e) {
           log.warn({ err: e }, 'leadership transfer before shutdown failed; stopping anyway');
         }

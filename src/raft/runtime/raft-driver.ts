@@ -99,6 +99,7 @@ interface ReadWaiter {
 interface AppliedWaiter {
   index: number;
   resolve: () => void;
+  reject: (e: Error) => void;
 }
 
 const NO_LEADER = '';
@@ -209,6 +210,8 @@ export class RaftDriver {
       r.reject(new HeraldError('SHUTTING_DOWN', 'node is shutting down'));
     }
     this.reads.clear();
+    for (const w of this.appliedWaiters) w.reject(new HeraldError('SHUTTING_DOWN', 'node is shutting down'));
+    this.appliedWaiters = [];
   }
 
   // ------------------------------------------------------------------ inputs
@@ -311,7 +314,8 @@ export class RaftDriver {
   /** Resolves once the state machine has applied `index`. */
   waitApplied(index: number): Promise<void> {
     if (this.applied >= index) return Promise.resolve();
-    return new Promise((resolve) => this.appliedWaiters.push({ index, resolve }));
+    if (this.stopped) return Promise.reject(new HeraldError('SHUTTING_DOWN', 'node is shutting down'));
+    return new Promise((resolve, reject) => this.appliedWaiters.push({ index, resolve, reject }));
   }
 
   /** Starts a leadership transfer (leader only); resolves once another node leads or rejects. */
