@@ -495,8 +495,9 @@ export class RaftNode {
 
   private hup(transfer: boolean): void {
     if (this.role === 'leader' || !this.promotable()) return;
-    // A node must not campaign while it has committed config entries it has not applied
-    // (etcd's rule); with static membership only the snapshot carries configuration.
+    // etcd also refuses to campaign with unapplied committed config entries; membership is
+    // static here (configuration lives only in the snapshot), so there are none to wait for.
+    // A transfer campaign skips pre-vote: the old leader asked for it.
     if (this.preVote && !transfer) this.startCampaign('preVote', false);
     else this.startCampaign('vote', transfer);
   }
