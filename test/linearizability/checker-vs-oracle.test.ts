@@ -88,11 +88,11 @@ describe('the WGL checker agrees with the brute-force definition', () => {
         if (!expected) illegal++;
         for (const unknownOrder of ORDERS) expect(checkOperations(kvModel, h, { unknownOrder }).result).toBe(expected ? 'ok' : 'illegal');
       }),
-      { numRuns: 400 },
+      { numRuns: 300 },
     );
     // The generator must exercise both answers, or the comparison proves little.
-    expect(illegal).toBeGreaterThan(40);
-    expect(illegal).toBeLessThan(360);
+    expect(illegal).toBeGreaterThan(30);
+    expect(illegal).toBeLessThan(270);
   });
 
   for (const versions of ['sequential', 'increasing'] as const) {
@@ -105,9 +105,9 @@ describe('the WGL checker agrees with the brute-force definition', () => {
           if (expected) ok++;
           for (const unknownOrder of ORDERS) expect(checkOperations(model, h, { unknownOrder }).result).toBe(expected ? 'ok' : 'illegal');
         }),
-        { numRuns: 300 },
+        { numRuns: 200 },
       );
-      expect(ok).toBeGreaterThan(20);
+      expect(ok).toBeGreaterThan(15);
     });
   }
 });

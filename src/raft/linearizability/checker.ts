@@ -10,7 +10,8 @@
 //
 // Unknown-outcome ops return at +Infinity, so their return events sort last and never force a
 // backtrack; the search succeeds once every op with a known outcome is linearized (unknown ops
-// left over are the ones that "never took effect").
+// left over are the ones that "never took effect"). Two additions keep them affordable: a
+// dominance rule in the memo, and a portfolio of two orders for trying them (see checkPartition).
 
 import type { Model, Operation } from './model.js';
 import { hashPrimitive } from './model.js';
@@ -91,9 +92,8 @@ export function checkOperations<S, I, O>(
 
 class StepClock {
   steps = 0;
-  private partitionSteps = 0;
+  private expired = false;
   private readonly start: number | undefined;
-
   private readonly maxSteps: number;
 
   constructor(private readonly budget: CheckOptions) {
@@ -101,16 +101,16 @@ class StepClock {
     this.maxSteps = budget.maxSteps ?? DEFAULT_MAX_STEPS;
   }
 
-  /** Counts a step; false when the budget is spent. Reads the clock every 1024 steps only. */
+  /** Counts a step; false once the budget is spent (for good). Reads the clock every 1024 steps. */
   tick(): boolean {
+    if (this.expired) return false;
     this.steps++;
-    if (this.steps > this.maxSteps) return false;
-    if ((++this.partitionSteps & 1023) === 0 && this.budget.deadline) {
-      return this.budget.deadline.now() - this.start! <= this.budget.deadline.ms;
+    if (this.steps > this.maxSteps) this.expired = true;
+    else if ((this.steps & 1023) === 0 && this.budget.deadline) {
+      this.expired = this.budget.deadline.now() - this.start! > this.budget.deadline.ms;
     }
-    return true;
+    return !this.expired;
   }
-
 }
 
 type PartitionResult<S, I, O> =
