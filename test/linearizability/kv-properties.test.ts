@@ -34,7 +34,7 @@ describe('checker properties on generated KV histories', () => {
         const r = checkOperations(kvModel, h);
         if (r.result !== 'ok') throw new Error(describeResult(kvModel, r));
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 
@@ -52,7 +52,7 @@ describe('checker properties on generated KV histories', () => {
         // with ties between equally deep prefixes it may be another op the victim's absence starved).
         if (r.result === 'illegal') expect(r.explanation.stuck?.return).toBeLessThan(Infinity);
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 
