@@ -106,6 +106,7 @@ function main(): void {
     for (const nodes of args.nodes) {
       const r = runSimulation({ seed: s, nodes, mutations: args.mutations, profile: args.profile });
       runs++;
+      if (runs % 2000 === 0) console.error(`progress: ${runs} runs, ${violations} violations, ${Math.round(runs / ((performance.now() - started) / 1000))} runs/s`);
       steps += r.steps;
       if (r.linearizability === 'unknown') linearizabilityUnknown++;
       if (r.livenessTicks >= 0) {
