@@ -15,7 +15,13 @@ import { applyTrimHistory } from './apply-trim.js';
 import type { FsmCommand } from './commands.js';
 import type { FsmResult } from './results.js';
 import { itemError } from './run-transitions.js';
+import type { UnsafeSwitches } from './unsafe-switches.js';
 import { MAX_TIME_MS, type SpecLimits } from './validation.js';
+
+/** What apply depends on besides state and command; equal on every node of a cluster. */
+export interface ApplyOptions extends SpecLimits {
+  readonly unsafe: Required<UnsafeSwitches>;
+}
 
 /** Most items one command may carry; more is refused whole (the leader splits batches). */
 export const MAX_ITEMS_PER_COMMAND = 100_000;
@@ -37,7 +43,7 @@ function itemCount(cmd: FsmCommand): number {
   }
 }
 
-export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limits: SpecLimits): Promise<FsmResult> {
+export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limits: ApplyOptions): Promise<FsmResult> {
   if (!Number.isSafeInteger(cmd.nowMs) || cmd.nowMs < 0 || cmd.nowMs > MAX_TIME_MS) {
     return { type: 'rejected', error: itemError('INVALID_ARGUMENT', `command time ${cmd.nowMs} is out of range`) };
   }
@@ -60,15 +66,15 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
     case 'backfillJob':
       return applyBackfillJob(txn, cmd);
     case 'fireRuns':
-      return applyFireRuns(txn, cmd);
+      return applyFireRuns(txn, cmd, limits.unsafe.skipSlotCheck);
     case 'claimRuns':
       return applyClaimRuns(txn, cmd, entryIndex);
     case 'finishRuns':
-      return applyFinishRuns(txn, cmd);
+      return applyFinishRuns(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'renewLeases':
-      return applyRenewLeases(txn, cmd);
+      return applyRenewLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'expireLeases':
-      return applyExpireLeases(txn, cmd);
+      return applyExpireLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'cancelRuns':
       return applyCancelRuns(txn, cmd);
     case 'markRuns':

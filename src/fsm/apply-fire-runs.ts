@@ -13,7 +13,7 @@ import { asItemError } from './apply-jobs.js';
 import type { BackfillJobCommand, FireItem, FireRunsCommand, TriggerJobCommand } from './commands.js';
 import { triggerIdemKey } from './key-layout.js';
 import { lookupIdem, storeIdem } from './idempotency.js';
-import type { JobRecord } from './records.js';
+import { isTerminal, type JobRecord } from './records.js';
 import type { BackfillResult, CancelSignal, FireItemResult, FireResult, TriggerResult } from './results.js';
 import { addActive, cancelActiveRuns, itemError, newRun, overlapOf } from './run-transitions.js';
 import { backfillRunId, manualRunId, parseRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
@@ -58,7 +58,7 @@ function slotFates(spec: JobSpec, slots: readonly number[], nowMs: number, thres
   return fates;
 }
 
-async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, signals: CancelSignal[]): Promise<FireItemResult> {
+async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, signals: CancelSignal[], skipSlotCheck: boolean): Promise<FireItemResult> {
   const empty = { created: [], missed: [], skipped: [] };
   try {
     validateId(item.jobId, 'job_id');
@@ -71,6 +71,15 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const spec = job.spec;
   if (job.state !== JobState.JOB_STATE_ACTIVE || !spec) {
     return { ...empty, error: itemError('INVALID_STATE', `job "${item.jobId}" is ${JobState[job.state]}`, 'NOT_ACTIVE'), nextFireMs: 0 };
+  }
+  if (skipSlotCheck && job.nextFireUnixMs > item.slotMs) {
+    // Negative control: fire the slot again as if it were new.
+    const id = scheduledRunId(job.id, item.slotMs);
+    const prior = await txn.getRun(parseRunId(id)!);
+    txn.putRun(newRun(rec, { id, slotMs: item.slotMs, scheduledMs: item.slotMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING }));
+    if (!prior || isTerminal(prior.run.state)) addActive(rec);
+    txn.putJob(rec);
+    return { ...empty, created: [id], nextFireMs: job.nextFireUnixMs };
   }
   if (job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) {
     return { ...empty, nextFireMs: job.nextFireUnixMs }; // already handled (I1)
@@ -145,12 +154,12 @@ async function prefetchSlots(txn: ApplyTxn, cmd: FireRunsCommand): Promise<void>
   await txn.prefetchRuns(wanted);
 }
 
-export async function applyFireRuns(txn: ApplyTxn, cmd: FireRunsCommand): Promise<FireResult> {
+export async function applyFireRuns(txn: ApplyTxn, cmd: FireRunsCommand, skipSlotCheck = false): Promise<FireResult> {
   // A hint only: items are still handled one by one against the live transaction.
   await prefetchSlots(txn, cmd);
   const signals: CancelSignal[] = [];
   const items: FireItemResult[] = [];
-  for (const item of cmd.items) items.push(await fireItem(txn, cmd, item, signals));
+  for (const item of cmd.items) items.push(await fireItem(txn, cmd, item, signals, skipSlotCheck));
   return { type: 'fire', items, signals };
 }
 

@@ -31,10 +31,11 @@ async function loadRun(txn: ApplyTxn, runId: string): Promise<RunRecord | ItemEr
 }
 
 /** The run, if it is RUNNING under `token`; otherwise the typed refusal. */
-async function loadFenced(txn: ApplyTxn, runId: string, token: number): Promise<RunRecord | ItemError> {
+async function loadFenced(txn: ApplyTxn, runId: string, token: number, acceptStale = false): Promise<RunRecord | ItemError> {
   const rec = await loadRun(txn, runId);
   if (!('run' in rec)) return rec;
   const run = rec.run;
+  if (acceptStale && run.state === RunState.RUN_STATE_RUNNING) return rec; // negative control only
   if (token !== run.fencingToken) {
     return itemError('STALE_FENCING_TOKEN', `run "${runId}": token ${token} is not the current one (${run.fencingToken})`, 'STALE_TOKEN');
   }
@@ -113,12 +114,12 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
   return { type: 'claim', items };
 }
 
-async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem): Promise<RunItemResult> {
+async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem, acceptStale: boolean): Promise<RunItemResult> {
   const unspecified = RunState.RUN_STATE_UNSPECIFIED;
   if (item.succeeded && item.output.length > MAX_OUTPUT_BYTES) {
     return { error: itemError('INVALID_ARGUMENT', `output is ${item.output.length} bytes; the limit is ${MAX_OUTPUT_BYTES}`), state: unspecified };
   }
-  const rec = await loadFenced(txn, item.runId, item.fencingToken);
+  const rec = await loadFenced(txn, item.runId, item.fencingToken, acceptStale);
   if (!('run' in rec)) return { error: rec, state: unspecified };
   const run = rec.run;
   const attempt = currentAttempt(rec);
@@ -152,18 +153,18 @@ async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem): Promis
   return { state: run.state };
 }
 
-export async function applyFinishRuns(txn: ApplyTxn, cmd: FinishRunsCommand): Promise<RunItemsResult> {
+export async function applyFinishRuns(txn: ApplyTxn, cmd: FinishRunsCommand, acceptStale = false): Promise<RunItemsResult> {
   await prefetch(txn, cmd.items.map((i) => i.runId));
   const items: RunItemResult[] = [];
-  for (const item of cmd.items) items.push(await finishOne(txn, cmd.nowMs, item));
+  for (const item of cmd.items) items.push(await finishOne(txn, cmd.nowMs, item, acceptStale));
   return { type: 'runItems', items };
 }
 
-export async function applyRenewLeases(txn: ApplyTxn, cmd: RenewLeasesCommand): Promise<RunItemsResult> {
+export async function applyRenewLeases(txn: ApplyTxn, cmd: RenewLeasesCommand, acceptStale = false): Promise<RunItemsResult> {
   await prefetch(txn, cmd.items.map((i) => i.runId));
   const items: RunItemResult[] = [];
   for (const item of cmd.items) {
-    const rec = await loadFenced(txn, item.runId, item.fencingToken);
+    const rec = await loadFenced(txn, item.runId, item.fencingToken, acceptStale);
     if (!('run' in rec)) {
       items.push({ error: rec, state: RunState.RUN_STATE_UNSPECIFIED });
       continue;
@@ -178,11 +179,11 @@ export async function applyRenewLeases(txn: ApplyTxn, cmd: RenewLeasesCommand): 
   return { type: 'runItems', items };
 }
 
-export async function applyExpireLeases(txn: ApplyTxn, cmd: ExpireLeasesCommand): Promise<RunItemsResult> {
+export async function applyExpireLeases(txn: ApplyTxn, cmd: ExpireLeasesCommand, acceptStale = false): Promise<RunItemsResult> {
   await prefetch(txn, cmd.items.map((i) => i.runId));
   const items: RunItemResult[] = [];
   for (const item of cmd.items) {
-    const rec = await loadFenced(txn, item.runId, item.fencingToken);
+    const rec = await loadFenced(txn, item.runId, item.fencingToken, acceptStale);
     if (!('run' in rec)) {
       items.push({ error: rec, state: RunState.RUN_STATE_UNSPECIFIED });
       continue;

@@ -12,4 +12,5 @@ export * from './validation.js';
 export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
 export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS, DEFAULT_MISFIRE_THRESHOLD_MS } from './apply-fire-runs.js';
 export { MAX_ITEMS_PER_COMMAND } from './apply-command.js';
+export { UNSAFE_ENV, type UnsafeSwitches } from './unsafe-switches.js';
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';

@@ -11,7 +11,7 @@ import { ClassicLevel } from 'classic-level';
 import { HeraldError } from '../herald-error.js';
 import type { SnapshotMeta, Entry } from '../raft/types.js';
 import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
-import { applyCommand } from './apply-command.js';
+import { applyCommand, type ApplyOptions } from './apply-command.js';
 import { ApplyTxn, type Db } from './apply-txn.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { decodeCommand } from './command-codec.js';
@@ -21,6 +21,7 @@ import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
 import { itemError } from './run-transitions.js';
+import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
 
 export interface SchedulerFsmOptions {
@@ -31,6 +32,8 @@ export interface SchedulerFsmOptions {
   readonly maxPayloadBytes?: number;
   /** Target size of one snapshot chunk (default 1 MiB). */
   readonly snapshotChunkBytes?: number;
+  /** Negative controls for the chaos suite only (unsafe-switches.ts); refused without the env opt-in. */
+  readonly unsafe?: UnsafeSwitches;
 }
 
 const SNAPSHOT_FORMAT_VERSION = 1;
@@ -58,18 +61,19 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   private constructor(
     private readonly store: Db,
-    private readonly opts: Required<SchedulerFsmOptions>,
+    private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number },
   ) {
     super(store);
   }
 
   static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
-    const db: Db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
-    await db.open();
     const opts = {
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       snapshotChunkBytes: options.snapshotChunkBytes ?? 1 << 20,
+      unsafe: checkUnsafeSwitches(options.unsafe),
     };
+    const db: Db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+    await db.open();
     const fsm = new SchedulerStateMachine(db, opts);
     try {
       if ((await db.get(META_RESTORING)) !== undefined) {
