@@ -4,7 +4,7 @@
 // list are fixed here; "the leader" is resolved when the step runs (and recorded in the report),
 // with `choice` breaking any remaining tie deterministically.
 import { Rng } from '../random.js';
-import type { FaultKind } from './fault-kinds.js';
+import { familyOf, type FaultKind } from './fault-kinds.js';
 
 export interface FaultParams {
   /** Clock offset to apply (ms, may be negative). */
@@ -63,9 +63,11 @@ function duration(rng: Rng, kind: FaultKind, o: FaultScheduleOptions): number {
     case 'kill-majority':
       return rng.int(1_000, 3_000);
     case 'kill-worker':
+      return rng.int(500, 2_000);
     case 'kill-worker-before-effect':
     case 'kill-worker-after-effect':
-      return rng.int(500, 2_000);
+      // Armed until some worker executes a run; a few seconds make that near certain.
+      return rng.int(2_000, 4_000);
     case 'crash-before-sync':
     case 'crash-after-sync':
     case 'crash-snapshot-save':
@@ -124,11 +126,24 @@ export function faultSchedule(o: FaultScheduleOptions): FaultStep[] {
   const [gapMin, gapMax] = o.gapMs ?? [1_500, 4_000];
   // The first fault comes after the workload had a moment to start.
   let t = rng.int(gapMin, gapMax);
-  // Cycle through a shuffled deck of kinds so every kind shows up in a long enough run.
-  let deck: FaultKind[] = [];
+  // Deal kinds family by family (round-robin over a shuffled family order, each family's kinds
+  // shuffled), so even a short run sees every selected family early and a long run every kind.
+  const families = new Map<string, FaultKind[]>();
+  for (const k of o.kinds) {
+    const f = familyOf(k);
+    families.set(f, [...(families.get(f) ?? []), k]);
+  }
+  const decks = new Map<string, FaultKind[]>();
+  let order: string[] = [];
+  const deal = (): FaultKind => {
+    if (order.length === 0) order = rng.shuffle([...families.keys()]);
+    const f = order.shift()!;
+    let d = decks.get(f);
+    if (!d || d.length === 0) decks.set(f, (d = rng.shuffle(families.get(f)!)));
+    return d.pop()!;
+  };
   for (;;) {
-    if (deck.length === 0) deck = rng.shuffle(o.kinds);
-    const kind = deck.pop()!;
+    const kind = deal();
     const d = duration(rng, kind, o);
     if (t + d > o.durationMs) break;
     const p = params(rng, kind, o.nodeIds);

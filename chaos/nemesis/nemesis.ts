@@ -215,20 +215,22 @@ export class Nemesis {
           if (fired) await this.tryStart(id);
         };
       }
-      case 'kill-worker':
-      case 'kill-worker-before-effect':
-      case 'kill-worker-after-effect': {
+      case 'kill-worker': {
         const w = this.d.workers.pick(step.choice);
         if (!w) throw new Error('no worker running');
         rec.targets = [w.id];
-        if (step.kind === 'kill-worker') {
-          await w.process.kill();
-        } else {
-          await this.d.ledger.arm(step.kind === 'kill-worker-before-effect' ? 'before-effect' : 'after-effect', w.id);
-        }
+        await w.process.kill();
+        return async () => this.d.workers.healAll();
+      }
+      case 'kill-worker-before-effect':
+      case 'kill-worker-after-effect': {
+        // Armed for whichever worker executes next: the one that dies is the target.
+        const before = new Set(this.d.workers.running().map((w) => w.id));
+        await this.d.ledger.arm(step.kind === 'kill-worker-before-effect' ? 'before-effect' : 'after-effect');
         return async () => {
           const left = await this.d.ledger.disarm();
-          if (step.kind !== 'kill-worker') rec.detail = left > 0 ? 'no invocation while armed' : 'worker killed itself at the crash instruction';
+          rec.targets = [...before].filter((id) => !this.d.workers.running().some((w) => w.id === id));
+          rec.detail = left > 0 ? 'no invocation while armed' : 'a worker killed itself at the crash instruction';
           await this.d.workers.healAll();
         };
       }

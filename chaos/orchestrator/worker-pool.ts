@@ -31,6 +31,10 @@ export class WorkerPool {
     await w.start();
   }
 
+  running(): WorkerProcess[] {
+    return this.slots.filter((w): w is WorkerProcess => !!w && w.process.running);
+  }
+
   /** A running worker chosen by `choice` in [0, 1). */
   pick(choice: number): WorkerProcess | undefined {
     const running = this.slots.filter((w): w is WorkerProcess => !!w && w.process.running);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALL_FAULT_KINDS, availableKinds, parseFaultFamilies } from '../../chaos/nemesis/fault-kinds.js';
+import { ALL_FAULT_KINDS, availableKinds, familyOf as familyOfKind, parseFaultFamilies } from '../../chaos/nemesis/fault-kinds.js';
 import { faultSchedule, countByKind, type FaultScheduleOptions } from '../../chaos/nemesis/fault-schedule.js';
 import { cut, isolate, oneWay, reachability, ring, split } from '../../chaos/nemesis/partition-shapes.js';
 
@@ -74,5 +74,15 @@ describe('partition shapes', () => {
     const r = reachability(['n1', 'n2', 'n3'], oneWay('n1', 'n2'));
     expect(r.get('n1')).toEqual(['n3']);
     expect(r.get('n2')).toEqual(['n1', 'n3']);
+  });
+});
+
+describe('nemesis fault schedule: short runs', () => {
+  it('deals every selected family within the first steps', () => {
+    for (const seed of [1, 2, 3, 11, 99]) {
+      const steps = faultSchedule(base(seed, { durationMs: 45_000, nodeIds: ['n1', 'n2', 'n3'] }));
+      const families = new Set(steps.slice(0, 5).map((s) => familyOfKind(s.kind)));
+      expect(families.size).toBe(5);
+    }
   });
 });

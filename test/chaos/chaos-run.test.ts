@@ -1,0 +1,61 @@
+// The short real chaos run of `npm test`: 3 `herald server` processes behind link proxies, 3
+// worker processes, the ledger, and every fault family (kill, pause, partition, clock, crash
+// points) for 40 s, then heal and check. Its figures must be perfect: zero lost, duplicate,
+// unexpected and early; no stale token accepted; the control plane linearizable; replicas
+// converged. Everything it started is gone afterwards.
+// Snapshot cadence stays at its default here (no InstallSnapshot in 40 s): a scheduler FSM
+// restore bug with re-chunked snapshot files is open (see the chaos report notes), and this run
+// must be reliable; `npm run chaos -- --snapshot-entries 300` exercises that path.
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readdir } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { runChaos } from '../../chaos/run-chaos.js';
+import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
+import { FAULT_FAMILIES, familyOf, type FaultKind } from '../../chaos/nemesis/fault-kinds.js';
+
+const SEED = 11;
+
+describe('chaos: short real run (3 nodes, all fault families)', () => {
+  it('loses nothing, doubles nothing, stays linearizable and converges', { timeout: 300_000 }, async () => {
+    expect(existsSync(join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))).toBe(true);
+    const lines: string[] = [];
+    const r = await runChaos({
+      nodes: 3,
+      durationMs: 40_000,
+      families: [...FAULT_FAMILIES],
+      seed: SEED,
+      snapshotEntries: 100_000,
+      keep: 'never',
+      log: (l) => lines.push(l),
+    });
+    const s = r.summary;
+    const detail = `${r.human}\n${lines.join('\n')}`;
+    expect(s, detail).toMatchObject({
+      seed: SEED,
+      nodes: 3,
+      lost: 0,
+      duplicateEffects: 0,
+      unexpected: 0,
+      early: 0,
+      staleAccepted: 0,
+      linearizable: true,
+      converged: true,
+      notTerminal: 0,
+      nodeStartFailures: 0,
+      recovered: true,
+      ok: true,
+    });
+    expect(s.faults, detail).toBeGreaterThanOrEqual(5);
+    const families = new Set(r.report.faultLog.map((f) => familyOf(f.kind as FaultKind)));
+    expect([...families].sort(), detail).toEqual([...FAULT_FAMILIES].sort());
+    expect(s.slotsChecked, detail).toBeGreaterThan(150);
+    expect(s.operations, detail).toBeGreaterThan(200);
+    expect(r.report.checks.fencing.invocations).toBeGreaterThan(150);
+    // Nothing left behind: processes and the run's temp dir.
+    expect(liveManaged()).toEqual([]);
+    const left = (await readdir(tmpdir())).filter((d) => d.startsWith(`herald-chaos-${SEED}-`));
+    expect(left).toEqual([]);
+  });
+});
