@@ -109,8 +109,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       seed: o.seed,
       tickMs: 50,
       electionTicks: 10,
-      snapshotEntries: o.snapshotEntries ?? 300,
-      compactionKeep: o.compactionKeep ?? 100,
+      snapshotEntries: o.snapshotEntries ?? 10_000,
+      compactionKeep: o.compactionKeep ?? (o.snapshotEntries !== undefined && o.snapshotEntries < 1_000 ? 100 : 5_000),
       env: nodeEnv,
       extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', 'warn'],
     });

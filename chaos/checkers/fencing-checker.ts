@@ -108,26 +108,39 @@ export function checkFencing(runs: readonly Run[], ledger: LedgerSnapshot, opts:
       continue;
     }
     const seen = new Set<number>();
+    let maxSeen = 0;
+    const evidence = () =>
+      `attempts ${run.attempts.map((a) => `#${a.number} t${a.fencingToken} ${a.workerId} ${AttemptOutcome[a.outcome]?.replace('ATTEMPT_OUTCOME_', '')}`).join(', ')}; ` +
+      `executions ${recs.map((r) => `t${r.fencingToken} ${r.workerId} @${r.receivedMs}`).join(', ')}`;
     for (const r of [...recs].sort((x, y) => x.receivedMs - y.receivedMs)) {
       const idx = run.attempts.findIndex((a) => a.fencingToken === r.fencingToken);
       if (idx < 0) {
         unknownTokens++;
-        note(`${runId}: executed with token ${r.fencingToken}, which none of its attempts holds`);
+        note(`${runId}: executed with token ${r.fencingToken}, which none of its attempts holds (${evidence()})`);
         continue;
       }
       if (seen.has(r.fencingToken)) {
         reExecutions++;
         causes.unexplained++;
-        note(`${runId}: token ${r.fencingToken} executed twice`);
+        note(`${runId}: token ${r.fencingToken} executed twice (${evidence()})`);
         continue;
       }
       seen.add(r.fencingToken);
+      const newest = r.fencingToken > maxSeen;
+      maxSeen = Math.max(maxSeen, r.fencingToken);
       // The first execution (earlier attempts may never have reached the handler: worker died).
       if (seen.size === 1) continue;
       reExecutions++;
-      const cause = causeOf(run, idx);
+      // A newer attempt re-executes because of how the one before it ended. An older attempt
+      // starting after a newer one is a holder that was frozen past its lease (a zombie): fine
+      // only if that attempt's lease really expired (its effect is then fenced by the sink).
+      const cause: ReExecutionCause = newest
+        ? causeOf(run, idx)
+        : run.attempts[idx]!.outcome === AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED
+          ? 'lease-lost'
+          : 'unexplained';
       causes[cause]++;
-      if (cause === 'unexplained') note(`${runId}: attempt ${idx + 1} re-executed after an attempt that ended ${AttemptOutcome[run.attempts[idx - 1]?.outcome ?? 0]}`);
+      if (cause === 'unexplained') note(`${runId}: attempt ${idx + 1} executed without a lost lease or failure to explain it (${evidence()})`);
     }
   }
 

@@ -227,3 +227,24 @@ describe('recovery and convergence checkers', () => {
     expect(checkConvergence([n('n1', 9, 'aa'), n('n2', 8, 'aa')], 3).problems).toHaveLength(2);
   });
 });
+
+describe('fencing checker: late starts of superseded holders', () => {
+  const run = (firstOutcome: AttemptOutcome) =>
+    okRun('j1', T0 + 1000, 0, {
+      attempt: 2,
+      attempts: [
+        { number: 1, fencingToken: 10, outcome: firstOutcome, workerId: 'w1', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+        { number: 2, fencingToken: 20, outcome: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, workerId: 'w2', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+      ],
+    });
+  // Attempt 2 starts first; the frozen holder of attempt 1 wakes up and starts after it.
+  const l: LedgerSnapshot = { invocations: [rec(`j1@${T0 + 1000}`, 20, T0 + 5000), rec(`j1@${T0 + 1000}`, 10, T0 + 6000)], effects: [], replays: [], staleRejected: [] };
+
+  it('accepts a late start of an attempt whose lease expired, as a lease-lost re-execution', () => {
+    expect(checkFencing([run(AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED)], l)).toMatchObject({ ok: true, reExecutions: 1, causes: { 'lease-lost': 1 } });
+  });
+
+  it('rejects a late start of an attempt whose lease did not expire', () => {
+    expect(checkFencing([run(AttemptOutcome.ATTEMPT_OUTCOME_FAILED)], l)).toMatchObject({ ok: false, causes: { unexplained: 1 } });
+  });
+});
