@@ -73,6 +73,15 @@ describe('pre-vote, check-quorum and leases', () => {
     for (const id of c.ids) expect(c.appliedData(id)).toEqual(['kept']);
   });
 
+  it('messages from outside the configuration are ignored', () => {
+    const c = new TestCluster(3);
+    const a = c.node('a').raft;
+    a.step(voteMsg('z', 'a', 5, 9, 9));
+    a.step(voteMsg('b', 'someone-else', 5, 9, 9));
+    expect(a.status()).toMatchObject({ term: 0, vote: '' });
+    expect(a.hasReady()).toBe(false);
+  });
+
   it('a node grants one vote per term, also across a restart', () => {
     const c = new TestCluster(3);
     const a = c.node('a');

@@ -193,6 +193,9 @@ export class RaftNode {
   }
 
   step(m: Message): void {
+    // Static membership: a message from outside the configuration (a misrouted peer, another
+    // cluster) must not vote, lead or count toward any quorum.
+    if (!this.voters.includes(m.from) || m.to !== this.id) return;
     // readIndex requests are forwarded with term 0 (like etcd's MsgReadIndex): local-ish.
     if (m.term === 0) {
       if (m.type === 'readIndex') this.handleReadIndexRequest(m);
