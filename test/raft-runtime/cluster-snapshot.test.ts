@@ -34,7 +34,8 @@ describe('herald server: log compaction and InstallSnapshot', () => {
     const ls = await cluster.status(lagger);
     expect(ls.snapshotIndex).toBeGreaterThan(laggerApplied);
     expect(cluster.nodes.get(lagger)!.stderr).toContain('"msg":"snapshot installed"');
-    expect(cluster.nodes.get(leader)!.stderr).toContain('"msg":"snapshot sent"');
+    // Sent by whichever node led at the time (leadership may move on a loaded machine).
+    expect(live.some((id) => cluster!.nodes.get(id)!.stderr.includes('"msg":"snapshot sent"'))).toBe(true);
 
     // Writes after the snapshot replicate normally to the restored follower.
     const w = await cluster.kv.forward(leader, { op: 'put', key: 'after', value: Buffer.from('yes') });
