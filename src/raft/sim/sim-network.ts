@@ -77,8 +77,6 @@ export interface SimNetworkOptions<M> {
   clone?: (msg: M) => M;
 }
 
-const linkKey = (from: NodeId, to: NodeId): string => `${from}\u0000${to}`;
-
 function validateFaults(f: LinkFaults): LinkFaults {
   for (const k of ['dropRate', 'duplicateRate', 'reorderRate'] as const) {
     if (!(f[k] >= 0 && f[k] <= 1)) throw new RangeError(`${k} must be in [0,1], got ${f[k]}`);
@@ -153,10 +151,14 @@ export class SimNetwork<M> {
   private readonly rng: Prng;
   private readonly clone: (msg: M) => M;
   private defaults: LinkFaults;
-  private readonly linkFaults = new Map<string, LinkFaults>();
-  private readonly blocked = new Set<string>();
+  // Per directed link state in flat arrays indexed by from * n + to: send() is the simulator's
+  // hottest path, and string link keys showed up in its profile.
+  private readonly index = new Map<NodeId, number>();
+  private readonly linkFaults: Array<LinkFaults | undefined>;
+  private readonly blocked: Uint8Array;
+  private blockedCount = 0;
   /** Latest delivery time queued per link: the FIFO clamp. */
-  private readonly lastDeliverAt = new Map<string, number>();
+  private readonly lastDeliverAt: Float64Array;
   private readonly queue = new DeliveryQueue<M>();
   private seq = 0;
   private readonly counts: NetworkCounters = {
@@ -172,6 +174,11 @@ export class SimNetwork<M> {
   constructor(opts: SimNetworkOptions<M>) {
     if (new Set(opts.nodes).size !== opts.nodes.length) throw new Error('SimNetwork: duplicate node ids');
     this.nodes = [...opts.nodes];
+    this.nodes.forEach((id, i) => this.index.set(id, i));
+    const links = this.nodes.length * this.nodes.length;
+    this.linkFaults = new Array<LinkFaults | undefined>(links).fill(undefined);
+    this.blocked = new Uint8Array(links);
+    this.lastDeliverAt = new Float64Array(links).fill(-Infinity);
     this.rng = opts.rng;
     this.clone = opts.clone ?? ((m) => m);
     this.defaults = validateFaults({ ...RELIABLE_LINK, ...opts.faults });
@@ -184,29 +191,26 @@ export class SimNetwork<M> {
 
   /** Overrides one directed link's faults (on top of the defaults). */
   setLinkFaults(from: NodeId, to: NodeId, faults: Partial<LinkFaults>): void {
-    this.checkNode(from);
-    this.checkNode(to);
-    this.linkFaults.set(linkKey(from, to), validateFaults({ ...this.faultsOf(from, to), ...faults }));
+    this.linkFaults[this.link(from, to)] = validateFaults({ ...this.faultsOf(from, to), ...faults });
   }
 
   /** Drops all per-link overrides. */
   clearLinkFaults(): void {
-    this.linkFaults.clear();
+    this.linkFaults.fill(undefined);
   }
 
   faultsOf(from: NodeId, to: NodeId): LinkFaults {
-    return this.linkFaults.get(linkKey(from, to)) ?? this.defaults;
+    return this.linkFaults[this.link(from, to)] ?? this.defaults;
   }
 
   send(from: NodeId, to: NodeId, msg: M, now: number): void {
-    this.checkNode(from);
-    this.checkNode(to);
+    const link = this.link(from, to);
     this.counts.sent++;
-    if (this.blocked.has(linkKey(from, to))) {
+    if (this.blocked[link] === 1) {
       this.counts.partitioned++;
       return;
     }
-    const f = this.faultsOf(from, to);
+    const f = this.linkFaults[link] ?? this.defaults;
     // Draw every decision in a fixed order, whatever the outcome, so that changing one rate does
     // not shift the random stream for the other faults of the same message.
     const drop = this.rng.chance(f.dropRate);
@@ -215,24 +219,22 @@ export class SimNetwork<M> {
       this.counts.dropped++;
       return;
     }
-    this.enqueue(from, to, msg, now, f, false);
+    this.enqueue(link, from, to, msg, now, f, false);
     if (dup) {
       this.counts.duplicated++;
-      this.enqueue(from, to, this.clone(msg), now, f, true);
+      this.enqueue(link, from, to, this.clone(msg), now, f, true);
     }
   }
 
-  private enqueue(from: NodeId, to: NodeId, msg: M, now: number, f: LinkFaults, duplicate: boolean): void {
-    const key = linkKey(from, to);
+  private enqueue(link: number, from: NodeId, to: NodeId, msg: M, now: number, f: LinkFaults, duplicate: boolean): void {
     let deliverAt = now + this.rng.int(f.minDelay, f.maxDelay + 1);
     if (this.rng.chance(f.reorderRate)) {
       // Held back past the link's FIFO horizon, so messages sent after it may arrive first.
       this.counts.reordered++;
       deliverAt += this.rng.int(1, f.maxDelay - f.minDelay + 3);
     } else {
-      const last = this.lastDeliverAt.get(key) ?? -Infinity;
-      deliverAt = Math.max(deliverAt, last);
-      this.lastDeliverAt.set(key, deliverAt);
+      deliverAt = Math.max(deliverAt, this.lastDeliverAt[link]!);
+      this.lastDeliverAt[link] = deliverAt;
     }
     this.queue.push({ from, to, msg, sentAt: now, deliverAt, seq: this.seq++, duplicate });
   }
@@ -242,7 +244,7 @@ export class SimNetwork<M> {
     const out: Delivery<M>[] = [];
     for (let d = this.queue.peek(); d !== undefined && d.deliverAt <= now; d = this.queue.peek()) {
       this.queue.pop();
-      if (this.blocked.has(linkKey(d.from, d.to))) {
+      if (this.blockedCount > 0 && this.blocked[this.link(d.from, d.to)] === 1) {
         this.counts.partitioned++;
         continue;
       }
@@ -270,13 +272,19 @@ export class SimNetwork<M> {
 
   /** Blocks one direction only: `from` can no longer reach `to` (asymmetric partition). */
   blockLink(from: NodeId, to: NodeId): void {
-    this.checkNode(from);
-    this.checkNode(to);
-    if (from !== to) this.blocked.add(linkKey(from, to));
+    const link = this.link(from, to);
+    if (from !== to && this.blocked[link] === 0) {
+      this.blocked[link] = 1;
+      this.blockedCount++;
+    }
   }
 
   unblockLink(from: NodeId, to: NodeId): void {
-    this.blocked.delete(linkKey(from, to));
+    const link = this.link(from, to);
+    if (this.blocked[link] === 1) {
+      this.blocked[link] = 0;
+      this.blockedCount--;
+    }
   }
 
   /**
@@ -287,7 +295,7 @@ export class SimNetwork<M> {
     const groupOf = new Map<NodeId, number>();
     groups.forEach((g, i) =>
       g.forEach((n) => {
-        this.checkNode(n);
+        this.link(n, n); // validates the id
         if (groupOf.has(n)) throw new Error(`partition: node ${n} is in two groups`);
         groupOf.set(n, i);
       }),
@@ -297,7 +305,7 @@ export class SimNetwork<M> {
       for (const b of this.nodes) {
         if (a === b) continue;
         const ga = groupOf.get(a);
-        if (ga === undefined || ga !== groupOf.get(b)) this.blocked.add(linkKey(a, b));
+        if (ga === undefined || ga !== groupOf.get(b)) this.blockLink(a, b);
       }
     }
   }
@@ -310,16 +318,21 @@ export class SimNetwork<M> {
 
   /** Unblocks every link. In-flight messages already lost stay lost. */
   heal(): void {
-    this.blocked.clear();
+    this.blocked.fill(0);
+    this.blockedCount = 0;
   }
 
   /** Whether `from` can currently send to `to`. */
   canReach(from: NodeId, to: NodeId): boolean {
-    return from === to || !this.blocked.has(linkKey(from, to));
+    return from === to || this.blocked[this.link(from, to)] === 0;
   }
 
+  /** The blocked directed links, in node order. */
   blockedLinks(): Array<[NodeId, NodeId]> {
-    return [...this.blocked].map((k) => k.split('\u0000') as [NodeId, NodeId]);
+    const out: Array<[NodeId, NodeId]> = [];
+    if (this.blockedCount === 0) return out;
+    for (const a of this.nodes) for (const b of this.nodes) if (this.blocked[this.link(a, b)] === 1) out.push([a, b]);
+    return out;
   }
 
   /** Counters of traffic and of each fault injected so far (a copy). */
@@ -327,7 +340,11 @@ export class SimNetwork<M> {
     return { ...this.counts };
   }
 
-  private checkNode(id: NodeId): void {
-    if (!this.nodes.includes(id)) throw new Error(`SimNetwork: unknown node ${id}`);
+  /** The flat index of a directed link; throws on an unknown node id. */
+  private link(from: NodeId, to: NodeId): number {
+    const a = this.index.get(from);
+    const b = this.index.get(to);
+    if (a === undefined || b === undefined) throw new Error(`SimNetwork: unknown node ${a === undefined ? from : to}`);
+    return a * this.nodes.length + b;
   }
 }
