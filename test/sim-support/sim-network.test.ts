@@ -83,9 +83,16 @@ describe('SimNetwork', () => {
     net.send('n1', 'n2', 'same side', 1);
     expect(net.canReach('n1', 'n3')).toBe(false);
     expect(net.canReach('n3', 'n1')).toBe(false);
+    expect(net.blockedLinks()).toEqual([
+      ['n1', 'n3'],
+      ['n2', 'n3'],
+      ['n3', 'n1'],
+      ['n3', 'n2'],
+    ]);
     expect(net.deliverDue(10).map((d) => d.msg)).toEqual(['same side']);
     expect(net.counters().partitioned).toBe(2);
     net.heal();
+    expect(net.blockedLinks()).toEqual([]);
     net.send('n3', 'n1', 'after heal', 11);
     expect(net.deliverDue(20).map((d) => d.msg)).toEqual(['after heal']);
   });
