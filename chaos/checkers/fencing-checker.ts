@@ -8,8 +8,11 @@
 //   re-execution after a SUCCEEDED or CANCELLED attempt, a token invoked twice, or a token the
 //   log never issued is unexplained: a violation.
 // - staleAccepted counts results the server accepted from a superseded attempt (a SUCCEEDED
-//   attempt that is not the last one; a SUCCEEDED run whose last attempt did not succeed) and
-//   effects the ledger accepted below a token it had already seen.
+//   attempt that is not the last one; a SUCCEEDED run whose last attempt did not succeed), and
+//   attempt outcomes the ledger contradicts: the chaos handler reports success only after the
+//   ledger accepted its effect, and fails only before writing one, so an attempt recorded
+//   SUCCEEDED without an accepted effect under its token, or FAILED with one, got another
+//   holder's report; plus effects the ledger accepted below a token it had already seen.
 import { AttemptOutcome, RunState, type Run } from '../../src/gen/herald/v1/run.js';
 import type { EffectRecord, LedgerSnapshot } from '../ledger/ledger-state.js';
 
@@ -79,6 +82,27 @@ export function checkFencing(runs: readonly Run[], ledger: LedgerSnapshot, opts:
     if (run.state === RunState.RUN_STATE_SUCCEEDED && (last < 0 || run.attempts[last]!.outcome !== AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED)) {
       staleAccepted++;
       note(`${run.id}: SUCCEEDED but its last attempt did not succeed`);
+    }
+  }
+
+  // Attempt outcomes against the ledger's accepted effects (by run and token).
+  const acceptedTokens = new Map<string, Set<number>>();
+  for (const e of [...ledger.effects, ...ledger.replays]) {
+    let set = acceptedTokens.get(e.runId);
+    if (!set) acceptedTokens.set(e.runId, (set = new Set()));
+    set.add(e.fencingToken);
+  }
+  for (const run of runs) {
+    const tokens = acceptedTokens.get(run.id) ?? new Set<number>();
+    for (const a of run.attempts) {
+      const wrote = tokens.has(a.fencingToken);
+      if (a.outcome === AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED && !wrote) {
+        staleAccepted++;
+        note(`${run.id}: attempt ${a.number} (token ${a.fencingToken}) recorded SUCCEEDED, but no effect under its token was accepted`);
+      } else if (a.outcome === AttemptOutcome.ATTEMPT_OUTCOME_FAILED && wrote) {
+        staleAccepted++;
+        note(`${run.id}: attempt ${a.number} (token ${a.fencingToken}) recorded FAILED after its effect was accepted: another holder's report`);
+      }
     }
   }
 

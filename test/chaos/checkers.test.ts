@@ -143,7 +143,8 @@ describe('fencing checker', () => {
         { number: 2, fencingToken: 20, outcome: lastOutcome, workerId: 'w2', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
       ],
     });
-  const ledgerOf = (...recs: EffectRecord[]): LedgerSnapshot => ({ invocations: recs, effects: [], replays: [], staleRejected: [] });
+  // Executions as given; the effect of the run's final, successful attempt (token 20) applied.
+  const ledgerOf = (...recs: EffectRecord[]): LedgerSnapshot => ({ invocations: recs, effects: [rec(`j1@${T0 + 1000}`, 20, T0 + 5000)], replays: [], staleRejected: [] });
 
   it('passes a clean history', () => {
     const { runs, ledger } = clean();
@@ -160,11 +161,11 @@ describe('fencing checker', () => {
     const l = ledgerOf(rec(`j1@${T0 + 1000}`, 10, T0 + 1010), rec(`j1@${T0 + 1000}`, 20, T0 + 5000));
     const afterSuccess = checkFencing([twoAttempts(AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED)], l);
     expect(afterSuccess.ok).toBe(false);
-    expect(afterSuccess.staleAccepted).toBe(1); // attempt 1 SUCCEEDED yet attempt 2 exists
+    expect(afterSuccess.staleAccepted).toBe(2); // attempt 1 SUCCEEDED yet attempt 2 exists, and without an effect
     expect(afterSuccess.causes.unexplained).toBe(1);
-    const twice = checkFencing([okRun('j1', T0 + 1000, 10)], ledgerOf(rec(`j1@${T0 + 1000}`, 10, T0 + 1010), rec(`j1@${T0 + 1000}`, 10, T0 + 1500)));
+    const twice = checkFencing([okRun('j1', T0 + 1000, 20)], ledgerOf(rec(`j1@${T0 + 1000}`, 20, T0 + 1010), rec(`j1@${T0 + 1000}`, 20, T0 + 1500)));
     expect(twice).toMatchObject({ ok: false, causes: { unexplained: 1 } });
-    const unknown = checkFencing([okRun('j1', T0 + 1000, 10)], ledgerOf(rec(`j1@${T0 + 1000}`, 7, T0 + 1010)));
+    const unknown = checkFencing([okRun('j1', T0 + 1000, 20)], ledgerOf(rec(`j1@${T0 + 1000}`, 7, T0 + 1010)));
     expect(unknown).toMatchObject({ ok: false, unknownTokens: 1 });
   });
 
@@ -179,8 +180,32 @@ describe('fencing checker', () => {
   it('fails an effect the ledger accepted below a token it had seen', () => {
     const hi = rec(`j1@${T0 + 1000}`, 20, T0 + 1000, T0 + 1000);
     const lo = rec(`j1@${T0 + 1000}`, 10, T0 + 1000, T0 + 2000);
-    const r = checkFencing([twoAttempts(AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED)], { invocations: [hi], effects: [lo], replays: [], staleRejected: [] });
+    const hiEffect = rec(`j1@${T0 + 1000}`, 20, T0 + 1000, T0 + 3000);
+    const r = checkFencing([twoAttempts(AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED)], { invocations: [hi], effects: [lo], replays: [hiEffect], staleRejected: [] });
     expect(r.staleAccepted).toBe(1);
+  });
+
+  it('fails attempt outcomes the ledger contradicts: SUCCEEDED without its effect, FAILED after its effect', () => {
+    const inv = [rec(`j1@${T0 + 1000}`, 10, T0 + 1010), rec(`j1@${T0 + 1000}`, 20, T0 + 5000)];
+    const noEffect = checkFencing([twoAttempts(AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED)], { invocations: inv, effects: [], replays: [], staleRejected: [] });
+    expect(noEffect).toMatchObject({ ok: false, staleAccepted: 1 });
+    // Attempt 2 wrote its effect, yet is recorded FAILED (a stale holder's failure report was
+    // accepted); attempt 3 then replays it, which looks like an ordinary retry on its own.
+    const misattributed = okRun('j1', T0 + 1000, 0, {
+      attempt: 3,
+      attempts: [
+        { number: 1, fencingToken: 10, outcome: AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED, workerId: 'w1', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+        { number: 2, fencingToken: 20, outcome: AttemptOutcome.ATTEMPT_OUTCOME_FAILED, workerId: 'w2', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+        { number: 3, fencingToken: 30, outcome: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, workerId: 'w3', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+      ],
+    });
+    const l: LedgerSnapshot = {
+      invocations: [...inv, rec(`j1@${T0 + 1000}`, 30, T0 + 7000)],
+      effects: [rec(`j1@${T0 + 1000}`, 20, T0 + 5000)],
+      replays: [rec(`j1@${T0 + 1000}`, 30, T0 + 7000)],
+      staleRejected: [],
+    };
+    expect(checkFencing([misattributed], l)).toMatchObject({ ok: false, staleAccepted: 1, causes: { 'retry-after-failure': 1 } });
   });
 });
 
@@ -238,7 +263,7 @@ describe('fencing checker: late starts of superseded holders', () => {
       ],
     });
   // Attempt 2 starts first; the frozen holder of attempt 1 wakes up and starts after it.
-  const l: LedgerSnapshot = { invocations: [rec(`j1@${T0 + 1000}`, 20, T0 + 5000), rec(`j1@${T0 + 1000}`, 10, T0 + 6000)], effects: [], replays: [], staleRejected: [] };
+  const l: LedgerSnapshot = { invocations: [rec(`j1@${T0 + 1000}`, 20, T0 + 5000), rec(`j1@${T0 + 1000}`, 10, T0 + 6000)], effects: [rec(`j1@${T0 + 1000}`, 20, T0 + 5000)], replays: [], staleRejected: [] };
 
   it('accepts a late start of an attempt whose lease expired, as a lease-lost re-execution', () => {
     expect(checkFencing([run(AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED)], l)).toMatchObject({ ok: true, reExecutions: 1, causes: { 'lease-lost': 1 } });
