@@ -1,4 +1,4 @@
 import { buildProgram } from './program.js';
 
-const program = buildProgram();
+const program = await buildProgram(process.argv);
 await program.parseAsync(process.argv);

@@ -14,7 +14,7 @@ let dev: CliProcess | undefined;
 let endpoints = '';
 
 async function cli(...args: string[]): Promise<CliResult> {
-  return runCli([...args, '--endpoints', endpoints]);
+  return runCli([...args, '--endpoints', endpoints], { timeoutMs: 60_000 });
 }
 
 async function cliJson<T>(...args: string[]): Promise<T> {

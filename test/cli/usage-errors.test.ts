@@ -1,7 +1,7 @@
 // Bad input never reaches a cluster: the CLI answers with exit code 2 and one line on stderr
 // naming the problem. An unreachable cluster is exit 5. These run the built CLI as a subprocess.
 import { describe, expect, it } from 'vitest';
-import { freeBasePort, runCli } from './helpers/run-cli.js';
+import { freeBasePort, runCli, type CliResult } from './helpers/run-cli.js';
 
 function expectOneLine(stderr: string, pattern: RegExp): void {
   const lines = stderr.trimEnd().split('\n');
@@ -33,8 +33,12 @@ describe('herald CLI: bad input', () => {
     ['dev base port', ['dev', '--base-port', '80'], /--base-port: expected a port/],
   ];
 
-  it('exits 2 with one line on stderr and nothing on stdout', async () => {
-    const results = await Promise.all(cases.map(([, args]) => runCli(args)));
+  it('exits 2 with one line on stderr and nothing on stdout', { timeout: 120_000 }, async () => {
+    // A few at a time: a loaded 2-core CI machine starves 20 simultaneous Node processes.
+    const results: CliResult[] = [];
+    for (let i = 0; i < cases.length; i += 4) {
+      results.push(...(await Promise.all(cases.slice(i, i + 4).map(([, args]) => runCli(args, { timeoutMs: 60_000 })))));
+    }
     results.forEach((r, i) => {
       const [name, , pattern] = cases[i]!;
       expect(r.code, `${name}: ${r.stderr}`).toBe(2);

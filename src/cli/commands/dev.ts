@@ -3,7 +3,6 @@ import { parseDuration } from '../../client/duration.js';
 import { commandAction } from '../command-action.js';
 import { DEFAULT_DEV_BASE_PORT } from '../dev/dev-ports.js';
 import { parseBasePort } from '../dev/dev-state.js';
-import { runDev } from '../dev/run-dev.js';
 import { UsageError } from '../usage-error.js';
 
 export function registerDevCommand(program: Command): void {
@@ -33,6 +32,8 @@ export function registerDevCommand(program: Command): void {
         };
         const concurrency = Number(o.concurrency);
         if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency: expected a whole number >= 1, got "${o.concurrency}"`);
+        // Loaded on use: dev reads the server command's flags, which pulls in the whole node.
+        const { runDev } = await import('../dev/run-dev.js');
         return runDev({
           dataDir: o.dataDir,
           basePort: o.basePort === undefined ? undefined : parseBasePort(o.basePort),

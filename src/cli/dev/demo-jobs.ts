@@ -26,8 +26,8 @@ export async function ensureDemoJobs(client: HeraldClient, nowMs = Date.now()): 
   for (const { id, spec } of demoJobs(nowMs)) {
     try {
       // The idempotency key makes the SDK's own retries safe; the fixed id makes re-runs of dev safe.
-      await client.createJob(spec, { id, idempotencyKey: `herald-dev-${id}` });
-      out.push({ id, created: true });
+      const { created } = await client.createJob(spec, { id, idempotencyKey: `herald-dev-${id}` });
+      out.push({ id, created });
     } catch (e) {
       if (!(e instanceof AlreadyExistsError)) throw e;
       out.push({ id, created: false });
