@@ -1,7 +1,8 @@
 // Dispatch of one decoded command to its handler. Every handler reads and writes only through
 // the transaction and takes time from the command (I5).
 import type { ApplyTxn } from './apply-txn.js';
-import { applyBackfillJob, applyFireRuns, applyTriggerJob } from './apply-fire-runs.js';
+import { applyFireRuns } from './apply-fire-runs.js';
+import { applyBackfillJob, applyTriggerJob } from './apply-manual-runs.js';
 import { applyDeleteJob, applyPauseJob, applyPutJob, applyResumeJob, applyUpdateJob } from './apply-jobs.js';
 import {
   applyCancelRuns,

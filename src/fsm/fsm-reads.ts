@@ -21,7 +21,6 @@ import {
   READY_PREFIX,
   readyByTypePrefix,
   RUN_PREFIX,
-  runIdOfTail,
   runKey,
   SEP,
   SEP_END,
@@ -243,6 +242,3 @@ export class FsmReads {
     return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
   }
 }
-
-/** State-index tail back to a run id (exported for tests and tools). */
-export { runIdOfTail };
