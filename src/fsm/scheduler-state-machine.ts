@@ -40,6 +40,12 @@ const SNAPSHOT_FORMAT_VERSION = 1;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/** Deletes every key except the restore marker (LevelDB's clear is not atomic). */
+async function clearAllButMarker(db: Db): Promise<void> {
+  await db.clear({ lt: META_RESTORING });
+  await db.clear({ gt: META_RESTORING });
+}
+
 type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 
 /** Decodes the command entries once (undefined for no-op/config and already applied entries). */
@@ -79,7 +85,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if ((await db.get(META_RESTORING)) !== undefined) {
         // A restore was cut short: the contents are a mix of old and new. Start empty so the
         // runtime installs a snapshot again rather than serving a broken state.
-        await db.clear();
+        await clearAllButMarker(db);
+        await db.del(META_RESTORING, { sync: true });
       }
       const schema = await db.get(META_SCHEMA);
       if (schema === undefined) {
@@ -205,8 +212,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
     return this.exclusive(async () => {
+      // The marker goes first (synced) and survives the clear, so a crash anywhere from here to
+      // the final batch leaves a store that open() recognises as half restored and empties.
       await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
-      await this.store.clear();
+      this.applied = 0;
+      await clearAllButMarker(this.store);
       let first = true;
       let batch = this.store.batch();
       let pending = 0;

@@ -110,19 +110,22 @@ describe('SchedulerStateMachine contract', () => {
   });
 
   it('a restore cut short leaves an empty store on reopen, not a mix', async () => {
-    const a = await fresh();
+    const a = await fresh({ snapshotChunkBytes: 256 });
     await a.apply(...sampleLog());
     const snap = await a.fsm.snapshot();
     const chunks: Uint8Array[] = [];
     for await (const c of snap.chunks()) chunks.push(c);
     await snap.close();
+    expect(chunks.length).toBeGreaterThan(3);
     const b = await fresh();
+    await b.apply({ type: 'putJob', nowMs: T0, jobId: 'old-state', spec: everySpec(1000), idempotencyKey: '' });
     await expect(
       b.fsm.restore({ index: snap.appliedIndex, term: 1, conf: { voters: [] } }, (async function* () {
-        yield chunks[0]!;
+        yield* chunks.slice(0, 3); // header + two data chunks: a partial state reaches the store
         throw new Error('connection lost');
       })()),
     ).rejects.toThrow('connection lost');
+    expect(await b.fsm.appliedIndex()).toBe(0);
     await b.fsm.close();
     const reopened = await SchedulerStateMachine.open(b.dir);
     expect(await reopened.appliedIndex()).toBe(0);
