@@ -2,7 +2,7 @@
 // behind a record-format version byte. Index keys are a pure function of a record
 // (jobIndexKeys / runIndexKeys), so the transaction (apply-txn.ts) keeps every index exact by
 // diffing the keys of a record before and after a change — no index is updated by hand.
-import { Job, JobState } from '../gen/herald/v1/job.js';
+import { Job, JobSpec, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { activeKey, dueKey, leaseKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
@@ -24,8 +24,9 @@ export interface RunRecord {
   held: boolean;
 }
 
-// Layout: [version][internal fields, length-prefixed block][the message, to the end]. The message
-// goes last and unprefixed so encoding is one allocation for the header and one for the result.
+// Layout: [version][internal fields][the message, to the end]; a job's spec is a separate field
+// of the header. The message goes last and unprefixed: one allocation for the header, one for
+// the result.
 
 function withHeader(header: Uint8Array, message: Uint8Array): Uint8Array {
   const out = new Uint8Array(header.length + message.length);
@@ -34,9 +35,31 @@ function withHeader(header: Uint8Array, message: Uint8Array): Uint8Array {
   return out;
 }
 
+/**
+ * Encoded specs by spec object. A job record is rewritten on every fire, but its spec only changes
+ * with updateJob (which installs a new object; nothing mutates a spec in place), so the bytes read
+ * with the record are reused instead of re-encoding a dozen int64 fields each time.
+ */
+const specBytesCache = new WeakMap<JobSpec, Uint8Array>();
+
+function specBytes(spec: JobSpec | undefined): Uint8Array {
+  if (spec === undefined) return new Uint8Array();
+  let b = specBytesCache.get(spec);
+  if (b === undefined) {
+    b = JobSpec.encode(spec).finish();
+    specBytesCache.set(spec, b);
+  }
+  return b;
+}
+
 export function encodeJobRecord(rec: JobRecord): Uint8Array {
-  const header = new ByteWriter(32).u8(RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).finish();
-  return withHeader(header, Job.encode(rec.job).finish());
+  const header = new ByteWriter(64)
+    .u8(RECORD_FORMAT_VERSION)
+    .uint(rec.manualSeq)
+    .str(rec.heldRunId)
+    .bytes(specBytes(rec.job.spec))
+    .finish();
+  return withHeader(header, Job.encode({ ...rec.job, spec: undefined }).finish());
 }
 
 /** The rest of the record: the protobuf message. */
@@ -50,7 +73,13 @@ export function decodeJobRecord(bytes: Uint8Array): JobRecord {
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
   const manualSeq = r.uint();
   const heldRunId = r.str();
-  return { job: Job.decode(rest(bytes, r)), manualSeq, heldRunId };
+  const sb = r.bytes();
+  const job = Job.decode(rest(bytes, r));
+  if (sb.length > 0) {
+    job.spec = JobSpec.decode(sb);
+    specBytesCache.set(job.spec, sb);
+  }
+  return { job, manualSeq, heldRunId };
 }
 
 const RUN_HEADERS = [Uint8Array.of(RECORD_FORMAT_VERSION, 0), Uint8Array.of(RECORD_FORMAT_VERSION, 1)] as const;
