@@ -317,7 +317,9 @@ export class RaftNode {
     if (this.log.unstable.entries.length > 0 || this.log.unstable.snapshot) return true;
     if (this.log.hasNextCommittedEnts()) return true;
     if (this.lead !== this.prevSoft.leader || this.role !== this.prevSoft.role) return true;
-    return !sameHardState(this.hardState(), this.prevHard);
+    // Field by field: hasReady runs on every loop turn of the runtime, keep it allocation-free.
+    const p = this.prevHard;
+    return this.term !== p.term || this.vote !== p.vote || this.log.committed !== p.commit;
   }
 
   /** Everything to do now; call advance(ready) once it is persisted, sent and applied. */

@@ -106,7 +106,6 @@ function main(): void {
     for (const nodes of args.nodes) {
       const r = runSimulation({ seed: s, nodes, mutations: args.mutations, profile: args.profile });
       runs++;
-      if (runs % 2000 === 0) console.error(`progress: ${runs} runs, ${violations} violations, ${Math.round(runs / ((performance.now() - started) / 1000))} runs/s`);
       steps += r.steps;
       if (r.linearizability === 'unknown') linearizabilityUnknown++;
       if (r.livenessTicks >= 0) {
@@ -120,11 +119,16 @@ function main(): void {
         failingSeeds.push({ seed: s, nodes, kind: r.violations[0]!.kind });
         console.error(`seed ${s} (${nodes} nodes): ${r.violations[0]!.kind}: ${r.violations[0]!.detail}`);
       }
+      // Long runs: a partial summary on stderr now and then (last seed done included).
+      if (runs % 1000 === 0) console.error(`progress ${JSON.stringify({ ...summary(), lastSeed: s })}`);
     }
   }
-  const secs = (performance.now() - started) / 1000;
-  console.log(
-    JSON.stringify({
+  console.log(JSON.stringify(summary()));
+  process.exitCode = violations > 0 ? 1 : 0;
+
+  function summary() {
+    const secs = (performance.now() - started) / 1000;
+    return {
       seeds: runs,
       steps,
       faults,
@@ -133,9 +137,8 @@ function main(): void {
       failingSeeds,
       linearizabilityUnknown,
       livenessTicks: { mean: liveRuns ? Math.round((sumLivenessTicks / liveRuns) * 10) / 10 : 0, max: maxLivenessTicks },
-    }),
-  );
-  process.exitCode = violations > 0 ? 1 : 0;
+    };
+  }
 }
 
 main();

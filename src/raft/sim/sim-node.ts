@@ -11,7 +11,7 @@ import { MemoryStorage } from '../core/memory-storage.js';
 import type { CoreMutation } from '../core/mutations.js';
 import { RaftNode } from '../core/raft-node.js';
 import type { Entry, HardState, Message, NodeId, ReadState, Ready, Role, SnapshotMeta } from '../types.js';
-import { decodePut, type KvState } from './kv-command.js';
+import { decodePut, type KvState, type PutCommand } from './kv-command.js';
 import type { DiskOp, SimDisk } from './sim-disk.js';
 
 export type DiskValue =
@@ -43,6 +43,15 @@ export interface NodeObserver {
 }
 
 const logKey = (i: number): string => `log/${String(i).padStart(12, '0')}`;
+
+// Every node applies the same entry objects (the simulated network shares them): decode each
+// command once.
+const decoded = new WeakMap<Uint8Array, PutCommand>();
+function decodeCached(data: Uint8Array): PutCommand {
+  let cmd = decoded.get(data);
+  if (!cmd) decoded.set(data, (cmd = decodePut(data)));
+  return cmd;
+}
 
 export class SimNode {
   raft!: RaftNode;
@@ -147,6 +156,7 @@ export class SimNode {
 
   /** Processes every pending Ready: persist, sync, send, apply, advance. */
   processReady(obs: NodeObserver): void {
+    if (!this.raft.hasReady()) return;
     while (this.raft.hasReady()) {
       const rd = this.raft.ready();
       const prevCommit = this.commitSeen;
@@ -164,7 +174,7 @@ export class SimNode {
       for (const e of rd.committedEntries) {
         if (e.index <= this.appliedIndex) continue;
         if (e.type === 'normal' && e.data.length > 0) {
-          const cmd = decodePut(e.data);
+          const cmd = decodeCached(e.data);
           this.kv.set(cmd.key, cmd.value);
         }
         this.appliedIndex = e.index;

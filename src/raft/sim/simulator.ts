@@ -92,7 +92,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     },
   });
   const nodes = new Map<NodeId, SimNode>();
-  const tickOffset = new Map<NodeId, number>();
+  const tickOffset: number[] = [];
   for (const id of ids) {
     const disk = new SimDisk<DiskValue>({
       rng: rng.fork(`disk-${id}`),
@@ -119,7 +119,7 @@ export function runSimulation(opts: SimOptions): SimResult {
         () => nodeRng.next(),
       ),
     );
-    tickOffset.set(id, faultRng.int(0, TICK_UNITS));
+    tickOffset.push(faultRng.int(0, TICK_UNITS));
   }
   const all = [...nodes.values()];
   const checker = new SafetyChecker(Math.floor(n / 2) + 1);
@@ -137,6 +137,7 @@ export function runSimulation(opts: SimOptions): SimResult {
   let steps = 0;
   let crashes = 0;
   let partitions = 0;
+  let partitioned = false;
 
   const obs: NodeObserver = {
     persisted(node, rd, prevCommit) {
@@ -232,8 +233,9 @@ export function runSimulation(opts: SimOptions): SimResult {
         checker.violations.push({ kind: 'core-threw', detail: `${node.id} step ${d.msg.m.type}: ${(e as Error).message}`, at: now });
       }
     }
-    for (const node of all) {
-      if (node.up && (now + tickOffset.get(node.id)!) % TICK_UNITS === 0) {
+    for (let i = 0; i < all.length; i++) {
+      const node = all[i]!;
+      if (node.up && (now + tickOffset[i]!) % TICK_UNITS === 0) {
         node.raft.tick();
         steps++;
       }
@@ -260,10 +262,12 @@ export function runSimulation(opts: SimOptions): SimResult {
         const leader = faultRng.chance(plan.leaderTargeted) ? currentLeader()?.id : undefined;
         const shape = randomShape(ids, faultRng, leader);
         net.applyBlocked(shape.blocked);
+        partitioned = shape.blocked.length > 0;
         partitions++;
         log?.(`t=${now} partition: ${shape.description}`);
-      } else if (net.blockedLinks().length > 0 && faultRng.chance(plan.healRate)) {
+      } else if (partitioned && faultRng.chance(plan.healRate)) {
         net.heal();
+        partitioned = false;
         log?.(`t=${now} heal`);
       }
     }
