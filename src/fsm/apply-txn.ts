@@ -225,6 +225,11 @@ export class ApplyTxn {
   async batchOps(): Promise<BatchOp[]> {
     const ops: BatchOp[] = [];
     const indexDiff = (before: readonly string[], after: readonly string[]): void => {
+      if (before.length === 0) {
+        // New records (most of a fire batch): nothing to compare against.
+        for (const k of after) ops.push({ type: 'put', key: k, value: EMPTY });
+        return;
+      }
       const a = new Set(after);
       for (const k of before) if (!a.has(k)) ops.push({ type: 'del', key: k });
       const b = new Set(before);
