@@ -34,7 +34,7 @@ export class DeadlineSweeper {
       const items: MarkItem[] = [];
       for (const run of ready) {
         if (run.attempt !== 0 || run.manual || run.backfilled) continue;
-        if (!jobs.has(run.jobId)) jobs.set(run.jobId, await ctx.fsm.getJob(run.jobId));
+        if (!jobs.has(run.jobId)) jobs.set(run.jobId, await ctx.jobs.get(run.jobId));
         const deadline = jobs.get(run.jobId)?.spec?.startingDeadlineMs ?? 0;
         if (deadline > 0 && now > run.scheduledUnixMs + deadline) {
           items.push({ runId: run.id, outcome: 'missed', reason: `not started within the starting deadline of ${deadline} ms` });

@@ -33,6 +33,9 @@ export class Dispatcher {
   private readSeq = 0;
   private readonly activeReads = new Set<number>();
 
+  /** Counters for benches and debugging. */
+  readonly stats = { rounds: 0, claims: 0, claimed: 0, claimMs: 0, readMs: 0 };
+
   constructor(private readonly ctx: LeaderContext) {}
 
   start(): void {
@@ -82,11 +85,14 @@ export class Dispatcher {
     let more = false;
     try {
       let ready: Run[];
+      this.stats.rounds++;
+      const tRead = Date.now();
       try {
         ready = await ctx.fsm.readyRuns({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
       } finally {
         this.activeReads.delete(seq);
         this.prune();
+        this.stats.readMs += Date.now() - tRead;
       }
       if (this.stopped || !ctx.active()) return;
       const runs = new Map<string, Run>();
@@ -111,14 +117,18 @@ export class Dispatcher {
 
       const jobIds = [...new Set(plan.map((a) => runs.get(a.runId)!.jobId))];
       const jobs = new Map<string, Job | undefined>();
-      await Promise.all(jobIds.map(async (id) => jobs.set(id, await ctx.fsm.getJob(id))));
+      await Promise.all(jobIds.map(async (id) => jobs.set(id, await ctx.jobs.get(id))));
       const claimNow = Math.max(now, ctx.now() ?? now);
       const items: ClaimItem[] = plan.map((a) => ({
         runId: a.runId,
         workerId: a.workerId,
         leaseDeadlineMs: claimNow + leaseMsOf(jobs.get(runs.get(a.runId)!.jobId), ctx.config.defaultLeaseMs),
       }));
+      const tClaim = Date.now();
       const res = await ctx.propose({ type: 'claimRuns', nowMs: claimNow, items }, 'claim', 10_000);
+      this.stats.claims++;
+      this.stats.claimed += items.length;
+      this.stats.claimMs += Date.now() - tClaim;
       if (!ctx.active()) return;
       res.items.forEach((r, i) => {
         const a = plan[i]!;

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import { decodeResult, encodeCommand, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
 import { HeraldError } from '../herald-error.js';
+import type { JobCache } from './job-cache.js';
 import type { LeaseTable } from './lease-table.js';
 import type { NodeMetrics } from './metrics.js';
 import type { HeraldNode } from './node.js';
@@ -18,6 +19,8 @@ export interface LeaderContext {
   readonly log: Logger;
   readonly leases: LeaseTable;
   readonly sessions: SessionRegistry;
+  /** Job records for dispatch, invalidated by applied job changes. */
+  readonly jobs: JobCache;
   /** The term these services were started for. */
   readonly term: number;
   /** Cluster time (DESIGN §5a), or undefined while a quorum of fresh clock samples is missing. */

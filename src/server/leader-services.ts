@@ -11,12 +11,13 @@ import type { Logger } from 'pino';
 import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import type { HeldRun, WorkerHello } from '../gen/herald/v1/worker_service.js';
 import type { FsmCommand, FsmResult, SchedulerStateMachine } from '../fsm/index.js';
-import { decodeResult } from '../fsm/index.js';
+import { decodeCommand, decodeResult } from '../fsm/index.js';
 import { HeraldError } from '../herald-error.js';
 import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
 import { DeadlineSweeper } from './deadline-sweeper.js';
 import { Dispatcher, leaseMsOf } from './dispatcher.js';
 import { FireScheduler } from './fire-scheduler.js';
+import { JobCache } from './job-cache.js';
 import { proposeCommand, type LeaderContext } from './leader-context.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LeaseTable } from './lease-table.js';
@@ -73,6 +74,7 @@ export class LeaderServices {
       log: deps.log,
       leases: this.leases,
       sessions: this.sessions,
+      jobs: new JobCache(fsm),
       term: deps.term,
       now: () => node.clusterClock.nowMs(),
       active: () => this.activeFlag && node.driver.isLeader(),
@@ -235,6 +237,15 @@ export class LeaderServices {
   private onApplied(entries: readonly AppliedEntry[]): void {
     if (!this.activeFlag) return;
     this.fire.onApplied(entries);
+    for (const e of entries) {
+      if (e.tag !== RESULT_TAG.job && e.tag !== RESULT_TAG.delete) continue;
+      try {
+        const cmd = decodeCommand(e.data);
+        if ('jobId' in cmd) this.ctx.jobs.invalidate(cmd.jobId);
+      } catch {
+        this.ctx.jobs.clear();
+      }
+    }
     let wake = false;
     const signalled: AppliedEntry[] = [];
     for (const e of entries) {
@@ -276,7 +287,7 @@ export class LeaderServices {
     const runs = await this.ctx.fsm.runningRuns();
     const leaseOf = new Map<string, number>();
     for (const run of runs) {
-      if (!leaseOf.has(run.jobId)) leaseOf.set(run.jobId, leaseMsOf(await this.ctx.fsm.getJob(run.jobId), this.deps.config.defaultLeaseMs));
+      if (!leaseOf.has(run.jobId)) leaseOf.set(run.jobId, leaseMsOf(await this.ctx.jobs.get(run.jobId), this.deps.config.defaultLeaseMs));
       this.leases.adopt(run.id, run.fencingToken, run.workerId, leaseOf.get(run.jobId)!);
     }
     return runs.length;

@@ -37,6 +37,8 @@ export class ResultBatcher {
   private pending: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** One finishRuns in flight at a time: results arriving meanwhile form the next (larger) batch. */
+  private flushing = false;
   /** Jobs with runs finished since the last history trim. */
   readonly finishedJobs = new Set<string>();
 
@@ -51,7 +53,7 @@ export class ResultBatcher {
       return;
     }
     this.pending.push({ session, result, tries: 0 });
-    if (this.pending.length >= MAX_BATCH) void this.flush();
+    if (this.pending.length >= MAX_BATCH && !this.flushing) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.ctx.config.resultBatchMs);
   }
 
@@ -64,15 +66,16 @@ export class ResultBatcher {
   private async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.flushing) return; // the running flush picks these up when it is done
     const ctx = this.ctx;
     const batch = this.pending.splice(0, MAX_BATCH);
     if (batch.length === 0 || this.stopped || !ctx.active()) return;
-    if (this.pending.length > 0) this.timer = setTimeout(() => void this.flush(), this.ctx.config.resultBatchMs);
     const now = ctx.now();
     if (now === undefined) {
       this.requeue(batch);
       return;
     }
+    this.flushing = true;
     try {
       const res = await ctx.propose({ type: 'finishRuns', nowMs: now, items: batch.map((b) => finishItemOf(b.result)) }, 'runItems', 10_000);
       if (!ctx.active()) return;
@@ -82,6 +85,9 @@ export class ResultBatcher {
       if (!ctx.active() || this.stopped) return; // the worker re-sends to the next leader
       ctx.log.warn({ err: e, results: batch.length }, 'finishRuns failed; retrying');
       this.requeue(batch.filter((b) => ++b.tries < MAX_TRIES));
+    } finally {
+      this.flushing = false;
+      if (this.pending.length > 0 && !this.stopped) void this.flush();
     }
   }
 

@@ -14,7 +14,7 @@ describe('leader failover (processes)', () => {
   let c: SchedulerCluster | undefined;
   afterAll(async () => c?.cleanup());
 
-  it('kill -9 of the leader: no double fire, no lost slot, in-flight runs adopted, firing resumes quickly', async () => {
+  it('kill -9 of the leader: no double fire, no lost slot, in-flight runs adopted, firing resumes quickly', { timeout: 120_000 }, async () => {
     c = await SchedulerCluster.start({ leaseMs: 6000, heartbeatMs: 300 });
     const workers = [c.startWorker('fa', { capacity: 8, sleepMs: 2000 }), c.startWorker('fb', { capacity: 8, sleepMs: 2000 })];
     await c.waitWorkersConnected(workers);

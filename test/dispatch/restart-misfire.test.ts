@@ -16,7 +16,7 @@ describe('whole-cluster restart (processes)', () => {
   let c: SchedulerCluster | undefined;
   afterAll(async () => c?.cleanup());
 
-  it('applies SKIP / RUN_ONCE / RUN_ALL and starting deadlines to slots missed while the cluster was down', async () => {
+  it('applies SKIP / RUN_ONCE / RUN_ALL and starting deadlines to slots missed while the cluster was down', { timeout: 150_000 }, async () => {
     c = await SchedulerCluster.start({ misfireThresholdMs: 1000 });
     const w = c.startWorker('mw', { capacity: 50, sleepMs: 20 });
     await c.waitWorkersConnected([w]);

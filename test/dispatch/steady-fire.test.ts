@@ -13,7 +13,7 @@ describe('steady firing (processes)', () => {
   let c: SchedulerCluster | undefined;
   afterAll(async () => c?.cleanup());
 
-  it('fires every-1s jobs once per slot for 20 s, each run executed once, lateness recorded', async () => {
+  it('fires every-1s jobs once per slot for 20 s, each run executed once, lateness recorded', { timeout: 120_000 }, async () => {
     c = await SchedulerCluster.start();
     const w1 = c.startWorker('w1', { capacity: 4, sleepMs: 100 });
     const w2 = c.startWorker('w2', { capacity: 4, sleepMs: 100 });

@@ -1,6 +1,7 @@
 // Worker failures on a real 3-node cluster with real worker processes: a worker killed mid-run
 // loses its lease and another worker gets the run with a higher fencing token; a worker paused
-// with SIGSTOP past its lease has its late result rejected after SIGCONT.
+// with SIGSTOP past its lease has its late result rejected after SIGCONT; a leader stopped with
+// SIGTERM hands leadership over and redirects its workers, which keep their runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
@@ -17,10 +18,10 @@ describe('worker failures (processes)', () => {
   let c: SchedulerCluster;
   beforeAll(async () => {
     c = await SchedulerCluster.start({ leaseMs: LEASE_MS, heartbeatMs: 300 });
-  });
+  }, 90_000);
   afterAll(async () => c?.cleanup());
 
-  it('kill -9 of a worker mid-run: after lease expiry another worker runs it with a higher token', async () => {
+  it('kill -9 of a worker mid-run: after lease expiry another worker runs it with a higher token', { timeout: 90_000 }, async () => {
     const a = c.startWorker('kill-a', { types: ['kill'], capacity: 1, sleepMs: 60_000 });
     await c.waitWorkersConnected([a]);
     await c.client.createJob(oneOff('kill', 200), { id: 'kill-job' });
@@ -41,7 +42,7 @@ describe('worker failures (processes)', () => {
     expect(run.attempts.map((x) => x.fencingToken)).toEqual([first.token, second.token]);
   });
 
-  it('a SIGSTOPped worker resumed after its lease expired has its late result rejected', async () => {
+  it('a SIGSTOPped worker resumed after its lease expired has its late result rejected', { timeout: 90_000 }, async () => {
     const a = c.startWorker('stop-a', { types: ['stop'], capacity: 1, sleepMs: 800, reportAfterLoss: true });
     await c.waitWorkersConnected([a]);
     await c.client.createJob(oneOff('stop', 200), { id: 'stop-job' });
@@ -64,5 +65,26 @@ describe('worker failures (processes)', () => {
     const run = await c.client.getRun(first.runId);
     expect(run.state).toBe(RunState.RUN_STATE_SUCCEEDED);
     expect(run.attempts.map((x) => x.fencingToken)).toEqual([first.token, secondToken]);
+  });
+
+  it('SIGTERM of the leader hands leadership over; its workers are redirected and keep their runs', { timeout: 90_000 }, async () => {
+    const w = c.startWorker('term-w', { types: ['term'], capacity: 1, sleepMs: 3000 });
+    await c.waitWorkersConnected([w]);
+    await c.client.createJob(oneOff('term', 200), { id: 'term-job' });
+    const first = await waitFor('worker assigned', () => w.of('assigned')[0], 15_000);
+    const leader = await c.raft.waitForLeader();
+    const exit = await c.raft.kill(leader, 'SIGTERM');
+    expect(exit.code).toBe(0);
+    const redirect = w.of('redirect').find((r) => r.at >= first.at);
+    expect(redirect?.leaderAddress).toBeTruthy();
+    expect(redirect?.leaderId).not.toBe(leader);
+    // Re-attached at the new leader, finished there: executed once, on its first attempt.
+    await waitFor('result accepted', () => w.of('ack').find((e) => e.runId === first.runId && e.accepted), 20_000);
+    expect(w.of('welcome').some((x) => x.adopted.some((h) => h.runId === first.runId))).toBe(true);
+    expect(w.of('assigned').filter((a) => a.runId === first.runId)).toHaveLength(1);
+    expect(w.of('leaseLost')).toEqual([]);
+    const run = await c.client.getRun(first.runId);
+    expect(run.state).toBe(RunState.RUN_STATE_SUCCEEDED);
+    expect(run.attempt).toBe(1);
   });
 });

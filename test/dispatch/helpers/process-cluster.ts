@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { HeraldClient } from '../../../src/client/herald-client.js';
 import { SchedulerStateMachine } from '../../../src/fsm/index.js';
+import type { JobSpec } from '../../../src/gen/herald/v1/job.js';
 import { TestCluster, waitFor } from '../../raft-runtime/helpers/cluster.js';
 import type { TimedEvent } from '../fixtures/raw-worker.js';
 
@@ -78,7 +79,7 @@ export class SchedulerCluster {
       'warn',
       ...(opts.extraArgs ?? []),
     ];
-    const raft = await TestCluster.create({ size: opts.size ?? 3, tickMs: opts.tickMs ?? 50, electionTicks: opts.electionTicks ?? 10, extraArgs: args });
+    const raft = await TestCluster.create({ size: opts.size ?? 3, tickMs: opts.tickMs ?? 100, electionTicks: opts.electionTicks ?? 10, extraArgs: args });
     const c = new SchedulerCluster(raft, opts);
     try {
       await raft.startAll();
@@ -119,7 +120,7 @@ export class SchedulerCluster {
     return w;
   }
 
-  async waitWorkersConnected(workers: WorkerProc[], timeoutMs = 20_000): Promise<void> {
+  async waitWorkersConnected(workers: WorkerProc[], timeoutMs = 45_000): Promise<void> {
     await waitFor('workers welcomed', () => workers.every((w) => w.of('welcome').length > 0), timeoutMs, 50);
   }
 
@@ -154,6 +155,25 @@ export class SchedulerCluster {
     await Promise.all(this.workers.map((w) => w.exit));
     this.client?.close();
     await this.raft.cleanup();
+  }
+}
+
+/**
+ * Creates jobs in one CreateJobs call per chunk, retrying items that failed with a retryable
+ * error (a leader change on a loaded machine) under the same idempotency key, so none is created
+ * twice.
+ */
+export async function createJobsReliably(client: HeraldClient, items: { id: string; spec: JobSpec }[], chunk = 500): Promise<void> {
+  for (let i = 0; i < items.length; i += chunk) {
+    let todo = items.slice(i, i + chunk).map((it) => ({ ...it, idempotencyKey: `create-${it.id}` }));
+    for (let attempt = 0; todo.length > 0; attempt++) {
+      const res = await client.createJobs(todo, { deadlineMs: 120_000 });
+      const failed = todo.filter((_, k) => res[k]!.error);
+      const fatal = res.find((r) => r.error && r.error.code !== 'UNAVAILABLE' && r.error.code !== 'DEADLINE_EXCEEDED');
+      if (fatal || attempt >= 10) throw new Error(`createJobs failed: ${(fatal ?? res.find((r) => r.error))!.error!.message}`);
+      todo = failed;
+      if (todo.length > 0) await new Promise((r) => setTimeout(r, 200));
+    }
   }
 }
 

@@ -1,0 +1,72 @@
+// A round-time herd: N one-off jobs due at one instant on a real 3-node cluster with worker
+// processes. Reports how long firing and draining (all runs executed and acknowledged) took
+// after the instant, with lateness percentiles as the workers saw them.
+// Run: npx tsx bench/herd.ts [--runs 100000] [--workers 4] [--capacity 500]
+// The last stdout line is JSON.
+import { JobSpec } from '../src/gen/herald/v1/job.js';
+import { RunState } from '../src/gen/herald/v1/run.js';
+import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
+import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+const N = arg('runs', 100_000);
+const WORKERS = arg('workers', 4);
+const CAPACITY = arg('capacity', 500);
+const BATCH = 1000;
+
+function pct(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
+}
+
+const c = await SchedulerCluster.start({ leaseMs: 120_000, misfireThresholdMs: 600_000, heartbeatMs: 5000 });
+try {
+  const workers = Array.from({ length: WORKERS }, (_, i) => c.startWorker(`hw${i}`, { capacity: CAPACITY, sleepMs: 5, quiet: true }));
+  await c.waitWorkersConnected(workers);
+  const spec = (at: number) => JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
+  // Calibrate the create rate (jobs far in the future, not part of the herd) to pick an instant
+  // that falls after every herd job exists.
+  const t0 = Date.now();
+  await c.client.createJobs(Array.from({ length: BATCH }, (_, k) => ({ id: `calib-${k}`, spec: spec(Date.now() + 86_400_000) })), { deadlineMs: 120_000 });
+  const perJobMs = (Date.now() - t0) / BATCH;
+  const at = Date.now() + Math.ceil(perJobMs * N * 1.5) + 5000;
+  const c0 = Date.now();
+  for (let i = 0; i < N; i += BATCH) {
+    const res = await c.client.createJobs(
+      Array.from({ length: Math.min(BATCH, N - i) }, (_, k) => ({ id: `herd-${i + k}`, spec: spec(at) })),
+      { deadlineMs: 120_000 },
+    );
+    const failed = res.filter((r) => r.error);
+    if (failed.length) throw new Error(`create failed: ${failed[0]!.error!.message}`);
+  }
+  const createMs = Date.now() - c0;
+  const createdBeforeInstant = Date.now() < at;
+  await sleep(Math.max(0, at - Date.now()));
+  const acked = () => workers.reduce((n, w) => n + w.of('ack').filter((a) => a.accepted).length, 0);
+  await waitFor('the herd to drain', () => acked() >= N, 30 * 60_000, 250);
+  const drainMs = Date.now() - at;
+  for (const w of workers) w.signal('SIGTERM');
+  await Promise.all(workers.map((w) => w.exit));
+  const assigned = workers.flatMap((w) => w.of('assigned')).filter((a) => a.runId.startsWith('herd-'));
+  const doubled = assigned.length - new Set(assigned.map((a) => a.runId)).size;
+  const lateness = assigned.map((a) => a.at - a.scheduledMs).sort((a, b) => a - b);
+  const counts = await c.stopAndInspect((fsm) => fsm.runCounts());
+  console.log(
+    JSON.stringify({
+      bench: 'herd',
+      runs: N,
+      workers: WORKERS,
+      capacityPerWorker: CAPACITY,
+      createMs,
+      createdBeforeInstant,
+      drainMs,
+      succeeded: counts.get(RunState.RUN_STATE_SUCCEEDED) ?? 0,
+      doubled,
+      startLatenessMs: { p50: pct(lateness, 0.5), p99: pct(lateness, 0.99), max: lateness[lateness.length - 1] ?? NaN },
+    }),
+  );
+} finally {
+  await c.cleanup();
+}

@@ -1,0 +1,84 @@
+// Steady-load fire lateness on a real 3-node cluster with worker processes.
+// Run: npx tsx bench/steady.ts [--jobs 1000] [--seconds 30] [--workers 2] [--capacity 200]
+// Jobs fire every second, their slots spread evenly over the second. After a warm-up, every slot
+// in the measured window is checked: lateness = claim time − scheduled time (the FSM's
+// run.latenessMs) and, as the worker saw it, assignment receipt − scheduled time; lost = a slot
+// with no run or a run that never started; doubled = a run assigned more than once.
+// The last stdout line is JSON.
+import { JobSpec } from '../src/gen/herald/v1/job.js';
+import { sleep } from '../test/raft-runtime/helpers/cluster.js';
+import { allRuns, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+const JOBS = arg('jobs', 1000);
+const SECONDS = arg('seconds', 30);
+const WORKERS = arg('workers', 2);
+const CAPACITY = arg('capacity', 200);
+const WARMUP_MS = 5_000;
+
+function pct(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
+}
+
+const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000 });
+try {
+  const workers = Array.from({ length: WORKERS }, (_, i) => c.startWorker(`sw${i}`, { capacity: CAPACITY, sleepMs: 10, quiet: true }));
+  await c.waitWorkersConnected(workers);
+  const base = Math.ceil(Date.now() / 1000) * 1000 + 2000;
+  for (let i = 0; i < JOBS; i += 500) {
+    const items = Array.from({ length: Math.min(500, JOBS - i) }, (_, k) => ({
+      id: `steady-${i + k}`,
+      spec: JobSpec.fromPartial({
+        taskType: 'test',
+        schedule: { kind: { $case: 'every', every: { intervalMs: 1000, anchorUnixMs: base + Math.floor(((i + k) * 1000) / JOBS) } } },
+      }),
+    }));
+    const res = await c.client.createJobs(items, { deadlineMs: 120_000 });
+    const failed = res.filter((r) => r.error);
+    if (failed.length) throw new Error(`create failed: ${failed[0]!.error!.message}`);
+  }
+  const from = Math.max(Date.now(), base) + WARMUP_MS;
+  const to = from + SECONDS * 1000;
+  await sleep(to - Date.now() + 3000);
+  for (const w of workers) w.signal('SIGTERM');
+  await Promise.all(workers.map((w) => w.exit));
+
+  const assigned = workers.flatMap((w) => w.of('assigned'));
+  const seen = new Map<string, number>();
+  for (const a of assigned) seen.set(a.runId, (seen.get(a.runId) ?? 0) + 1);
+  const doubled = [...seen.values()].filter((n) => n > 1).length;
+  const workerLateness = assigned.filter((a) => a.slotMs >= from && a.slotMs < to && a.attempt === 1).map((a) => a.at - a.scheduledMs).sort((a, b) => a - b);
+
+  const { lateness, lost, runs } = await c.stopAndInspect(async (fsm) => {
+    const lateness: number[] = [];
+    let lost = 0;
+    let runs = 0;
+    for (let i = 0; i < JOBS; i++) {
+      const rs = (await allRuns(fsm, `steady-${i}`)).filter((r) => r.slotUnixMs >= from && r.slotUnixMs < to);
+      const expected = SECONDS; // one slot per second in [from, to)
+      runs += rs.length;
+      const started = rs.filter((r) => r.attempt > 0);
+      lost += Math.max(0, expected - started.length);
+      lateness.push(...started.map((r) => r.latenessMs));
+    }
+    return { lateness: lateness.sort((a, b) => a - b), lost, runs };
+  });
+  console.log(
+    JSON.stringify({
+      bench: 'steady',
+      jobs: JOBS,
+      seconds: SECONDS,
+      workers: WORKERS,
+      runs,
+      lost,
+      doubled,
+      latenessMs: { p50: pct(lateness, 0.5), p99: pct(lateness, 0.99), max: lateness[lateness.length - 1] ?? NaN },
+      workerSeenLatenessMs: { p50: pct(workerLateness, 0.5), p99: pct(workerLateness, 0.99), max: workerLateness[workerLateness.length - 1] ?? NaN },
+    }),
+  );
+} finally {
+  await c.cleanup();
+}
