@@ -1,13 +1,13 @@
 // `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
 //   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
-//   [--snapshot-entries N] [--unsafe skip-fsync|accept-stale-tokens|fire-without-slot-check]`
+//   [--snapshot-entries N] [--unsafe accept-stale-tokens|skip-slot-check]`
 // Prints progress on stderr, a human summary on stdout, and as the last stdout line the JSON
 // summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDuration } from '../src/client/duration.js';
 import { parseFaultFamilies } from './nemesis/fault-kinds.js';
-import { runChaos } from './run-chaos.js';
+import { runChaos, UNSAFE_SWITCHES, type UnsafeSwitchName } from './run-chaos.js';
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -38,6 +38,7 @@ if (!Number.isSafeInteger(seed) || seed < 0) usage('--seed must be a non-negativ
 const keep = (flag('keep') ?? 'on-failure') as 'always' | 'on-failure' | 'never';
 if (!['always', 'on-failure', 'never'].includes(keep)) usage('--keep: always, on-failure or never');
 const unsafe = process.argv.flatMap((a, i) => (a === '--unsafe' ? [process.argv[i + 1]!] : []));
+for (const u of unsafe) if (!(UNSAFE_SWITCHES as readonly string[]).includes(u)) usage(`--unsafe: ${u} is not one of ${UNSAFE_SWITCHES.join(', ')}`);
 
 try {
   const r = await runChaos({
@@ -49,7 +50,7 @@ try {
     scale: Number(flag('scale') ?? '1'),
     reportDir: flag('report-dir') ?? join(tmpdir(), 'herald-chaos-reports'),
     keep,
-    unsafe,
+    unsafe: unsafe as UnsafeSwitchName[],
     ...(flag('snapshot-entries') ? { snapshotEntries: Number(flag('snapshot-entries')) } : {}),
   });
   process.stdout.write(`${r.human}\n${JSON.stringify(r.summary)}\n`);

@@ -19,6 +19,8 @@ export interface ChaosReport {
   faults: number;
   faultsByKind: Record<string, number>;
   faultLog: FaultRecord[];
+  /** Leader recovery after leader faults (ms from the fault) and after kill-majority/all (from the restart). */
+  leaderRecoveryMs: { samples: number; p50: number; max: number; none: number };
   /** Nodes that refused to restart during the run (each one fails the run). */
   nodeStartFailures: StartFailure[];
   operations: { total: number; controlPlane: number; jobActions: number; jobsCreated: number };
@@ -93,6 +95,7 @@ export function humanSummary(r: ChaosReport): string {
     `chaos run: seed ${r.seed}, ${r.nodes} nodes, ${r.durationS} s of faults (${r.faultFamilies.join(',') || 'none'}) — ${r.ok ? 'PASSED' : 'FAILED'}`,
     `  faults injected: ${r.faults} ${JSON.stringify(r.faultsByKind)}`,
     ...(Object.keys(r.unavailableFaults).length ? [`  not available: ${Object.entries(r.unavailableFaults).map(([k, v]) => `${k} (${v})`).join('; ')}`] : []),
+    `  leader recovery: ${r.leaderRecoveryMs.samples} samples, p50 ${r.leaderRecoveryMs.p50} / max ${r.leaderRecoveryMs.max} ms, ${r.leaderRecoveryMs.none} without a new leader within the fault`,
     `  operations: ${r.operations.total} (control plane ${r.operations.controlPlane}, job actions ${r.operations.jobActions}, jobs ${r.operations.jobsCreated}); workers started ${r.workers.started}`,
     `  ${mark(s.ok)} slots: ${s.slotsChecked} checked in ${s.jobsChecked} jobs; lost ${s.lost}, duplicate effects ${s.duplicateEffects}, unexpected ${s.unexpected}, early ${s.early}, not terminal ${s.notTerminal}, success without effect ${s.missingEffects}; runs ${JSON.stringify(s.runsByState)}; lateness p50 ${s.latenessMs.p50} / p99 ${s.latenessMs.p99} / max ${s.latenessMs.max} ms`,
     `  ${mark(f.ok)} fencing: stale accepted ${f.staleAccepted}, token order violations ${f.tokenOrderViolations}, unknown tokens ${f.unknownTokens}; ${f.invocations} executions, ${f.reExecutions} re-executions ${JSON.stringify(f.causes)}`,

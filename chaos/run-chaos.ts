@@ -25,6 +25,7 @@ import { checkFencing } from './checkers/fencing-checker.js';
 import { checkControlPlane } from './checkers/control-plane-checker.js';
 import { checkRecovery } from './checkers/recovery-checker.js';
 import { checkConvergence } from './checkers/convergence-checker.js';
+import { percentile } from './checkers/interval-set.js';
 import { humanSummary, summarize, type ChaosReport, type ChaosSummary } from './report.js';
 
 export interface ChaosOptions {
@@ -35,7 +36,8 @@ export interface ChaosOptions {
   workers?: number;
   /** Extra environment for every node (test-only unsafe switches). */
   nodeEnv?: NodeJS.ProcessEnv;
-  unsafe?: string[];
+  /** Negative controls: passed to every node as `--unsafe-<name>` with the env opt-in. */
+  unsafe?: UnsafeSwitchName[];
   /** Where the report goes (default: the run's temp dir, kept when the run fails). */
   reportDir?: string;
   /** Keep the run's data dirs and logs (default: only when the run fails). */
@@ -57,7 +59,10 @@ export interface ChaosResult {
   reportPath: string | undefined;
 }
 
-const UNSAFE_ENV = 'HERALD_TEST_UNSAFE';
+/** The server's opt-in for test-only unsafe switches (src/fsm/unsafe-switches.ts). */
+const UNSAFE_ENV = 'HERALD_UNSAFE_TEST_SWITCHES';
+export const UNSAFE_SWITCHES = ['accept-stale-tokens', 'skip-slot-check'] as const;
+export type UnsafeSwitchName = (typeof UNSAFE_SWITCHES)[number];
 
 async function listRunsOf(client: HeraldClient, jobId: string): Promise<Run[] | undefined> {
   try {
@@ -91,7 +96,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const leaseMs = o.leaseMs ?? 3_000;
   const quietMs = o.quietMs ?? 6_000;
   const unsafe = o.unsafe ?? [];
-  const nodeEnv: NodeJS.ProcessEnv = { ...o.nodeEnv, ...(unsafe.length ? { [UNSAFE_ENV]: '1', ...Object.fromEntries(unsafe.map((u) => [`HERALD_UNSAFE_${u.toUpperCase().replace(/-/g, '_')}`, '1'])) } : {}) };
+  const nodeEnv: NodeJS.ProcessEnv = { ...o.nodeEnv, ...(unsafe.length ? { [UNSAFE_ENV]: '1' } : {}) };
+  const unsafeArgs = unsafe.map((u) => `--unsafe-${u}`);
 
   const ledger = new LedgerProcess(root);
   let cluster: ClusterProcesses | undefined;
@@ -112,7 +118,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       snapshotEntries: o.snapshotEntries ?? 10_000,
       compactionKeep: o.compactionKeep ?? (o.snapshotEntries !== undefined && o.snapshotEntries < 1_000 ? 100 : 5_000),
       env: nodeEnv,
-      extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', 'warn'],
+      // `herald server` has no flags for the FSM's unsafe switches yet: negative controls run the
+      // same scheduler node from chaos/orchestrator/unsafe-server-main.ts.
+      server: unsafe.length ? 'unsafe' : 'herald',
+      extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', 'warn', ...unsafeArgs],
     });
     const c = cluster;
     await c.startAll();
@@ -206,6 +215,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       faultsByKind: countByKind(nemesis.records.filter((r) => r.applied) as Array<{ kind: (typeof steps)[number]['kind'] }>),
       faultLog: nemesis.records,
       nodeStartFailures: nemesis.startFailures,
+      leaderRecoveryMs: (() => {
+        const all = nemesis.records.filter((r) => r.leaderRecoveryMs !== undefined);
+        const got = all.map((r) => r.leaderRecoveryMs).filter((x): x is number => typeof x === 'number');
+        return { samples: got.length, p50: percentile(got, 50), max: got.length ? Math.max(...got) : 0, none: all.length - got.length };
+      })(),
       operations: { total: control.operations + jobActions + plan.length, controlPlane: control.operations, jobActions, jobsCreated: plan.length },
       workers: { started: workers.started },
       windowEndUnixMs: windowEndMs,

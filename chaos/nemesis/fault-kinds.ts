@@ -37,6 +37,7 @@ export const FAULT_KINDS = {
   'crash-after-sync': 'crashpoints',
   'crash-snapshot-save': 'crashpoints',
   'crash-snapshot-install': 'crashpoints',
+  'crash-compaction': 'crashpoints',
 } as const satisfies Record<string, FaultFamily>;
 
 export type FaultKind = keyof typeof FAULT_KINDS;

@@ -72,6 +72,7 @@ function duration(rng: Rng, kind: FaultKind, o: FaultScheduleOptions): number {
     case 'crash-after-sync':
     case 'crash-snapshot-save':
     case 'crash-snapshot-install':
+    case 'crash-compaction':
       return rng.int(3_000, 6_000);
     default:
       return rng.int(2_000, 5_000);
@@ -114,6 +115,8 @@ function params(rng: Rng, kind: FaultKind, nodes: readonly string[]): { targets:
       return { targets: [rng.pick(nodes)], params: { crashPoint: 'snapshot-save' } };
     case 'crash-snapshot-install':
       return { targets: [rng.pick(nodes)], params: { crashPoint: 'snapshot-install' } };
+    case 'crash-compaction':
+      return { targets: [rng.pick(nodes)], params: { crashPoint: 'compaction' } };
     default:
       return { targets: [], params: {} };
   }

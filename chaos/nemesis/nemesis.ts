@@ -20,6 +20,12 @@ export interface FaultRecord {
   detail?: string;
   /** False when the step could not be applied (e.g. no leader to hit); the reason is in detail. */
   applied: boolean;
+  /**
+   * Leader faults: ms from the fault until another node led (with a majority agreeing);
+   * kill-majority/kill-all: ms from the restart until a leader was agreed. Absent otherwise,
+   * null when none appeared within the bound.
+   */
+  leaderRecoveryMs?: number | null;
 }
 
 export interface NemesisDeps {
@@ -34,6 +40,7 @@ const CRASH: Record<string, Pick<CrashControl, 'point' | 'phase'>> = {
   'crash-after-sync': { point: 'sync', phase: 'after' },
   'crash-snapshot-save': { point: 'snapshot-save', phase: 'before' },
   'crash-snapshot-install': { point: 'snapshot-install', phase: 'after' },
+  'crash-compaction': { point: 'compaction', phase: 'before' },
 };
 
 export interface StartFailure {
@@ -67,9 +74,13 @@ export class Nemesis {
       this.records.push(rec);
       try {
         const heal = await this.apply(step, rec);
+        const leaderFault = ['kill-leader', 'pause-leader', 'partition-isolate-leader'].includes(step.kind);
+        const watch = leaderFault ? this.watchLeader(rec, rec.targets[0], Date.now(), step.durationMs) : undefined;
         this.d.log(`fault #${step.index} ${step.kind} on [${rec.targets.join(',')}]${rec.detail ? ` (${rec.detail})` : ''} for ${step.durationMs} ms`);
         await this.sleepUnlessStopped(step.durationMs);
+        await watch;
         await heal();
+        if (step.kind === 'kill-majority' || step.kind === 'kill-all') await this.watchLeader(rec, undefined, Date.now(), 15_000);
       } catch (e) {
         rec.applied = false;
         rec.detail = `${rec.detail ?? ''} error: ${e instanceof Error ? e.message : String(e)}`.trim();
@@ -104,6 +115,19 @@ export class Nemesis {
       this.startFailures.push({ node: id, atMs: Date.now() - this.t0, error });
       this.d.log(`node ${id} failed to start: ${error}`);
       return false;
+    }
+  }
+
+  /** Polls for an agreed leader other than `old`; stores the time it took in the record. */
+  private async watchLeader(rec: FaultRecord, old: string | undefined, since: number, boundMs: number): Promise<void> {
+    rec.leaderRecoveryMs = null;
+    while (!this.stopped && Date.now() - since < boundMs) {
+      const l = await this.d.cluster.leader(500).catch(() => undefined);
+      if (l !== undefined && l !== old) {
+        rec.leaderRecoveryMs = Date.now() - since;
+        return;
+      }
+      await sleep(100);
     }
   }
 
@@ -203,7 +227,8 @@ export class Nemesis {
       case 'crash-before-sync':
       case 'crash-after-sync':
       case 'crash-snapshot-save':
-      case 'crash-snapshot-install': {
+      case 'crash-snapshot-install':
+      case 'crash-compaction': {
         const id = step.targets[0]!;
         rec.targets = [id];
         const n = c.node(id);

@@ -21,6 +21,7 @@ import { freePort, sleep } from './free-port.js';
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 export const HERALD_BIN = join(REPO_ROOT, 'bin', 'herald.mjs');
 export const FAULT_PRELOAD = join(REPO_ROOT, 'chaos', 'preload', 'node-faults.mjs');
+export const UNSAFE_SERVER = join(REPO_ROOT, 'chaos', 'orchestrator', 'unsafe-server-main.ts');
 
 export interface ClusterOptions {
   nodes: number;
@@ -37,6 +38,11 @@ export interface ClusterOptions {
   extraArgs?: string[];
   /** Extra environment for every node (test-only switches). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * 'herald' (default): `bin/herald.mjs server`. 'unsafe': chaos/orchestrator/unsafe-server-main.ts,
+   * the same scheduler node with the FSM's negative-control switches (no `herald server` flags yet).
+   */
+  server?: 'herald' | 'unsafe';
 }
 
 export interface ClusterNode {
@@ -91,7 +97,7 @@ export class ClusterProcesses {
           clientProxy,
           control: new NodeControl(join(o.root, `${id}.control.json`)),
           // Replaced below, once every proxy port (part of the arguments) is known.
-          process: new ManagedProcess({ name: `node ${id}`, command: process.execPath, args: [] }),
+          process: new ManagedProcess({ name: `node ${id}`, command: process.execPath, args: [], cwd: REPO_ROOT }),
         });
       }
       for (const a of c.ids) {
@@ -107,7 +113,7 @@ export class ClusterProcesses {
       await c.close();
       throw e;
     }
-    for (const n of c.nodes.values()) n.process = new ManagedProcess({ name: `node ${n.id}`, command: process.execPath, args: c.args(n.id), env: c.env(n.id), logFile: join(o.root, `${n.id}.log`) });
+    for (const n of c.nodes.values()) n.process = new ManagedProcess({ name: `node ${n.id}`, command: process.execPath, args: c.args(n.id), env: c.env(n.id), cwd: REPO_ROOT, logFile: join(o.root, `${n.id}.log`) });
     return c;
   }
 
@@ -126,11 +132,9 @@ export class ClusterProcesses {
       })
       .join(',');
     const o = this.o;
+    const entry = o.server === 'unsafe' ? ['--import', 'tsx', '--import', FAULT_PRELOAD, UNSAFE_SERVER, 'server'] : ['--import', FAULT_PRELOAD, HERALD_BIN, 'server'];
     return [
-      '--import',
-      FAULT_PRELOAD,
-      HERALD_BIN,
-      'server',
+      ...entry,
       '--id',
       id,
       '--peers',

@@ -8,8 +8,8 @@
 //   accumulated since sinceMs). Only the wall clock moves: performance.now()/hrtime (the monotonic
 //   clock Raft uses for timeouts and leases) is untouched, exactly as with a real NTP step.
 // - crash: { id, point, phase, nth } — SIGKILL this process at the nth matching persistence event
-//   after arming: point 'sync' (any LevelDB write with sync:true), 'compaction' (a synced batch of
-//   deletes only: log compaction), 'snapshot-save' (the state machine's synced applied-index
+//   after arming: point 'sync' (any LevelDB write with sync:true), 'compaction' (the Raft log's
+//   synced batch recording a new compaction base, m/base), 'snapshot-save' (the state machine's synced applied-index
 //   write that precedes compaction), 'snapshot-install' (the rename of a received snapshot into
 //   place); phase 'before' or 'after' the write completes.
 // Without CHAOS_CONTROL_FILE this module does nothing.
@@ -59,7 +59,8 @@ if (file) {
     return matches === (c.nth ?? 1);
   };
   const pointOf = (kind, opsOrKey) => {
-    if (kind === 'batch' && Array.isArray(opsOrKey) && opsOrKey.length > 0 && opsOrKey.every((o) => o.type === 'del')) return 'compaction';
+    // The Raft log's compaction point: one synced batch recording m/snap and m/base.
+    if (kind === 'batch' && Array.isArray(opsOrKey) && opsOrKey.some((o) => o.type === 'put' && String(o.key) === 'm/base')) return 'compaction';
     if (kind === 'put' && String(opsOrKey) === 'm\u0000applied') return 'snapshot-save';
     return 'sync';
   };
