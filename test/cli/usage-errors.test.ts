@@ -1,5 +1,9 @@
 // Bad input never reaches a cluster: the CLI answers with exit code 2 and one line on stderr
 // naming the problem. An unreachable cluster is exit 5. These run the built CLI as a subprocess.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freeBasePort, runCli, type CliResult } from './helpers/run-cli.js';
 
@@ -68,6 +72,25 @@ describe('herald CLI: bad input', () => {
     const r = await runCli(['cluster', 'status'], { env: { HERALD_ENDPOINTS: 'not an endpoint' } });
     expect(r.code).toBe(2);
     expectOneLine(r.stderr, /HERALD_ENDPOINTS: "not an endpoint" is not host:port/);
+  });
+
+  it('herald dev refuses ports in use, before starting any node', async () => {
+    const base = await freeBasePort();
+    const dir = await mkdtemp(join(tmpdir(), 'herald-cli-ports-'));
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(base + 12, '127.0.0.1', () => resolve()));
+    try {
+      const r = await runCli(['dev', '--data-dir', dir, '--base-port', String(base)], { timeoutMs: 60_000 });
+      expect(r.code, r.stderr).toBe(2);
+      expectOneLine(r.stderr, new RegExp(`^herald dev: INVALID_ARGUMENT: port ${base + 12} \\(n2 peer\\) in use`));
+      // Same data dir, another base port: refused, since the nodes' identity holds their addresses.
+      const other = await runCli(['dev', '--data-dir', dir, '--base-port', String(base + 100)], { timeoutMs: 60_000 });
+      expect(other.code).toBe(2);
+      expectOneLine(other.stderr, new RegExp(`created with --base-port ${base}; use that port`));
+    } finally {
+      blocker.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('--help exits 0', async () => {

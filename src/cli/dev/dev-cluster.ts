@@ -32,11 +32,19 @@ export interface DevClusterEvents {
 const BIN = fileURLToPath(new URL('../../../../bin/herald.mjs', import.meta.url));
 const GUARD = new URL('./orphan-guard.js', import.meta.url).href;
 
-function tail(path: string, lines = 5): string {
+/** The last log line of a node, as its message (JSON logs: err.message or msg). */
+function lastLogMessage(path: string): string {
+  let line = '';
   try {
-    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    line = readFileSync(path, 'utf8').trimEnd().split('\n').pop() ?? '';
   } catch {
     return '';
+  }
+  try {
+    const j = JSON.parse(line) as { msg?: string; err?: { message?: string } };
+    return [j.msg, j.err?.message].filter(Boolean).join(': ');
+  } catch {
+    return line;
   }
 }
 
@@ -113,8 +121,8 @@ export class DevCluster extends EventEmitter<DevClusterEvents> {
       proc.stdout!.on('data', onData);
       proc.once('exit', (code, signal) => {
         clearTimeout(timer);
-        const why = tail(n.logPath).split('\n').pop() ?? '';
-        reject(new Error(`node ${n.id} exited (${code ?? signal}) while starting: ${why || `see ${n.logPath}`}`));
+        const why = lastLogMessage(n.logPath);
+        reject(new Error(`node ${n.id} exited (${code ?? signal}) while starting: ${why ? `${why} (log: ${n.logPath})` : `see ${n.logPath}`}`));
       });
     });
   }

@@ -13,6 +13,7 @@ import { DEMO_TASK_TYPE, ensureDemoJobs } from './demo-jobs.js';
 import { DevCluster } from './dev-cluster.js';
 import { devNodePorts } from './dev-ports.js';
 import { resolveBasePort } from './dev-state.js';
+import { assertPortsFree } from './port-check.js';
 import { serverCapabilities, serverExtraArgs } from './server-flags.js';
 
 export interface DevOptions {
@@ -59,6 +60,7 @@ export async function runDev(o: DevOptions): Promise<number> {
   const basePort = resolveBasePort(dataDir, o.basePort);
   const caps = serverCapabilities();
   const ports = devNodePorts(basePort);
+  await assertPortsFree(ports, caps.metricsFlag !== undefined);
   const cluster = new DevCluster({
     dataDir,
     nodes: ports,
@@ -79,7 +81,7 @@ export async function runDev(o: DevOptions): Promise<number> {
 
   const shutdown = (code: number): Promise<number> =>
     (stopping ??= (async () => {
-      say('stopping: draining the worker, then the nodes (Ctrl-C again to force)');
+      say(worker ? 'stopping: draining the worker, then the nodes (Ctrl-C again to force)' : 'stopping the nodes (Ctrl-C again to force)');
       await worker?.shutdown({ graceMs: 5_000 }).catch(() => undefined);
       client?.close();
       await cluster.stop(10_000);
@@ -102,7 +104,9 @@ export async function runDev(o: DevOptions): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  let started = false;
   cluster.on('nodeExit', (n, code, signal) => {
+    if (!started) return; // reported by start() itself
     warn(`node ${n.id} exited unexpectedly (${code ?? signal}); its log: ${n.logPath}`);
     if (cluster.aliveCount() < 2 && !stopping) {
       warn('fewer than 2 of 3 nodes are running: the cluster cannot make progress; stopping');
@@ -113,6 +117,7 @@ export async function runDev(o: DevOptions): Promise<number> {
   try {
     say(`starting a 3-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
     await cluster.start(o.startTimeoutMs);
+    started = true;
     client = new HeraldClient({ endpoints, defaultDeadlineMs: 10_000 });
     const { leaderId, clusterId } = await waitForLeader(client, o.startTimeoutMs);
     const jobsServed = await servesJobs(client);
