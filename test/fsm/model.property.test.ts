@@ -12,8 +12,8 @@ const JOBS = ['a', 'b', 'c'];
 const THRESHOLD = 5000;
 
 type Op =
-  | { k: 'put'; job: number; spec: ModelJobSpec }
-  | { k: 'pause' | 'resume' | 'delete' | 'trigger'; job: number }
+  | { k: 'put'; job: number; spec: ModelJobSpec; idem: string }
+  | { k: 'pause' | 'resume' | 'delete' | 'trigger' | 'trim'; job: number }
   | { k: 'fire'; job: number; shift: number }
   | { k: 'claim' | 'cancel'; pick: number }
   | { k: 'finish'; pick: number; ok: boolean; skew: number }
@@ -27,12 +27,13 @@ const specArb: fc.Arbitrary<ModelJobSpec> = fc.record({
   overlap: fc.constantFrom(OverlapPolicy.OVERLAP_POLICY_ALLOW, OverlapPolicy.OVERLAP_POLICY_FORBID, OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE, OverlapPolicy.OVERLAP_POLICY_REPLACE),
   maxAttempts: fc.integer({ min: 1, max: 3 }),
   priority: fc.integer({ min: -2, max: 2 }),
+  retentionRuns: fc.constantFrom(0, 1, 1, 2),
 });
 const job = fc.integer({ min: 0, max: JOBS.length - 1 });
 const pick = fc.nat(50);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('put' as const), job, spec: specArb }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constantFrom('pause' as const, 'resume' as const, 'delete' as const, 'trigger' as const), job }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('put' as const), job, spec: specArb, idem: fc.constantFrom('', '', 'k1', 'k2') }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constantFrom('pause' as const, 'resume' as const, 'delete' as const, 'trigger' as const, 'trim' as const), job }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('fire' as const), job, shift: fc.integer({ min: -1, max: 2 }) }) },
   { weight: 4, arbitrary: fc.record({ k: fc.constant('claim' as const), pick }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('cancel' as const), pick }) },
@@ -48,6 +49,7 @@ function toSpec(s: ModelJobSpec) {
     overlapPolicy: s.overlap,
     retry: { maxAttempts: s.maxAttempts },
     priority: s.priority,
+    retention: { maxRuns: s.retentionRuns },
   }, s.anchorMs);
 }
 
@@ -122,8 +124,8 @@ describe('FSM vs reference model', () => {
             const run = m.runs.get(runId);
             switch (op.k) {
               case 'put':
-                m.put(JOBS[op.job]!, op.spec, now);
-                batch.push({ type: 'putJob', nowMs: now, jobId: JOBS[op.job]!, spec: toSpec(op.spec), idempotencyKey: '' });
+                m.put(JOBS[op.job]!, op.spec, now, op.idem);
+                batch.push({ type: 'putJob', nowMs: now, jobId: JOBS[op.job]!, spec: toSpec(op.spec), idempotencyKey: op.idem });
                 break;
               case 'pause':
                 m.pause(JOBS[op.job]!);
@@ -137,6 +139,10 @@ describe('FSM vs reference model', () => {
                 m.delete(JOBS[op.job]!);
                 everFired.delete(JOBS[op.job]!);
                 batch.push({ type: 'deleteJob', nowMs: now, jobId: JOBS[op.job]!, expectedVersion: 0 });
+                break;
+              case 'trim':
+                m.trim(JOBS[op.job]!);
+                batch.push({ type: 'trimHistory', nowMs: now, jobIds: [JOBS[op.job]!], maxIdempotencyKeys: 10 });
                 break;
               case 'trigger':
                 m.trigger(JOBS[op.job]!, now);
@@ -173,6 +179,9 @@ describe('FSM vs reference model', () => {
             }
             if (cut) await flush();
           }
+          // Every sequence ends with a trim of every job, so retention is always exercised.
+          for (const j of JOBS) m.trim(j);
+          batch.push({ type: 'trimHistory', nowMs: now, jobIds: JOBS, maxIdempotencyKeys: 10 });
           await flush();
           if (++sequences % 6 !== 1) return; // the replica checks below cost two more stores
           // Determinism (I5): the same log in one apply call gives byte-identical state, and a

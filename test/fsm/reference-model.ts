@@ -14,6 +14,8 @@ export interface ModelJobSpec {
   overlap: OverlapPolicy;
   maxAttempts: number;
   priority: number;
+  /** HistoryRetention.max_runs (0 = default 100). */
+  retentionRuns: number;
 }
 
 export interface ModelJob {
@@ -48,13 +50,20 @@ function retryOf(s: ModelJobSpec): RetryPolicy {
 export class ReferenceModel {
   readonly jobs = new Map<string, ModelJob>();
   readonly runs = new Map<string, ModelRun>();
+  /** CreateJob idempotency: key → (job id, expiry). */
+  readonly idem = new Map<string, { jobId: string; expiresMs: number }>();
 
   private firstSlotAtOrAfter(s: ModelJobSpec, t: number): number {
     return t <= s.anchorMs ? s.anchorMs : s.anchorMs + Math.ceil((t - s.anchorMs) / s.intervalMs) * s.intervalMs;
   }
 
-  put(id: string, spec: ModelJobSpec, now: number): void {
+  put(id: string, spec: ModelJobSpec, now: number, idemKey = ''): void {
+    if (idemKey) {
+      const prior = this.idem.get(idemKey);
+      if (prior && prior.expiresMs > now) return; // answered from the first create
+    }
     if (this.jobs.has(id)) return;
+    if (idemKey) this.idem.set(idemKey, { jobId: id, expiresMs: now + 24 * 3600 * 1000 });
     this.jobs.set(id, { id, spec, paused: false, nextFire: this.firstSlotAtOrAfter(spec, now), lastSlot: 0, active: [], held: '', manualSeq: 0, version: 1 });
   }
 
@@ -176,6 +185,18 @@ export class ReferenceModel {
       r.state = RunState.RUN_STATE_PENDING;
       r.notBefore = now;
     }
+  }
+
+  /** Keeps the newest retention_runs finished runs of the job (history order: slot, then suffix). */
+  trim(jobId: string): void {
+    const j = this.jobs.get(jobId);
+    if (!j) return;
+    const keep = j.spec.retentionRuns || 100;
+    const suffix = (id: string) => (id.includes('~') ? id.slice(id.indexOf('~') + 1) : '');
+    const finished = [...this.runs.values()]
+      .filter((r) => r.jobId === jobId && TERMINAL.has(r.state))
+      .sort((a, b) => a.slot - b.slot || (suffix(a.id) < suffix(b.id) ? -1 : suffix(a.id) > suffix(b.id) ? 1 : 0));
+    for (const r of finished.slice(0, Math.max(0, finished.length - keep))) this.runs.delete(r.id);
   }
 
   cancel(rid: string): void {
