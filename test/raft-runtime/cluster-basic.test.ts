@@ -54,7 +54,7 @@ describe('herald server: clusters of real processes', () => {
     await cluster.stopAll();
     const hashes = await Promise.all(['n1', 'n2', 'n3'].map((id) => cluster!.withStateMachine(id, (sm) => sm.stateHash())));
     expect(new Set(hashes).size).toBe(1);
-  });
+  }, 120_000);
 
   it('a 5-node cluster elects a leader and commits; a transfer moves leadership to the chosen node without failed proposals', async () => {
     cluster = await TestCluster.create({ size: 5 });
@@ -74,5 +74,5 @@ describe('herald server: clusters of real processes', () => {
     await waitFor('puts after the transfer', () => load.acked.size >= before + 100 || undefined, 20_000);
     await load.stop();
     expect(load.failures.map((f) => f.error)).toEqual([]);
-  });
+  }, 120_000);
 });

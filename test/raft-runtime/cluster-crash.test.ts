@@ -34,7 +34,7 @@ describe('herald server: crashes', () => {
     const leader = await cluster.waitForLeader();
     const others = ['n1', 'n2', 'n3'].filter((id) => id !== leader);
     const load = new PutLoad(cluster.kv, () => cluster!.runningIds(), { concurrency: 32, prefix: 'crash', timeoutMs: 3000 }).start();
-    await waitFor('200 acknowledged puts', () => load.acked.size >= 200 || undefined, 20_000);
+    await waitFor('100 acknowledged puts', () => load.acked.size >= 100 || undefined, 30_000);
 
     const killedAt = Date.now();
     await cluster.kill(leader, 'SIGKILL');
@@ -45,7 +45,7 @@ describe('herald server: crashes', () => {
     expect(electedAfterMs).toBeLessThan(2 * cluster.maxElectionMs + 1500);
 
     const before = load.acked.size;
-    await waitFor('puts acknowledged by the new leader', () => load.acked.size >= before + 200 || undefined, 20_000);
+    await waitFor('puts acknowledged by the new leader', () => load.acked.size >= before + 100 || undefined, 30_000);
 
     // Heal: the old leader comes back as a follower and catches up.
     await cluster.start(leader);
@@ -63,7 +63,7 @@ describe('herald server: crashes', () => {
     await cluster.startAll();
     await cluster.waitForLeader();
     const load2 = new PutLoad(cluster.kv, () => cluster!.runningIds(), { concurrency: 16, prefix: 'all', timeoutMs: 3000 }).start();
-    await waitFor('puts before the mass kill', () => load2.acked.size >= 100 || undefined, 20_000);
+    await waitFor('puts before the mass kill', () => load2.acked.size >= 60 || undefined, 30_000);
     await Promise.all(['n1', 'n2', 'n3'].map((id) => cluster!.kill(id, 'SIGKILL')));
     await load2.stop();
     await cluster.startAll();
@@ -73,5 +73,5 @@ describe('herald server: crashes', () => {
     const all = new Map([...load.acked, ...load2.acked]);
     const hashes2 = await checkAllAcked(cluster, all);
     expect(new Set(hashes2).size).toBe(1);
-  });
+  }, 150_000);
 });

@@ -31,7 +31,7 @@ describe('herald server: graceful shutdown and refusing bad data', () => {
     await waitFor('puts under the new leader', () => load.acked.size >= before + 200 || undefined, 20_000);
     await load.stop();
     expect(load.failures.map((f) => f.error)).toEqual([]);
-  });
+  }, 120_000);
 
   it('refuses to start on another cluster id, and on a corrupted log, with a clear message', async () => {
     cluster = await TestCluster.create({ size: 1 });
@@ -52,5 +52,5 @@ describe('herald server: graceful shutdown and refusing bad data', () => {
     await db.close();
     await expect(cluster.start('n1')).rejects.toThrow(/exited \(3\)/);
     expect(cluster.nodes.get('n1')!.stderr).toMatch(/refusing to start: corrupt Raft storage: entry 5: entry checksum mismatch/);
-  });
+  }, 120_000);
 });

@@ -50,5 +50,5 @@ describe('herald server: log compaction and InstallSnapshot', () => {
       for (const [k, v] of load.acked) if ((await sm.getLocal(k))?.toString() !== v) missing.push(k);
       expect(missing).toEqual([]);
     });
-  });
+  }, 120_000);
 });
