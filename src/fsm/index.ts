@@ -14,3 +14,5 @@ export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS, DEFAULT_MISFIRE_THRE
 export { MAX_ITEMS_PER_COMMAND } from './apply-command.js';
 export { UNSAFE_ENV, type UnsafeSwitches } from './unsafe-switches.js';
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';
+export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply-manual-runs.js';
+export { FsmDecodeError } from './binary-codec.js';
