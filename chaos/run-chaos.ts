@@ -14,7 +14,7 @@ import { LedgerProcess } from './orchestrator/support-processes.js';
 import { WorkerPool } from './orchestrator/worker-pool.js';
 import { collectNodeStates } from './orchestrator/state-hash.js';
 import { sleep } from './orchestrator/free-port.js';
-import { ALL_FAULT_KINDS, availableKinds, familyOf, type FaultFamily } from './nemesis/fault-kinds.js';
+import { ALL_FAULT_KINDS, availableKinds, familyOf, type FaultFamily, type FaultKind } from './nemesis/fault-kinds.js';
 import { countByKind, faultSchedule } from './nemesis/fault-schedule.js';
 import { Nemesis } from './nemesis/nemesis.js';
 import { jobMix } from './workload/job-mix.js';
@@ -34,6 +34,10 @@ export interface ChaosOptions {
   families: FaultFamily[];
   seed: number;
   workers?: number;
+  /** How many of the workers are rogue (ignore lease loss, report with stale tokens). */
+  rogueWorkers?: number;
+  /** Restricts the fault kinds (after the families); default every available kind. */
+  kinds?: FaultKind[];
   /** Extra environment for every node (test-only unsafe switches). */
   nodeEnv?: NodeJS.ProcessEnv;
   /** Negative controls: passed to every node as `--unsafe-<name>` with the env opt-in. */
@@ -127,11 +131,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await c.startAll();
     await c.waitLeader(30_000);
     log(`cluster of ${o.nodes} up in ${root}`);
-    workers = new WorkerPool(o.workers ?? 3, root, () => c.clientEndpoints(), () => ledger.url);
+    workers = new WorkerPool(o.workers ?? 3, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0);
     await workers.startAll();
     client = new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 } });
 
-    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true });
+    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }).filter((k) => !o.kinds || o.kinds.includes(k));
     const unavailableFaults: Record<string, string> = {};
     for (const k of ALL_FAULT_KINDS) {
       if (o.families.includes(familyOf(k)) && !kinds.includes(k)) unavailableFaults[k] = k === 'partition-ring' ? 'needs 5 nodes' : 'not supported by this cluster';

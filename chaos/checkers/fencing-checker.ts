@@ -53,7 +53,12 @@ function groupByRun(records: readonly EffectRecord[]): Map<string, EffectRecord[
   return m;
 }
 
-export function checkFencing(runs: readonly Run[], ledger: LedgerSnapshot, opts: { deletedJobs?: ReadonlySet<string> } = {}): FencingCheckResult {
+export function checkFencing(
+  runs: readonly Run[],
+  ledger: LedgerSnapshot,
+  opts: { deletedJobs?: ReadonlySet<string>; successSkewMs?: number } = {},
+): FencingCheckResult {
+  const successSkewMs = opts.successSkewMs ?? 1_000;
   const problems: string[] = [];
   const note = (p: string) => {
     if (problems.length < 20) problems.push(p);
@@ -85,20 +90,25 @@ export function checkFencing(runs: readonly Run[], ledger: LedgerSnapshot, opts:
     }
   }
 
-  // Attempt outcomes against the ledger's accepted effects (by run and token).
-  const acceptedTokens = new Map<string, Set<number>>();
+  // Attempt outcomes against the ledger's accepted effects (by run and token, first arrival).
+  const acceptedTokens = new Map<string, Map<number, number>>();
   for (const e of [...ledger.effects, ...ledger.replays]) {
-    let set = acceptedTokens.get(e.runId);
-    if (!set) acceptedTokens.set(e.runId, (set = new Set()));
-    set.add(e.fencingToken);
+    let m = acceptedTokens.get(e.runId);
+    if (!m) acceptedTokens.set(e.runId, (m = new Map()));
+    m.set(e.fencingToken, Math.min(m.get(e.fencingToken) ?? Infinity, e.receivedMs));
   }
   for (const run of runs) {
-    const tokens = acceptedTokens.get(run.id) ?? new Set<number>();
+    const tokens = acceptedTokens.get(run.id) ?? new Map<number, number>();
     for (const a of run.attempts) {
       const wrote = tokens.has(a.fencingToken);
       if (a.outcome === AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED && !wrote) {
         staleAccepted++;
         note(`${run.id}: attempt ${a.number} (token ${a.fencingToken}) recorded SUCCEEDED, but no effect under its token was accepted`);
+      } else if (a.outcome === AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED && a.endedUnixMs > 0 && a.endedUnixMs < tokens.get(a.fencingToken)! - successSkewMs) {
+        // Its holder reports only after its effect: a success recorded well before that effect
+        // existed came from someone else (cluster time vs the ledger's clock, hence the skew).
+        staleAccepted++;
+        note(`${run.id}: attempt ${a.number} (token ${a.fencingToken}) recorded SUCCEEDED ${tokens.get(a.fencingToken)! - a.endedUnixMs} ms before its effect arrived`);
       } else if (a.outcome === AttemptOutcome.ATTEMPT_OUTCOME_FAILED && wrote) {
         staleAccepted++;
         note(`${run.id}: attempt ${a.number} (token ${a.fencingToken}) recorded FAILED after its effect was accepted: another holder's report`);

@@ -49,11 +49,13 @@ export class WorkerProcess {
     endpoints: string[],
     ledgerUrl: string,
     concurrency: number,
+    /** A rogue worker ignores lease loss (chaos/worker/rogue-worker-main.ts). */
+    readonly rogue = false,
   ) {
     this.process = new ManagedProcess({
       name: `worker ${id}`,
       command: process.execPath,
-      args: [...TSX, join(REPO_ROOT, 'chaos', 'worker', 'chaos-worker-main.ts')],
+      args: [...TSX, join(REPO_ROOT, 'chaos', 'worker', rogue ? 'rogue-worker-main.ts' : 'chaos-worker-main.ts')],
       cwd: REPO_ROOT,
       env: { ...process.env, CHAOS_ENDPOINTS: endpoints.join(','), CHAOS_LEDGER: ledgerUrl, CHAOS_WORKER_ID: id, CHAOS_CONCURRENCY: String(concurrency) },
       logFile: join(root, `worker-${id}.log`),

@@ -14,6 +14,8 @@ export class WorkerPool {
     private readonly endpoints: () => string[],
     private readonly ledgerUrl: () => string,
     private readonly concurrency = 4,
+    /** How many of the slots (the first ones) run rogue workers. */
+    private readonly rogue = 0,
   ) {
     this.slots = new Array(size).fill(undefined);
     this.generations = new Array(size).fill(0);
@@ -25,7 +27,8 @@ export class WorkerPool {
 
   private async startSlot(i: number): Promise<void> {
     this.generations[i]! += 1;
-    const w = new WorkerProcess(`w${i + 1}.${this.generations[i]}`, this.root, this.endpoints(), this.ledgerUrl(), this.concurrency);
+    const rogue = i < this.rogue;
+    const w = new WorkerProcess(`${rogue ? 'r' : 'w'}${i + 1}.${this.generations[i]}`, this.root, this.endpoints(), this.ledgerUrl(), this.concurrency, rogue);
     this.slots[i] = w;
     this.all.push(w);
     await w.start();

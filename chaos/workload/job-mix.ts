@@ -60,6 +60,8 @@ export function jobMix(o: JobMixOptions): PlannedJob[] {
       pauses.push({ atMs: t, type: 'pause' }, { atMs: t + len, type: 'resume' });
     }
     add('paused', jobSpec({ ...base, schedule: every('1s'), payload: {} }), 0, pauses);
+    // Long work: a worker frozen past its lease wakes while the next holder is still working.
+    add('slow', jobSpec({ ...base, schedule: every('5s'), payload: { workMs: 4_000 } }));
     add('deleted', jobSpec({ ...base, schedule: every('1s'), payload: {} }), 0, [{ atMs: rng.int(Math.round(d / 3), Math.round((2 * d) / 3)), type: 'delete' }]);
   }
   return jobs;

@@ -1,5 +1,5 @@
 // The short real chaos run of `npm test`: 3 `herald server` processes behind link proxies, 3
-// worker processes, the ledger, and every fault family (kill, pause, partition, clock, crash
+// worker processes (one of them rogue), the ledger, and every fault family (kill, pause, partition, clock, crash
 // points) for 40 s, then heal and check. Its figures must be perfect: zero lost, duplicate,
 // unexpected and early; no stale token accepted; the control plane linearizable; replicas
 // converged. Everything it started is gone afterwards.
@@ -27,6 +27,9 @@ describe('chaos: short real run (3 nodes, all fault families)', () => {
       families: [...FAULT_FAMILIES],
       seed: SEED,
       snapshotEntries: 100_000,
+      // One of the three workers is rogue: it ignores lease loss and reports with stale tokens;
+      // fencing (lease table + FSM) must keep its zombie executions harmless.
+      rogueWorkers: 1,
       keep: 'never',
       log: (l) => lines.push(l),
     });

@@ -273,3 +273,14 @@ describe('fencing checker: late starts of superseded holders', () => {
     expect(checkFencing([run(AttemptOutcome.ATTEMPT_OUTCOME_FAILED)], l)).toMatchObject({ ok: false, causes: { unexplained: 1 } });
   });
 });
+
+describe('fencing checker: a success recorded before its effect existed', () => {
+  it('counts it as a stale report accepted (its holder reports only after the effect)', () => {
+    const run = okRun('j1', T0 + 1000, 20);
+    run.attempts[0]!.endedUnixMs = T0 + 2000;
+    const at = (ms: number): LedgerSnapshot => ({ invocations: [rec(`j1@${T0 + 1000}`, 20, T0 + 1100)], effects: [rec(`j1@${T0 + 1000}`, 20, T0 + 1100, ms)], replays: [], staleRejected: [] });
+    expect(checkFencing([run], at(T0 + 1900)).staleAccepted).toBe(0);
+    expect(checkFencing([run], at(T0 + 2900)).staleAccepted).toBe(0); // within the skew
+    expect(checkFencing([run], at(T0 + 9000))).toMatchObject({ ok: false, staleAccepted: 1 });
+  });
+});
