@@ -155,7 +155,7 @@ describe('herald CLI against `herald dev`', () => {
       const bad = await cli('job', 'trigger', 'cli-fail', '--wait', '--wait-timeout', '30s', '--json');
       expect(bad.code, bad.stderr).toBe(7);
       const failed = JSON.parse(bad.stdout) as RunJson;
-      expect(['dead', 'failed']).toContain(failed.state);
+      expect(failed.state).toBe('dead');
       expect(failed.attempts[0]!.error?.message).toMatch(/exited with code 3: broken/);
     } finally {
       const exit = await worker.stop('SIGTERM');

@@ -11,6 +11,7 @@ import type { Worker } from '../../client/worker.js';
 import { createDemoWorker } from '../worker/demo-worker.js';
 import { DEMO_TASK_TYPE, ensureDemoJobs } from './demo-jobs.js';
 import { DevCluster } from './dev-cluster.js';
+import { RunFeed } from './run-feed.js';
 import { devNodePorts } from './dev-ports.js';
 import { resolveBasePort } from './dev-state.js';
 import { assertPortsFree } from './port-check.js';
@@ -73,6 +74,7 @@ export async function runDev(o: DevOptions): Promise<number> {
   process.on('exit', killAll);
 
   let worker: Worker | undefined;
+  let feed: RunFeed | undefined;
   let client: HeraldClient | undefined;
   let signals = 0;
   let stopping: Promise<number> | undefined;
@@ -82,6 +84,7 @@ export async function runDev(o: DevOptions): Promise<number> {
   const shutdown = (code: number): Promise<number> =>
     (stopping ??= (async () => {
       say(worker ? 'stopping: draining the worker, then the nodes (Ctrl-C again to force)' : 'stopping the nodes (Ctrl-C again to force)');
+      feed?.stop();
       await worker?.shutdown({ graceMs: 5_000 }).catch(() => undefined);
       client?.close();
       await cluster.stop(10_000);
@@ -139,6 +142,8 @@ export async function runDev(o: DevOptions): Promise<number> {
         worker.start();
       }
       if (o.demoJobs) demo = await ensureDemoJobs(client);
+      feed = new RunFeed({ client, write: (line) => say(`run   ${line}`), everything: !o.worker });
+      feed.start();
     }
 
     const metrics = cluster.nodes
@@ -158,7 +163,8 @@ export async function runDev(o: DevOptions): Promise<number> {
     } else {
       say('  try               npx herald cluster status');
     }
-    say('streaming runs as the demo worker receives them; Ctrl-C stops everything');
+    if (jobsServed) say('streaming runs: "fire" lines as the demo worker executes them, "run" lines for other outcomes; Ctrl-C stops everything');
+    else say('Ctrl-C stops everything');
     say('');
   } catch (e) {
     warn(`herald dev: ${e instanceof Error ? e.message : String(e)}`);

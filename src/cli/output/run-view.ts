@@ -11,9 +11,9 @@ export function runState(run: Run): string {
   return enumName(RunState, run.state, 'RUN_STATE_');
 }
 
-/** Terminal states: the run will not change any more (except by trimming). */
+/** Terminal states: the run will not change any more (FAILED is not one: a retry is scheduled). */
 export function isTerminal(run: Run): boolean {
-  return ![RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_UNSPECIFIED].includes(run.state);
+  return ![RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED, RunState.RUN_STATE_UNSPECIFIED].includes(run.state);
 }
 
 function runKind(run: Run): string {
