@@ -279,6 +279,18 @@ async function runPhase(nodes: Node[], leader: Node, clusterId: string, conc: nu
   };
 }
 
+/** The machine is shared: record how busy it was, so figures can be read against it. */
+async function machineInfo(): Promise<Record<string, unknown>> {
+  const os = await import('node:os');
+  let cpuPressure = '';
+  try {
+    cpuPressure = readFileSync('/proc/pressure/cpu', 'utf8').split('\n')[0] ?? '';
+  } catch {
+    /* not Linux */
+  }
+  return { node: process.version, cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, loadavg: os.loadavg().map((x) => Number(x.toFixed(2))), cpu_pressure: cpuPressure };
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const root = await mkdtemp(join(tmpdir(), 'herald-bench-'));
@@ -337,7 +349,7 @@ async function main(): Promise<void> {
       JSON.stringify({
         bench: 'raft-commit',
         config: { members: 3, loopback: true, fsync: 'sync write per Ready (group commit)', target: 'leader peer port (RaftService.Forward)', tick_ms: 100, election_ticks: 10, warmup_s: O.warmupSeconds, key_space: 100000 },
-        machine: { node: process.version, cpus: (await import('node:os')).cpus().length },
+        machine: await machineInfo(),
         seq_puts: seq,
         conc_puts: conc,
         cluster_after: after,

@@ -49,6 +49,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
   maxSizePerMsg?: number;
   maxInflightMsgs?: number;
   defaultProposalTimeoutMs?: number;
+  /** Largest command a proposal may carry (default 4 MiB). */
+  maxProposalBytes?: number;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
 }
@@ -176,6 +178,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         maxSizePerMsg: o.maxSizePerMsg,
         maxInflightMsgs: o.maxInflightMsgs,
         defaultProposalTimeoutMs: o.defaultProposalTimeoutMs,
+        maxProposalBytes: o.maxProposalBytes,
       },
       applied,
     );

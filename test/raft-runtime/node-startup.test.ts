@@ -63,6 +63,8 @@ describe('createNode startup', () => {
       // And it serves: a single member elects itself and commits.
       const out = await node.propose(encodeKvCommand({ op: 'put', key: 'new', value: Buffer.from('x') }), { timeoutMs: 5000 });
       expect(out.index).toBeGreaterThan(40);
+      const big = node.propose(new Uint8Array(4 * 1024 * 1024 + 1));
+      await expect(big).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     } finally {
       await node.stop();
     }

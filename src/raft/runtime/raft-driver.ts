@@ -50,6 +50,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   maxSizePerMsg?: number;
   maxInflightMsgs?: number;
   defaultProposalTimeoutMs?: number;
+  /** Largest command accepted by propose() (default 4 MiB; the peer stream limit is 16 MiB). */
+  maxProposalBytes?: number;
   clock?: MonotonicClock;
 }
 
@@ -240,6 +242,10 @@ export class RaftDriver {
   async propose(data: Uint8Array, options: { timeoutMs?: number } = {}): Promise<ProposalOutcome> {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const deadline = this.clock.nowMs() + timeoutMs;
+    const limit = this.opts.maxProposalBytes ?? 4 * 1024 * 1024;
+    if (data.length > limit) {
+      throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${data.length} bytes exceeds the ${limit}-byte proposal limit`);
+    }
     for (;;) {
       this.assertRunning();
       try {
