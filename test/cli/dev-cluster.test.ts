@@ -164,6 +164,29 @@ describe('herald CLI against `herald dev`', () => {
     }
   });
 
+  it('`herald worker`: the first SIGTERM drains (the running command goes on), a second one forces', async () => {
+    const marker = `herald-cli-slow-${process.pid}`;
+    const worker = new CliProcess(['worker', '--endpoints', endpoints, '--task-type', 'slow', '--verbose', '--exec', `sleep 30 # ${marker}`]);
+    try {
+      await worker.waitFor(/connected to n\d/, 30_000, 'stderr');
+      await cliJson<JobJson>('job', 'create', '--id', 'cli-slow', '--task-type', 'slow', '--every', '1h', '--start', '+1h');
+      const run = await cliJson<RunJson>('job', 'trigger', 'cli-slow');
+      await worker.waitFor(new RegExp(`run ${run.id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 30_000);
+      worker.proc.kill('SIGTERM');
+      await worker.waitFor(/draining/, 10_000, 'stderr');
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(worker.running).toBe(true); // still waiting for the in-flight run
+      expect(pidsWithArg(marker).length).toBeGreaterThan(0);
+      worker.proc.kill('SIGTERM');
+      const exit = await worker.stop('SIGTERM', 20_000);
+      expect(exit.code, worker.stderr).toBe(0);
+      expect(pidsWithArg(marker)).toEqual([]); // the command's process group was killed too
+    } finally {
+      await worker.stop('SIGKILL');
+      killPids(pidsWithArg(marker));
+    }
+  });
+
   it('cluster transfer moves leadership', async () => {
     const before = await cliJson<{ leaderId: string }>('cluster', 'status');
     const target = ['n1', 'n2', 'n3'].find((id) => id !== before.leaderId)!;
