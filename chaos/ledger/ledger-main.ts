@@ -1,5 +1,9 @@
 // Ledger process entry: `tsx chaos/ledger/ledger-main.ts [port]`; prints {"port":N} on stdout.
 import { startLedgerServer } from './ledger-server.js';
+import { exitWithParent } from '../orchestrator/exit-with-parent.js';
+
+// Started by the chaos orchestrator: go when it goes.
+if (process.env.CHAOS_EXIT_WITH_PARENT === '1') exitWithParent();
 
 const ledger = await startLedgerServer(Number(process.argv[2] ?? 0));
 process.stdout.write(`${JSON.stringify({ port: ledger.port })}\n`);

@@ -13,7 +13,7 @@ export class LedgerProcess {
   port = 0;
 
   constructor(root: string) {
-    this.process = new ManagedProcess({ name: 'ledger', command: process.execPath, args: [...TSX, join(REPO_ROOT, 'chaos', 'ledger', 'ledger-main.ts')], cwd: REPO_ROOT, logFile: join(root, 'ledger.log') });
+    this.process = new ManagedProcess({ name: 'ledger', command: process.execPath, args: [...TSX, join(REPO_ROOT, 'chaos', 'ledger', 'ledger-main.ts')], cwd: REPO_ROOT, env: { ...process.env, CHAOS_EXIT_WITH_PARENT: '1' }, logFile: join(root, 'ledger.log') });
   }
 
   get url(): string {

@@ -38,6 +38,11 @@ if (file) {
   };
   read();
   setInterval(read, 25).unref();
+  // The node runs in its own process group: when the orchestrator is gone (even by SIGKILL), go.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.kill(process.pid, 'SIGKILL');
+  }, 500).unref();
 
   Date.now = () => {
     const now = realNow();

@@ -11,6 +11,9 @@ import { Worker } from '../../src/client/worker.js';
 import { HandlerError } from '../../src/client/handler-errors.js';
 import type { RunContext } from '../../src/client/run-context.js';
 import { CHAOS_TASK_TYPE } from './task-type.js';
+import { exitWithParent } from '../orchestrator/exit-with-parent.js';
+
+exitWithParent();
 
 const env = (k: string): string => {
   const v = process.env[k];

@@ -5,6 +5,9 @@
 // Same ledger records and payload conventions as chaos-worker-main.ts; same environment.
 import { RawWorker } from '../../test/dispatch/fixtures/raw-worker.js';
 import { CHAOS_TASK_TYPE } from './task-type.js';
+import { exitWithParent } from '../orchestrator/exit-with-parent.js';
+
+exitWithParent();
 
 const env = (k: string): string => {
   const v = process.env[k];

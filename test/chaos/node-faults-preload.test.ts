@@ -71,3 +71,38 @@ describe('chaos node-faults preload', () => {
     expect(third.stdout).toContain('"before":"v"');
   });
 });
+
+describe('chaos node-faults preload: orphans', () => {
+  it('a node process exits once its orchestrator is gone, even after SIGKILL', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'herald-chaos-orphan-'));
+    try {
+      const control = new NodeControl(join(dir, 'c.json'));
+      // A stand-in orchestrator: spawns a detached "node" with the preload, prints its pid, idles.
+      const parentCode = `
+        const { spawn } = require('node:child_process');
+        const c = spawn(process.execPath, ['--import', ${JSON.stringify(FAULT_PRELOAD)}, '-e', 'setInterval(() => {}, 1000)'], {
+          detached: true, stdio: 'ignore', env: { ...process.env, CHAOS_CONTROL_FILE: ${JSON.stringify(control.file)} },
+        });
+        console.log(c.pid);
+        setInterval(() => {}, 1000);`;
+      const parent = spawn(process.execPath, ['-e', parentCode], { stdio: ['ignore', 'pipe', 'ignore'] });
+      const childPid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await new Promise((r) => setTimeout(r, 600));
+      expect(alive(childPid)).toBe(true);
+      parent.kill('SIGKILL');
+      const end = Date.now() + 5_000;
+      while (alive(childPid) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+      expect(alive(childPid)).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
