@@ -36,6 +36,7 @@ interface RunJson {
   state: string;
   workerId: string;
   manual: boolean;
+  backfilled: boolean;
   output: string | null;
   attempts: Array<{ outcome: string; error: { type: string; message: string } | null }>;
 }
@@ -130,6 +131,26 @@ describe('herald CLI against `herald dev`', () => {
     expect(gone.code).toBe(3);
     expect(gone.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(gone.stderr).toMatch(/^herald job get: NOT_FOUND: /);
+  });
+
+  it('backfill creates runs for past slots (over --max-runs is exit 6); run cancel cancels a pending run', async () => {
+    // No worker takes task type "idle", so its runs stay pending.
+    await cliJson<JobJson>('job', 'create', '--id', 'cli-idle', '--task-type', 'idle', '--cron', '* * * * *');
+    const bf = await cliJson<{ runIds: string[] }>('job', 'backfill', 'cli-idle', '--from', '5m ago', '--max-runs', '10');
+    expect(bf.runIds.length).toBeGreaterThanOrEqual(4);
+    expect(bf.runIds.length).toBeLessThanOrEqual(5);
+    const tooMany = await cli('job', 'backfill', 'cli-idle', '--from', '30m ago', '--to', '10m ago', '--max-runs', '2');
+    expect(tooMany.code, tooMany.stderr).toBe(6);
+    expect(tooMany.stderr).toMatch(/^herald job backfill: RESOURCE_EXHAUSTED: /);
+
+    const pending = await cliJson<{ runs: RunJson[] }>('run', 'ls', '--job', 'cli-idle', '--state', 'pending');
+    expect(pending.runs.filter((r) => r.backfilled).map((r) => r.id).sort()).toEqual([...bf.runIds].sort());
+    const cancelled = await cliJson<RunJson>('run', 'cancel', bf.runIds[0]!, '--reason', 'not needed');
+    expect(cancelled.state).toBe('cancelled');
+    const again = await cli('run', 'cancel', bf.runIds[0]!);
+    expect(again.code, again.stderr).toBe(4);
+    const missing = await cli('run', 'get', 'cli-idle@1');
+    expect(missing.code, missing.stderr).toBe(3);
   });
 
   it('server-side validation errors are exit 2 in one line', async () => {
