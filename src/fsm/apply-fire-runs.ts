@@ -30,12 +30,16 @@ function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
   return spec.misfirePolicy === MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED ? MisfirePolicy.MISFIRE_POLICY_RUN_ONCE : spec.misfirePolicy;
 }
 
-/** Decides per slot: run, or MISSED (starting deadline passed, or dropped by the misfire policy). */
-function slotFates(spec: JobSpec, slots: readonly number[], nowMs: number, thresholdMs: number, truncated: boolean): SlotFate[] {
+/**
+ * Decides per slot: run, or MISSED (starting deadline passed, or dropped by the misfire policy).
+ * The starting deadline counts from the scheduled instant (slot + jitter), as the claim check and
+ * the leader's deadline sweep do; downtime (the misfire threshold) counts from the slot.
+ */
+function slotFates(spec: JobSpec, slots: readonly number[], scheduled: readonly number[], nowMs: number, thresholdMs: number, truncated: boolean): SlotFate[] {
   const fates: SlotFate[] = slots.map(() => ({ kind: 'run' }));
   const misfired: number[] = [];
   slots.forEach((s, i) => {
-    if (spec.startingDeadlineMs > 0 && nowMs > s + spec.startingDeadlineMs) {
+    if (spec.startingDeadlineMs > 0 && nowMs > scheduled[i]! + spec.startingDeadlineMs) {
       fates[i] = { kind: 'missed', reason: `not started within the starting deadline of ${spec.startingDeadlineMs} ms` };
     } else if (nowMs > s + thresholdMs) {
       misfired.push(i);
@@ -84,7 +88,13 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
   const truncated = found.length > MAX_SLOTS_PER_FIRE_ITEM;
   const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
-  const fates = slotFates(spec, slots, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
+  // Jitter: a hash of (job, slot), never reaching the next slot.
+  const scheduled = slots.map((slot, i) => {
+    if (spec.jitterMs <= 0) return slot;
+    const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, job.createdUnixMs);
+    return slot + jitterOffsetMs(job.id, slot, spec.jitterMs, next);
+  });
+  const fates = slotFates(spec, slots, scheduled, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
   const out = { created: [] as string[], missed: [] as string[], skipped: [] as string[] };
   const policy = overlapOf(spec);
   for (let i = 0; i < slots.length; i++) {
@@ -94,7 +104,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     if (await txn.getRun(p)) continue; // I1: a slot has at most one run, ever
     const fate = fates[i]!;
     if (fate.kind === 'missed') {
-      txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: slot, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason: fate.reason }));
+      txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason: fate.reason }));
       out.missed.push(id);
       continue;
     }
@@ -102,7 +112,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     if (job.activeRuns > 0) {
       if (policy === OverlapPolicy.OVERLAP_POLICY_FORBID || (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && rec.heldRunId !== '')) {
         const reason = `overlap policy ${OverlapPolicy[policy]}: ${job.activeRuns} run(s) of the job still active`;
-        txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: slot, nowMs: cmd.nowMs, state: RunState.RUN_STATE_SKIPPED, reason }));
+        txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_SKIPPED, reason }));
         out.skipped.push(id);
         continue;
       }
@@ -111,12 +121,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
         signals.push(...(await cancelActiveRuns(txn, rec, cmd.nowMs, `replaced by run ${id} (overlap policy REPLACE)`)).signals);
       }
     }
-    let scheduled = slot;
-    if (spec.jitterMs > 0) {
-      const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, job.createdUnixMs);
-      scheduled = slot + jitterOffsetMs(job.id, slot, spec.jitterMs, next);
-    }
-    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
+    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
     addActive(rec);
     if (held) rec.heldRunId = id;
     out.created.push(id);

@@ -250,3 +250,17 @@ describe('cron schedules through the FSM', () => {
     expect(new Date(f2.nextFireMs).toISOString()).toBe('2030-04-02T00:30:00.000Z');
   });
 });
+
+describe('starting deadline with jitter', () => {
+  it('counts from the jittered instant, the same way the claim check does', async () => {
+    t = await openTestFsm();
+    // Find a job id whose first slot gets a jitter offset well above the deadline.
+    const id = Array.from({ length: 50 }, (_, i) => `jd-${i}`).find((j) => jitterOffsetMs(j, T0, 50_000, T0 + MIN) > 20_000)!;
+    const offset = jitterOffsetMs(id, T0, 50_000, T0 + MIN);
+    await t.one({ type: 'putJob', nowMs: T0, jobId: id, spec: everySpec(MIN, { jitterMs: 50_000, startingDeadlineMs: 10_000 }, T0), idempotencyKey: '' });
+    // Fired late relative to the slot, but within the deadline of its jittered instant: it runs.
+    const r = (await fire(id, T0, T0 + offset + 5_000)).items[0]!;
+    expect(r.created).toEqual([`${id}@${T0}`]);
+    expect((await t.fsm.getRun(`${id}@${T0}`))?.scheduledUnixMs).toBe(T0 + offset);
+  });
+});
