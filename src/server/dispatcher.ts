@@ -48,6 +48,10 @@ export class Dispatcher {
     clearInterval(this.poll);
   }
 
+  claimInFlight(runId: string): boolean {
+    return this.claiming.get(runId) === Infinity;
+  }
+
   /** Runs a round soon; wake-ups while one is pending coalesce. */
   wake(): void {
     if (this.stopped) return;

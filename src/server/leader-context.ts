@@ -31,6 +31,8 @@ export interface LeaderContext {
   propose<T extends FsmResult['type']>(cmd: FsmCommand, expect: T, timeoutMs?: number): Promise<Extract<FsmResult, { type: T }>>;
   /** Asks the dispatcher for a round soon (new ready runs or new capacity). */
   wakeDispatcher(): void;
+  /** True while a claim of this run is being proposed (its lease is granted when it commits). */
+  claimInFlight(runId: string): boolean;
 }
 
 export async function proposeCommand<T extends FsmResult['type']>(

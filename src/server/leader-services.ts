@@ -83,6 +83,7 @@ export class LeaderServices {
         return proposeCommand(node, cmd, expect, timeoutMs);
       },
       wakeDispatcher: () => this.dispatcher.wake(),
+      claimInFlight: (runId) => this.dispatcher.claimInFlight(runId),
     };
     this.fire = new FireScheduler(this.ctx);
     this.dispatcher = new Dispatcher(this.ctx);

@@ -2,13 +2,18 @@
 // when a lease's monotonic deadline passes, the run's expiry goes through the log (one batched
 // expireLeases command), which makes the run ready again — its next claim carries a higher
 // fencing token — and the holder, if still connected, is told it lost the lease.
+import { leaseMsOf } from './dispatcher.js';
 import type { Lease } from './lease-table.js';
 import type { LeaderContext } from './leader-context.js';
 
 const MAX_EXPIRE_BATCH = 5_000;
+/** How often RUNNING runs missing from the lease table are looked for (ms). */
+const ORPHAN_SWEEP_MS = 5_000;
+const MAX_ORPHAN_SCAN = 50_000;
 
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
+  private orphanTimer: NodeJS.Timeout | undefined;
   private readonly expiring = new Set<string>();
   private sweeping = false;
   private stopped = false;
@@ -17,11 +22,40 @@ export class LeaseKeeper {
 
   start(): void {
     this.timer = setInterval(() => void this.sweep(), this.ctx.config.leaseSweepMs);
+    this.orphanTimer = setInterval(() => void this.adoptOrphans(), ORPHAN_SWEEP_MS);
   }
 
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearInterval(this.orphanTimer);
+  }
+
+  /**
+   * A claim whose proposal failed with an unknown outcome may still have committed: its run is
+   * RUNNING under a lease this leader never granted, so nothing would ever expire it. Any RUNNING
+   * run missing from the table gets a lease from now (one duration), like a takeover adoption.
+   * Cost follows the runs in flight, not the jobs stored.
+   */
+  async adoptOrphans(): Promise<number> {
+    const ctx = this.ctx;
+    if (this.stopped || !ctx.active()) return 0;
+    let adopted = 0;
+    try {
+      const running = await ctx.fsm.runningRuns(MAX_ORPHAN_SCAN);
+      for (const run of running) {
+        if (this.stopped || !ctx.active()) break;
+        if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;
+        const job = await ctx.jobs.get(run.jobId);
+        if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;
+        ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs));
+        adopted++;
+      }
+      if (adopted > 0) ctx.log.warn({ adopted }, 'running runs without a lease on this leader adopted (a claim outcome was unknown)');
+    } catch (e) {
+      if (ctx.active()) ctx.log.warn({ err: e }, 'orphan lease sweep failed');
+    }
+    return adopted;
   }
 
   private async sweep(): Promise<void> {

@@ -43,7 +43,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   defaultLeaseMs: 30_000,
   heartbeatIntervalMs: 5_000,
   claimBatchSize: 2_000,
-  maxClaimsInFlight: 2,
+  maxClaimsInFlight: 1,
   dispatchPollMs: 100,
   resultBatchMs: 2,
   leaseSweepMs: 100,

@@ -26,5 +26,10 @@ describe('scheduler smoke (in-process)', () => {
     expect(new Set(ids).size).toBe(ids.length);
     const runs = await cluster.client.listRuns({ jobId: 'j1' });
     expect(runs.items.length).toBeGreaterThanOrEqual(4);
+    // Lateness is recorded per run (FSM) and in the fire lateness histogram.
+    expect(runs.items.filter((r) => r.attempt > 0).every((r) => r.latenessMs >= 0 && r.attempts[0]!.startedUnixMs > 0)).toBe(true);
+    const hist = await cluster.nodes[0]!.metrics.registry.getSingleMetricAsString('herald_fire_lateness_seconds');
+    const count = Number(/herald_fire_lateness_seconds_count\{[^}]*\} (\d+)/.exec(hist)?.[1] ?? 0);
+    expect(count).toBeGreaterThanOrEqual(4);
   });
 });

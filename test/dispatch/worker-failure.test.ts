@@ -10,8 +10,8 @@ import { SchedulerCluster } from './helpers/process-cluster.js';
 
 const LEASE_MS = 1500;
 
-function oneOff(taskType: string, inMs: number): JobSpec {
-  return JobSpec.fromPartial({ taskType, leaseDurationMs: LEASE_MS, schedule: { kind: { $case: 'at', at: { atUnixMs: Date.now() + inMs } } } });
+function oneOff(taskType: string, inMs: number, leaseDurationMs = LEASE_MS): JobSpec {
+  return JobSpec.fromPartial({ taskType, leaseDurationMs, schedule: { kind: { $case: 'at', at: { atUnixMs: Date.now() + inMs } } } });
 }
 
 describe('worker failures (processes)', () => {
@@ -70,7 +70,9 @@ describe('worker failures (processes)', () => {
   it('SIGTERM of the leader hands leadership over; its workers are redirected and keep their runs', { timeout: 90_000 }, async () => {
     const w = c.startWorker('term-w', { types: ['term'], capacity: 1, sleepMs: 3000 });
     await c.waitWorkersConnected([w]);
-    await c.client.createJob(oneOff('term', 200), { id: 'term-job' });
+    // A lease long enough to cover the hand-over and the reconnect on a loaded machine: the new
+    // leader grants one lease duration from its takeover.
+    await c.client.createJob(oneOff('term', 200, 10_000), { id: 'term-job' });
     const first = await waitFor('worker assigned', () => w.of('assigned')[0], 15_000);
     const leader = await c.raft.waitForLeader();
     const exit = await c.raft.kill(leader, 'SIGTERM');
@@ -80,7 +82,7 @@ describe('worker failures (processes)', () => {
     expect(redirect?.leaderId).not.toBe(leader);
     // Re-attached at the new leader, finished there: executed once, on its first attempt.
     await waitFor('result accepted', () => w.of('ack').find((e) => e.runId === first.runId && e.accepted), 20_000);
-    expect(w.of('welcome').some((x) => x.adopted.some((h) => h.runId === first.runId))).toBe(true);
+    expect(w.of('welcome').some((x) => x.adopted.some((h) => h.runId === first.runId)), JSON.stringify(w.events)).toBe(true);
     expect(w.of('assigned').filter((a) => a.runId === first.runId)).toHaveLength(1);
     expect(w.of('leaseLost')).toEqual([]);
     const run = await c.client.getRun(first.runId);
