@@ -125,32 +125,35 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     for (;;) {
       const txn = new ApplyTxn(this.store);
       await txn.prefetchJobs(jobIds);
-      const results: FsmResult[] = [];
+      // Encoded as each entry completes: results hold live records (a claimed run, say) that a
+      // later entry of the same call may change again.
+      const results: Uint8Array[] = [];
+      const push = (r: FsmResult): void => void results.push(encodeResult(r));
       let last = this.applied;
       let failedAt = -1;
       for (let i = 0; i < entries.length; i++) {
         const entry = entries[i]!;
         if (entry.index <= last) {
-          results.push({ type: 'empty' }); // already applied (replay after restart)
+          push({ type: 'empty' }); // already applied (replay after restart)
           continue;
         }
         last = entry.index;
         const cmd = decoded[i];
         if (cmd === undefined) {
-          results.push({ type: 'empty' });
+          push({ type: 'empty' });
           continue;
         }
         if ('undecodable' in cmd) {
-          results.push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${cmd.undecodable}`) });
+          push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${cmd.undecodable}`) });
           continue;
         }
         const poison = poisoned.get(i);
         if (poison !== undefined) {
-          results.push({ type: 'rejected', error: itemError('INTERNAL', poison) });
+          push({ type: 'rejected', error: itemError('INTERNAL', poison) });
           continue;
         }
         try {
-          results.push(await applyCommand(txn, cmd, entry.index, this.opts));
+          push(await applyCommand(txn, cmd, entry.index, this.opts));
         } catch (e) {
           poisoned.set(i, `apply of ${cmd.type} failed: ${(e as Error).message}`);
           failedAt = i;
@@ -158,12 +161,12 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         }
       }
       if (failedAt >= 0) continue;
-      if (last === this.applied) return results.map(encodeResult);
+      if (last === this.applied) return results;
       const ops = await txn.batchOps();
       ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
       await this.store.batch(ops);
       this.applied = last;
-      return results.map(encodeResult);
+      return results;
     }
   }
 

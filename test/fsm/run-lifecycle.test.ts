@@ -198,3 +198,16 @@ describe('history retention', () => {
     expect((await t.fsm.listRuns({ jobId: 'h' })).items.map((x) => x.id)).toEqual([`h@${T0}`]);
   });
 });
+
+describe('results within one apply call', () => {
+  it('each result shows the state right after its own entry, not after later entries', async () => {
+    await setup();
+    const claimToken = t.nextIndex();
+    const [claim, finished] = await t.apply(
+      { type: 'claimRuns', nowMs: T0 + 1, items: [{ runId: RUN, workerId: 'w', leaseDeadlineMs: T0 + 30_000 }] },
+      { type: 'finishRuns', nowMs: T0 + 2, items: [finishSuccess(RUN, claimToken)] },
+    );
+    expect(claim).toMatchObject({ type: 'claim', items: [{ run: { state: RunState.RUN_STATE_RUNNING, fencingToken: claimToken } }] });
+    expect(finished).toMatchObject({ type: 'runItems', items: [{ state: RunState.RUN_STATE_SUCCEEDED }] });
+  });
+});
