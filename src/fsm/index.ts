@@ -1,4 +1,11 @@
 // The scheduler state machine's public surface (for src/server and tests).
+//
+// Write path: validate the request (validation.ts; apply re-checks everything), build an
+// FsmCommand stamped with cluster time, propose encodeCommand(cmd) through Raft; on commit the
+// runtime calls SchedulerStateMachine.apply and the proposer hands decodeResult(bytes) back to
+// its caller. Batched commands answer per item (an item error never fails the others); running
+// runs that must stop (cancel, delete, REPLACE) come back as `signals`. Read path: the
+// SchedulerStateMachine's read methods (fsm-reads.ts) straight from LevelDB.
 export { SchedulerStateMachine, type SchedulerFsmOptions } from './scheduler-state-machine.js';
 export type * from './commands.js';
 export { finishFailure, finishSuccess } from './commands.js';
