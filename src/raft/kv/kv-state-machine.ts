@@ -53,7 +53,7 @@ export class KvStateMachine implements StateMachine {
   }
 
   static async open(dir: string): Promise<KvStateMachine> {
-    const db: Db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const db: Db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: 16 * 1024 * 1024 });
     await db.open();
     const sm = new KvStateMachine(db);
     if ((await db.get(KEY_RESTORING)) !== undefined) {

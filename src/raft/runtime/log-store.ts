@@ -58,7 +58,14 @@ export class LogStore {
   private constructor(private readonly db: Db) {}
 
   static async open(dir: string): Promise<LogStore> {
-    const db: Db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    // A larger memtable means fewer table flushes and compactions (each ends with its own
+    // fsyncs) competing with the log's synced writes; entries are small and short-lived.
+    const db: Db = new ClassicLevel<Buffer, Buffer>(dir, {
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+      writeBufferSize: 32 * 1024 * 1024,
+      compression: false,
+    });
     await db.open();
     return new LogStore(db);
   }
