@@ -85,7 +85,7 @@ describe('herald CLI: bad input', () => {
       expectOneLine(r.stderr, new RegExp(`^herald dev: INVALID_ARGUMENT: port ${base + 12} \\(n2 peer\\) in use`));
       // Same data dir, another base port: refused, since the nodes' identity holds their addresses.
       const other = await runCli(['dev', '--data-dir', dir, '--base-port', String(base + 100)], { timeoutMs: 60_000 });
-      expect(other.code).toBe(2);
+      expect(other.code, other.stderr + other.stdout).toBe(2);
       expectOneLine(other.stderr, new RegExp(`created with --base-port ${base}; use that port`));
     } finally {
       blocker.close();

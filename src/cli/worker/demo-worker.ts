@@ -22,14 +22,34 @@ export interface DemoWorkerOptions {
   verbose?: boolean;
 }
 
-/** Forwards the SDK's warnings and errors (and with verbose, info) as single lines. */
+const REPEAT_QUIET_MS = 30_000;
+
+function clean(text: string): string {
+  return text.replace(/\s*Resolution note:\s*$/, '').replace(/\s*\n\s*/g, ' ');
+}
+
+/**
+ * Forwards the SDK's warnings and errors (and with verbose, info) as single lines. While the
+ * cluster is unreachable the worker retries with backoff and the same warning comes back every
+ * few seconds; a repeat within 30 s is counted instead of printed.
+ */
 function lineLogger(notice: LineWriter, verbose: boolean): ClientLogger {
+  const last = new Map<string, { at: number; repeats: number }>();
   const emit = (level: string) => (obj: object, msg?: string) => {
     const detail = Object.entries(obj)
-      .filter(([, v]) => v !== undefined && typeof v !== 'object')
-      .map(([k, v]) => `${k}=${String(v)}`)
+      .filter(([, v]) => v !== undefined && (typeof v !== 'object' || v instanceof Error))
+      .map(([k, v]) => `${k}=${clean(v instanceof Error ? v.message : String(v))}`)
       .join(' ');
-    notice(`worker ${level}: ${msg ?? ''}${detail ? ` (${detail})` : ''}`);
+    const line = `worker ${level}: ${msg ?? ''}${detail ? ` (${detail})` : ''}`;
+    const now = Date.now();
+    const prev = last.get(line);
+    if (prev && now - prev.at < REPEAT_QUIET_MS) {
+      prev.repeats += 1;
+      return;
+    }
+    last.set(line, { at: now, repeats: 0 });
+    if (last.size > 100) last.clear();
+    notice(prev && prev.repeats > 0 ? `${line} [repeated ${prev.repeats}x]` : line);
   };
   const noop = () => {};
   return { debug: noop, info: verbose ? emit('info') : noop, warn: emit('warn'), error: emit('error') };
@@ -47,6 +67,13 @@ export function createDemoWorker(o: DemoWorkerOptions): Worker {
     version: 'herald-cli-demo',
   });
   worker.on('connected', (address, nodeId) => o.notice(`worker ${worker.workerId} connected to ${nodeId} at ${address} (task types: ${o.taskTypes.join(', ')})`));
-  worker.on('disconnected', (address, err) => o.notice(`worker disconnected from ${address}${err ? `: ${err.message}` : ''}; reconnecting`));
+  // Only a lost connection is news; failed attempts to connect are the logger's (rate-limited) warnings.
+  let wasConnected = false;
+  worker.on('connected', () => (wasConnected = true));
+  worker.on('disconnected', (address, err) => {
+    if (!wasConnected) return;
+    wasConnected = false;
+    o.notice(`worker disconnected from ${address}${err ? `: ${clean(err.message)}` : ''}; reconnecting`);
+  });
   return worker;
 }

@@ -80,7 +80,8 @@ function portFree(port: number): Promise<boolean> {
 /** A dev --base-port whose derived ports (base+1 .. base+23) are all free right now. */
 export async function freeBasePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 3_000) * 10;
+    // Blocks of 100 ports: a test's range never overlaps another test's, even at base+100.
+    const base = 20_000 + Math.floor(Math.random() * 300) * 100;
     const ports = [1, 2, 3, 11, 12, 13, 21, 22, 23].map((d) => base + d);
     if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
   }
