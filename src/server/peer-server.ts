@@ -1,7 +1,7 @@
 // herald.raft.v1.RaftService on the peer port: inbound Raft streams, InstallSnapshot (staged to
 // disk, verified, then offered to the core), Forward (a follower's proposal) and ReadIndex.
 
-import { status, type ServerReadableStream, type sendUnaryData } from '@grpc/grpc-js';
+import type { ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type {
   ForwardRequest,
@@ -43,7 +43,7 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
   return {
     stream(call: ServerReadableStream<StreamRequest, StreamResponse>, callback: sendUnaryData<StreamResponse>) {
       let done = false;
-      const finish = (err: import('@grpc/grpc-js').ServiceError | null) => {
+      const finish = (err: ServiceError | null) => {
         if (done) return;
         done = true;
         callback(err, err ? undefined : {});
@@ -131,4 +131,3 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
   };
 }
 
-export { status };
