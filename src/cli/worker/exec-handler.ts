@@ -46,7 +46,8 @@ export function execHandler(command: string, write: LineWriter, json: boolean): 
       let kept = 0;
       let lastErrLine = '';
       child.stdout.on('data', (d: Buffer) => {
-        process.stdout.write(d);
+        // With --json, stdout carries only JSON lines; the command's own output goes to stderr.
+        (json ? process.stderr : process.stdout).write(d);
         if (kept < MAX_OUTPUT_BYTES) {
           chunks.push(d.subarray(0, MAX_OUTPUT_BYTES - kept));
           kept += Math.min(d.length, MAX_OUTPUT_BYTES - kept);
