@@ -5,6 +5,8 @@
 import type { Prng } from './prng.js';
 
 export interface FaultPlan {
+  /** Length of the chaos phase in units. */
+  chaosUnits: number;
   dropRate: number;
   duplicateRate: number;
   reorderRate: number;
@@ -27,6 +29,8 @@ export interface FaultPlan {
   healRate: number;
   /** Whether crashes keep a random prefix of unsynced batches (allowed by the disk model). */
   unsyncedSurvival: 'none' | 'prefix';
+  /** Whether nodes' clocks run at different rates (tick periods of 4..6 units instead of 5). */
+  clockDrift: boolean;
   /** Raft election timeout in ticks (shorter means more elections per run). */
   electionTicks: number;
   preVote: boolean;
@@ -61,7 +65,9 @@ export function drawFaultPlan(rng: Prng, forced: FaultProfile = 'random'): Fault
     // Leaders die young and come back fast, one entry per append: the interleavings of the
     // paper's Figure 8 (an old-term entry reaching a majority under a later leader).
     plan.leaderCrashRate = rng.pick([0.02, 0.05, 0.1]);
-    plan.restartRate = rng.pick([0.1, 0.3]);
+    plan.restartRate = rng.pick([0.02, 0.05]);
+    // Runs with most nodes down are cheap: give churn more leader generations per seed.
+    plan.chaosUnits = 4000;
     plan.maxSizePerMsg = 1;
     plan.opRate = 0.2;
     plan.crashOnCommitRate = rng.pick([0.1, 0.3, 0.6]);
@@ -81,6 +87,7 @@ export function drawFaultPlan(rng: Prng, forced: FaultProfile = 'random'): Fault
 
 function mixedPlan(rng: Prng, calm: boolean, compactEvery: number): FaultPlan {
   return {
+    chaosUnits: 1500,
     dropRate: calm ? 0 : rng.pick([0, 0.01, 0.05, 0.1, 0.2]),
     duplicateRate: calm ? 0 : rng.pick([0, 0.01, 0.05]),
     reorderRate: calm ? 0 : rng.pick([0, 0.02, 0.1]),
@@ -95,6 +102,7 @@ function mixedPlan(rng: Prng, calm: boolean, compactEvery: number): FaultPlan {
     leaderTargeted: 0.5,
     transferRate: rng.pick([0, 0, 0.001, 0.005]),
     unsyncedSurvival: rng.chance(0.5) ? 'prefix' : 'none',
+    clockDrift: !calm && rng.chance(0.3),
     electionTicks: 10,
     preVote: rng.chance(0.7),
     checkQuorum: rng.chance(0.7),

@@ -27,7 +27,7 @@ export const TICK_UNITS = 5;
 export interface SimOptions {
   seed: number;
   nodes: 3 | 5;
-  /** Length of the chaos phase, in units. */
+  /** Length of the chaos phase, in units (default: the fault plan's). */
   chaosUnits?: number;
   /** Bound for the liveness phase, in units. */
   livenessUnits?: number;
@@ -70,10 +70,11 @@ interface SnapReport {
 export function runSimulation(opts: SimOptions): SimResult {
   const rng = createPrng(opts.seed);
   const n = opts.nodes;
-  const chaosUnits = opts.chaosUnits ?? 1500;
+
   const livenessUnits = opts.livenessUnits ?? 1500;
   const stopOnViolation = opts.stopOnViolation ?? true;
   const plan = drawFaultPlan(rng.fork(`plan-${n}`), opts.profile);
+  const chaosUnits = opts.chaosUnits ?? plan.chaosUnits;
   const faultRng = rng.fork('faults');
   const trace: string[] = [];
   const log = opts.trace ? (line: string) => trace.push(line) : undefined;
@@ -93,6 +94,7 @@ export function runSimulation(opts: SimOptions): SimResult {
   });
   const nodes = new Map<NodeId, SimNode>();
   const tickOffset: number[] = [];
+  const tickPeriod: number[] = [];
   for (const id of ids) {
     const disk = new SimDisk<DiskValue>({
       rng: rng.fork(`disk-${id}`),
@@ -119,7 +121,12 @@ export function runSimulation(opts: SimOptions): SimResult {
         () => nodeRng.next(),
       ),
     );
-    tickOffset.push(faultRng.int(0, TICK_UNITS));
+    // Monotonic clocks tick at different rates on different machines (here up to ±20%; beyond
+    // 2x a stale node with a fast clock can win every timeout race and, without pre-vote,
+    // keep deposing everyone: a real Raft liveness limit, not a bug).
+    const period = plan.clockDrift ? faultRng.int(TICK_UNITS - 1, TICK_UNITS + 2) : TICK_UNITS;
+    tickPeriod.push(period);
+    tickOffset.push(faultRng.int(0, period));
   }
   const all = [...nodes.values()];
   const checker = new SafetyChecker(Math.floor(n / 2) + 1);
@@ -235,7 +242,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     }
     for (let i = 0; i < all.length; i++) {
       const node = all[i]!;
-      if (node.up && (now + tickOffset[i]!) % TICK_UNITS === 0) {
+      if (node.up && (now + tickOffset[i]!) % tickPeriod[i]! === 0) {
         node.raft.tick();
         steps++;
       }
