@@ -1,6 +1,6 @@
 // `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
 //   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
-//   [--snapshot-entries N] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check]`
+//   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check]`
 // Prints progress on stderr, a human summary on stdout, and as the last stdout line the JSON
 // summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out.
 import { tmpdir } from 'node:os';
@@ -49,6 +49,7 @@ try {
     seed,
     workers: Number(flag('workers') ?? '3'),
     rogueWorkers: Number(flag('rogue-workers') ?? '0'),
+    sdkRetries: !process.argv.includes('--no-sdk-retries'),
     ...(flag('kinds') ? { kinds: flag('kinds')!.split(',') as FaultKind[] } : {}),
     scale: Number(flag('scale') ?? '1'),
     reportDir: flag('report-dir') ?? join(tmpdir(), 'herald-chaos-reports'),

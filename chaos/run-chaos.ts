@@ -36,6 +36,11 @@ export interface ChaosOptions {
   workers?: number;
   /** How many of the workers are rogue (ignore lease loss, report with stale tokens). */
   rogueWorkers?: number;
+  /**
+   * Let the control-plane clients' SDK retry after connection failures (default true). Off gives
+   * exact outcomes (an error is "unknown") and keeps an SDK retry bug out of the server's check.
+   */
+  sdkRetries?: boolean;
   /** Restricts the fault kinds (after the families); default every available kind. */
   kinds?: FaultKind[];
   /** Extra environment for every node (test-only unsafe switches). */
@@ -109,6 +114,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let client: HeraldClient | undefined;
   let nemesis: Nemesis | undefined;
   let ok = false;
+  const closers: Array<() => void> = [];
   try {
     await ledger.start();
     cluster = await ClusterProcesses.create({
@@ -134,6 +140,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     workers = new WorkerPool(o.workers ?? 3, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0);
     await workers.startAll();
     client = new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 } });
+    // The control plane's own client: with retries off, every failure is reported as it happened.
+    const controlClient =
+      o.sdkRetries === false
+        ? new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { maxAttempts: 1 } })
+        : client;
+    closers.push(() => controlClient.close());
 
     const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }).filter((k) => !o.kinds || o.kinds.includes(k));
     const unavailableFaults: Record<string, string> = {};
@@ -147,7 +159,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const plan = jobMix({ seed: o.seed, startMs: phaseStart, durationMs: o.durationMs, leaseMs, scale: o.scale });
     const scheduled = new ScheduledWorkload(client, plan);
     await scheduled.createAll();
-    const control = new ControlPlaneWorkload(client, { seed: o.seed, clients: 3, ids: 6 });
+    const control = new ControlPlaneWorkload(controlClient, { seed: o.seed, clients: 3, ids: 6, retryNotApplied: o.sdkRetries === false });
     scheduled.startActions(phaseStart);
     control.start();
     log(`${plan.length} jobs created; ${steps.length} faults planned over ${Math.round(o.durationMs / 1000)} s`);
@@ -243,6 +255,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     return { report, summary: summarize(report, reportPath), human: humanSummary(report), reportPath };
   } finally {
     nemesis?.stop();
+    for (const close of closers) close();
     client?.close();
     await workers?.close().catch(() => undefined);
     await cluster?.close().catch(() => undefined);

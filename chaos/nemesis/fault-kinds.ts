@@ -32,6 +32,7 @@ export const FAULT_KINDS = {
   'clock-jump-one': 'clock',
   'clock-jump-leader': 'clock',
   'clock-drift-leader': 'clock',
+  'clock-drift-one': 'clock',
   // the node exits at a persistence point (chaos/preload/node-faults.mjs), then restarts
   'crash-before-sync': 'crashpoints',
   'crash-after-sync': 'crashpoints',

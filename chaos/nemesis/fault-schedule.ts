@@ -108,6 +108,8 @@ function params(rng: Rng, kind: FaultKind, nodes: readonly string[]): { targets:
       return { targets: [], params: { clockOffsetMs: (rng.chance(0.5) ? 1 : -1) * rng.int(5_000, 90_000) } };
     case 'clock-drift-leader':
       return { targets: [], params: { clockDriftMsPerS: (rng.chance(0.5) ? 1 : -1) * rng.int(50, 500) } };
+    case 'clock-drift-one':
+      return { targets: [rng.pick(nodes)], params: { clockDriftMsPerS: (rng.chance(0.5) ? 1 : -1) * rng.int(50, 500) } };
     case 'crash-before-sync':
     case 'crash-after-sync':
       return { targets: [rng.pick(nodes)], params: { crashPoint: kind.slice('crash-'.length) } };

@@ -211,11 +211,12 @@ export class Nemesis {
         return async () => c.healNetwork();
       case 'clock-jump-one':
       case 'clock-jump-leader':
-      case 'clock-drift-leader': {
-        const id = step.kind === 'clock-jump-one' ? step.targets[0]! : await this.leaderOr(step, rec);
+      case 'clock-drift-leader':
+      case 'clock-drift-one': {
+        const id = step.kind === 'clock-jump-one' || step.kind === 'clock-drift-one' ? step.targets[0]! : await this.leaderOr(step, rec);
         rec.targets = [id];
         const n = c.node(id);
-        if (step.kind === 'clock-drift-leader') {
+        if (step.kind === 'clock-drift-leader' || step.kind === 'clock-drift-one') {
           rec.detail = `drift ${step.params.clockDriftMsPerS} ms/s`;
           n.control.setClock({ driftMsPerS: step.params.clockDriftMsPerS!, sinceMs: Date.now() });
         } else {

@@ -24,7 +24,15 @@ export interface ControlPlaneOptions {
   /** Pause between a client's operations (ms). */
   thinkMs?: readonly [number, number];
   deadlineMs?: number;
+  /**
+   * With an SDK client that does not retry: repeat a call whose error proves it was not applied
+   * (NOT_LEADER, NO_LEADER, ...), so the workload still follows leader changes; every other error
+   * is an unknown outcome.
+   */
+  retryNotApplied?: boolean;
 }
+
+const NOT_APPLIED = new Set(['NOT_LEADER', 'NO_LEADER', 'SHUTTING_DOWN', 'NOT_READY']);
 
 function spec(value: string): JobSpec {
   return jobSpec({
@@ -95,8 +103,26 @@ export class ControlPlaneWorkload {
   }
 
   private async op(clientId: number, input: DocInput<string>): Promise<void> {
-    const deadlineMs = this.o.deadlineMs ?? 4_000;
     const call = performance.now();
+    const end = Date.now() + (this.o.deadlineMs ?? 4_000);
+    let output: DocOutput<string> | undefined;
+    for (;;) {
+      const r = await this.attempt(input, Math.max(100, end - Date.now()));
+      if (r.retry && this.o.retryNotApplied && Date.now() + 100 < end) {
+        await new Promise((res) => setTimeout(res, 50));
+        continue;
+      }
+      output = r.output;
+      break;
+    }
+    this.history.push(
+      output === undefined
+        ? { clientId, input, call, return: Infinity }
+        : { clientId, input, call, return: Math.max(call, performance.now()), output },
+    );
+  }
+
+  private async attempt(input: DocInput<string>, deadlineMs: number): Promise<{ output: DocOutput<string> | undefined; retry: boolean }> {
     let output: DocOutput<string> | undefined;
     try {
       switch (input.kind) {
@@ -126,12 +152,11 @@ export class ControlPlaneWorkload {
       if (code === status.NOT_FOUND) output = { status: 'not_found' };
       else if (code === status.ALREADY_EXISTS) output = { status: 'already_exists' };
       else if (code === status.FAILED_PRECONDITION) output = { status: 'failed_precondition' };
-      else output = undefined;
+      else {
+        const herald = e instanceof HeraldClientError ? e.heraldCode : undefined;
+        return { output: undefined, retry: herald !== undefined && NOT_APPLIED.has(herald) };
+      }
     }
-    this.history.push(
-      output === undefined
-        ? { clientId, input, call, return: Infinity }
-        : { clientId, input, call, return: Math.max(call, performance.now()), output },
-    );
+    return { output, retry: false };
   }
 }
