@@ -251,7 +251,7 @@ export class LeaderServices {
     const signalled: AppliedEntry[] = [];
     for (const e of entries) {
       if (e.tag === RESULT_TAG.delete || e.tag === RESULT_TAG.fire || e.tag === RESULT_TAG.cancel) signalled.push(e);
-      if (e.tag === RESULT_TAG.trigger || e.tag === RESULT_TAG.backfill || e.tag === RESULT_TAG.runItems || e.tag === RESULT_TAG.cancel) wake = true;
+      if (e.tag === RESULT_TAG.fire || e.tag === RESULT_TAG.trigger || e.tag === RESULT_TAG.backfill || e.tag === RESULT_TAG.runItems || e.tag === RESULT_TAG.cancel) wake = true;
     }
     if (wake) this.dispatcher.wake();
     // Decode outside apply: apply must stay fast and must never fail because of us.
