@@ -1,10 +1,12 @@
 // The options every client command shares (--endpoints, --timeout, --json) and the HeraldClient
-// built from them. Endpoints default to HERALD_ENDPOINTS, else the local dev cluster, so that
-// `npm start` in one terminal and `npx herald job ls` in another just work.
+// built from them. Endpoints default to HERALD_ENDPOINTS, else the local dev cluster (on the base
+// port recorded in ./.herald/dev.json, if any), so that `npm start` in one terminal and
+// `npx herald job ls` in another just work.
 import type { Command } from 'commander';
 import { parseDuration } from '../client/duration.js';
 import { HeraldClient } from '../client/herald-client.js';
-import { devClientEndpoints } from './dev/dev-ports.js';
+import { DEFAULT_DEV_DATA_DIR, devClientEndpoints } from './dev/dev-ports.js';
+import { readState } from './dev/dev-state.js';
 import { UsageError } from './usage-error.js';
 
 export interface ClientFlags {
@@ -42,7 +44,7 @@ export function resolveEndpoints(flags: Pick<ClientFlags, 'endpoints'>, env: Nod
   if (flags.endpoints !== undefined) return parseEndpoints(flags.endpoints, '--endpoints');
   const fromEnv = env.HERALD_ENDPOINTS;
   if (fromEnv !== undefined && fromEnv.trim() !== '') return parseEndpoints(fromEnv, 'HERALD_ENDPOINTS');
-  return devClientEndpoints();
+  return devClientEndpoints(readState(DEFAULT_DEV_DATA_DIR)?.basePort);
 }
 
 export function resolveTimeoutMs(flags: Pick<ClientFlags, 'timeout'>): number {

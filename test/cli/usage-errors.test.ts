@@ -1,6 +1,6 @@
 // Bad input never reaches a cluster: the CLI answers with exit code 2 and one line on stderr
 // naming the problem. An unreachable cluster is exit 5. These run the built CLI as a subprocess.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +89,21 @@ describe('herald CLI: bad input', () => {
       expectOneLine(other.stderr, new RegExp(`created with --base-port ${base}; use that port`));
     } finally {
       blocker.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('without --endpoints or HERALD_ENDPOINTS, the CLI finds the dev cluster of ./.herald', async () => {
+    const base = await freeBasePort();
+    const dir = await mkdtemp(join(tmpdir(), 'herald-cli-cwd-'));
+    try {
+      await mkdir(join(dir, '.herald'));
+      await writeFile(join(dir, '.herald', 'dev.json'), JSON.stringify({ basePort: base }));
+      const env = { HERALD_ENDPOINTS: '' };
+      const r = await runCli(['job', 'ls', '--timeout', '1s'], { cwd: dir, env });
+      expect(r.code, r.stderr).toBe(5);
+      expect(r.stderr).toMatch(new RegExp(`127\\.0\\.0\\.1:${base + 1}|127\\.0\\.0\\.1:${base + 2}|127\\.0\\.0\\.1:${base + 3}`));
+    } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../../client/duration.js';
 import { commandAction } from '../command-action.js';
-import { DEFAULT_DEV_BASE_PORT } from '../dev/dev-ports.js';
+import { DEFAULT_DEV_BASE_PORT, DEFAULT_DEV_DATA_DIR } from '../dev/dev-ports.js';
 import { parseBasePort } from '../dev/dev-state.js';
 import { UsageError } from '../usage-error.js';
 
@@ -9,7 +9,7 @@ export function registerDevCommand(program: Command): void {
   program
     .command('dev')
     .description('run a local 3-node cluster, a demo worker and demo schedules (data in ./.herald); Ctrl-C stops everything')
-    .option('--data-dir <dir>', 'data directory (node data, logs, dev.json)', './.herald')
+    .option('--data-dir <dir>', 'data directory (node data, logs, dev.json)', DEFAULT_DEV_DATA_DIR)
     .option(
       '--base-port <port>',
       `node i listens on base+i (client), base+10+i (peer), base+20+i (metrics); default ${DEFAULT_DEV_BASE_PORT}, or the one the data dir was created with`,

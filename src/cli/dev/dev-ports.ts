@@ -3,6 +3,8 @@
 // node i (1-based) listens for clients on 7100+i, for peers on 7110+i and serves metrics on 7120+i.
 
 export const DEV_NODE_COUNT = 3;
+/** Where `herald dev` keeps its data unless told otherwise (relative to the working directory). */
+export const DEFAULT_DEV_DATA_DIR = './.herald';
 export const DEFAULT_DEV_BASE_PORT = 7100;
 /** The highest base port that keeps every derived port valid. */
 export const MAX_DEV_BASE_PORT = 65535 - 30;

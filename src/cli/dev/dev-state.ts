@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { UsageError } from '../usage-error.js';
 import { DEFAULT_DEV_BASE_PORT, MAX_DEV_BASE_PORT } from './dev-ports.js';
 
-interface DevState {
+export interface DevState {
   basePort: number;
 }
 
-function readState(dataDir: string): DevState | undefined {
+export function readState(dataDir: string): DevState | undefined {
   try {
     const j = JSON.parse(readFileSync(join(dataDir, 'dev.json'), 'utf8')) as Partial<DevState>;
     return typeof j.basePort === 'number' ? { basePort: j.basePort } : undefined;

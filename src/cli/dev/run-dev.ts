@@ -55,6 +55,8 @@ async function servesJobs(client: HeraldClient): Promise<boolean> {
   }
 }
 
+class StartAborted extends Error {}
+
 /** Runs the dev cluster until a signal; resolves with the exit code. */
 export async function runDev(o: DevOptions): Promise<number> {
   const dataDir = resolve(o.dataDir);
@@ -124,6 +126,8 @@ export async function runDev(o: DevOptions): Promise<number> {
     client = new HeraldClient({ endpoints, defaultDeadlineMs: 10_000 });
     const { leaderId, clusterId } = await waitForLeader(client, o.startTimeoutMs);
     const jobsServed = await servesJobs(client);
+    // A signal during startup already began the shutdown: start nothing more.
+    if (stopping) throw new StartAborted();
 
     let demo: Array<{ id: string; created: boolean }> = [];
     if (!jobsServed) {
@@ -142,6 +146,7 @@ export async function runDev(o: DevOptions): Promise<number> {
         worker.start();
       }
       if (o.demoJobs) demo = await ensureDemoJobs(client);
+      if (stopping) throw new StartAborted();
       feed = new RunFeed({ client, write: (line) => say(`run   ${line}`), everything: !o.worker });
       feed.start();
     }
@@ -153,7 +158,7 @@ export async function runDev(o: DevOptions): Promise<number> {
     say('');
     say(`Herald dev cluster ready: cluster ${clusterId}, leader ${leaderId}`);
     say(`  client endpoints  ${endpoints.join(',')}`);
-    say(`                    (the CLI uses these by default; for other tools: export HERALD_ENDPOINTS=${endpoints.join(',')})`);
+    say(`                    (the CLI finds them from this directory; elsewhere: export HERALD_ENDPOINTS=${endpoints.join(',')})`);
     if (metrics.length > 0) say(`  metrics           ${metrics.join('  ')}`);
     say(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
     if (jobsServed) {
@@ -167,8 +172,10 @@ export async function runDev(o: DevOptions): Promise<number> {
     else say('Ctrl-C stops everything');
     say('');
   } catch (e) {
-    warn(`herald dev: ${e instanceof Error ? e.message : String(e)}`);
-    await shutdown(1);
+    if (!(e instanceof StartAborted)) {
+      warn(`herald dev: ${e instanceof Error ? e.message : String(e)}`);
+      await shutdown(1);
+    }
   }
   const code = await done;
   process.off('SIGINT', onSignal);
