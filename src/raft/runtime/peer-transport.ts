@@ -199,6 +199,14 @@ export class PeerTransport {
       this.openCall(l);
     }
     const call = l.call!;
+    if (call.writableLength > this.maxQueuedBytes) {
+      // The stream is open but not draining (a black-holed peer: no RST until keepalive gives
+      // up). Stop piling bytes into it; Raft resends once the peer answers again.
+      this.opts.logger.warn({ peer: l.info.id, buffered: call.writableLength }, 'peer stream not draining; dropping');
+      this.dropQueue(l);
+      this.opts.onUnreachable(l.info.id);
+      return;
+    }
     const queue = coalesceMessages(l.queue);
     let batch: StreamRequest = { clusterId: this.opts.clusterId, messages: [] };
     let bytes = 0;
