@@ -56,6 +56,11 @@ export class FireScheduler {
     this.inFlight.clear();
   }
 
+  /** Whether the job's next slot is held in the wheel now (tests, operators). */
+  holds(jobId: string): boolean {
+    return this.wheel?.has(jobId) ?? false;
+  }
+
   /** Jobs held in the wheel (tests and metrics). */
   get size(): number {
     return this.wheel?.size ?? 0;
