@@ -13,6 +13,7 @@ import { ClusterProcesses, HERALD_BIN, REPO_ROOT } from './orchestrator/cluster-
 import { LedgerProcess } from './orchestrator/support-processes.js';
 import { WorkerPool } from './orchestrator/worker-pool.js';
 import { collectNodeStates } from './orchestrator/state-hash.js';
+import { snapshotBuild } from './orchestrator/build-snapshot.js';
 import { sleep } from './orchestrator/free-port.js';
 import { ALL_FAULT_KINDS, availableKinds, familyOf, type FaultFamily, type FaultKind } from './nemesis/fault-kinds.js';
 import { countByKind, faultSchedule } from './nemesis/fault-schedule.js';
@@ -117,7 +118,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const closers: Array<() => void> = [];
   try {
     await ledger.start();
+    const heraldBin = await snapshotBuild(join(root, 'build'));
     cluster = await ClusterProcesses.create({
+      heraldBin,
       nodes: o.nodes,
       root,
       clusterId: `chaos-${o.seed}`,

@@ -43,6 +43,8 @@ export interface ClusterOptions {
    * the same scheduler node with the FSM's negative-control switches (no `herald server` flags yet).
    */
   server?: 'herald' | 'unsafe';
+  /** The herald.mjs to run (default: the repo's; a run passes its own copy, see build-snapshot.ts). */
+  heraldBin?: string;
 }
 
 export interface ClusterNode {
@@ -132,7 +134,7 @@ export class ClusterProcesses {
       })
       .join(',');
     const o = this.o;
-    const entry = o.server === 'unsafe' ? ['--import', 'tsx', '--import', FAULT_PRELOAD, UNSAFE_SERVER, 'server'] : ['--import', FAULT_PRELOAD, HERALD_BIN, 'server'];
+    const entry = o.server === 'unsafe' ? ['--import', 'tsx', '--import', FAULT_PRELOAD, UNSAFE_SERVER, 'server'] : ['--import', FAULT_PRELOAD, o.heraldBin ?? HERALD_BIN, 'server'];
     return [
       ...entry,
       '--id',
