@@ -215,6 +215,22 @@ describe('herald CLI against `herald dev`', () => {
     expect(moved.leaderId).toBe(target);
   });
 
+  it('a killed follower shows as unreachable/down; dev reports it and keeps the cluster going', async () => {
+    const before = await cliJson<{ leaderId: string }>('cluster', 'status');
+    const victim = ['n1', 'n2', 'n3'].find((id) => id !== before.leaderId)!;
+    const pids = pidsWithArg(dir).filter((pid) => pidsWithArg(`--id ${victim} `).includes(pid));
+    expect(pids).toHaveLength(1);
+    killPids(pids);
+    await dev!.waitFor(new RegExp(`node ${victim} exited unexpectedly`), 10_000, 'stderr');
+    const st = await cliJson<{ leaderId: string; members: Array<{ id: string; role: string; reachable: boolean }> }>('cluster', 'status');
+    expect(st.leaderId).not.toBe('');
+    expect(st.members.find((m) => m.id === victim)).toMatchObject({ role: 'unreachable', reachable: false });
+    const table = await cli('cluster', 'status');
+    expect(table.stdout).toMatch(new RegExp(`^${victim}\\s+unreachable\\s.*\\sdown\\s`, 'm'));
+    // Two of three nodes still make progress.
+    await cliJson<JobJson>('job', 'create', '--id', 'cli-after-kill', '--task-type', 'demo', '--every', '1h');
+  });
+
   it('SIGTERM stops the dev cluster cleanly: exit 0, no process left', async () => {
     const exit = await dev!.stop('SIGTERM', 30_000);
     expect(exit.code, dev!.stderr).toBe(0);
