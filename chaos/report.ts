@@ -23,6 +23,8 @@ export interface ChaosReport {
   leaderRecoveryMs: { samples: number; p50: number; max: number; none: number };
   /** Nodes that refused to restart during the run (each one fails the run). */
   nodeStartFailures: StartFailure[];
+  /** Jobs whose run history could not be read after the heal (each one fails the run). */
+  readErrors: Record<string, string>;
   operations: { total: number; controlPlane: number; jobActions: number; jobsCreated: number };
   workers: { started: number };
   windowEndUnixMs: number;
@@ -103,6 +105,7 @@ export function humanSummary(r: ChaosReport): string {
     `  ${mark(c.recovery.ok)} recovery: leader ${c.recovery.leaderAfterHealMs ?? 'never'} ms after heal (bound ${c.recovery.bounds.leaderMs}); ${c.recovery.slotsAfterHeal} slots after heal, fire delay p50 ${c.recovery.fireDelayAfterHealMs.p50} / max ${c.recovery.fireDelayAfterHealMs.max} ms (bound ${c.recovery.bounds.fireMs} after recovery)`,
     `  ${mark(c.convergence.ok)} convergence: ${c.convergence.nodes.map((n) => `${n.id}@${n.appliedIndex}:${n.stateHash?.slice(0, 10) ?? '?'}`).join(' ')}`,
   ];
+  for (const [job, err] of Object.entries(r.readErrors)) lines.push(`  FAIL runs of ${job} unreadable: ${err}`);
   for (const f of r.nodeStartFailures) lines.push(`  FAIL node ${f.node} refused to start at +${f.atMs} ms: ${f.error}`);
   const problems = [...s.problems, ...f.problems, ...c.controlPlane.problems, ...c.recovery.problems, ...c.convergence.problems];
   if (problems.length) lines.push('  problems:', ...problems.slice(0, 20).map((p) => `    - ${p}`));

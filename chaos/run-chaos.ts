@@ -208,21 +208,30 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (const t of scheduled.timelines) await client.pauseJob(t.jobId, 'chaos: quiesce', { deadlineMs: 10_000 }).catch(() => undefined);
     await workers.stopAll();
     const runsByJob = new Map<string, Run[]>();
+    // A job whose history cannot be read is a finding (reported, fails the run), not a crash of
+    // the whole run: the other checks still speak.
+    const readErrors: Record<string, string> = {};
     for (const t of scheduled.timelines) {
-      const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(client!, t.jobId), 30_000);
-      if (runs) runsByJob.set(t.jobId, runs);
+      try {
+        const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(client!, t.jobId), 30_000);
+        if (runs) runsByJob.set(t.jobId, runs);
+      } catch (e) {
+        readErrors[t.jobId] = e instanceof Error ? e.message : String(e);
+        log(`cannot read the runs of ${t.jobId}: ${readErrors[t.jobId]}`);
+      }
     }
+    const readable = scheduled.timelines.filter((t) => !(t.jobId in readErrors));
     const snapshot = await ledger.snapshot();
     const nodeStates = await collectNodeStates(c, root);
 
     const allRuns = [...runsByJob.values()].flat();
-    const deletedJobs = new Set(scheduled.timelines.filter((t) => !runsByJob.has(t.jobId)).map((t) => t.jobId));
-    const slots = checkSlots({ jobs: scheduled.timelines, runsByJob, ledger: snapshot, windowEndMs, marginMs: 2_000, earlyToleranceMs: 50 });
+    const deletedJobs = new Set(readable.filter((t) => !runsByJob.has(t.jobId)).map((t) => t.jobId));
+    const slots = checkSlots({ jobs: readable, runsByJob, ledger: snapshot, windowEndMs, marginMs: 2_000, earlyToleranceMs: 50 });
     const fencing = checkFencing(allRuns, snapshot, { deletedJobs });
     const controlPlane = checkControlPlane(control.history);
     const recovery = checkRecovery({ healMs, leaderSeenMs, runs: allRuns, windowEndMs: recoveryEndMs, bounds: { leaderMs: 10_000, fireMs: 3_000 } });
     const convergence = checkConvergence(nodeStates, o.nodes);
-    ok = slots.ok && fencing.ok && controlPlane.ok && recovery.ok && convergence.ok && nemesis.startFailures.length === 0;
+    ok = slots.ok && fencing.ok && controlPlane.ok && recovery.ok && convergence.ok && nemesis.startFailures.length === 0 && Object.keys(readErrors).length === 0;
     const jobActions = scheduled.timelines.reduce((n, t) => n + t.events.length, 0);
     const report: ChaosReport = {
       seed: o.seed,
@@ -234,6 +243,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       faultsByKind: countByKind(nemesis.records.filter((r) => r.applied) as Array<{ kind: (typeof steps)[number]['kind'] }>),
       faultLog: nemesis.records,
       nodeStartFailures: nemesis.startFailures,
+      readErrors,
       leaderRecoveryMs: (() => {
         const all = nemesis.records.filter((r) => r.leaderRecoveryMs !== undefined);
         const got = all.map((r) => r.leaderRecoveryMs).filter((x): x is number => typeof x === 'number');
