@@ -187,13 +187,14 @@ export class LeaderServices {
   }
 
   heartbeat(session: WorkerSession, runs: readonly HeldRun[]): void {
+    if (!this.activeFlag) return;
     for (const h of runs) {
       const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
       if (outcome === 'renewed') continue;
       if (outcome === 'unknown-run') {
         // Maybe only the ack of its result is missing (it comes with the re-sent result).
         void this.resultRecorded(h, session.workerId).then((recorded) => {
-          if (!recorded) session.send({ message: { $case: 'leaseLost', leaseLost: { runId: h.runId, fencingToken: h.fencingToken, reason: 'the run is no longer running under this lease (finished, cancelled or expired)' } } });
+          if (!recorded && this.activeFlag) session.send({ message: { $case: 'leaseLost', leaseLost: { runId: h.runId, fencingToken: h.fencingToken, reason: 'the run is no longer running under this lease (finished, cancelled or expired)' } } });
         });
         continue;
       }

@@ -74,7 +74,9 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
 
   const handle = (msg: ConnectRequest) => {
     const m = msg.message;
-    if (!session || !services || session.closed) return;
+    // A leader that stepped down keeps its streams open only until it can name the new leader:
+    // it must not answer for leases it no longer manages (that would abort healthy runs).
+    if (!session || !services || session.closed || !services.active) return;
     switch (m?.$case) {
       case 'credits':
         if (!Number.isInteger(m.credits.credits) || m.credits.credits <= 0) {
