@@ -28,6 +28,9 @@ export class FireScheduler {
   /** Jobs whose fire command is in flight: a due-window read must not queue them again. */
   private readonly inFlight = new Set<string>();
   private events: AppliedEntry[] = [];
+  /** Due slots waiting for the fireRuns command in flight to finish. */
+  private toFire: WheelEntry[] = [];
+  private firing = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -53,6 +56,7 @@ export class FireScheduler {
     clearTimeout(this.timer);
     this.wheel?.clear();
     this.events = [];
+    this.toFire = [];
     this.inFlight.clear();
   }
 
@@ -159,23 +163,39 @@ export class FireScheduler {
     else wheel.cancel(jobId); // none, or a later due-window read brings it in
   }
 
+  /**
+   * Queues due slots for firing. One fireRuns command is in flight at a time: slots coming due
+   * meanwhile ride in the next command, so under load there are fewer, larger log entries (each
+   * entry costs a replicated write and an apply on every node) instead of one per tick.
+   */
   private fire(due: readonly WheelEntry[], nowMs: number): void {
+    for (const e of due) this.inFlight.add(e.jobId);
+    this.toFire.push(...due);
+    if (!this.firing) void this.flushFires(nowMs);
+  }
+
+  private async flushFires(nowMs: number): Promise<void> {
     const c = this.ctx.config;
-    for (let i = 0; i < due.length; i += c.fireBatchSize) {
-      const chunk = due.slice(i, i + c.fireBatchSize);
-      const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
-      for (const it of items) this.inFlight.add(it.jobId);
-      this.ctx
-        .propose({ type: 'fireRuns', nowMs, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000)
-        .catch((e: unknown) => {
+    this.firing = true;
+    try {
+      while (this.toFire.length > 0 && !this.stopped && this.ctx.active()) {
+        const chunk = this.toFire.splice(0, c.fireBatchSize);
+        const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
+        const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
+        try {
+          await this.ctx.propose({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
+        } catch (e) {
           if (this.stopped || !this.ctx.active()) return;
           this.ctx.log.warn({ err: e, items: items.length }, 'fireRuns failed; retrying the slots');
-          const at = (this.ctx.now() ?? nowMs) + RETRY_DELAY_MS;
+          const at = (this.ctx.now() ?? now) + RETRY_DELAY_MS;
           for (const it of items) {
             this.inFlight.delete(it.jobId);
             if (!this.wheel?.has(it.jobId)) this.wheel?.schedule({ jobId: it.jobId, slotMs: it.slotMs, fireAtMs: at });
           }
-        });
+        }
+      }
+    } finally {
+      this.firing = false;
     }
   }
 }
