@@ -40,6 +40,10 @@ export class ClusterClock {
   observe(peerId: string, peerWallMs: number, rttMs: number): void {
     if (peerId === this.options.selfId || !this.options.voters.includes(peerId)) return;
     if (!Number.isFinite(peerWallMs) || peerWallMs <= 0) return;
+    // A reply that took longer than the freshness window (e.g. the first answer after the peer was
+    // unreachable, timed from a long-unanswered request) says nothing reliable about the peer's
+    // clock: rtt/2 would push the estimate — and cluster time, which never runs back — far ahead.
+    if (Number.isFinite(rttMs) && rttMs > this.options.maxSampleAgeMs) return;
     const rtt = Number.isFinite(rttMs) && rttMs >= 0 ? rttMs : 0;
     this.samples.set(peerId, { wallMs: peerWallMs, rttMs: rtt, receivedAtMonoMs: this.options.monotonic.nowMs() });
   }
