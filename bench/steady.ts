@@ -3,7 +3,8 @@
 // Jobs fire every second, their slots spread evenly over the second. After a warm-up, every slot
 // in the measured window is checked: lateness = claim time − scheduled time (the FSM's
 // run.latenessMs) and, as the worker saw it, assignment receipt − scheduled time; lost = a slot
-// with no run or a run that never started; doubled = a run assigned more than once.
+// with no run record at all; notStarted = a run not started when the bench stopped (dispatch
+// backlog: the cluster cannot sustain the rate); doubled = a run assigned more than once.
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { sleep } from '../test/raft-runtime/helpers/cluster.js';
@@ -52,19 +53,21 @@ try {
   const doubled = [...seen.values()].filter((n) => n > 1).length;
   const workerLateness = assigned.filter((a) => a.slotMs >= from && a.slotMs < to && a.attempt === 1).map((a) => a.at - a.scheduledMs).sort((a, b) => a - b);
 
-  const { lateness, lost, runs } = await c.stopAndInspect(async (fsm) => {
+  const { lateness, lost, notStarted, runs } = await c.stopAndInspect(async (fsm) => {
     const lateness: number[] = [];
     let lost = 0;
+    let notStarted = 0;
     let runs = 0;
     for (let i = 0; i < JOBS; i++) {
       const rs = (await allRuns(fsm, `steady-${i}`)).filter((r) => r.slotUnixMs >= from && r.slotUnixMs < to);
       const expected = SECONDS; // one slot per second in [from, to)
       runs += rs.length;
       const started = rs.filter((r) => r.attempt > 0);
-      lost += Math.max(0, expected - started.length);
+      lost += Math.max(0, expected - rs.length);
+      notStarted += rs.length - started.length;
       lateness.push(...started.map((r) => r.latenessMs));
     }
-    return { lateness: lateness.sort((a, b) => a - b), lost, runs };
+    return { lateness: lateness.sort((a, b) => a - b), lost, notStarted, runs };
   });
   console.log(
     JSON.stringify({
@@ -74,6 +77,7 @@ try {
       workers: WORKERS,
       runs,
       lost,
+      notStarted,
       doubled,
       latenessMs: { p50: pct(lateness, 0.5), p99: pct(lateness, 0.99), max: lateness[lateness.length - 1] ?? NaN },
       workerSeenLatenessMs: { p50: pct(workerLateness, 0.5), p99: pct(workerLateness, 0.99), max: workerLateness[workerLateness.length - 1] ?? NaN },
