@@ -159,7 +159,7 @@ async function startCluster(root: string): Promise<Node[]> {
     nodes.map(
       (n) =>
         new Promise<void>((resolve, reject) => {
-          const p = spawn(process.execPath, [BIN, 'server', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
+          const p = spawn(process.execPath, [BIN, 'server', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
             stdio: ['ignore', 'pipe', 'inherit'],
           });
           n.proc = p;

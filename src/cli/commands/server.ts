@@ -18,7 +18,7 @@ export const EXIT_SERVER = {
   failed: 1,
 } as const;
 
-/** State machines the server can run; the scheduler FSM registers here when it lands. */
+/** State machines the server can run: the scheduler (Herald itself) or a small KV machine for Raft tests and benches. */
 export const STATE_MACHINES: Record<string, StateMachineFactory> = {
   kv: (dir) => KvStateMachine.open(dir),
   scheduler: schedulerStateMachineFactory,
@@ -55,7 +55,7 @@ export function registerServerCommand(program: Command): void {
     .option('--client-addr <host:port>', 'listen address of the client (API) port (default: this node in --client-peers, else 127.0.0.1:0)')
     .option('--data-dir <dir>', 'data directory', './data')
     .option('--cluster-id <id>', 'cluster id to write at bootstrap / require on restart (default: derived from --peers)')
-    .option('--state-machine <name>', `state machine to serve (${Object.keys(STATE_MACHINES).join(', ')})`, 'kv')
+    .option('--state-machine <name>', `state machine to serve (${Object.keys(STATE_MACHINES).join(', ')})`, 'scheduler')
     .option('--tick-ms <ms>', 'Raft tick interval (monotonic clock)', '100')
     .option('--election-ticks <n>', 'election timeout in ticks (randomized in [n, 2n))', '10')
     .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', '1')

@@ -108,6 +108,8 @@ export class TestCluster {
     return [
       BIN,
       'server',
+      '--state-machine',
+      'kv',
       '--id',
       id,
       '--peers',
