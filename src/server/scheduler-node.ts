@@ -148,6 +148,11 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   node.events.on('becameLeader', ({ term }) => startServices(term));
   node.events.on('lostLeadership', () => stopServices());
   node.events.on('leaderChanged', () => metrics.leaderChanges.inc());
+  node.events.on('proposed', ({ outcome, ms }) => {
+    metrics.proposals.inc({ outcome });
+    if (outcome === 'ok') metrics.proposalLatency.observe(ms / 1000);
+  });
+  let fsyncsSeen = node.driver.stats.syncedWrites;
   if (node.driver.isLeader()) startServices(node.driver.status().term);
 
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
@@ -160,6 +165,8 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     metrics.raftTerm.set(st.term);
     metrics.raftCommitIndex.set(st.commit);
     metrics.raftAppliedIndex.set(node.driver.appliedIndex());
+    metrics.fsyncs.inc(node.driver.stats.syncedWrites - fsyncsSeen);
+    fsyncsSeen = node.driver.stats.syncedWrites;
     fsm.runCounts().then(
       (counts) => {
         for (const [state, n] of counts) metrics.runsByState.set({ state: RunState[state] ?? String(state) }, n);

@@ -74,6 +74,8 @@ export interface RaftDriverEvents {
   applied: [{ index: number }];
   /** Storage or the state machine failed: the node must stop (it cannot continue safely). */
   fatal: [Error];
+  /** A local proposal finished: 'ok' once applied here, else the error code (metrics). */
+  proposed: [{ outcome: string; ms: number }];
 }
 
 export interface DriverStats {
@@ -240,6 +242,18 @@ export class RaftDriver {
    * NOT_LEADER (leader id + client address), PROPOSAL_TIMEOUT, OUTCOME_UNKNOWN or SHUTTING_DOWN.
    */
   async propose(data: Uint8Array, options: { timeoutMs?: number } = {}): Promise<ProposalOutcome> {
+    const started = this.clock.nowMs();
+    try {
+      const out = await this.proposeOnce(data, options);
+      this.events.emit('proposed', { outcome: 'ok', ms: this.clock.nowMs() - started });
+      return out;
+    } catch (e) {
+      this.events.emit('proposed', { outcome: isHeraldError(e) ? e.code : 'error', ms: this.clock.nowMs() - started });
+      throw e;
+    }
+  }
+
+  private async proposeOnce(data: Uint8Array, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const deadline = this.clock.nowMs() + timeoutMs;
     const limit = this.opts.maxProposalBytes ?? 4 * 1024 * 1024;
