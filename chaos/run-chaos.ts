@@ -162,7 +162,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const plan = jobMix({ seed: o.seed, startMs: phaseStart, durationMs: o.durationMs, leaseMs, scale: o.scale });
     const scheduled = new ScheduledWorkload(client, plan);
     await scheduled.createAll();
-    const control = new ControlPlaneWorkload(controlClient, { seed: o.seed, clients: 3, ids: 6, retryNotApplied: o.sdkRetries === false });
+    // About 600 operations per job id at most: the WGL search per id stays small in long runs.
+    const ids = Math.max(6, Math.ceil(o.durationMs / 45_000));
+    const control = new ControlPlaneWorkload(controlClient, { seed: o.seed, clients: 3, ids, retryNotApplied: o.sdkRetries === false });
     scheduled.startActions(phaseStart);
     control.start();
     log(`${plan.length} jobs created; ${steps.length} faults planned over ${Math.round(o.durationMs / 1000)} s`);
@@ -264,6 +266,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       await mkdir(dir, { recursive: true });
       reportPath = join(dir, `chaos-report-${o.seed}.json`);
       await writeFile(reportPath, JSON.stringify(report, null, 2));
+      // The control-plane history, for re-checking offline (unknown outcomes return at Infinity).
+      await writeFile(join(dir, `chaos-history-${o.seed}.jsonl`), control.history.map((op) => JSON.stringify({ ...op, return: op.return === Infinity ? null : op.return })).join('\n'));
     }
     return { report, summary: summarize(report, reportPath), human: humanSummary(report), reportPath };
   } finally {

@@ -121,7 +121,8 @@ export function checkFencing(
   const acceptedEffects = new Set([...ledger.effects, ...ledger.replays]);
   for (const [runId, recs] of writes) {
     let max = 0;
-    for (const r of [...recs].sort((a, b) => a.receivedMs - b.receivedMs)) {
+    // Arrival order: the ledger's sequence number (receivedMs ties within a millisecond).
+    for (const r of [...recs].sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0) || a.receivedMs - b.receivedMs)) {
       if (acceptedEffects.has(r) && r.fencingToken < max) {
         staleAccepted++;
         note(`${runId}: the ledger accepted token ${r.fencingToken} after seeing ${max}`);

@@ -22,6 +22,8 @@ export interface EffectRecord {
   receivedMs: number;
   /** The run's slot plus jitter, as the worker was told (optional). */
   scheduledMs?: number;
+  /** Arrival order across all records (set by the ledger; receivedMs can tie). */
+  seq?: number;
 }
 
 export type CrashMode = 'before-effect' | 'after-effect';
@@ -41,9 +43,11 @@ export class LedgerState {
   private readonly data: LedgerSnapshot = { invocations: [], effects: [], replays: [], staleRejected: [] };
 
   private readonly armed: Array<{ workerId: string | undefined; mode: CrashMode }> = [];
+  private seq = 0;
 
   /** Records an invocation; answers the crash instruction armed for this worker, if any. */
   invoke(r: EffectRecord): CrashMode | undefined {
+    r.seq = ++this.seq;
     this.data.invocations.push(r);
     this.maxToken.set(r.runId, Math.max(this.maxToken.get(r.runId) ?? 0, r.fencingToken));
     const i = this.armed.findIndex((a) => a.workerId === undefined || a.workerId === r.workerId);
@@ -63,6 +67,7 @@ export class LedgerState {
   }
 
   effect(r: EffectRecord): EffectVerdict {
+    r.seq = ++this.seq;
     const max = this.maxToken.get(r.runId) ?? 0;
     if (r.fencingToken < max) {
       this.data.staleRejected.push(r);

@@ -284,3 +284,24 @@ describe('fencing checker: a success recorded before its effect existed', () => 
     expect(checkFencing([run], at(T0 + 9000))).toMatchObject({ ok: false, staleAccepted: 1 });
   });
 });
+
+describe('fencing checker: arrival order', () => {
+  it('orders ledger records by their sequence number when receivedMs ties', () => {
+    const run = okRun('j1', T0 + 1000, 0, {
+      attempt: 2,
+      attempts: [
+        { number: 1, fencingToken: 10, outcome: AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED, workerId: 'w1', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+        { number: 2, fencingToken: 20, outcome: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, workerId: 'w2', startedUnixMs: 0, endedUnixMs: 0, error: undefined },
+      ],
+    });
+    // Same millisecond: the effect of token 10 arrived (seq 2) before the invocation of token 20 (seq 3).
+    const inv10 = { ...rec(`j1@${T0 + 1000}`, 10, T0 + 1000, T0 + 2000), seq: 1 };
+    const eff10 = { ...rec(`j1@${T0 + 1000}`, 10, T0 + 1000, T0 + 2000), seq: 2 };
+    const inv20 = { ...rec(`j1@${T0 + 1000}`, 20, T0 + 1000, T0 + 2000), seq: 3 };
+    const rep20 = { ...rec(`j1@${T0 + 1000}`, 20, T0 + 1000, T0 + 2001), seq: 4 };
+    const ok = checkFencing([run], { invocations: [inv10, inv20], effects: [eff10], replays: [rep20], staleRejected: [] });
+    expect(ok.staleAccepted).toBe(0);
+    const bad = checkFencing([run], { invocations: [inv10, { ...inv20, seq: 2 }], effects: [{ ...eff10, seq: 3 }], replays: [rep20], staleRejected: [] });
+    expect(bad.staleAccepted).toBe(1);
+  });
+});
