@@ -8,12 +8,13 @@
 // the call still apply. Reads are served straight from LevelDB (see fsm-reads.ts).
 import { createHash } from 'node:crypto';
 import { ClassicLevel } from 'classic-level';
+import { readSnapshotStream } from './snapshot-stream.js';
 import { HeraldError } from '../herald-error.js';
 import type { SnapshotMeta, Entry } from '../raft/types.js';
 import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import { applyCommand, type ApplyOptions } from './apply-command.js';
 import { ApplyTxn, type Db } from './apply-txn.js';
-import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { decodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
 import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_VERSION } from './key-layout.js';
@@ -220,33 +221,29 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
       this.applied = 0;
       await clearAllButMarker(this.store);
-      let first = true;
+      let header = false;
       let batch = this.store.batch();
       let pending = 0;
-      for await (const chunk of chunks) {
-        const r = new ByteReader(chunk);
-        if (first) {
-          first = false;
-          const v = r.u8();
-          if (v !== SNAPSHOT_FORMAT_VERSION) throw new HeraldError('CORRUPT_STORAGE', `unknown snapshot format ${v}`);
-          const idx = r.uint();
-          if (idx !== meta.index) throw new HeraldError('CORRUPT_STORAGE', `snapshot holds index ${idx}, meta says ${meta.index}`);
-          r.end();
+      for await (const part of readSnapshotStream(chunks)) {
+        if (part.kind === 'header') {
+          if (part.version !== SNAPSHOT_FORMAT_VERSION) throw new HeraldError('CORRUPT_STORAGE', `unknown snapshot format ${part.version}`);
+          if (part.appliedIndex !== meta.index) {
+            throw new HeraldError('CORRUPT_STORAGE', `snapshot holds index ${part.appliedIndex}, meta says ${meta.index}`);
+          }
+          header = true;
           continue;
         }
-        while (!r.done()) {
-          const key = dec.decode(r.bytes());
-          if (key === META_RESTORING) throw new HeraldError('CORRUPT_STORAGE', 'snapshot contains a restore marker');
-          batch.put(key, r.bytes());
-          pending += 1;
-        }
+        const key = dec.decode(part.key);
+        if (key === META_RESTORING) throw new HeraldError('CORRUPT_STORAGE', 'snapshot contains a restore marker');
+        batch.put(key, part.value);
+        pending += 1;
         if (pending >= 10_000) {
           await batch.write();
           batch = this.store.batch();
           pending = 0;
         }
       }
-      if (first) throw new HeraldError('CORRUPT_STORAGE', 'empty snapshot stream');
+      if (!header) throw new HeraldError('CORRUPT_STORAGE', 'empty snapshot stream');
       batch.put(META_APPLIED, enc.encode(String(meta.index)));
       batch.del(META_RESTORING);
       await batch.write({ sync: true });
