@@ -31,14 +31,19 @@ export type CallSafety = 'read' | 'keyed' | 'write';
 // have applied: src/server/grpc-status-map.ts says retrying is safe only with an idempotency key.
 const NOT_APPLIED = new Set(['NOT_LEADER', 'NO_LEADER', 'SHUTTING_DOWN', 'NOT_READY']);
 
+// grpc-js messages for calls that never got a connection to a server.
+const NEVER_SENT = /No connection established|ECONNREFUSED|Name resolution failed|failed to connect/i;
+
 /** Whether `err` (after the given attempt) may be retried for a call of this safety. */
 export function isRetryable(err: HeraldClientError, safety: CallSafety): boolean {
   switch (err.grpcCode) {
     case status.UNAVAILABLE:
       if (safety !== 'write') return true;
-      // Without a Herald code the failure came from the transport (connection refused, reset);
-      // grpc-js reports calls that never reached a server this way, which is the common case.
-      return err.heraldCode === undefined || NOT_APPLIED.has(err.heraldCode);
+      if (err.heraldCode !== undefined) return NOT_APPLIED.has(err.heraldCode);
+      // Without a Herald code the transport failed. Only a call that never reached a server is
+      // safe to repeat; a connection dropped mid-call may have applied the write (found by the
+      // chaos suite: a retried update then reported FAILED_PRECONDITION although it took effect).
+      return NEVER_SENT.test(err.message);
     case status.DEADLINE_EXCEEDED:
       return safety !== 'write';
     default:

@@ -30,10 +30,19 @@ describe('retry policy', () => {
     expect(b.next()).toBe(100);
   });
 
+  it.each([
+    ['14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7101', true],
+    ['14 UNAVAILABLE: Connection dropped', false],
+    ['14 UNAVAILABLE: read ECONNRESET', false],
+  ])('a plain write after the transport failure "%s" → retry %s', (message, expected) => {
+    expect(isRetryable(clientError({ grpcCode: status.UNAVAILABLE, message, heraldCode: undefined }), 'write')).toBe(expected);
+    expect(isRetryable(clientError({ grpcCode: status.UNAVAILABLE, message, heraldCode: undefined }), 'keyed')).toBe(true);
+  });
+
   it.each<[status, string | undefined, CallSafety, boolean]>([
     [status.UNAVAILABLE, 'NOT_LEADER', 'write', true],
     [status.UNAVAILABLE, 'NO_LEADER', 'write', true],
-    [status.UNAVAILABLE, undefined, 'write', true],
+    [status.UNAVAILABLE, undefined, 'write', false],
     [status.UNAVAILABLE, 'OUTCOME_UNKNOWN', 'write', false],
     [status.UNAVAILABLE, 'OUTCOME_UNKNOWN', 'keyed', true],
     [status.UNAVAILABLE, 'OUTCOME_UNKNOWN', 'read', true],

@@ -68,6 +68,7 @@ async function scenario(steps: Step[], picks: number[]): Promise<void> {
   await s.waitForConn(1);
 
   const model = new Map<string, ModelRun>();
+  const reportingAtHello = new Map<object, number>();
   let next = 0;
   let pick = 0;
   const choose = <T>(items: T[]): T | undefined => (items.length === 0 ? undefined : items[picks[pick++ % picks.length]! % items.length]);
@@ -114,6 +115,10 @@ async function scenario(steps: Step[], picks: number[]): Promise<void> {
           if ((r.state === 'assigned' || r.state === 'finished') && !held.has(id) && !reported) r.state = 'gone';
         }
         expect(fresh.hello!.capacity).toBeLessThanOrEqual(CONCURRENCY);
+        // A finished run whose ack died with the stream is re-attached (its lease must be kept
+        // until the result lands) but occupies no execution slot: the fake counts it as
+        // committed until the re-sent result arrives.
+        reportingAtHello.set(fresh, fresh.hello!.heldRuns.filter((r) => model.get(r.runId)?.state === 'finished').length);
         break;
       }
     }
@@ -140,7 +145,7 @@ async function scenario(steps: Step[], picks: number[]): Promise<void> {
   expect(s.results.filter((res) => killed.has(res.runId))).toEqual([]);
   for (const res of s.results) expect(res.outcome?.$case).toBe('success');
   expect(peak).toBeLessThanOrEqual(CONCURRENCY);
-  for (const c of s.conns) expect(c.peakCommitment).toBeLessThanOrEqual(CONCURRENCY);
+  for (const c of s.conns) expect(c.peakCommitment).toBeLessThanOrEqual(CONCURRENCY + (reportingAtHello.get(c) ?? 0));
 }
 
 describe('Worker under random event orders', () => {
@@ -155,7 +160,7 @@ describe('Worker under random event orders', () => {
           cleanup = [];
         }
       }),
-      { numRuns: 8 },
+      { numRuns: 8, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
     );
   }, 60_000);
 });
