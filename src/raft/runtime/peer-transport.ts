@@ -126,7 +126,11 @@ export class PeerTransport {
     for (const m of messages) {
       const l = this.links.get(m.to);
       if (!l || l.blocked) continue;
-      if (m.type === 'heartbeat' && l.heartbeatSentAt < 0) l.heartbeatSentAt = this.clock.nowMs();
+      // Time from the LATEST heartbeat: after an outage the first response answers a recent
+      // heartbeat, and timing it from the first unanswered one made the round trip as long as
+      // the outage, pushing cluster time ahead (runs started early). Timing from the latest can
+      // only under-estimate the round trip, which errs towards firing late, never early.
+      if (m.type === 'heartbeat') l.heartbeatSentAt = this.clock.nowMs();
       l.queue.push(m);
       l.queuedBytes += approxMessageBytes(m);
       if (l.queuedBytes > this.maxQueuedBytes) {
