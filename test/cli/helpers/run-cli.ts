@@ -85,7 +85,8 @@ function portFree(port: number): Promise<boolean> {
 export async function freeBasePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     // Blocks of 100 ports: a test's range never overlaps another test's, even at base+100.
-    const base = 20_000 + Math.floor(Math.random() * 300) * 100;
+    // 22000–31999: below the kernel ephemeral range and above the blocks of chaos/orchestrator/free-port.ts.
+    const base = 22_000 + Math.floor(Math.random() * 100) * 100;
     const ports = [1, 2, 3, 11, 12, 13, 21, 22, 23].map((d) => base + d);
     if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
   }

@@ -3,7 +3,6 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
@@ -18,16 +17,9 @@ import { KvClient } from './kv-client.js';
 
 export const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'herald.mjs');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../../../chaos/orchestrator/free-port.js';
+
+export { freePort };
 
 export interface ClusterOptions {
   size: number;
