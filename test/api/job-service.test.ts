@@ -1,6 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobState, type JobSpec } from '../../src/gen/herald/v1/job.js';
+import { JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import type {
   CreateJobResponse,
@@ -15,26 +15,12 @@ import { startApiCluster, type ApiCluster } from './helpers/api-cluster.js';
 import { call, callError } from './helpers/call.js';
 
 function spec(over: Partial<JobSpec> = {}): JobSpec {
-  return {
+  return JobSpec.fromPartial({
     taskType: 'email',
     payload: Buffer.from('{}'),
     schedule: { kind: { $case: 'cron', cron: { expression: '0 2 * * *', timeZone: 'Europe/Berlin' } } },
-    startUnixMs: 0,
-    endUnixMs: 0,
-    retry: undefined,
-    executionTimeoutMs: 0,
-    leaseDurationMs: 0,
-    misfirePolicy: 0,
-    misfireMaxRuns: 0,
-    startingDeadlineMs: 0,
-    overlapPolicy: 0,
-    jitterMs: 0,
-    dst: undefined,
-    retention: undefined,
-    labels: {},
-    priority: 0,
     ...over,
-  };
+  });
 }
 
 describe('JobService on a 3-node cluster', () => {
