@@ -150,6 +150,7 @@ export class LeaderServices {
   /** A hello: registers the session and decides which held runs it keeps. */
   async attach(session: WorkerSession, held: readonly HeldRun[]): Promise<{ adopted: HeldRun[]; rejected: HeldRun[] }> {
     const out = await this.reattach(session, held);
+    this.releaseUnheld(session.workerId, held);
     this.sessions.add(session);
     this.deps.metrics.workersConnected.set(this.sessions.all().length);
     this.dispatcher.wake();
@@ -177,6 +178,24 @@ export class LeaderServices {
       else rejected.push(ref);
     }
     return { adopted, rejected };
+  }
+
+  /**
+   * A hello lists every run its worker holds (the worker opens a stream only after closing the
+   * previous one, so no older assignment can still reach it). A lease this leader keeps for the
+   * worker that the hello does not list is a run the worker never received: typically a claim
+   * that committed while the old leader died before sending the assignment. Waiting out the
+   * takeover grace would only delay that run by a lease duration, so it expires at the next sweep.
+   */
+  private releaseUnheld(workerId: string, held: readonly HeldRun[]): void {
+    const listed = new Set(held.map((h) => h.runId));
+    const released: string[] = [];
+    for (const lease of this.leases.heldBy(workerId)) {
+      if (listed.has(lease.runId) || this.dispatcher.claimInFlight(lease.runId)) continue;
+      lease.deadlineMs = 0;
+      released.push(lease.runId);
+    }
+    if (released.length > 0) this.deps.log.info({ workerId, runs: released.slice(0, 20), count: released.length }, 'worker reconnected without runs leased to it (never delivered): expiring them now');
   }
 
   /** True when the run's attempt under this token, by this worker, already ended with a result. */
