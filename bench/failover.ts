@@ -1,0 +1,138 @@
+// Leader failover under steady load: a real 3-node cluster with worker processes runs jobs that
+// fire every second; the leader is killed with SIGKILL mid-run. Reports the time until the
+// survivors agree on a new leader, the fire gap (the largest extra lateness of any slot over the
+// pre-kill median), and lost / doubled slots (both must be 0).
+//
+// Run: npm run bench -- failover [--jobs 200] [--workers 2] [--capacity 200] [--warmup-seconds 4]
+//      [--before-seconds 5] [--after-seconds 10] [--tick-ms 100] [--election-ticks 10]
+// Lateness = assignment receipt at the worker − slot time (what a handler sees). lost = a slot in
+// the window with no run record; missed = a slot recorded MISSED/SKIPPED (explicit, but counted);
+// doubled = a run delivered to workers more than once, or two runs for one (job, slot);
+// notStarted = a run never delivered by the end. The last stdout line is JSON.
+import { JobSpec } from '../src/gen/herald/v1/job.js';
+import { RunState } from '../src/gen/herald/v1/run.js';
+import { sleep } from '../test/raft-runtime/helpers/cluster.js';
+import { allRuns, createJobsReliably, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
+import { numArg } from './lib/args.js';
+import { machineLoad } from './lib/machine.js';
+import { p50p99max } from './lib/percentiles.js';
+
+const JOBS = numArg('jobs', 200);
+const WORKERS = numArg('workers', 2);
+const CAPACITY = numArg('capacity', 200);
+const WARMUP_S = numArg('warmup-seconds', 4);
+const BEFORE_S = numArg('before-seconds', 5);
+const AFTER_S = numArg('after-seconds', 10);
+const TICK_MS = numArg('tick-ms', 100);
+const ELECTION_TICKS = numArg('election-ticks', 10);
+const log = (m: string) => process.stderr.write(`[failover] ${m}\n`);
+
+const loadAtStart = machineLoad();
+const c = await SchedulerCluster.start({ tickMs: TICK_MS, electionTicks: ELECTION_TICKS, leaseMs: 10_000, heartbeatMs: 1000, misfireThresholdMs: 60_000 });
+try {
+  const workers = Array.from({ length: WORKERS }, (_, i) => c.startWorker(`fw${i}`, { capacity: CAPACITY, sleepMs: 10, quiet: true }));
+  await c.waitWorkersConnected(workers);
+  const base = Math.ceil(Date.now() / 1000) * 1000 + 2000;
+  // Slots spread evenly over each second, so a kill always lands among due slots.
+  await createJobsReliably(
+    c.client,
+    Array.from({ length: JOBS }, (_, i) => ({
+      id: `fo-${i}`,
+      spec: JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'every', every: { intervalMs: 1000, anchorUnixMs: base + Math.floor((i * 1000) / JOBS) } } } }),
+    })),
+  );
+  const from = Math.max(Date.now(), base) + WARMUP_S * 1000;
+  const killAt = from + BEFORE_S * 1000;
+  const to = killAt + AFTER_S * 1000;
+  await sleep(killAt - Date.now());
+
+  const oldLeader = await c.raft.waitForLeader();
+  const killedAt = Date.now();
+  await c.raft.kill(oldLeader, 'SIGKILL');
+  log(`killed leader ${oldLeader}`);
+  const survivors = c.raft.runningIds();
+  const newLeader = await c.raft.waitForLeader(30_000, survivors);
+  const newLeaderMs = Date.now() - killedAt;
+  log(`new leader ${newLeader} after ${newLeaderMs} ms`);
+
+  // Grace after the window: runs of its last slots still reach workers.
+  await sleep(Math.max(0, to - Date.now()) + 3000);
+  for (const w of workers) w.signal('SIGTERM');
+  await Promise.all(workers.map((w) => w.exit));
+
+  const assigned = workers.flatMap((w) => w.of('assigned'));
+  const deliveries = new Map<string, number>();
+  const firstSeen = new Map<string, { at: number; scheduledMs: number; slotMs: number }>();
+  for (const a of assigned) {
+    deliveries.set(a.runId, (deliveries.get(a.runId) ?? 0) + 1);
+    const prev = firstSeen.get(a.runId);
+    if (!prev || a.at < prev.at) firstSeen.set(a.runId, { at: a.at, scheduledMs: a.scheduledMs, slotMs: a.slotMs });
+  }
+  const deliveredTwice = [...deliveries.values()].filter((n) => n > 1).length;
+
+  const inspected = await c.stopAndInspect(async (fsm) => {
+    let lost = 0;
+    let missed = 0;
+    let slotDuplicates = 0;
+    let notStarted = 0;
+    const before: number[] = [];
+    const after: number[] = [];
+    for (let i = 0; i < JOBS; i++) {
+      const runs = (await allRuns(fsm, `fo-${i}`)).filter((r) => r.slotUnixMs >= from && r.slotUnixMs < to);
+      const slots = new Set(runs.map((r) => r.slotUnixMs));
+      slotDuplicates += runs.length - slots.size;
+      lost += Math.max(0, BEFORE_S + AFTER_S - slots.size); // one slot per second in [from, to)
+      for (const r of runs) {
+        if (r.state === RunState.RUN_STATE_MISSED || r.state === RunState.RUN_STATE_SKIPPED) {
+          missed++;
+          continue;
+        }
+        const seen = firstSeen.get(r.id);
+        if (!seen) {
+          notStarted++;
+          continue;
+        }
+        // Delivered before the kill = baseline; anything delivered later felt the failover.
+        (seen.at < killedAt ? before : after).push(seen.at - seen.scheduledMs);
+      }
+    }
+    return { lost, missed, slotDuplicates, notStarted, before, after };
+  });
+
+  const all = [...inspected.before, ...inspected.after];
+  const baseline = p50p99max(inspected.before);
+  const electionTimeoutMs = TICK_MS * ELECTION_TICKS;
+  const fireGapMs = Math.max(...all) - baseline.p50;
+  console.log(
+    JSON.stringify({
+      bench: 'failover',
+      jobs: JOBS,
+      workers: WORKERS,
+      windowSeconds: BEFORE_S + AFTER_S,
+      slots: all.length,
+      killed: oldLeader,
+      newLeader,
+      electionTimeoutMs,
+      maxElectionMs: c.raft.maxElectionMs,
+      newLeaderMs,
+      fireGapMs,
+      latenessMs: p50p99max(all),
+      latenessDeliveredBeforeKillMs: baseline,
+      latenessDeliveredAfterKillMs: p50p99max(inspected.after),
+      lost: inspected.lost,
+      doubled: deliveredTwice + inspected.slotDuplicates,
+      missed: inspected.missed,
+      notStarted: inspected.notStarted,
+      targets: {
+        newLeaderMs: 2 * electionTimeoutMs,
+        newLeaderMet: newLeaderMs <= 2 * electionTimeoutMs,
+        fireGapMs: 2 * electionTimeoutMs + 1000,
+        fireGapMet: fireGapMs <= 2 * electionTimeoutMs + 1000,
+      },
+      machineAtStart: loadAtStart,
+      machineAtEnd: machineLoad(),
+    }),
+  );
+} finally {
+  await c.cleanup();
+}
