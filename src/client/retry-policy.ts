@@ -15,7 +15,10 @@ export interface RetryOptions {
   multiplier?: number;
 }
 
-export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 6, initialBackoffMs: 50, maxBackoffMs: 2_000, multiplier: 2 };
+// Twelve attempts wait ~7–14 s in all (the call's deadline cuts it shorter): enough to ride out
+// an election after a leader crash on default timings (1–2 s election timeout, pre-vote, the new
+// leader's catch-up) even on a loaded machine. Six (~1.5 s) failed calls in ordinary failovers.
+export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 12, initialBackoffMs: 50, maxBackoffMs: 2_000, multiplier: 2 };
 
 /**
  * How safe a call is to repeat:

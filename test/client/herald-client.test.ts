@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { status } from '@grpc/grpc-js';
 import { HeraldClient, type HeraldClientOptions } from '../../src/client/herald-client.js';
+import { DEFAULT_RETRY } from '../../src/client/retry-policy.js';
 import { every, jobSpec } from '../../src/client/job-spec-builders.js';
 import {
   AlreadyExistsError,
@@ -105,6 +106,19 @@ describe('HeraldClient: leader discovery and redirects', () => {
     expect(created).toBe(true);
     expect(fake.store.jobs.size).toBe(1);
     expect(fake.nodes[1]!.callsOf('createJob').length).toBeGreaterThan(0);
+  });
+
+  it('with the default retry options, a keyed create rides out a 3 s election', async () => {
+    const fake = (cluster = await FakeCluster.start(3, null));
+    const c = client({ retry: DEFAULT_RETRY, defaultDeadlineMs: 15_000 });
+    const t0 = Date.now();
+    const pending = c.createJob(spec, { id: 'y', idempotencyKey: 'k-y' });
+    await new Promise((r) => setTimeout(r, 3_000));
+    fake.setLeader(2);
+    const { created } = await pending;
+    expect(created).toBe(true);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(3_000);
+    expect(fake.store.jobs.size).toBe(1);
   });
 
   it('gives up with UnavailableError (NO_LEADER) after maxAttempts', async () => {
