@@ -4,6 +4,7 @@ import type { ApplyTxn } from './apply-txn.js';
 import { applyFireRuns } from './apply-fire-runs.js';
 import { applyBackfillJob, applyTriggerJob } from './apply-manual-runs.js';
 import { applyDeleteJob, applyPauseJob, applyPutJob, applyResumeJob, applyUpdateJob } from './apply-jobs.js';
+import { applyPutJobs } from './apply-put-jobs.js';
 import {
   applyCancelRuns,
   applyClaimRuns,
@@ -36,6 +37,7 @@ function itemCount(cmd: FsmCommand): number {
     case 'expireLeases':
     case 'cancelRuns':
     case 'markRuns':
+    case 'putJobs':
       return cmd.items.length;
     case 'trimHistory':
       return cmd.jobIds.length;
@@ -54,6 +56,8 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
   switch (cmd.type) {
     case 'putJob':
       return applyPutJob(txn, cmd, limits);
+    case 'putJobs':
+      return applyPutJobs(txn, cmd, limits);
     case 'updateJob':
       return applyUpdateJob(txn, cmd, limits);
     case 'deleteJob':

@@ -43,6 +43,8 @@ interface Tracked<T> {
 
 export class ApplyTxn {
   private readonly raw = new Map<string, Uint8Array | null>();
+  /** Raw values read ahead (prefetchRaw), not written: undefined = absent in the store. */
+  private readonly rawRead = new Map<string, Uint8Array | undefined>();
   private readonly jobs = new Map<string, Tracked<JobRecord>>();
   private readonly runs = new Map<string, Tracked<RunRecord>>();
   /** Tracked runs per job id, so per-job questions need not walk every tracked run. */
@@ -55,7 +57,16 @@ export class ApplyTxn {
   async getRaw(key: string): Promise<Uint8Array | undefined> {
     const v = this.raw.get(key);
     if (v !== undefined) return v ?? undefined;
+    if (this.rawRead.has(key)) return this.rawRead.get(key);
     return this.db.get(key);
+  }
+
+  /** Loads many raw keys with one getMany (idempotency records of a create batch). */
+  async prefetchRaw(keys: readonly string[]): Promise<void> {
+    const missing = [...new Set(keys)].filter((k) => !this.raw.has(k) && !this.rawRead.has(k));
+    if (missing.length === 0) return;
+    const values = await this.db.getMany(missing);
+    missing.forEach((k, i) => this.rawRead.set(k, values[i]));
   }
 
   putRaw(key: string, value: Uint8Array = EMPTY): void {

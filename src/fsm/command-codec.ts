@@ -23,6 +23,7 @@ const TAGS: Record<FsmCommandType, number> = {
   cancelRuns: 13,
   markRuns: 14,
   trimHistory: 15,
+  putJobs: 16,
 };
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
@@ -46,6 +47,9 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
   switch (cmd.type) {
     case 'putJob':
       w.str(cmd.jobId).bytes(specBytes(cmd.spec)).str(cmd.idempotencyKey);
+      break;
+    case 'putJobs':
+      w.list(cmd.items, (w, i) => w.str(i.jobId).bytes(specBytes(i.spec)).str(i.idempotencyKey));
       break;
     case 'updateJob':
       w.str(cmd.jobId).bytes(specBytes(cmd.spec)).uint(cmd.expectedVersion);
@@ -110,6 +114,9 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
   switch (type) {
     case 'putJob':
       cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() };
+      break;
+    case 'putJobs':
+      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() })) };
       break;
     case 'updateJob':
       cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), expectedVersion: r.uint() };

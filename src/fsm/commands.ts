@@ -13,6 +13,24 @@ export interface PutJobCommand {
   readonly idempotencyKey: string;
 }
 
+export interface PutJobsItem {
+  readonly jobId: string;
+  readonly spec: JobSpec;
+  /** Empty for none; the same 24 h semantics as PutJobCommand.idempotencyKey. */
+  readonly idempotencyKey: string;
+}
+
+/**
+ * Many creates in one log entry (CreateJobs): each item is applied exactly as a putJob command
+ * of the same nowMs would be, in item order, and gets its own result. One entry instead of one
+ * per job is what lets bulk creates go past the per-entry cost of the log.
+ */
+export interface PutJobsCommand {
+  readonly type: 'putJobs';
+  readonly nowMs: number;
+  readonly items: readonly PutJobsItem[];
+}
+
 export interface UpdateJobCommand {
   readonly type: 'updateJob';
   readonly nowMs: number;
@@ -172,6 +190,7 @@ export interface TrimHistoryCommand {
 
 export type FsmCommand =
   | PutJobCommand
+  | PutJobsCommand
   | UpdateJobCommand
   | DeleteJobCommand
   | PauseJobCommand

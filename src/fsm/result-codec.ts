@@ -19,6 +19,7 @@ const TAGS = {
   cancel: 8,
   trim: 9,
   rejected: 10,
+  jobs: 11,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
@@ -72,6 +73,13 @@ export function encodeResult(res: FsmResult): Uint8Array {
       writeError(w, res.error);
       writeOpt(w, res.job, encJob);
       w.bool(res.created);
+      break;
+    case 'jobs':
+      w.list(res.items, (w, i) => {
+        writeError(w, i.error);
+        writeOpt(w, i.job, encJob);
+        w.bool(i.created);
+      });
       break;
     case 'delete':
       writeError(w, res.error);
@@ -140,6 +148,15 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
       const error = readError(r);
       const job = readOpt(r, decJob);
       res = { type, ...(error && { error }), ...(job && { job }), created: r.bool() };
+      break;
+    }
+    case 'jobs': {
+      const items = r.list((r) => {
+        const error = readError(r);
+        const job = readOpt(r, decJob);
+        return { ...(error && { error }), ...(job && { job }), created: r.bool() };
+      });
+      res = { type, items };
       break;
     }
     case 'delete': {

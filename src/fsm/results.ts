@@ -32,6 +32,18 @@ export interface JobResult {
   readonly created: boolean;
 }
 
+/** One item of a putJobs command: what a putJob of that item would have answered. */
+export interface JobItemResult {
+  readonly error?: ItemError;
+  readonly job?: Job;
+  readonly created: boolean;
+}
+
+export interface JobsResult {
+  readonly type: 'jobs';
+  readonly items: readonly JobItemResult[];
+}
+
 export interface DeleteResult {
   readonly type: 'delete';
   readonly error?: ItemError;
@@ -120,6 +132,7 @@ export interface EmptyResult {
 
 export type FsmResult =
   | JobResult
+  | JobsResult
   | DeleteResult
   | TriggerResult
   | BackfillResult

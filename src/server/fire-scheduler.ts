@@ -38,7 +38,7 @@ export class FireScheduler {
 
   /** Queued applied entries (job and fire results), handled in log order on the next tick. */
   onApplied(entries: readonly AppliedEntry[]): void {
-    for (const e of entries) if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.fire) this.events.push(e);
+    for (const e of entries) if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs || e.tag === RESULT_TAG.fire) this.events.push(e);
   }
 
   /** Builds the wheel from committed state (the caller has passed a read barrier) and starts ticking. */
@@ -133,6 +133,8 @@ export class FireScheduler {
       const res = decodeResult(e.result);
       if (res.type === 'job') {
         if (res.job) this.rearm(res.job.id, res.job.state === JobState.JOB_STATE_ACTIVE ? res.job.nextFireUnixMs : 0);
+      } else if (res.type === 'jobs') {
+        for (const r of res.items) if (r.job) this.rearm(r.job.id, r.job.state === JobState.JOB_STATE_ACTIVE ? r.job.nextFireUnixMs : 0);
       } else if (res.type === 'fire') {
         const cmd = decodeCommand(e.data);
         if (cmd.type !== 'fireRuns') continue;

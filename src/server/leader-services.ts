@@ -259,10 +259,11 @@ export class LeaderServices {
     if (!this.activeFlag) return;
     this.fire.onApplied(entries);
     for (const e of entries) {
-      if (e.tag !== RESULT_TAG.job && e.tag !== RESULT_TAG.delete) continue;
+      if (e.tag !== RESULT_TAG.job && e.tag !== RESULT_TAG.jobs && e.tag !== RESULT_TAG.delete) continue;
       try {
         const cmd = decodeCommand(e.data);
         if ('jobId' in cmd) this.ctx.jobs.invalidate(cmd.jobId);
+        else if (cmd.type === 'putJobs') for (const i of cmd.items) this.ctx.jobs.invalidate(i.jobId);
       } catch {
         this.ctx.jobs.clear();
       }

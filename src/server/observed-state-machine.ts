@@ -11,8 +11,8 @@ import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import type { SchedulerStateMachine } from '../fsm/index.js';
 
 /** Result tags (result-codec.ts: [format version][tag]...) the leader cares about. */
-export const RESULT_TAG = { job: 1, delete: 2, trigger: 3, backfill: 4, fire: 5, claim: 6, runItems: 7, cancel: 8 } as const;
-const WATCHED = new Set<number>([RESULT_TAG.job, RESULT_TAG.delete, RESULT_TAG.trigger, RESULT_TAG.backfill, RESULT_TAG.fire, RESULT_TAG.runItems, RESULT_TAG.cancel]);
+export const RESULT_TAG = { job: 1, delete: 2, trigger: 3, backfill: 4, fire: 5, claim: 6, runItems: 7, cancel: 8, jobs: 11 } as const;
+const WATCHED = new Set<number>([RESULT_TAG.job, RESULT_TAG.jobs, RESULT_TAG.delete, RESULT_TAG.trigger, RESULT_TAG.backfill, RESULT_TAG.fire, RESULT_TAG.runItems, RESULT_TAG.cancel]);
 
 export interface AppliedEntry {
   readonly index: number;

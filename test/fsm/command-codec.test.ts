@@ -24,6 +24,7 @@ const finishItem = fc.oneof(
 
 const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('putJob' as const), nowMs: time, jobId: id, spec: jobSpec, idempotencyKey: str }),
+  fc.record({ type: fc.constant('putJobs' as const), nowMs: time, items: fc.array(fc.record({ jobId: id, spec: jobSpec, idempotencyKey: str }), { maxLength: 5 }) }),
   fc.record({ type: fc.constant('updateJob' as const), nowMs: time, jobId: id, spec: jobSpec, expectedVersion: uint }),
   fc.record({ type: fc.constant('deleteJob' as const), nowMs: time, jobId: id, expectedVersion: uint }),
   fc.record({ type: fc.constant('pauseJob' as const), nowMs: time, jobId: id, note: str }),
@@ -70,7 +71,7 @@ describe('command codec', () => {
 
   it('never throws anything but FsmDecodeError on random bytes', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 1, max: 15 }), (tail, tag) => {
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 1, max: 16 }), (tail, tag) => {
         try {
           decodeCommand(Uint8Array.of(1, tag, ...tail));
         } catch (e) {
@@ -90,6 +91,7 @@ describe('result codec', () => {
     { type: 'empty' },
     { type: 'job', job, created: true },
     { type: 'job', error: { code: 'VERSION_MISMATCH', message: 'x', reason: '' }, created: false },
+    { type: 'jobs', items: [{ job, created: true }, { error: err, created: false }, { job, created: false }] },
     { type: 'delete', cancelledRuns: 2, signals: [{ runId: 'j@5', workerId: 'w', fencingToken: 42 }] },
     { type: 'trigger', run, created: false },
     { type: 'backfill', runIds: ['j@1~b', 'j@2~b'] },
