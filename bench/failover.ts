@@ -14,6 +14,7 @@ import { RunState } from '../src/gen/herald/v1/run.js';
 import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { allRuns, createJobsReliably, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { numArg } from './lib/args.js';
+import { useBenchPortBlock } from './lib/ports.js';
 import { machineLoad } from './lib/machine.js';
 import { p50p99max } from './lib/percentiles.js';
 
@@ -27,6 +28,7 @@ const TICK_MS = numArg('tick-ms', 100);
 const ELECTION_TICKS = numArg('election-ticks', 10);
 const log = (m: string) => process.stderr.write(`[failover] ${m}\n`);
 
+useBenchPortBlock();
 const loadAtStart = machineLoad();
 const c = await SchedulerCluster.start({ tickMs: TICK_MS, electionTicks: ELECTION_TICKS, leaseMs: 10_000, heartbeatMs: 1000, misfireThresholdMs: 60_000 });
 try {
