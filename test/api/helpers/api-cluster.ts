@@ -37,9 +37,11 @@ export async function startApiCluster(size = 3): Promise<ApiCluster> {
         dataDir: join(dir, m.id),
         stateMachine: (smDir) => SchedulerStateMachine.open(smDir),
         logger: logger.child({ node: m.id }),
-        tickMs: 20,
+        // 0.5–1 s election timeouts: shorter ones churn leaders on a loaded 2-core machine and
+        // the tests here are about the API, not elections.
+        tickMs: 50,
         electionTicks: 10,
-        heartbeatTicks: 2,
+        heartbeatTicks: 1,
         registerClientServices: (server, node) => {
           const svc = createJobService({
             node,
