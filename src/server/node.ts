@@ -303,7 +303,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       const deadline = Date.now() + graceMs;
       if (transfer && driver.isLeader() && o.members.length > 1) {
         try {
-          const to = await driver.transferLeadership(undefined, Math.min(graceMs, driver.electionTimeoutMs() * 2));
+          // Up to half the grace: on a loaded machine the target's election can outlast two
+          // election timeouts, and a slower handover beats failing every proposal in flight.
+          const to = await driver.transferLeadership(undefined, Math.min(graceMs, Math.max(driver.electionTimeoutMs() * 2, graceMs / 2)));
           log.info({ leader: to.leaderId }, 'handed leadership over before shutdown');
           // Entries this node appended are committed by the new leader; wait (bounded) so the
           // proposals waiting here see their results instead of OUTCOME_UNKNOWN.
