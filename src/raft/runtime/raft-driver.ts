@@ -22,6 +22,7 @@ import type { PeerInfo, PeerTransport } from './peer-transport.js';
 import { ProposalTracker, type ProposalOutcome } from './proposal-tracker.js';
 import { pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from './snapshot-files.js';
 import { sendSnapshot } from './snapshot-sender.js';
+import { unsafeSkipFsyncEnabled, WriteBehindLog } from './unsafe-durability.js';
 
 export interface RaftTimingOptions {
   /** One core tick, in ms (default 100). */
@@ -53,6 +54,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   /** Largest command accepted by propose() (default 4 MiB; the peer stream limit is 16 MiB). */
   maxProposalBytes?: number;
   clock?: MonotonicClock;
+  /** Negative control only (unsafe-durability.ts): acknowledge writes before they are durable. */
+  unsafeSkipFsync?: boolean;
 }
 
 export interface LeaderChange {
@@ -155,6 +158,8 @@ export class RaftDriver {
   private failed: Error | undefined;
   /** Monotonic ms of the last message received from each peer. */
   private readonly lastHeard = new Map<NodeId, number>();
+  /** Only with the skip-fsync negative control: the modelled page cache in front of the log. */
+  private readonly writeBehind: WriteBehindLog | undefined;
 
   constructor(private readonly opts: RaftDriverOptions, applied: number) {
     this.clock = opts.clock ?? systemMonotonicClock;
@@ -168,6 +173,7 @@ export class RaftDriver {
     this.defaultTimeoutMs = opts.defaultProposalTimeoutMs ?? 10_000;
     for (const m of opts.members) this.addresses.set(m.id, m);
     this.applied = applied;
+    if (opts.unsafeSkipFsync ?? unsafeSkipFsyncEnabled()) this.writeBehind = new WriteBehindLog(opts.logStore, () => this.clock.nowMs());
     this.node = new RaftNode({
       id: opts.id,
       storage: opts.storage,
@@ -203,6 +209,7 @@ export class RaftDriver {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
     await this.waitLoopIdle();
+    if (this.writeBehind) await this.writeBehind.close().catch(() => undefined);
     await this.applyChain.catch(() => undefined);
     if (this.pendingHardState && !this.failed) {
       await this.opts.logStore.persist({ hardState: this.pendingHardState, entries: [] }, false).catch(() => undefined);
@@ -489,6 +496,23 @@ export class RaftDriver {
       }
     }
 
+    // 0b. Committed entries this node already holds durably need not wait for this Ready's
+    //     write: they go to the apply chain now and apply while the fsync runs (etcd applies
+    //     and saves in parallel too). MemoryStorage mirrors only what was persisted, so its last
+    //     index is the durable one; committed entries are never truncated. A follower's entries
+    //     committed in the same message that brought them wait for the write (step 5), so the
+    //     state machine never gets ahead of the local log.
+    let committed = rd.committedEntries;
+    if (committed.length > 0 && !rd.snapshot) {
+      const durableLast = this.opts.storage.lastIndex();
+      let n = 0;
+      while (n < committed.length && committed[n]!.index <= durableLast) n++;
+      if (n > 0) {
+        this.queueApply(n === committed.length ? committed : committed.slice(0, n));
+        committed = n === committed.length ? [] : committed.slice(n);
+      }
+    }
+
     // 1. Persist (one atomic batch; fsync when the Ready says so) and mirror into MemoryStorage.
     //    A hard state that only moves the commit index needs no write of its own (the commit
     //    index is recomputed after a crash): it rides along with the next write.
@@ -496,7 +520,7 @@ export class RaftDriver {
     if (rd.snapshot || rd.entries.length > 0 || rd.mustSync) {
       if (rd.snapshot) await this.applyChain;
       const t0 = this.clock.nowMs();
-      await this.opts.logStore.persist({ hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+      await (this.writeBehind ?? this.opts.logStore).persist({ hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
       const dt = this.clock.nowMs() - t0;
       this.stats.persistMs += dt;
       if (dt > this.stats.persistMaxMs) this.stats.persistMaxMs = dt;
@@ -533,14 +557,17 @@ export class RaftDriver {
 
     // 5. Apply committed entries, in order, on the apply chain: the loop moves on to the next
     //    Ready (and its fsync) while the state machine writes. Results go to the proposals.
-    if (rd.committedEntries.length > 0) {
-      const entries = rd.committedEntries;
-      this.applyChain = this.applyChain.then(() => this.apply(entries));
-      this.applyChain.catch((e: unknown) => this.fail(e));
-    }
+    if (committed.length > 0) this.queueApply(committed);
+  }
+
+  private queueApply(entries: Entry[]): void {
+    this.applyChain = this.applyChain.then(() => this.apply(entries));
+    this.applyChain.catch((e: unknown) => this.fail(e));
   }
 
   private async apply(entries: Entry[]): Promise<void> {
+    // Skip-fsync control: the state machine never gets ahead of what is really on disk.
+    if (this.writeBehind) await this.writeBehind.beforeApply(this.role === 'leader');
     // Entries at or below a restored snapshot are already in the state machine.
     const todo = entries[0]!.index <= this.applied ? entries.filter((e) => e.index > this.applied) : entries;
     if (todo.length === 0) return;
