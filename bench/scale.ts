@@ -14,8 +14,10 @@
 //      [--max-create-seconds 600] [--snapshot-entries 2000] [--compaction-keep 500]
 // The last stdout line is JSON.
 import { spawnSync } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { cp, mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { HeraldClient } from '../src/client/herald-client.js';
+import { SchedulerStateMachine } from '../src/fsm/index.js';
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
 import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
@@ -159,7 +161,19 @@ try {
   // range read; offline it is measured without the rest of the node competing).
   const follower = [...c.raft.nodes.keys()].find((id) => id !== leader2)!;
   await c.raft.kill(follower, 'SIGTERM');
-  const dueWindow = await c.withFsm(follower, async (fsm) => {
+  // Read a copy: opening the node's own store with this (tsx) build could rewrite its metadata
+  // for a server built from a different commit (dist/), which would then refuse to start.
+  const copy = join(c.raft.root, 'due-window-copy');
+  await cp(join(c.raft.nodes.get(follower)!.dataDir, 'sm'), copy, { recursive: true });
+  const withCopy = async <T>(fn: (fsm: SchedulerStateMachine) => Promise<T>): Promise<T> => {
+    const fsm = await SchedulerStateMachine.open(copy);
+    try {
+      return await fn(fsm);
+    } finally {
+      await fsm.close();
+    }
+  };
+  const dueWindow = await withCopy(async (fsm) => {
     const t = performance.now();
     const first = await fsm.dueWindow(START, START + WINDOW_MS, 1_000_000);
     const coldMs = performance.now() - t;
@@ -183,7 +197,8 @@ try {
   // it (a lagging follower); then the same follower with its data dir wiped. Writes trickle on
   // meanwhile: a leader only finds a follower behind when an append is rejected.
   const installTimeoutMs = numArg('install-timeout-seconds', 120) * 1000;
-  const fApplied = (await c.withFsm(follower, (fsm) => fsm.appliedIndex())) as number;
+  const fApplied = await withCopy((fsm) => fsm.appliedIndex());
+  await rm(copy, { recursive: true, force: true });
   while ((await leaderStatus()).snapshotIndex <= fApplied + COMPACTION_KEEP + 1) {
     await Promise.all(sample.map(async (id) => (await c.client.pauseJob(id, 'pad'), await c.client.resumeJob(id))));
     padEntries += 2 * sample.length;
