@@ -4,7 +4,9 @@
 // replica pays for every slot of a herd. Profile with:
 //   node --import tsx --cpu-prof bench/fsm-apply.ts --runs 20000
 //
-//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000]
+//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates]
+// Creates go as putJobs entries of --create-batch jobs (CreateJobs), or with --single-creates as
+// one putJob entry per job, --create-batch entries per apply call.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +24,7 @@ const FIRE_BATCH = num('fire-batch', 5000);
 const CLAIM_BATCH = num('claim-batch', 2000);
 const FINISH_BATCH = num('finish-batch', 1000);
 const CREATE_BATCH = num('create-batch', 1000);
+const SINGLE_CREATES = args.includes('--single-creates');
 const T0 = Date.UTC(2030, 0, 1);
 
 interface Phase {
@@ -67,9 +70,12 @@ async function main(): Promise<void> {
     const at = T0 + 60_000;
     const spec = JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
     const ids = Array.from({ length: N }, (_, i) => `herd-${i}`);
-    // Creates: one putJob entry per job, CREATE_BATCH entries per apply call (as Raft delivers a burst).
     const create = await phase(N, () =>
-      chunks(ids, CREATE_BATCH).map((g) => g.map((id) => ({ type: 'putJob', nowMs: T0, jobId: id, spec, idempotencyKey: `k-${id}` }) as FsmCommand)),
+      chunks(ids, CREATE_BATCH).map((g): FsmCommand[] =>
+        SINGLE_CREATES
+          ? g.map((id) => ({ type: 'putJob', nowMs: T0, jobId: id, spec, idempotencyKey: `k-${id}` }))
+          : [{ type: 'putJobs', nowMs: T0, items: g.map((id) => ({ jobId: id, spec, idempotencyKey: `k-${id}` })) }],
+      ),
     );
     const fire = await phase(N, () =>
       chunks(ids, FIRE_BATCH).map((g) => [{ type: 'fireRuns', nowMs: at + 5, misfireThresholdMs: 600_000, items: g.map((jobId) => ({ jobId, slotMs: at })) }]),
@@ -98,6 +104,7 @@ async function main(): Promise<void> {
       JSON.stringify({
         bench: 'fsm-apply',
         runs: N,
+        creates: SINGLE_CREATES ? 'putJob' : 'putJobs',
         batches: { create: CREATE_BATCH, fire: FIRE_BATCH, claim: CLAIM_BATCH, finish: FINISH_BATCH },
         create: per(create.p),
         fire: f,

@@ -4,8 +4,8 @@
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
 import {
-  activePrefix,
   counterKey,
+  jobStatePrefix,
   jobKey,
   jobRunsPrefix,
   RUN_PREFIX,
@@ -15,6 +15,7 @@ import {
 } from './key-layout.js';
 import {
   decodeJobRecord,
+  ACTIVE_STATES,
   decodeRunRecord,
   encodeJobRecord,
   encodeRunRecord,
@@ -194,12 +195,18 @@ export class ApplyTxn {
   }
 
   /**
-   * Ids of the job's runs not yet terminal (the a\0 index), including this transaction's
-   * changes. Reads only the job's own index range and the runs this transaction touched.
+   * Ids of the job's runs not yet terminal, including this transaction's changes. Reads only the
+   * job's own s\0 ranges of the non-terminal states and the runs this transaction touched.
    */
   async activeRunIdsOf(jobId: string): Promise<string[]> {
-    const prefix = activePrefix(jobId);
-    const ids = new Set((await this.db.keys({ gte: prefix, lt: prefix.slice(0, -1) + SEP_END }).all()).map((k) => k.slice(prefix.length)));
+    const ids = new Set<string>();
+    for (const state of ACTIVE_STATES) {
+      const prefix = jobStatePrefix(state, jobId);
+      for (const k of await this.db.keys({ gte: prefix, lt: prefix.slice(0, -1) + SEP_END }).all()) {
+        // "s\0<state:2>\0" is 5 characters: the rest is the run's tail.
+        ids.add(runIdOfTail(k.slice(5)));
+      }
+    }
     for (const [key, t] of this.runsByJob.get(jobId) ?? []) {
       const before = t.originalState >= 0 && !isTerminal(t.originalState);
       const now = t.value !== undefined && !isTerminal(t.value.run.state);

@@ -12,11 +12,9 @@ import {
   JOB_PREFIX,
   jobKey,
   jobRunsPrefix,
-  LEASE_PREFIX,
   padPriority,
   padTime,
   parseDueKey,
-  parseLeaseKey,
   parseReadyKey,
   READY_PREFIX,
   readyByTypePrefix,
@@ -211,16 +209,22 @@ export class FsmReads {
     return out;
   }
 
-  /** RUNNING runs whose lease deadline (as stored) is before `beforeMs`, earliest first. */
+  /**
+   * RUNNING runs whose lease deadline (as stored) is before `beforeMs`, earliest first. Reads
+   * every RUNNING run (no index by deadline is kept: the leader holds leases in memory), so it is
+   * for tests and tools, not for a periodic path.
+   */
   async expiringLeases(beforeMs: number, limit: number): Promise<Run[]> {
-    const keys = await this.db.keys({ gte: LEASE_PREFIX, lt: `${LEASE_PREFIX}${padTime(beforeMs)}`, limit }).all();
-    return this.runsById(keys.map((k) => parseLeaseKey(k).runId));
+    const due = (await this.runningRuns()).filter((r) => r.leaseDeadlineUnixMs < beforeMs);
+    due.sort((a, b) => a.leaseDeadlineUnixMs - b.leaseDeadlineUnixMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return due.slice(0, limit);
   }
 
-  /** Every RUNNING run (a new leader adopts them with a grace period), by lease deadline. */
+  /** RUNNING runs (a new leader adopts them with a grace period), by job and slot. */
   async runningRuns(limit = Number.MAX_SAFE_INTEGER): Promise<Run[]> {
-    const keys = await this.db.keys({ gte: LEASE_PREFIX, lt: upper(LEASE_PREFIX), limit: Math.min(limit, 2 ** 31 - 1) }).all();
-    return this.runsById(keys.map((k) => parseLeaseKey(k).runId));
+    const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
+    const keys = await this.db.keys({ gte: prefix, lt: upper(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
+    return this.runsFromKeys(keys.map((k) => `${RUN_PREFIX}${k.slice(prefix.length)}`));
   }
 
   /**
@@ -234,6 +238,11 @@ export class FsmReads {
       out.set(Number(key.slice(COUNTER_PREFIX.length)) as RunState, decodeCount(value));
     }
     return out;
+  }
+
+  private async runsFromKeys(runKeys: readonly string[]): Promise<Run[]> {
+    const values = await this.db.getMany(runKeys as string[]);
+    return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
   }
 
   private async runsById(runIds: readonly string[]): Promise<Run[]> {

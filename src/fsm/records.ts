@@ -5,7 +5,7 @@
 import { Job, JobSpec, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { activeKey, dueKey, leaseKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
+import { dueKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
 import { parseRunId } from './run-id.js';
 
 const RECORD_FORMAT_VERSION = 1;
@@ -119,17 +119,18 @@ export function jobIndexKeys(job: Job): string[] {
   return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : [];
 }
 
-/** Secondary index keys of a run: by state; active by job; ready (global, per task type); lease. */
+/** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */
+export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];
+
+/** Secondary index keys of a run: by state; ready (global, per task type) while dispatchable. */
 export function runIndexKeys(rec: RunRecord): string[] {
   const run = rec.run;
   const p = parseRunId(run.id);
   if (!p) throw new FsmDecodeError(`stored run has a bad id ${run.id}`);
   const keys = [stateKey(run.state, p)];
-  if (!isTerminal(run.state)) keys.push(activeKey(run.jobId, run.id));
   if (isDispatchable(rec)) {
     keys.push(readyKey(run.priority, run.notBeforeUnixMs, run.id));
     keys.push(readyByTypeKey(run.taskType, run.priority, run.notBeforeUnixMs, run.id));
   }
-  if (run.state === RunState.RUN_STATE_RUNNING) keys.push(leaseKey(run.leaseDeadlineUnixMs, run.id));
   return keys;
 }

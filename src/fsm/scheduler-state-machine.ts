@@ -17,7 +17,7 @@ import { ApplyTxn, type Db } from './apply-txn.js';
 import { ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { decodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
-import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_VERSION } from './key-layout.js';
+import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_1_ONLY_PREFIXES, SCHEMA_VERSION } from './key-layout.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
@@ -40,6 +40,11 @@ export interface SchedulerFsmOptions {
 const SNAPSHOT_FORMAT_VERSION = 1;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+
+/** One past every key starting with `prefix` (which ends with the NUL separator). */
+function upper(prefix: string): string {
+  return prefix.slice(0, -1) + '\x01';
+}
 
 /** Deletes every key except the restore marker (LevelDB's clear is not atomic). */
 async function clearAllButMarker(db: Db): Promise<void> {
@@ -95,6 +100,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           { type: 'put', key: META_SCHEMA, value: enc.encode(String(SCHEMA_VERSION)) },
           { type: 'put', key: META_APPLIED, value: enc.encode('0') },
         ], { sync: true });
+      } else if (Number(dec.decode(schema)) === 1) {
+        // Schema 2 only dropped two derived indexes: deleting them is the whole upgrade, and
+        // every replica does the same.
+        for (const p of SCHEMA_1_ONLY_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
+        await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
       } else if (Number(dec.decode(schema)) !== SCHEMA_VERSION) {
         throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(schema)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
       }
@@ -235,6 +245,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         }
         const key = dec.decode(part.key);
         if (key === META_RESTORING) throw new HeraldError('CORRUPT_STORAGE', 'snapshot contains a restore marker');
+        if (key === META_SCHEMA) {
+          const v = Number(dec.decode(part.value));
+          if (v !== 1 && v !== SCHEMA_VERSION) throw new HeraldError('CORRUPT_STORAGE', `snapshot of state machine schema ${v}; this build reads ${SCHEMA_VERSION}`);
+          batch.put(key, enc.encode(String(SCHEMA_VERSION)));
+          continue;
+        }
+        // A schema-1 snapshot (older leader) carries indexes this schema dropped.
+        if (SCHEMA_1_ONLY_PREFIXES.some((p) => key.startsWith(p))) continue;
         batch.put(key, part.value);
         pending += 1;
         if (pending >= 10_000) {
