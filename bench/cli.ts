@@ -8,9 +8,16 @@ const available = readdirSync(here)
   .filter((f) => f.endsWith('.ts') && f !== 'cli.ts')
   .map((f) => f.slice(0, -3))
   .sort();
+// One line per scenario for the usage text (flags: the header comment of each file).
+const about: Record<string, string> = {
+  failover: 'kill -9 the leader under steady load: new-leader time, fire gap, lost/doubled',
+  scale: 'N jobs stored (--jobs): create rate, leader RSS, disk, due-window reads, restart to SERVING, snapshot install',
+  compare: 'ours vs etcd and BullMQ (../shared/peers), interleaved, with ours/peer ratios (--rounds, --pairs)',
+};
 const name = process.argv[2];
 if (!name || !available.includes(name)) {
-  process.stderr.write(`usage: npm run bench -- <name> [args]\navailable: ${available.join(', ')}\n`);
+  const list = available.map((n) => `  ${n}${about[n] ? ` — ${about[n]}` : ''}`).join('\n');
+  process.stderr.write(`usage: npm run bench -- <name> [args]\navailable:\n${list}\n`);
   process.exit(2);
 }
 // The bench sees its own arguments from argv[2] on.
