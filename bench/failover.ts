@@ -1,7 +1,7 @@
 // Leader failover under steady load: a real 3-node cluster with worker processes runs jobs that
 // fire every second; the leader is killed with SIGKILL mid-run. Reports the time until the
-// survivors agree on a new leader, the fire gap (the largest extra lateness of any slot over the
-// pre-kill median), and lost / doubled slots (both must be 0).
+// survivors agree on a new leader, the fire gap (the largest lateness of a slot delivered after
+// the kill, over the median lateness before it), and lost / doubled slots (both must be 0).
 //
 // Run: npm run bench -- failover [--jobs 200] [--workers 2] [--capacity 200] [--warmup-seconds 4]
 //      [--before-seconds 5] [--after-seconds 10] [--tick-ms 100] [--election-ticks 10]
@@ -104,7 +104,9 @@ try {
   const all = [...inspected.before, ...inspected.after];
   const baseline = p50p99max(inspected.before);
   const electionTimeoutMs = TICK_MS * ELECTION_TICKS;
-  const fireGapMs = Math.max(...all) - baseline.p50;
+  // Extra lateness the failover caused: the latest slot delivered after the kill, over the usual
+  // (pre-kill median) lateness. A slow slot before the kill is machine noise, not failover.
+  const fireGapMs = Math.max(...inspected.after) - baseline.p50;
   console.log(
     JSON.stringify({
       bench: 'failover',
