@@ -106,7 +106,7 @@ try {
   const electionTimeoutMs = TICK_MS * ELECTION_TICKS;
   // Extra lateness the failover caused: the latest slot delivered after the kill, over the usual
   // (pre-kill median) lateness. A slow slot before the kill is machine noise, not failover.
-  const fireGapMs = Math.max(...inspected.after) - baseline.p50;
+  const fireGapMs = inspected.after.length ? Math.max(...inspected.after) - baseline.p50 : NaN;
   console.log(
     JSON.stringify({
       bench: 'failover',
