@@ -72,6 +72,22 @@ export class ByteWriter {
   }
 
   str(v: string): this {
+    // ASCII (ids, keys, most messages) is copied straight in: the same bytes UTF-8 gives,
+    // without a temporary array per string.
+    const n = v.length;
+    if (n < 128) {
+      this.ensure(n + 1);
+      const start = this.pos;
+      this.buf[this.pos++] = n;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = v.charCodeAt(i);
+        if (c > 0x7f) break;
+        this.buf[this.pos++] = c;
+      }
+      if (i === n) return this;
+      this.pos = start;
+    }
     return this.bytes(textEncoder.encode(v));
   }
 
@@ -143,10 +159,24 @@ export class ByteReader {
   }
 
   str(): string {
+    const n = this.uint();
+    this.need(n);
+    const start = this.pos;
+    this.pos += n;
+    if (n < 128) {
+      // Short ASCII without a copy or a decoder call; anything else takes the strict decoder.
+      let ascii = true;
+      for (let i = start; i < start + n; i++) {
+        if (this.buf[i]! > 0x7f) {
+          ascii = false;
+          break;
+        }
+      }
+      if (ascii) return String.fromCharCode.apply(null, this.buf.subarray(start, start + n) as unknown as number[]);
+    }
     try {
-      return textDecoder.decode(this.bytes());
-    } catch (e) {
-      if (e instanceof FsmDecodeError) throw e;
+      return textDecoder.decode(this.buf.subarray(start, start + n));
+    } catch {
       throw new FsmDecodeError('invalid utf-8 string');
     }
   }

@@ -1,0 +1,71 @@
+// Run records: the positional format 2 round-trips every field of Run (a proto field added later
+// fails here until the codec writes it), and format-1 (protobuf) records still read.
+import { describe, expect, it } from 'vitest';
+import { Attempt, AttemptOutcome, Run, RunState } from '../../src/gen/herald/v1/run.js';
+import { decodeRunRecord, encodeRunRecord } from '../../src/fsm/records.js';
+
+const full = Run.fromPartial({
+  id: 'job-1@1900000000000~m3',
+  jobId: 'job-1',
+  taskType: 'email',
+  slotUnixMs: 1_900_000_000_000,
+  scheduledUnixMs: 1_900_000_000_123,
+  state: RunState.RUN_STATE_FAILED,
+  attempt: 2,
+  attempts: [
+    { number: 1, workerId: 'w1', fencingToken: 41, startedUnixMs: 1_900_000_000_200, endedUnixMs: 1_900_000_000_300, outcome: AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED },
+    { number: 2, workerId: 'wörker-2', fencingToken: 2 ** 40, startedUnixMs: 5, endedUnixMs: 6, outcome: AttemptOutcome.ATTEMPT_OUTCOME_FAILED, error: { type: 'Boom', message: 'ünïcode ✓', retryable: true } },
+  ],
+  backfilled: true,
+  manual: true,
+  notBeforeUnixMs: 1_900_000_009_000,
+  createdUnixMs: 1_900_000_000_001,
+  finishedUnixMs: 1_900_000_000_999,
+  workerId: 'w2',
+  fencingToken: 2 ** 40,
+  leaseDeadlineUnixMs: 1_900_000_030_000,
+  reason: 'r'.repeat(300),
+  output: Buffer.from([0, 1, 2, 255]),
+  priority: -1000,
+  latenessMs: 123,
+});
+
+describe('run record codec', () => {
+  it('covers every field of Run and Attempt', () => {
+    // Adding a field to run.proto changes these lists: write it in run-record-codec.ts, then here.
+    expect(Object.keys(Run.fromPartial({}))).toEqual([
+      'id', 'jobId', 'taskType', 'slotUnixMs', 'scheduledUnixMs', 'state', 'attempt', 'attempts', 'backfilled', 'manual',
+      'notBeforeUnixMs', 'createdUnixMs', 'finishedUnixMs', 'workerId', 'fencingToken', 'leaseDeadlineUnixMs', 'reason', 'output', 'priority', 'latenessMs',
+    ]);
+    expect(Object.keys(Attempt.fromPartial({}))).toEqual(['number', 'workerId', 'fencingToken', 'startedUnixMs', 'endedUnixMs', 'outcome', 'error']);
+    // Every field of the sample differs from its default, so a dropped field shows below.
+    for (const [k, v] of Object.entries(Run.fromPartial({}))) expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
+  });
+
+  it('round-trips every field exactly, held or not', () => {
+    for (const held of [false, true]) {
+      const bytes = encodeRunRecord({ run: full, held });
+      expect(bytes[0]).toBe(2);
+      const back = decodeRunRecord(bytes);
+      expect(back).toEqual({ run: full, held });
+      expect(Buffer.isBuffer(back.run.output)).toBe(true);
+      expect(encodeRunRecord(back)).toEqual(bytes);
+    }
+    const empty = Run.fromPartial({ id: 'j@0', jobId: 'j' });
+    expect(decodeRunRecord(encodeRunRecord({ run: empty, held: false })).run).toEqual(empty);
+  });
+
+  it('reads format-1 (protobuf) records written before', () => {
+    const pb = Run.encode(full).finish();
+    const v1 = new Uint8Array(2 + pb.length);
+    v1.set([1, 1]);
+    v1.set(pb, 2);
+    expect(decodeRunRecord(v1)).toEqual({ run: full, held: true });
+  });
+
+  it('refuses unknown versions and trailing bytes', () => {
+    const bytes = encodeRunRecord({ run: full, held: false });
+    expect(() => decodeRunRecord(Uint8Array.of(9, ...bytes.subarray(1)))).toThrow(/version/);
+    expect(() => decodeRunRecord(Uint8Array.of(...bytes, 0))).toThrow(/trailing/);
+  });
+});
