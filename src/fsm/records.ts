@@ -2,13 +2,15 @@
 // behind a record-format version byte. Index keys are a pure function of a record
 // (jobIndexKeys / runIndexKeys), so the transaction (apply-txn.ts) keeps every index exact by
 // diffing the keys of a record before and after a change — no index is updated by hand.
-import { Job, JobSpec, JobState } from '../gen/herald/v1/job.js';
+import { Job, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { dueKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
 import { parseRunId } from './run-id.js';
 import { readRun, writeRun } from './run-record-codec.js';
+import { readJob, specBytes, specOf, writeJob } from './job-record-codec.js';
 
+/** Format 1 records: [1][internal fields][protobuf message to the end] (still read). */
 const RECORD_FORMAT_VERSION = 1;
 
 export interface JobRecord {
@@ -25,42 +27,17 @@ export interface RunRecord {
   held: boolean;
 }
 
-// Layout: [version][internal fields][the message, to the end]; a job's spec is a separate field
-// of the header. The message goes last and unprefixed: one allocation for the header, one for
-// the result.
-
-function withHeader(header: Uint8Array, message: Uint8Array): Uint8Array {
-  const out = new Uint8Array(header.length + message.length);
-  out.set(header, 0);
-  out.set(message, header.length);
-  return out;
-}
-
 /**
- * Encoded specs by spec object. A job record is rewritten on every fire, but its spec only changes
- * with updateJob (which installs a new object; nothing mutates a spec in place), so the bytes read
- * with the record are reused instead of re-encoding a dozen int64 fields each time.
+ * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2
+ * (written since) is [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts). Both read.
  */
-const specBytesCache = new WeakMap<JobSpec, Uint8Array>();
-
-function specBytes(spec: JobSpec | undefined): Uint8Array {
-  if (spec === undefined) return new Uint8Array();
-  let b = specBytesCache.get(spec);
-  if (b === undefined) {
-    b = JobSpec.encode(spec).finish();
-    specBytesCache.set(spec, b);
-  }
-  return b;
-}
+const JOB_RECORD_FORMAT_VERSION = 2;
 
 export function encodeJobRecord(rec: JobRecord): Uint8Array {
-  const header = new ByteWriter(64)
-    .u8(RECORD_FORMAT_VERSION)
-    .uint(rec.manualSeq)
-    .str(rec.heldRunId)
-    .bytes(specBytes(rec.job.spec))
-    .finish();
-  return withHeader(header, Job.encode({ ...rec.job, spec: undefined }).finish());
+  const w = new ByteWriter(160 + specBytes(rec.job.spec).length);
+  w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
+  writeJob(w, rec.job);
+  return w.finish();
 }
 
 /** The rest of the record: the protobuf message. */
@@ -71,15 +48,19 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
+  if (v === JOB_RECORD_FORMAT_VERSION) {
+    const manualSeq = r.uint();
+    const heldRunId = r.str();
+    const job = readJob(r);
+    r.end();
+    return { job, manualSeq, heldRunId };
+  }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
   const manualSeq = r.uint();
   const heldRunId = r.str();
-  const sb = r.bytes();
+  const spec = specOf(r.bytes());
   const job = Job.decode(rest(bytes, r));
-  if (sb.length > 0) {
-    job.spec = JobSpec.decode(sb);
-    specBytesCache.set(job.spec, sb);
-  }
+  if (spec) job.spec = spec;
   return { job, manualSeq, heldRunId };
 }
 

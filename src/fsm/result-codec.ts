@@ -1,9 +1,11 @@
 // Binary encoding of apply results: [format version][result tag][fields...]. The empty byte
 // array is the result of no-op and config entries (the StateMachine contract).
-import { Job } from '../gen/herald/v1/job.js';
-import { Run } from '../gen/herald/v1/run.js';
+import type { Job } from '../gen/herald/v1/job.js';
+import type { Run } from '../gen/herald/v1/run.js';
 import type { ErrorCode } from '../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { readJob, writeJob } from './job-record-codec.js';
+import { readRun, writeRun } from './run-record-codec.js';
 import type { CancelSignal, FsmResult, ItemError } from './results.js';
 
 export const RESULT_FORMAT_VERSION = 1;
@@ -39,19 +41,23 @@ function readError(r: ByteReader): ItemError | undefined {
   return { code: r.str() as ErrorCode, message: r.str(), reason: r.str() };
 }
 
-function writeOpt<T>(w: ByteWriter, v: T | undefined, enc: (v: T) => Uint8Array): void {
-  if (v === undefined) w.bool(false);
-  else w.bool(true).bytes(enc(v));
+// Jobs and runs in results use the stored records' positional codecs: a result is decoded only
+// by this build's server (results are never replicated or stored), and a claim or create batch
+// carries thousands of them.
+function writeOptJob(w: ByteWriter, j: Job | undefined): void {
+  if (j === undefined) w.bool(false);
+  else writeJob(w.bool(true), j);
 }
-
-function readOpt<T>(r: ByteReader, dec: (b: Uint8Array) => T): T | undefined {
-  return r.bool() ? dec(r.bytes()) : undefined;
+function readOptJob(r: ByteReader): Job | undefined {
+  return r.bool() ? readJob(r) : undefined;
 }
-
-const encJob = (j: Job): Uint8Array => Job.encode(j).finish();
-const encRun = (x: Run): Uint8Array => Run.encode(x).finish();
-const decJob = (b: Uint8Array): Job => Job.decode(b);
-const decRun = (b: Uint8Array): Run => Run.decode(b);
+function writeOptRun(w: ByteWriter, x: Run | undefined): void {
+  if (x === undefined) w.bool(false);
+  else writeRun(w.bool(true), x);
+}
+function readOptRun(r: ByteReader): Run | undefined {
+  return r.bool() ? readRun(r) : undefined;
+}
 
 function writeSignals(w: ByteWriter, s: readonly CancelSignal[]): void {
   w.list(s, (w, x) => w.str(x.runId).str(x.workerId).uint(x.fencingToken));
@@ -71,13 +77,13 @@ export function encodeResult(res: FsmResult): Uint8Array {
   switch (res.type) {
     case 'job':
       writeError(w, res.error);
-      writeOpt(w, res.job, encJob);
+      writeOptJob(w, res.job);
       w.bool(res.created);
       break;
     case 'jobs':
       w.list(res.items, (w, i) => {
         writeError(w, i.error);
-        writeOpt(w, i.job, encJob);
+        writeOptJob(w, i.job);
         w.bool(i.created);
       });
       break;
@@ -88,7 +94,7 @@ export function encodeResult(res: FsmResult): Uint8Array {
       break;
     case 'trigger':
       writeError(w, res.error);
-      writeOpt(w, res.run, encRun);
+      writeOptRun(w, res.run);
       w.bool(res.created);
       break;
     case 'backfill':
@@ -108,7 +114,7 @@ export function encodeResult(res: FsmResult): Uint8Array {
     case 'claim':
       w.list(res.items, (w, i) => {
         writeError(w, i.error);
-        writeOpt(w, i.run, encRun);
+        writeOptRun(w, i.run);
       });
       break;
     case 'runItems':
@@ -120,7 +126,7 @@ export function encodeResult(res: FsmResult): Uint8Array {
     case 'cancel':
       w.list(res.items, (w, i) => {
         writeError(w, i.error);
-        writeOpt(w, i.run, encRun);
+        writeOptRun(w, i.run);
       });
       writeSignals(w, res.signals);
       break;
@@ -146,14 +152,14 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
   switch (type) {
     case 'job': {
       const error = readError(r);
-      const job = readOpt(r, decJob);
+      const job = readOptJob(r);
       res = { type, ...(error && { error }), ...(job && { job }), created: r.bool() };
       break;
     }
     case 'jobs': {
       const items = r.list((r) => {
         const error = readError(r);
-        const job = readOpt(r, decJob);
+        const job = readOptJob(r);
         return { ...(error && { error }), ...(job && { job }), created: r.bool() };
       });
       res = { type, items };
@@ -166,7 +172,7 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     }
     case 'trigger': {
       const error = readError(r);
-      const run = readOpt(r, decRun);
+      const run = readOptRun(r);
       res = { type, ...(error && { error }), ...(run && { run }), created: r.bool() };
       break;
     }
@@ -192,7 +198,7 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'claim': {
       const items = r.list((r) => {
         const error = readError(r);
-        const run = readOpt(r, decRun);
+        const run = readOptRun(r);
         return { ...(error && { error }), ...(run && { run }) };
       });
       res = { type, items };
@@ -209,7 +215,7 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'cancel': {
       const items = r.list((r) => {
         const error = readError(r);
-        const run = readOpt(r, decRun);
+        const run = readOptRun(r);
         return { ...(error && { error }), ...(run && { run }) };
       });
       res = { type, items, signals: readSignals(r) };

@@ -1,0 +1,57 @@
+// The Job message in stored job records and apply results, positional (binary-codec.ts) instead
+// of protobuf, for the reason run-record-codec.ts gives: a job record is read and rewritten by
+// every replica on every fire and every finish. The spec stays protobuf, as bytes encoded once per
+// spec object (it changes only with updateJob). Every field of Job is written, in declaration
+// order; the codec test fails when the proto grows one.
+import { JobSpec, type Job, type JobState } from '../gen/herald/v1/job.js';
+import { FsmDecodeError, type ByteReader, type ByteWriter } from './binary-codec.js';
+
+/**
+ * Encoded specs by spec object. Nothing mutates a spec in place (updateJob installs a new
+ * object), so the bytes read with a record are reused instead of re-encoding it on every write.
+ */
+const specBytesCache = new WeakMap<JobSpec, Uint8Array>();
+const NO_SPEC = new Uint8Array();
+
+export function specBytes(spec: JobSpec | undefined): Uint8Array {
+  if (spec === undefined) return NO_SPEC;
+  let b = specBytesCache.get(spec);
+  if (b === undefined) {
+    b = JobSpec.encode(spec).finish();
+    specBytesCache.set(spec, b);
+  }
+  return b;
+}
+
+/** Decodes spec bytes (empty = no spec) and remembers them for the next encode. */
+export function specOf(bytes: Uint8Array): JobSpec | undefined {
+  if (bytes.length === 0) return undefined;
+  let spec: JobSpec;
+  try {
+    spec = JobSpec.decode(bytes);
+  } catch (e) {
+    throw new FsmDecodeError(`bad job spec: ${(e as Error).message}`);
+  }
+  specBytesCache.set(spec, bytes);
+  return spec;
+}
+
+export function writeJob(w: ByteWriter, job: Job): void {
+  w.str(job.id).bytes(specBytes(job.spec)).uint(job.state).uint(job.version);
+  w.int(job.createdUnixMs).int(job.updatedUnixMs).int(job.nextFireUnixMs).int(job.lastSlotUnixMs);
+  w.str(job.pauseNote).uint(job.activeRuns);
+}
+
+export function readJob(r: ByteReader): Job {
+  const id = r.str();
+  const spec = specOf(r.bytes());
+  const state = r.uint() as JobState;
+  const version = r.uint();
+  const createdUnixMs = r.int();
+  const updatedUnixMs = r.int();
+  const nextFireUnixMs = r.int();
+  const lastSlotUnixMs = r.int();
+  const pauseNote = r.str();
+  const activeRuns = r.uint();
+  return { id, spec, state, version, createdUnixMs, updatedUnixMs, nextFireUnixMs, lastSlotUnixMs, pauseNote, activeRuns };
+}
