@@ -10,6 +10,7 @@ import type { DeleteResult, ItemError, JobResult } from './results.js';
 import { cancelActiveRuns, itemError } from './run-transitions.js';
 import { parseRunId } from './run-id.js';
 import { nextSlotAfter } from './schedule/index.js';
+import { recordUnfiredSlots } from './unfired-slots.js';
 import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from './validation.js';
 
 /** Turns a validation HeraldError into an item error; anything else is a bug and propagates. */
@@ -108,6 +109,10 @@ export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limit
   if (!('job' in rec)) return { type: 'job', error: rec, created: false };
   const job = rec.job;
   const scheduleChanged = job.spec === undefined || scheduleBytes(job.spec) !== scheduleBytes(cmd.spec);
+  if (scheduleChanged && job.state === JobState.JOB_STATE_ACTIVE) {
+    // Due slots of the old schedule that were never fired keep a record (under the old spec).
+    await recordUnfiredSlots(txn, rec, cmd.nowMs, 'came due but was not fired before the schedule changed (no leader or no quorum at the time)');
+  }
   job.spec = cmd.spec;
   job.version += 1;
   job.updatedUnixMs = cmd.nowMs;
@@ -143,6 +148,9 @@ export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand): Promis
   if (!('job' in rec)) return { type: 'job', error: rec, created: false };
   if (rec.job.state === JobState.JOB_STATE_COMPLETED) {
     return { type: 'job', error: itemError('INVALID_STATE', `job "${cmd.jobId}" is completed; there is nothing to pause`), created: false };
+  }
+  if (rec.job.state === JobState.JOB_STATE_ACTIVE) {
+    await recordUnfiredSlots(txn, rec, cmd.nowMs, 'came due but was not fired before the job was paused (no leader or no quorum at the time)');
   }
   rec.job.state = JobState.JOB_STATE_PAUSED;
   rec.job.pauseNote = cmd.note;

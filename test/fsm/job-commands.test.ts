@@ -133,6 +133,42 @@ describe('pause / resume / delete', () => {
     expect(await t.fsm.dueWindow(0, T0 * 2, 10)).toEqual([{ jobId: 'a', slotMs: T0 + 180_000 }]);
   });
 
+  it('a pause records the slots that came due unfired (no leader at the time) as MISSED, not nothing', async () => {
+    t = await openTestFsm();
+    await t.one(put('a', everySpec(60_000, {}, T0)));
+    // Slots T0, T0+60 s and T0+120 s came due while the cluster could not fire; then a pause lands.
+    await t.one({ type: 'pauseJob', nowMs: T0 + 130_000, jobId: 'a', note: '' }, 'job');
+    await t.one({ type: 'resumeJob', nowMs: T0 + 290_000, jobId: 'a' }, 'job');
+    const runs = (await t.fsm.listRuns({ jobId: 'a' })).items.sort((x, y) => x.slotUnixMs - y.slotUnixMs);
+    expect(runs.map((r) => [r.slotUnixMs - T0, RunState[r.state]])).toEqual([
+      [0, 'RUN_STATE_MISSED'],
+      [60_000, 'RUN_STATE_MISSED'],
+      [120_000, 'RUN_STATE_MISSED'],
+    ]);
+    expect(runs[0]!.reason).toMatch(/not fired before the job was paused/);
+    // Slots while paused have the pause as their record; the job goes on after the resume.
+    expect((await t.fsm.getJob('a'))!.nextFireUnixMs).toBe(T0 + 300_000);
+    const f = await t.one(fire('a', T0 + 300_000, T0 + 300_000), 'fire');
+    expect(f.items[0]!.created).toEqual([`a@${T0 + 300_000}`]);
+    expect(f.items[0]!.missed).toEqual([]);
+  });
+
+  it('a schedule change records the old schedule\'s due, unfired slots as MISSED', async () => {
+    t = await openTestFsm();
+    await t.one(put('a', everySpec(60_000, {}, T0)));
+    await t.one(fire('a', T0, T0));
+    const u = await t.one({ type: 'updateJob', nowMs: T0 + 125_000, jobId: 'a', expectedVersion: 0, spec: everySpec(45_000, {}, T0) }, 'job');
+    expect(u.error).toBeUndefined();
+    const runs = (await t.fsm.listRuns({ jobId: 'a' })).items.sort((x, y) => x.slotUnixMs - y.slotUnixMs);
+    expect(runs.map((r) => [r.slotUnixMs - T0, RunState[r.state]])).toEqual([
+      [0, 'RUN_STATE_PENDING'],
+      [60_000, 'RUN_STATE_MISSED'],
+      [120_000, 'RUN_STATE_MISSED'],
+    ]);
+    expect(runs[1]!.reason).toMatch(/not fired before the schedule changed/);
+    expect((await t.fsm.getJob('a'))!.nextFireUnixMs).toBe(T0 + 135_000);
+  });
+
   it('delete cancels pending runs, reports running ones to signal, and removes job and history', async () => {
     t = await openTestFsm();
     await t.one(put('a', everySpec(60_000, {}, T0)));

@@ -128,7 +128,7 @@ describe('FSM vs reference model', () => {
                 batch.push({ type: 'putJob', nowMs: now, jobId: JOBS[op.job]!, spec: toSpec(op.spec), idempotencyKey: op.idem });
                 break;
               case 'pause':
-                m.pause(JOBS[op.job]!);
+                m.pause(JOBS[op.job]!, now);
                 batch.push({ type: 'pauseJob', nowMs: now, jobId: JOBS[op.job]!, note: '' });
                 break;
               case 'resume':

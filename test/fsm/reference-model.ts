@@ -67,9 +67,22 @@ export class ReferenceModel {
     this.jobs.set(id, { id, spec, paused: false, nextFire: this.firstSlotAtOrAfter(spec, now), lastSlot: 0, active: [], held: '', manualSeq: 0, version: 1 });
   }
 
-  pause(id: string): void {
+  pause(id: string, now: number): void {
     const j = this.jobs.get(id);
     if (!j) return;
+    if (!j.paused) {
+      // Slots that came due but were never fired get a MISSED record (I2), at most 1000.
+      let last = 0;
+      for (let s = j.nextFire, n = 0; s <= now && n < 1000; s += j.spec.intervalMs, n++) {
+        last = s;
+        const rid = `${id}@${s}`;
+        if (!this.runs.has(rid)) this.newRun(j, rid, s, RunState.RUN_STATE_MISSED);
+      }
+      if (last > 0) {
+        j.lastSlot = Math.max(j.lastSlot, last);
+        j.nextFire = last + j.spec.intervalMs;
+      }
+    }
     j.paused = true;
     j.version++;
   }

@@ -185,7 +185,8 @@ describe('no half-apply', () => {
           { term: 1, index: 2, type: 'normal', data: encodeCommand({ type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '' }) },
           // Fires 'good' first (changes made), then hits the corrupt job: the whole entry must vanish.
           { term: 1, index: 3, type: 'normal', data: encodeCommand({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'good', slotMs: T0 }, { jobId: 'bad', slotMs: T0 }] }) },
-          { term: 1, index: 4, type: 'normal', data: encodeCommand({ type: 'pauseJob', nowMs: T0, jobId: 'good', note: 'after' }) },
+          // Stamped before the slot, so the pause has no due slot of its own to record as MISSED.
+          { term: 1, index: 4, type: 'normal', data: encodeCommand({ type: 'pauseJob', nowMs: T0 - 1, jobId: 'good', note: 'after' }) },
         ])
       ).map(decodeResult);
       expect(res[0]).toMatchObject({ type: 'trigger', created: true });
