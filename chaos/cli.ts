@@ -1,12 +1,12 @@
 // `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
 //   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
-//   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check]`
+//   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check|skip-fsync]`
 // Prints progress on stderr, a human summary on stdout, and as the last stdout line the JSON
 // summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDuration } from '../src/client/duration.js';
-import { ALL_FAULT_KINDS, parseFaultFamilies, type FaultKind } from './nemesis/fault-kinds.js';
+import { isFaultKind, parseFaultFamilies, type FaultKind } from './nemesis/fault-kinds.js';
 import { runChaos, UNSAFE_SWITCHES, type UnsafeSwitchName } from './run-chaos.js';
 
 function flag(name: string): string | undefined {
@@ -35,7 +35,7 @@ try {
 }
 const seed = Number(flag('seed') ?? Date.now() % 1_000_000);
 if (!Number.isSafeInteger(seed) || seed < 0) usage('--seed must be a non-negative integer');
-for (const k of flag('kinds')?.split(',') ?? []) if (!(ALL_FAULT_KINDS as string[]).includes(k)) usage(`--kinds: unknown kind ${k}`);
+for (const k of flag('kinds')?.split(',') ?? []) if (!isFaultKind(k)) usage(`--kinds: unknown kind ${k}`);
 const keep = (flag('keep') ?? 'on-failure') as 'always' | 'on-failure' | 'never';
 if (!['always', 'on-failure', 'never'].includes(keep)) usage('--keep: always, on-failure or never');
 const unsafe = process.argv.flatMap((a, i) => (a === '--unsafe' ? [process.argv[i + 1]!] : []));

@@ -46,7 +46,7 @@ export interface ChaosOptions {
   kinds?: FaultKind[];
   /** Extra environment for every node (test-only unsafe switches). */
   nodeEnv?: NodeJS.ProcessEnv;
-  /** Negative controls: passed to every node as `--unsafe-<name>` with the env opt-in. */
+  /** Negative controls: passed to every node as `herald server --unsafe-<name>` with the env opt-in. */
   unsafe?: UnsafeSwitchName[];
   /** Where the report goes (default: the run's temp dir, kept when the run fails). */
   reportDir?: string;
@@ -59,6 +59,10 @@ export interface ChaosOptions {
   compactionKeep?: number;
   /** Workload size multiplier. */
   scale?: number;
+  /** The nodes' log level (default warn; info shows elections and leader services). */
+  nodeLogLevel?: string;
+  /** How long the convergence check waits for the applied indexes to agree (default 20 s). */
+  convergenceWaitMs?: number;
   log?: (line: string) => void;
 }
 
@@ -69,9 +73,9 @@ export interface ChaosResult {
   reportPath: string | undefined;
 }
 
-/** The server's opt-in for test-only unsafe switches (src/fsm/unsafe-switches.ts). */
+/** The server's opt-in for test-only unsafe switches (src/fsm/unsafe-switches.ts, src/raft/runtime/unsafe-durability.ts). */
 const UNSAFE_ENV = 'HERALD_UNSAFE_TEST_SWITCHES';
-export const UNSAFE_SWITCHES = ['accept-stale-tokens', 'skip-slot-check'] as const;
+export const UNSAFE_SWITCHES = ['accept-stale-tokens', 'skip-slot-check', 'skip-fsync'] as const;
 export type UnsafeSwitchName = (typeof UNSAFE_SWITCHES)[number];
 
 async function listRunsOf(client: HeraldClient, jobId: string): Promise<Run[] | undefined> {
@@ -131,10 +135,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       snapshotEntries: o.snapshotEntries ?? 10_000,
       compactionKeep: o.compactionKeep ?? (o.snapshotEntries !== undefined && o.snapshotEntries < 1_000 ? 100 : 5_000),
       env: nodeEnv,
-      // `herald server` has no flags for the FSM's unsafe switches yet: negative controls run the
-      // same scheduler node from chaos/orchestrator/unsafe-server-main.ts.
-      server: unsafe.length ? 'unsafe' : 'herald',
-      extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', 'warn', ...unsafeArgs],
+      extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', o.nodeLogLevel ?? 'warn', ...unsafeArgs],
     });
     const c = cluster;
     await c.startAll();
@@ -150,7 +151,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         : client;
     closers.push(() => controlClient.close());
 
-    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }).filter((k) => !o.kinds || o.kinds.includes(k));
+    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }, o.kinds).filter((k) => !o.kinds || o.kinds.includes(k));
     const unavailableFaults: Record<string, string> = {};
     for (const k of ALL_FAULT_KINDS) {
       if (o.families.includes(familyOf(k)) && !kinds.includes(k)) unavailableFaults[k] = k === 'partition-ring' ? 'needs 5 nodes' : 'not supported by this cluster';
@@ -206,6 +207,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
 
     // Quiesce: no more fires or results, so the replicas can be compared.
+    log(`settled (${Math.round((Date.now() - healMs) / 1000)} s after the heal)`);
     await control.finalReads();
     for (const t of scheduled.timelines) await client.pauseJob(t.jobId, 'chaos: quiesce', { deadlineMs: 10_000 }).catch(() => undefined);
     await workers.stopAll();
@@ -224,7 +226,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
     const readable = scheduled.timelines.filter((t) => !(t.jobId in readErrors));
     const snapshot = await ledger.snapshot();
-    const nodeStates = await collectNodeStates(c, root);
+    const nodeStates = await collectNodeStates(c, root, { timeoutMs: o.convergenceWaitMs });
+    log(`histories, ledger and node states read (${Math.round((Date.now() - healMs) / 1000)} s after the heal); checking`);
 
     const allRuns = [...runsByJob.values()].flat();
     const deletedJobs = new Set(readable.filter((t) => !runsByJob.has(t.jobId)).map((t) => t.jobId));
@@ -233,6 +236,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const controlPlane = checkControlPlane(control.history);
     const recovery = checkRecovery({ healMs, leaderSeenMs, runs: allRuns, windowEndMs: recoveryEndMs, bounds: { leaderMs: 10_000, fireMs: 3_000 } });
     const convergence = checkConvergence(nodeStates, o.nodes);
+    log(`checked (${Math.round((Date.now() - healMs) / 1000)} s after the heal)`);
     ok = slots.ok && fencing.ok && controlPlane.ok && recovery.ok && convergence.ok && nemesis.startFailures.length === 0 && Object.keys(readErrors).length === 0;
     const jobActions = scheduled.timelines.reduce((n, t) => n + t.events.length, 0);
     const report: ChaosReport = {

@@ -41,12 +41,29 @@ export const FAULT_KINDS = {
   'crash-compaction': 'crashpoints',
 } as const satisfies Record<string, FaultFamily>;
 
-export type FaultKind = keyof typeof FAULT_KINDS;
+/**
+ * Kinds scheduled only when named (`--kinds`, ChaosOptions.kinds), never by a family alone: adding
+ * them to a family would change every existing seed's schedule.
+ * - kill-all-leader-last: kill -9 every node at once, restart all but the old leader, and the old
+ *   leader only once the others agreed on a leader (power back in some order). Safe Raft loses
+ *   nothing (every committed entry is durable on a majority, so on one of the others); a node that
+ *   acknowledged writes it had not made durable loses them (the skip-fsync negative control).
+ */
+export const OPT_IN_FAULT_KINDS = {
+  'kill-all-leader-last': 'kill',
+} as const satisfies Record<string, FaultFamily>;
 
+export type FaultKind = keyof typeof FAULT_KINDS | keyof typeof OPT_IN_FAULT_KINDS;
+
+/** Every kind a family selects (opt-in kinds excluded). */
 export const ALL_FAULT_KINDS = Object.keys(FAULT_KINDS) as FaultKind[];
 
+export function isFaultKind(k: string): k is FaultKind {
+  return k in FAULT_KINDS || k in OPT_IN_FAULT_KINDS;
+}
+
 export function familyOf(kind: FaultKind): FaultFamily {
-  return FAULT_KINDS[kind];
+  return kind in OPT_IN_FAULT_KINDS ? OPT_IN_FAULT_KINDS[kind as keyof typeof OPT_IN_FAULT_KINDS] : FAULT_KINDS[kind as keyof typeof FAULT_KINDS];
 }
 
 /** Parses `--faults all|kill|pause|partition|clock|crashpoints` (comma-separated list allowed). */
@@ -76,8 +93,10 @@ export interface FaultCapabilities {
   crashpoints: boolean;
 }
 
-export function availableKinds(families: readonly FaultFamily[], caps: FaultCapabilities): FaultKind[] {
-  return ALL_FAULT_KINDS.filter((k) => {
+/** The kinds of the families (plus the opt-in kinds named in `optIn`) this cluster supports. */
+export function availableKinds(families: readonly FaultFamily[], caps: FaultCapabilities, optIn: readonly FaultKind[] = []): FaultKind[] {
+  const optInKinds = (Object.keys(OPT_IN_FAULT_KINDS) as FaultKind[]).filter((k) => optIn.includes(k));
+  return [...ALL_FAULT_KINDS, ...optInKinds].filter((k) => {
     const fam = familyOf(k);
     if (!families.includes(fam)) return false;
     if (k.includes('worker') && !caps.workers) return false;

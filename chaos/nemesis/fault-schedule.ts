@@ -60,6 +60,7 @@ function duration(rng: Rng, kind: FaultKind, o: FaultScheduleOptions): number {
     case 'pause-worker':
       return rng.int(Math.round(o.leaseMs * 1.3), Math.round(o.leaseMs * 2));
     case 'kill-all':
+    case 'kill-all-leader-last':
     case 'kill-majority':
       return rng.int(1_000, 3_000);
     case 'kill-worker':
@@ -87,6 +88,7 @@ function params(rng: Rng, kind: FaultKind, nodes: readonly string[]): { targets:
     case 'kill-majority':
       return { targets: rng.sample(nodes, Math.floor(n / 2) + 1), params: {} };
     case 'kill-all':
+    case 'kill-all-leader-last':
       return { targets: [...nodes], params: {} };
     case 'partition-isolate-one':
       return { targets: [rng.pick(nodes)], params: {} };

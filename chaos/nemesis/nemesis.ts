@@ -80,7 +80,7 @@ export class Nemesis {
         await this.sleepUnlessStopped(step.durationMs);
         await watch;
         await heal();
-        if (step.kind === 'kill-majority' || step.kind === 'kill-all') await this.watchLeader(rec, undefined, Date.now(), 15_000);
+        if (step.kind === 'kill-majority' || step.kind === 'kill-all' || step.kind === 'kill-all-leader-last') await this.watchLeader(rec, undefined, Date.now(), 15_000);
       } catch (e) {
         rec.applied = false;
         rec.detail = `${rec.detail ?? ''} error: ${e instanceof Error ? e.message : String(e)}`.trim();
@@ -160,6 +160,19 @@ export class Nemesis {
         rec.targets = ids;
         await Promise.all(ids.map((id) => c.kill(id)));
         return restart(ids);
+      }
+      case 'kill-all-leader-last': {
+        const old = await this.leaderOr(step, rec);
+        rec.targets = [old, ...c.ids.filter((id) => id !== old)];
+        await Promise.all(c.ids.map((id) => c.kill(id)));
+        return async () => {
+          await Promise.all(c.ids.filter((id) => id !== old).map((id) => this.tryStart(id)));
+          // The others elect among themselves first; then the old leader rejoins as a follower.
+          const l = await c.waitLeader(15_000).catch(() => undefined);
+          rec.detail = `${rec.detail ? `${rec.detail}; ` : ''}old leader ${old} restarted after ${l ? `${l.leader} led` : 'no leader in 15 s'}`;
+          await sleep(1_000);
+          await this.tryStart(old);
+        };
       }
       case 'pause-leader':
       case 'pause-follower': {

@@ -21,7 +21,6 @@ import { freePort, sleep } from './free-port.js';
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 export const HERALD_BIN = join(REPO_ROOT, 'bin', 'herald.mjs');
 export const FAULT_PRELOAD = join(REPO_ROOT, 'chaos', 'preload', 'node-faults.mjs');
-export const UNSAFE_SERVER = join(REPO_ROOT, 'chaos', 'orchestrator', 'unsafe-server-main.ts');
 
 export interface ClusterOptions {
   nodes: number;
@@ -38,11 +37,6 @@ export interface ClusterOptions {
   extraArgs?: string[];
   /** Extra environment for every node (test-only switches). */
   env?: NodeJS.ProcessEnv;
-  /**
-   * 'herald' (default): `bin/herald.mjs server`. 'unsafe': chaos/orchestrator/unsafe-server-main.ts,
-   * the same scheduler node with the FSM's negative-control switches (no `herald server` flags yet).
-   */
-  server?: 'herald' | 'unsafe';
   /** The herald.mjs to run (default: the repo's; a run passes its own copy, see build-snapshot.ts). */
   heraldBin?: string;
 }
@@ -134,9 +128,11 @@ export class ClusterProcesses {
       })
       .join(',');
     const o = this.o;
-    const entry = o.server === 'unsafe' ? ['--import', 'tsx', '--import', FAULT_PRELOAD, UNSAFE_SERVER, 'server'] : ['--import', FAULT_PRELOAD, o.heraldBin ?? HERALD_BIN, 'server'];
     return [
-      ...entry,
+      '--import',
+      FAULT_PRELOAD,
+      o.heraldBin ?? HERALD_BIN,
+      'server',
       '--id',
       id,
       '--peers',

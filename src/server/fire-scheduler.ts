@@ -13,6 +13,7 @@
 // after any due-window page that was read concurrently, the newest state always wins.
 import { JobState } from '../gen/herald/v1/job.js';
 import { decodeCommand, decodeResult, type FireItem } from '../fsm/index.js';
+import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import type { LeaderContext } from './leader-context.js';
 import { RESULT_TAG, type AppliedEntry } from './observed-state-machine.js';
 import { TimingWheel, type WheelEntry } from './timing-wheel.js';
@@ -48,7 +49,29 @@ export class FireScheduler {
     this.loadedUpTo = 0;
     await this.refill();
     this.ctx.log.info({ jobsInWheel: this.wheel.size, horizonMs: c.horizonMs }, 'timing wheel built from committed state');
+    if (unsafeSwitches().skipSlotCheck) void this.refireLastSlots(nowMs);
     this.schedule();
+  }
+
+  /**
+   * The skip-slot-check negative control only (unsafe-switches.ts): at the start of a term, fire
+   * each due job's last fired slot again, as a leader that lost track of what its predecessor
+   * fired would. The FSM, under the same switch, no longer refuses it: the slot runs twice, which
+   * the chaos suite's slot checker must report.
+   */
+  private async refireLastSlots(nowMs: number): Promise<void> {
+    try {
+      const items: FireItem[] = [];
+      for (const s of await this.ctx.fsm.dueWindow(0, this.wheel!.horizonEndMs, FIRST_PAGE)) {
+        const cursor = await this.ctx.fsm.fireCursor(s.jobId);
+        if (cursor && cursor.lastSlotMs > 0) items.push({ jobId: s.jobId, slotMs: cursor.lastSlotMs });
+      }
+      if (items.length === 0 || this.stopped || !this.ctx.active()) return;
+      this.ctx.log.warn({ slots: items.length }, 'UNSAFE skip-slot-check: firing the last fired slot of every due job again');
+      await this.ctx.propose({ type: 'fireRuns', nowMs, misfireThresholdMs: this.ctx.config.misfireThresholdMs, items }, 'fire', 10_000);
+    } catch (e) {
+      this.ctx.log.warn({ err: e }, 'UNSAFE skip-slot-check: re-fire failed');
+    }
   }
 
   stop(): void {

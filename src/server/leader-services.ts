@@ -12,6 +12,7 @@ import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import type { HeldRun, WorkerHello } from '../gen/herald/v1/worker_service.js';
 import type { FsmCommand, FsmResult, SchedulerStateMachine } from '../fsm/index.js';
 import { decodeCommand, decodeResult } from '../fsm/index.js';
+import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import { HeraldError } from '../herald-error.js';
 import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
 import { DeadlineSweeper } from './deadline-sweeper.js';
@@ -45,6 +46,15 @@ const SIGNAL_REASON: Record<number, string> = {
   [RESULT_TAG.fire]: 'replaced by a newer run (overlap policy REPLACE)',
   [RESULT_TAG.cancel]: 'run cancelled',
 };
+
+/**
+ * The accept-stale-tokens negative control (unsafe-switches.ts): a holder whose token was
+ * superseded is not told it lost its lease, so it finishes and reports, and the FSM (same switch)
+ * accepts that report. Never true without the test-only opt-in.
+ */
+function staleTolerated(outcome: string): boolean {
+  return (outcome === 'stale-token' || outcome === 'other-worker') && unsafeSwitches().acceptStaleTokens;
+}
 
 export class LeaderServices {
   readonly ctx: LeaderContext;
@@ -175,6 +185,7 @@ export class LeaderServices {
       const ref = { runId: h.runId, fencingToken: h.fencingToken };
       const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
       if (outcome === 'renewed' || (outcome === 'unknown-run' && (await this.resultRecorded(h, session.workerId)))) adopted.push(ref);
+      else if (staleTolerated(outcome)) adopted.push(ref); // negative control: the stale holder keeps going
       else rejected.push(ref);
     }
     return { adopted, rejected };
@@ -209,7 +220,7 @@ export class LeaderServices {
     if (!this.activeFlag) return;
     for (const h of runs) {
       const outcome = this.leases.renew(h.runId, h.fencingToken, session.workerId);
-      if (outcome === 'renewed') continue;
+      if (outcome === 'renewed' || staleTolerated(outcome)) continue;
       if (outcome === 'unknown-run') {
         // Maybe only the ack of its result is missing (it comes with the re-sent result).
         void this.resultRecorded(h, session.workerId).then((recorded) => {

@@ -6,6 +6,7 @@
 import type { RunResult } from '../gen/herald/v1/worker_service.js';
 import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } from '../fsm/index.js';
+import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import type { LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
 
@@ -47,7 +48,8 @@ export class ResultBatcher {
   add(session: WorkerSession, result: RunResult): void {
     if (this.stopped) return;
     const lease = this.ctx.leases.get(result.runId);
-    if (lease && lease.workerId !== session.workerId) {
+    // The accept-stale-tokens negative control lets such a report through to the FSM.
+    if (lease && lease.workerId !== session.workerId && !unsafeSwitches().acceptStaleTokens) {
       // Tokens are guessable Raft indexes; only the holder may report.
       this.ack(session, result, false, `run is held by worker ${lease.workerId}, not ${session.workerId}`, true);
       return;

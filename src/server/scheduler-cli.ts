@@ -3,6 +3,8 @@
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
 import { SchedulerStateMachine } from '../fsm/index.js';
+import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/unsafe-switches.js';
+import { enableUnsafeSkipFsync } from '../raft/runtime/unsafe-durability.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import type { SchedulerConfig } from './scheduler-config.js';
@@ -25,10 +27,39 @@ function camel(flag: string): string {
     .replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
+/**
+ * The chaos suite's negative controls (src/fsm/unsafe-switches.ts, src/raft/runtime/unsafe-durability.ts):
+ * each breaks an invariant on purpose so a test can show the checkers notice. Refused unless the
+ * process runs with HERALD_UNSAFE_TEST_SWITCHES=1.
+ */
+const UNSAFE_FLAGS = [
+  ['--unsafe-accept-stale-tokens', 'unsafeAcceptStaleTokens', 'accept results and lease renewals under superseded fencing tokens (breaks I3)'],
+  ['--unsafe-skip-slot-check', 'unsafeSkipSlotCheck', 'fire a slot again although it already has a run (breaks I1)'],
+  ['--unsafe-skip-fsync', 'unsafeSkipFsync', 'acknowledge Raft log writes before they are durable (breaks I4)'],
+] as const;
+
 export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, , help] of FLAGS) cmd.option(flag, `scheduler: ${help}`);
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
+  for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
+}
+
+/** The unsafe switches asked for; exits 2 with a message when any is on without the opt-in. */
+function unsafeSwitchesOf(flags: Record<string, unknown>): { fsm: UnsafeSwitches; skipFsync: boolean } | undefined {
+  const on = UNSAFE_FLAGS.filter(([, key]) => flags[key] === true).map(([flag]) => flag);
+  if (on.length === 0) return undefined;
+  if (process.env[UNSAFE_ENV] !== '1') {
+    process.stderr.write(
+      `herald server: ${on.join(' ')}: test-only negative control${on.length > 1 ? 's' : ''} that break${on.length > 1 ? '' : 's'} Herald's guarantees on purpose; refusing to start (set ${UNSAFE_ENV}=1 only in tests)\n`,
+    );
+    process.exit(2);
+  }
+  process.stderr.write(`herald server: WARNING: unsafe test switches on: ${on.join(' ')}\n`);
+  return {
+    fsm: { acceptStaleTokens: flags.unsafeAcceptStaleTokens === true, skipSlotCheck: flags.unsafeSkipSlotCheck === true },
+    skipFsync: flags.unsafeSkipFsync === true,
+  };
 }
 
 function schedulerOverrides(flags: Record<string, unknown>): Partial<SchedulerConfig> {
@@ -51,7 +82,19 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
   const f = flags as Record<string, unknown>;
   return async (o) => {
     const { stateMachine: _ignored, ...rest } = o;
-    const s = await createSchedulerNode({ ...rest, scheduler: schedulerOverrides(f), metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined });
+    const scheduler = schedulerOverrides(f);
+    const unsafe = unsafeSwitchesOf(f);
+    if (unsafe) {
+      // Process-wide: the leader services and the Raft driver have no other channel to them.
+      enableUnsafeSwitches(unsafe.fsm);
+      if (unsafe.skipFsync) enableUnsafeSkipFsync();
+    }
+    const s = await createSchedulerNode({
+      ...rest,
+      scheduler,
+      metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
+      ...(unsafe ? { fsm: { unsafe: unsafe.fsm } } : {}),
+    });
     if (s.metricsPort) process.stdout.write(JSON.stringify({ event: 'metrics', id: o.id, metricsPort: s.metricsPort }) + '\n');
     return { ...s.node, stop: (opts) => s.stop(opts) };
   };
