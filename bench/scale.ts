@@ -231,6 +231,11 @@ try {
       fc.close();
       const applied = st?.appliedIndex ?? (await c.raft.status(follower).catch(() => undefined))?.appliedIndex;
       log(`${wipe ? 'wiped' : 'lagging'} follower: ${st ? `caught up in ${ms} ms` : `NOT caught up after ${ms} ms (applied ${applied}, target ${target})`}`);
+      if (!st) {
+        // Warnings and errors of the follower and the leader say why (logs run at level warn).
+        const leaderId = await c.raft.waitForLeader();
+        for (const id of [follower, leaderId]) log(`${id} stderr tail:\n${c.raft.nodes.get(id)!.stderr.slice(-2000)}`);
+      }
       return st
         ? { ms, caughtUp: true, fromApplied: wipe ? 0 : fApplied, leaderCommit: target, followerSnapshotIndex: st.snapshotIndex, followerHasData }
         : { ms: null, caughtUp: false, timeoutMs: installTimeoutMs, fromApplied: wipe ? 0 : fApplied, leaderCommit: target, followerApplied: applied ?? null };
