@@ -196,7 +196,8 @@ try {
   // ---- snapshot install. First the stopped follower as it is, after the log was compacted past
   // it (a lagging follower); then the same follower with its data dir wiped. Writes trickle on
   // meanwhile: a leader only finds a follower behind when an append is rejected.
-  const installTimeoutMs = numArg('install-timeout-seconds', 120) * 1000;
+  const installTimeoutMs = numArg('install-timeout-seconds', 300) * 1000;
+  const wipedTimeoutMs = numArg('wiped-timeout-seconds', installTimeoutMs / 1000) * 1000;
   const fApplied = await withCopy((fsm) => fsm.appliedIndex());
   await rm(copy, { recursive: true, force: true });
   while ((await leaderStatus()).snapshotIndex <= fApplied + COMPACTION_KEEP + 1) {
@@ -224,7 +225,7 @@ try {
       const st = await waitFor('the follower to catch up', async () => {
         const x = await c.raft.status(follower);
         return x.appliedIndex >= target ? x : undefined;
-      }, installTimeoutMs, 50).catch(() => undefined);
+      }, wipe ? wipedTimeoutMs : installTimeoutMs, 50).catch(() => undefined);
       const ms = Date.now() - t0;
       const fc = new HeraldClient({ endpoints: [`127.0.0.1:${c.raft.nodes.get(follower)!.clientPort}`] });
       const followerHasData = st ? await fc.getJob(probeId, { consistency: 'stale' }).then(() => true, () => false) : false;
@@ -238,7 +239,7 @@ try {
       }
       return st
         ? { ms, caughtUp: true, fromApplied: wipe ? 0 : fApplied, leaderCommit: target, followerSnapshotIndex: st.snapshotIndex, followerHasData }
-        : { ms: null, caughtUp: false, timeoutMs: installTimeoutMs, fromApplied: wipe ? 0 : fApplied, leaderCommit: target, followerApplied: applied ?? null };
+        : { ms: null, caughtUp: false, timeoutMs: wipe ? wipedTimeoutMs : installTimeoutMs, fromApplied: wipe ? 0 : fApplied, leaderCommit: target, followerApplied: applied ?? null };
     } finally {
       trickling = false;
       await trickle;
