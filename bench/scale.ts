@@ -12,6 +12,7 @@
 //
 // Run: npm run bench -- scale [--jobs 1000000] [--batch 1000] [--inflight 4]
 //      [--max-create-seconds 600] [--snapshot-entries 2000] [--compaction-keep 500]
+//      [--install-timeout-seconds 300] [--wiped-timeout-seconds <same>]
 // The last stdout line is JSON.
 import { spawnSync } from 'node:child_process';
 import { cp, mkdir, rm } from 'node:fs/promises';
