@@ -108,7 +108,7 @@ export class ApplyTxn {
   }
 
   private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
-    const value = bytes === undefined ? undefined : decodeJobRecord(bytes);
+    const value = bytes === undefined ? undefined : decodeJobRecord(bytes, true);
     const t: Tracked<JobRecord> = {
       originalIndex: value ? jobIndexKeys(value.job) : [],
       originalState: -1,
@@ -248,10 +248,9 @@ export class ApplyTxn {
         for (const k of after) ops.push({ type: 'put', key: k, value: EMPTY });
         return;
       }
-      const a = new Set(after);
-      for (const k of before) if (!a.has(k)) ops.push({ type: 'del', key: k });
-      const b = new Set(before);
-      for (const k of after) if (!b.has(k)) ops.push({ type: 'put', key: k, value: EMPTY });
+      // A record has at most three index keys: a scan beats building sets.
+      for (const k of before) if (!after.includes(k)) ops.push({ type: 'del', key: k });
+      for (const k of after) if (!before.includes(k)) ops.push({ type: 'put', key: k, value: EMPTY });
     };
     for (const [id, t] of this.jobs) {
       if (!t.dirty) continue;

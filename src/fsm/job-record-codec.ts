@@ -23,6 +23,26 @@ export function specBytes(spec: JobSpec | undefined): Uint8Array {
   return b;
 }
 
+/**
+ * Specs decoded inside apply, by job id: a job's record is read on every fire, claim and finish of
+ * its runs while its spec bytes rarely change, and comparing bytes costs far less than decoding.
+ * Only apply shares these objects (it never mutates a spec, and every spec it hands out in a
+ * result is a copy); reads for the API decode their own. Bounded: cleared when full.
+ */
+const sharedSpecs = new Map<string, { bytes: Buffer; spec: JobSpec }>();
+const MAX_SHARED_SPECS = 50_000;
+
+function sharedSpecOf(jobId: string, bytes: Uint8Array): JobSpec | undefined {
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  const hit = sharedSpecs.get(jobId);
+  if (hit && hit.bytes.equals(b)) return hit.spec;
+  const spec = specOf(bytes);
+  if (spec === undefined) return undefined;
+  if (sharedSpecs.size >= MAX_SHARED_SPECS) sharedSpecs.clear();
+  sharedSpecs.set(jobId, { bytes: b, spec });
+  return spec;
+}
+
 /** Decodes spec bytes (empty = no spec) and remembers them for the next encode. */
 export function specOf(bytes: Uint8Array): JobSpec | undefined {
   if (bytes.length === 0) return undefined;
@@ -42,9 +62,10 @@ export function writeJob(w: ByteWriter, job: Job): void {
   w.str(job.pauseNote).uint(job.activeRuns);
 }
 
-export function readJob(r: ByteReader): Job {
+/** `shared`: apply's reads, which may share one decoded spec per job (see sharedSpecs). */
+export function readJob(r: ByteReader, shared = false): Job {
   const id = r.str();
-  const spec = specOf(r.bytes());
+  const spec = shared ? sharedSpecOf(id, r.bytes()) : specOf(r.bytes());
   const state = r.uint() as JobState;
   const version = r.uint();
   const createdUnixMs = r.int();

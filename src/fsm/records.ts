@@ -45,13 +45,14 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
   return bytes.subarray(bytes.length - r.remaining());
 }
 
-export function decodeJobRecord(bytes: Uint8Array): JobRecord {
+/** `shared`: for apply only (job-record-codec.ts, sharedSpecs). */
+export function decodeJobRecord(bytes: Uint8Array, shared = false): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
   if (v === JOB_RECORD_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
-    const job = readJob(r);
+    const job = readJob(r, shared);
     r.end();
     return { job, manualSeq, heldRunId };
   }

@@ -30,11 +30,11 @@ describe('CreateJobs (batched) on a 3-node cluster', () => {
   });
 
   it('answers every item in order across several entries: created, typed errors, duplicates, replays', async () => {
-    const n = 2500; // more than one putJobs entry carries
+    const n = 1100; // more than one putJobs entry carries (kept small: the forwarded call has 5 s)
     const items = Array.from({ length: n }, (_, i) => ({ jobId: `batch-${i}`, spec: spec(), idempotencyKey: `bk-${i}` }));
     items[3] = { jobId: 'batch-3', spec: spec({ schedule: { kind: { $case: 'cron', cron: { expression: 'nope', timeZone: '' } } } }), idempotencyKey: '' };
-    items[1500] = { jobId: 'batch-10', spec: spec(), idempotencyKey: '' }; // id taken by item 10 (an earlier entry)
-    items[2001] = { jobId: 'batch-2001', spec: spec(), idempotencyKey: 'bk-2000' }; // key of item 2000
+    items[1050] = { jobId: 'batch-10', spec: spec(), idempotencyKey: '' }; // id taken by item 10 (an earlier entry)
+    items[1051] = { jobId: 'batch-1051', spec: spec(), idempotencyKey: 'bk-5' }; // key of item 5 (an earlier entry)
     items[7] = { jobId: 'bad id', spec: spec(), idempotencyKey: '' };
     items[8] = { jobId: 'batch-8', spec: spec({ payload: Buffer.alloc(256 * 1024 + 1) }), idempotencyKey: '' };
     const res = await call<unknown, CreateJobsResponse>(follower, 'createJobs', { items }, 60_000);
@@ -46,16 +46,16 @@ describe('CreateJobs (batched) on a 3-node cluster', () => {
     expect(res.results[7]!.message).toMatch(/job_id/);
     expect(codes[8]).toBe(status.INVALID_ARGUMENT);
     expect(res.results[8]!.message).toMatch(/payload/);
-    expect(codes[1500]).toBe(status.ALREADY_EXISTS);
-    expect(res.results[2001]).toMatchObject({ code: status.OK, created: false, job: { id: 'batch-2000' } });
-    const special = new Set([3, 7, 8, 1500, 2001]);
+    expect(codes[1050]).toBe(status.ALREADY_EXISTS);
+    expect(res.results[1051]).toMatchObject({ code: status.OK, created: false, job: { id: 'batch-5' } });
+    const special = new Set([3, 7, 8, 1050, 1051]);
     res.results.forEach((r, i) => {
       if (special.has(i)) return;
       expect(r).toMatchObject({ code: status.OK, created: true, job: { id: `batch-${i}` } });
     });
-    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'batch-2499', consistency: 0 });
-    expect(got.job).toEqual(res.results[2499]!.job);
-    expect((await callError(follower, 'getJob', { jobId: 'batch-2001', consistency: 0 })).code).toBe(status.NOT_FOUND);
+    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'batch-1099', consistency: 0 });
+    expect(got.job).toEqual(res.results[1099]!.job);
+    expect((await callError(follower, 'getJob', { jobId: 'batch-1051', consistency: 0 })).code).toBe(status.NOT_FOUND);
 
     // A client retry of the whole call (its answer was lost) creates nothing twice.
     const again = await call<unknown, CreateJobsResponse>(follower, 'createJobs', { items }, 60_000);
