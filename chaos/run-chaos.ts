@@ -63,6 +63,8 @@ export interface ChaosOptions {
   nodeLogLevel?: string;
   /** How long the convergence check waits for the applied indexes to agree (default 20 s). */
   convergenceWaitMs?: number;
+  /** Time limit of the linearizability search (default 60 s; past it the verdict is "unknown"). */
+  linearizabilityTimeLimitMs?: number;
   log?: (line: string) => void;
 }
 
@@ -233,7 +235,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const deletedJobs = new Set(readable.filter((t) => !runsByJob.has(t.jobId)).map((t) => t.jobId));
     const slots = checkSlots({ jobs: readable, runsByJob, ledger: snapshot, windowEndMs, marginMs: 2_000, earlyToleranceMs: 50 });
     const fencing = checkFencing(allRuns, snapshot, { deletedJobs });
-    const controlPlane = checkControlPlane(control.history);
+    const controlPlane = checkControlPlane(control.history, { timeLimitMs: o.linearizabilityTimeLimitMs });
     const recovery = checkRecovery({ healMs, leaderSeenMs, runs: allRuns, windowEndMs: recoveryEndMs, bounds: { leaderMs: 10_000, fireMs: 3_000 } });
     const convergence = checkConvergence(nodeStates, o.nodes);
     log(`checked (${Math.round((Date.now() - healMs) / 1000)} s after the heal)`);

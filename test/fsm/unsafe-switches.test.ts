@@ -3,6 +3,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { finishSuccess, UNSAFE_ENV } from '../../src/fsm/index.js';
+import { enableUnsafeSwitches, resetUnsafeSwitches, unsafeSwitches } from '../../src/fsm/unsafe-switches.js';
+import { enableUnsafeSkipFsync, resetUnsafeSkipFsync, unsafeSkipFsyncEnabled } from '../../src/raft/runtime/unsafe-durability.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm | undefined;
@@ -44,5 +46,30 @@ describe('unsafe switches', () => {
     await t.one({ type: 'claimRuns', nowMs: T0 + 40_001, items: [{ runId: `a@${T0}`, workerId: 'w2', leaseDeadlineMs: T0 + 70_000 }] });
     const r = await t.one({ type: 'finishRuns', nowMs: T0 + 40_002, items: [finishSuccess(`a@${T0}`, old)] }, 'runItems');
     expect(r.items[0]).toEqual({ state: RunState.RUN_STATE_SUCCEEDED });
+  });
+});
+
+describe('unsafe switches: process-wide (leader services, Raft driver)', () => {
+  afterEach(() => {
+    resetUnsafeSwitches();
+    resetUnsafeSkipFsync();
+  });
+
+  it('are off by default and refused without the opt-in', () => {
+    vi.stubEnv(UNSAFE_ENV, '');
+    expect(unsafeSwitches()).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
+    expect(unsafeSkipFsyncEnabled()).toBe(false);
+    expect(() => enableUnsafeSwitches({ skipSlotCheck: true })).toThrow(UNSAFE_ENV);
+    expect(() => enableUnsafeSkipFsync()).toThrow(UNSAFE_ENV);
+    expect(unsafeSwitches().skipSlotCheck).toBe(false);
+    expect(unsafeSkipFsyncEnabled()).toBe(false);
+  });
+
+  it('turn on with the opt-in', () => {
+    vi.stubEnv(UNSAFE_ENV, '1');
+    enableUnsafeSwitches({ acceptStaleTokens: true });
+    enableUnsafeSkipFsync();
+    expect(unsafeSwitches()).toEqual({ acceptStaleTokens: true, skipSlotCheck: false });
+    expect(unsafeSkipFsyncEnabled()).toBe(true);
   });
 });
