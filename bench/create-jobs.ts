@@ -24,6 +24,7 @@ try {
   const load0 = loadavg()[0]!;
   let next = 0;
   let failed = 0;
+  let firstError = '';
   const callMs: number[] = [];
   const t0 = performance.now();
   await Promise.all(
@@ -37,7 +38,9 @@ try {
           { deadlineMs: 120_000 },
         );
         callMs.push(performance.now() - t);
-        failed += res.filter((r) => r.error).length;
+        const bad = res.filter((r) => r.error);
+        failed += bad.length;
+        if (bad.length && !firstError) firstError = bad[0]!.error!.message;
       }
     }),
   );
@@ -52,6 +55,7 @@ try {
       createMs: Math.round(ms),
       jobsPerSec: Math.round(N / (ms / 1000)),
       failed,
+      ...(firstError && { firstError }),
       callMs: { p50: Math.round(callMs[Math.floor(callMs.length / 2)]!), max: Math.round(callMs[callMs.length - 1]!) },
       loadAvg1m: { start: +load0.toFixed(1), end: +loadavg()[0]!.toFixed(1) },
     }),

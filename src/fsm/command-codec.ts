@@ -3,6 +3,7 @@
 // tags are append-only — never renumber one.
 import { JobSpec } from '../gen/herald/v1/job.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { specOf } from './job-record-codec.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
@@ -29,16 +30,17 @@ const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
 );
 
+/** Encoded afresh: the caller's spec object may be reused and changed between commands. */
 function specBytes(spec: JobSpec): Uint8Array {
   return JobSpec.encode(spec).finish();
 }
 
+// A decoded command's spec keeps the bytes it came in (job-record-codec.ts), so storing the job
+// does not encode it again.
 function decodeSpec(bytes: Uint8Array): JobSpec {
-  try {
-    return JobSpec.decode(bytes);
-  } catch (e) {
-    throw new FsmDecodeError(`bad job spec: ${(e as Error).message}`);
-  }
+  const spec = specOf(bytes);
+  if (spec === undefined) return JobSpec.fromPartial({});
+  return spec;
 }
 
 export function encodeCommand(cmd: FsmCommand): Uint8Array {

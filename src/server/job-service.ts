@@ -39,6 +39,8 @@ export const MAX_CREATE_JOBS_ITEMS = 10_000;
  */
 const CREATE_CHUNK_ITEMS = 1000;
 const CREATE_CHUNK_BYTES = 1 << 20;
+/** putJobs proposals of one CreateJobs call in flight at once. */
+const CREATE_CHUNKS_IN_FLIGHT = 3;
 const DEFAULT_BACKFILL_RUNS = 1000;
 const MAX_BACKFILL_RUNS = 10_000;
 
@@ -150,9 +152,14 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
         };
         const valid: number[] = [];
         prepared.forEach((p, i) => (p.error !== undefined ? failed(i, p.error) : valid.push(i)));
-        // All chunks in flight at once: they share fsyncs and replication rounds.
-        await Promise.all(
-          createChunks(valid, (i) => prepared[i]!.item!).map(async (chunk) => {
+        // A few chunks in flight: they share fsyncs and replication rounds, while each waits
+        // only for the applies of the few ahead of it (all at once, the last ones of a large call
+        // queued behind every other's apply and ran out of proposal time on a loaded node).
+        const chunks = createChunks(valid, (i) => prepared[i]!.item!);
+        let nextChunk = 0;
+        const proposeChunks = async (): Promise<void> => {
+          while (nextChunk < chunks.length) {
+            const chunk = chunks[nextChunk++]!;
             try {
               const items = chunk.map((i) => {
                 const it = prepared[i]!.item!;
@@ -168,8 +175,9 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
             } catch (e) {
               for (const i of chunk) failed(i, e);
             }
-          }),
-        );
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(CREATE_CHUNKS_IN_FLIGHT, chunks.length) }, proposeChunks));
         return { results };
       });
     }),
