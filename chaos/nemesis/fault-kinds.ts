@@ -48,9 +48,13 @@ export const FAULT_KINDS = {
  *   leader only once the others agreed on a leader (power back in some order). Safe Raft loses
  *   nothing (every committed entry is durable on a majority, so on one of the others); a node that
  *   acknowledged writes it had not made durable loses them (the skip-fsync negative control).
+ * - pause-worker-busy: SIGSTOP, past its lease, of the worker executing the newest unfinished run
+ *   of a long (`slow-`) job, so the run is re-claimed and still running under its successor when
+ *   the paused holder wakes and reports (the accept-stale-tokens negative control).
  */
 export const OPT_IN_FAULT_KINDS = {
   'kill-all-leader-last': 'kill',
+  'pause-worker-busy': 'pause',
 } as const satisfies Record<string, FaultFamily>;
 
 export type FaultKind = keyof typeof FAULT_KINDS | keyof typeof OPT_IN_FAULT_KINDS;

@@ -59,6 +59,9 @@ function duration(rng: Rng, kind: FaultKind, o: FaultScheduleOptions): number {
       return rng.int(Math.round(o.electionTimeoutMs * 1.5), Math.round(o.electionTimeoutMs * 3));
     case 'pause-worker':
       return rng.int(Math.round(o.leaseMs * 1.3), Math.round(o.leaseMs * 2));
+    case 'pause-worker-busy':
+      // Past the lease by enough that the run is surely re-claimed (running again) on waking.
+      return rng.int(o.leaseMs + 1_200, o.leaseMs + 2_200);
     case 'kill-all':
     case 'kill-all-leader-last':
     case 'kill-majority':

@@ -273,6 +273,21 @@ export class Nemesis {
           await this.d.workers.healAll();
         };
       }
+      case 'pause-worker-busy': {
+        // The newest invocation of a long job without an effect yet: its worker is mid-run.
+        const snap = await this.d.ledger.snapshot();
+        const written = new Set([...snap.effects, ...snap.replays, ...snap.staleRejected].map((e) => `${e.runId}#${e.fencingToken}`));
+        const running = this.d.workers.running();
+        const busy = [...snap.invocations]
+          .sort((a, b) => (b.seq ?? 0) - (a.seq ?? 0))
+          .find((i) => i.jobId.startsWith('slow-') && !written.has(`${i.runId}#${i.fencingToken}`) && running.some((w) => w.id === i.workerId));
+        const w = busy ? running.find((x) => x.id === busy.workerId) : this.d.workers.pick(step.choice);
+        if (!w) throw new Error('no worker running');
+        rec.targets = [w.id];
+        rec.detail = busy ? `executing ${busy.runId} (token ${busy.fencingToken})` : 'no long run in progress; a random worker';
+        w.process.signal('SIGSTOP');
+        return async () => w.process.signal('SIGCONT');
+      }
       case 'pause-worker': {
         const w = this.d.workers.pick(step.choice);
         if (!w) throw new Error('no worker running');

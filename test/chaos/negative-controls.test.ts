@@ -5,8 +5,9 @@
 // happen (fixed seed, so the schedule replays):
 // - skip-slot-check: leader kills; every new leader fires each job's last slot again and the FSM
 //   no longer refuses it -> slots: duplicate effects (I1).
-// - accept-stale-tokens: rogue workers paused past their lease; their late reports get through
-//   the leader and the FSM -> fencing: stale results accepted (I3).
+// - accept-stale-tokens: the worker executing a long run is paused past its lease; the run is
+//   re-claimed, and the paused holder's late report gets through the leader and the FSM while its
+//   successor still runs -> fencing: stale results accepted (I3).
 // - skip-fsync: nodes acknowledge log writes ~1 s before they are written back; one kill -9 of
 //   every node, the old leader restarted last -> the new majority lacks acknowledged entries the
 //   old leader applied: convergence fails; the lost fires, claims and control-plane writes show as
@@ -118,18 +119,21 @@ async function control(name: string, o: Omit<ChaosOptions, 'nodes' | 'families' 
 
 describe('negative controls: the chaos checkers catch each one', () => {
   it('skip-slot-check: slots reports duplicate effects', { timeout: 180_000 }, async () => {
-    const { r, detail } = await control('skip-slot-check', { durationMs: 20_000, seed: 1, kinds: ['kill-leader'], unsafe: ['skip-slot-check'] });
+    // Seed 1: two leader kills in 15 s.
+    const { r, detail } = await control('skip-slot-check', { durationMs: 15_000, seed: 1, kinds: ['kill-leader'], unsafe: ['skip-slot-check'] });
     expect(r.summary.duplicateEffects, detail).toBeGreaterThan(0);
     expect(r.report.checks.slots.ok, detail).toBe(false);
   });
 
   it('accept-stale-tokens: fencing reports stale results accepted', { timeout: 180_000 }, async () => {
     const { r, detail } = await control('accept-stale-tokens', {
-      durationMs: 30_000,
+      // Seed 1: four pauses in 25 s, each of the worker running the newest unfinished slow run
+      // (4 s of work), 1.5–3 s past its 1.5 s lease: the run is re-claimed by then, and its
+      // successor still works when the paused holder wakes and reports.
+      durationMs: 25_000,
       seed: 1,
-      kinds: ['pause-worker'],
-      // Every worker is rogue (reports after losing its lease), so every pause can produce a
-      // stale report; a short lease keeps the successor still running when it arrives.
+      kinds: ['pause-worker-busy'],
+      // Every worker is rogue (reports after losing its lease, whatever the ledger said).
       workers: 3,
       rogueWorkers: 3,
       leaseMs: 1_500,
@@ -155,9 +159,20 @@ describe('negative controls: the chaos checkers catch each one', () => {
       linearizabilityTimeLimitMs: 20_000,
     });
     expect(r.report.faultLog.map((f) => f.kind), detail).toEqual(['kill-all-leader-last']);
-    expect(r.summary.converged, detail).toBe(false);
+    // Every verdict below is a checker seeing acknowledged state gone; at least one must speak
+    // (observed so far: all of convergence, fencing and control plane, usually slots too).
+    const s = r.summary;
     const f = r.report.checks.fencing;
-    const lostEffects = r.summary.duplicateEffects + r.summary.lost + r.summary.unexpected + f.unknownTokens + f.causes.unexplained + r.summary.staleAccepted;
-    expect(lostEffects + (r.summary.linearizable === false ? 1 : 0) + r.report.checks.controlPlane.lostCreates, detail).toBeGreaterThan(0);
+    const caught = {
+      diverged: !s.converged,
+      nonLinearizable: s.linearizable === false,
+      lostCreates: r.report.checks.controlPlane.lostCreates,
+      lostSlots: s.lost,
+      duplicateEffects: s.duplicateEffects,
+      unexpectedRuns: s.unexpected,
+      executionsUnderLostTokens: f.unknownTokens,
+      unexplainedReExecutions: f.causes.unexplained,
+    };
+    expect(Object.entries(caught).filter(([, v]) => v === true || (typeof v === 'number' && v > 0)).length, `${JSON.stringify(caught)}\n${detail}`).toBeGreaterThan(0);
   });
 });
