@@ -51,7 +51,17 @@ export class ApplyTxn {
   /** Tracked runs per job id, so per-job questions need not walk every tracked run. */
   private readonly runsByJob = new Map<string, [string, Tracked<RunRecord>][]>();
 
-  constructor(private readonly db: Db) {}
+  /** Per-state run counts this transaction's batch sets (to update the caller's cache after the write). */
+  readonly countsAfter = new Map<number, number>();
+
+  /**
+   * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
+   * machine does: it is their only writer), saving a read per touched state in every apply.
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly counts?: ReadonlyMap<number, number>,
+  ) {}
 
   // ---- raw keys (meta, idempotency) ----
 
@@ -281,7 +291,8 @@ export class ApplyTxn {
     for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
       if (d === 0) continue;
       const k = counterKey(state);
-      const next = decodeCount(await this.getRaw(k)) + d;
+      const next = (this.counts ? (this.counts.get(state) ?? 0) : decodeCount(await this.getRaw(k))) + d;
+      this.countsAfter.set(state, next);
       // A zero count is stored as no key, so the bytes do not depend on how entries were split
       // into apply calls (+1 then −1 in two calls must equal nothing in one).
       this.raw.set(k, next === 0 ? null : encodeCount(next));

@@ -13,11 +13,11 @@ import { HeraldError } from '../herald-error.js';
 import type { SnapshotMeta, Entry } from '../raft/types.js';
 import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import { applyCommand, type ApplyOptions } from './apply-command.js';
-import { ApplyTxn, type Db } from './apply-txn.js';
+import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
 import { ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { decodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
-import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_1_ONLY_PREFIXES, SCHEMA_VERSION } from './key-layout.js';
+import { COUNTER_PREFIX, META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_1_ONLY_PREFIXES, SCHEMA_VERSION } from './key-layout.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
@@ -68,6 +68,8 @@ function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
 
 export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private applied = 0;
+  /** Stored per-state run counts (c\0 keys), mirrored here: apply is their only writer. */
+  private readonly counts = new Map<number, number>();
   /** Serialises apply / restore / close; reads do not wait. */
   private lock: Promise<unknown> = Promise.resolve();
 
@@ -109,11 +111,19 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(schema)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
       }
       fsm.applied = Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0')));
+      await fsm.loadCounts();
     } catch (e) {
       await db.close();
       throw e;
     }
     return fsm;
+  }
+
+  private async loadCounts(): Promise<void> {
+    this.counts.clear();
+    for await (const [key, value] of this.store.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
+      this.counts.set(Number(key.slice(COUNTER_PREFIX.length)), decodeCount(value));
+    }
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -134,7 +144,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {
-      const txn = new ApplyTxn(this.store);
+      const txn = new ApplyTxn(this.store, this.counts);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
@@ -177,6 +187,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
       await this.store.batch(ops);
       this.applied = last;
+      for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       return results;
     }
   }
@@ -231,6 +242,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
       this.applied = 0;
       await clearAllButMarker(this.store);
+      this.counts.clear(); // matches the cleared store until the restore completes
       let header = false;
       let batch = this.store.batch();
       let pending = 0;
@@ -266,6 +278,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       batch.del(META_RESTORING);
       await batch.write({ sync: true });
       this.applied = meta.index;
+      await this.loadCounts();
     });
   }
 
