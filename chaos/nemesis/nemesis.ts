@@ -56,6 +56,8 @@ export class Nemesis {
   readonly startFailures: StartFailure[] = [];
   private stopped = false;
   private t0 = 0;
+  /** Runs whose holder pause-worker-busy already paused. */
+  private readonly pausedRuns = new Set<string>();
 
   constructor(private readonly d: NemesisDeps) {}
 
@@ -280,7 +282,8 @@ export class Nemesis {
         const running = this.d.workers.running();
         const busy = [...snap.invocations]
           .sort((a, b) => (b.seq ?? 0) - (a.seq ?? 0))
-          .find((i) => i.jobId.startsWith('slow-') && !written.has(`${i.runId}#${i.fencingToken}`) && running.some((w) => w.id === i.workerId));
+          .find((i) => i.jobId.startsWith('slow-') && !written.has(`${i.runId}#${i.fencingToken}`) && !this.pausedRuns.has(i.runId) && running.some((w) => w.id === i.workerId));
+        if (busy) this.pausedRuns.add(busy.runId); // its successor is not a new case
         const w = busy ? running.find((x) => x.id === busy.workerId) : this.d.workers.pick(step.choice);
         if (!w) throw new Error('no worker running');
         rec.targets = [w.id];

@@ -48,6 +48,7 @@ export async function waitAppliedEqual(cluster: ClusterProcesses, timeoutMs: num
 
 export async function collectNodeStates(cluster: ClusterProcesses, scratch: string, opts: { attempts?: number; timeoutMs?: number } = {}): Promise<NodeState[]> {
   let states: NodeState[] = [];
+  let lastApplied = '';
   for (let attempt = 1; attempt <= (opts.attempts ?? 5); attempt++) {
     const applied = await waitAppliedEqual(cluster, opts.timeoutMs ?? 20_000);
     const ids = cluster.ids.filter((id) => cluster.isUp(id));
@@ -77,9 +78,11 @@ export async function collectNodeStates(cluster: ClusterProcesses, scratch: stri
       states.push({ id, appliedIndex: applied.get(id) ?? -1, stateHash });
     }
     if (states.every((s) => s.stateHash !== undefined && s.stateHash === states[0]!.stateHash)) return states;
-    // Applied indexes that stayed apart for the whole wait are a finding, not a race: retrying
-    // would only wait the same timeout again.
-    if (new Set(applied.values()).size > 1) return states;
+    // Applied indexes still apart and not one of them moved since the last attempt's wait: a
+    // stuck node is a finding, not a race; waiting again would only repeat the timeout.
+    const key = [...applied].sort().join(',');
+    if (new Set(applied.values()).size > 1 && key === lastApplied) return states;
+    lastApplied = key;
     await sleep(500);
   }
   return states;
