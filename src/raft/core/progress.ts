@@ -90,6 +90,17 @@ export class Progress {
     }
     // In probe state only the latest probe (at next-1) counts.
     if (this.next - 1 !== rejected) return false;
+    if (this.state === 'probe' && matchHint < this.match) {
+      // The follower rejects the probe at our match and points below it: it no longer holds
+      // entries it acknowledged (its data dir was wiped, or its disk dropped synced writes).
+      // Believe it: commits must not count entries it lost, and backtracking must be able to go
+      // below the old match (below our first index that means a snapshot), or it never catches
+      // up. A lower match is only ever more conservative: the commit index never moves back.
+      this.match = 0;
+      this.next = Math.max(matchHint + 1, 1);
+      this.probeSent = false;
+      return true;
+    }
     this.next = Math.max(Math.min(rejected, matchHint + 1), this.match + 1, 1);
     this.probeSent = false;
     return true;
