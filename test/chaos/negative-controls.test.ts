@@ -155,7 +155,7 @@ describe('negative controls: the chaos checkers catch each one', () => {
       unsafe: ['skip-fsync'],
       // The diverged old leader never catches up (bounded wait), and its clients' reads time out:
       // SDK retries take them elsewhere, which keeps unknown outcomes (and the WGL search) small.
-      convergenceWaitMs: 8_000,
+      convergenceWaitMs: 5_000,
       sdkRetries: true,
       linearizabilityTimeLimitMs: 20_000,
     });
