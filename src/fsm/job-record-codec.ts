@@ -30,16 +30,25 @@ export function specBytes(spec: JobSpec | undefined): Uint8Array {
  * result is a copy); reads for the API decode their own. Bounded: cleared when full.
  */
 const sharedSpecs = new Map<string, { bytes: Buffer; spec: JobSpec }>();
-const MAX_SHARED_SPECS = 50_000;
+const MAX_SHARED_SPECS = 100_000;
+/** Memory bound: large specs (big payloads) are decoded each time instead of pinned. */
+const MAX_SHARED_SPEC_BYTES = 4096;
+const MAX_SHARED_TOTAL_BYTES = 16 << 20;
+let sharedBytes = 0;
 
 function sharedSpecOf(jobId: string, bytes: Uint8Array): JobSpec | undefined {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   const hit = sharedSpecs.get(jobId);
   if (hit && hit.bytes.equals(b)) return hit.spec;
   const spec = specOf(bytes);
-  if (spec === undefined) return undefined;
-  if (sharedSpecs.size >= MAX_SHARED_SPECS) sharedSpecs.clear();
+  if (spec === undefined || b.length > MAX_SHARED_SPEC_BYTES) return spec;
+  if (sharedSpecs.size >= MAX_SHARED_SPECS || sharedBytes + b.length > MAX_SHARED_TOTAL_BYTES) {
+    sharedSpecs.clear();
+    sharedBytes = 0;
+  }
+  if (hit) sharedBytes -= hit.bytes.length;
   sharedSpecs.set(jobId, { bytes: b, spec });
+  sharedBytes += b.length;
   return spec;
 }
 
