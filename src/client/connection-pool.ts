@@ -20,6 +20,13 @@ interface NodeConnection {
   workers?: WorkerServiceClient;
 }
 
+// The server takes and sends messages up to 64 MiB (a CreateJobs of many large specs, its
+// answer); grpc-js clients would refuse to receive more than 4 MiB by default.
+const MESSAGE_LIMITS: ChannelOptions = {
+  'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  'grpc.max_send_message_length': 64 * 1024 * 1024,
+};
+
 export class ConnectionPool {
   private readonly nodes = new Map<string, NodeConnection>();
   private readonly credentials: ChannelCredentials;
@@ -33,7 +40,7 @@ export class ConnectionPool {
     if (this.closed) throw new Error('connection pool is closed');
     let node = this.nodes.get(address);
     if (!node) {
-      node = { channel: new Channel(address, this.credentials, this.options.channelOptions ?? {}) };
+      node = { channel: new Channel(address, this.credentials, { ...MESSAGE_LIMITS, ...this.options.channelOptions }) };
       this.nodes.set(address, node);
     }
     return node;

@@ -2,7 +2,15 @@ import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { JobServiceClient } from '../gen/herald/v1/job_service.js';
 import { HeraldError } from '../herald-error.js';
 import { fromServiceError } from './grpc-errors.js';
+import { CLIENT_SERVER_OPTIONS } from './server-conventions.js';
 import { FORWARDED_CALL_KEY, REQUEST_ID_KEY } from './unary-handler.js';
+
+// The leader's client port takes messages up to this size; a forwarded call must too (grpc-js's
+// 4 MiB default refused a large CreateJobs sent to a follower).
+const FORWARD_CHANNEL_OPTIONS = {
+  'grpc.max_send_message_length': CLIENT_SERVER_OPTIONS['grpc.max_receive_message_length'],
+  'grpc.max_receive_message_length': CLIENT_SERVER_OPTIONS['grpc.max_send_message_length'],
+};
 
 type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res?: Res) => void) => unknown;
 
@@ -22,7 +30,7 @@ export class LeaderForwarder {
   ): Promise<Res> {
     let client = this.clients.get(leaderAddress);
     if (!client) {
-      client = new JobServiceClient(leaderAddress, credentials.createInsecure());
+      client = new JobServiceClient(leaderAddress, credentials.createInsecure(), FORWARD_CHANNEL_OPTIONS);
       this.clients.set(leaderAddress, client);
     }
     const md = new Metadata();

@@ -27,6 +27,7 @@ import { fromServiceError } from './grpc-errors.js';
 import { FORWARDED_KEY, createPeerService } from './peer-server.js';
 import { deriveClusterId } from './node-config.js';
 import { enableNoDelay } from './grpc-no-delay.js';
+import { CLIENT_SERVER_OPTIONS } from './server-conventions.js';
 import { credentials } from '@grpc/grpc-js';
 
 /** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
@@ -292,7 +293,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       stop: (opts = {}) => (stopping ??= shutdown(opts)),
     };
 
-    const clientServer = new Server();
+    // Keepalive for long-lived worker streams and the 64 MiB message limit of the public API.
+    const clientServer = new Server(CLIENT_SERVER_OPTIONS);
     clientServer.addService(ClusterServiceService, createClusterService(node));
     o.registerClientServices?.(clientServer, node);
     const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'));

@@ -68,11 +68,12 @@ describe('CreateJobs (batched) on a 3-node cluster', () => {
   });
 
   it('spreads large payloads over several entries', async () => {
-    // 24 × 150 KiB ≈ 3.5 MiB: several putJobs entries (1 MiB of specs each), all applied.
-    const items = Array.from({ length: 24 }, (_, i) => ({ jobId: `big-${i}`, spec: spec({ payload: Buffer.alloc(150 * 1024, i) }), idempotencyKey: '' }));
+    // 48 × 150 KiB ≈ 7 MiB: several putJobs entries (1 MiB of specs each), all applied. Sent to a
+    // follower, so the forwarded call to the leader is past grpc-js's 4 MiB default too.
+    const items = Array.from({ length: 48 }, (_, i) => ({ jobId: `big-${i}`, spec: spec({ payload: Buffer.alloc(150 * 1024, i) }), idempotencyKey: '' }));
     const res = await call<unknown, CreateJobsResponse>(follower, 'createJobs', { items }, 60_000);
     expect(res.results.map((r) => r.code)).toEqual(items.map(() => status.OK));
-    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'big-23', consistency: 0 });
-    expect(got.job?.spec?.payload).toEqual(Buffer.alloc(150 * 1024, 23));
+    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'big-47', consistency: 0 });
+    expect(got.job?.spec?.payload).toEqual(Buffer.alloc(150 * 1024, 47));
   });
 });

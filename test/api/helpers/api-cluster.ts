@@ -56,7 +56,8 @@ export async function startApiCluster(size = 3): Promise<ApiCluster> {
       }),
     );
   }
-  const clients = members.map((m) => new JobServiceClient(m.clientAddress, credentials.createInsecure()));
+  // Answers of a large CreateJobs exceed grpc-js's 4 MiB default receive limit.
+  const clients = members.map((m) => new JobServiceClient(m.clientAddress, credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }));
   return {
     nodes,
     clients,
