@@ -1,7 +1,8 @@
 // Smoke test of `npm run bench -- compare`, raft pair only and for a second per phase: ours and
 // etcd both ran, and the reported ratios are ours / peer. Skipped only when the peer tools are
 // absent here (etcd not installed, or the peers' npm packages not installed by a run of
-// ../shared/peers/run-etcd.sh) — the test never installs anything.
+// ../shared/peers/run-etcd.sh) — the test never installs anything. Not part of `npm test` (CI has
+// no peers): run it with HERALD_PEERS_TEST=1 npx vitest run test/bench/compare.test.ts
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
