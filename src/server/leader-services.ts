@@ -71,6 +71,8 @@ export class LeaderServices {
   private readonly readyPromise: Promise<boolean>;
   private resolveReady!: (ok: boolean) => void;
   private trimTimer: NodeJS.Timeout | undefined;
+  private trimming = false;
+  private trimRounds = 0;
 
   constructor(private readonly deps: LeaderServicesDeps) {
     const { node, config, metrics } = deps;
@@ -327,14 +329,21 @@ export class LeaderServices {
   }
 
   private async trim(): Promise<void> {
-    const jobIds = [...this.results.finishedJobs].slice(0, 1000);
     const now = this.ctx.now();
-    if (now === undefined || !this.ctx.active()) return;
-    for (const id of jobIds) this.results.finishedJobs.delete(id);
+    if (now === undefined || !this.ctx.active() || this.trimming) return;
+    const jobIds = this.results.trims.take();
+    // With no history due, idempotency-key expiry alone goes out every tenth round only: an idle
+    // cluster should not write a log entry every second.
+    if (jobIds.length === 0 && this.trimRounds++ % 10 !== 0) return;
+    this.trimming = true;
     try {
-      await this.ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 1000 }, 'trim', 10_000);
+      // Idempotency-key expiry rides along, bounded the same way.
+      await this.ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 200 }, 'trim', 10_000);
     } catch (e) {
+      this.results.trims.putBack(jobIds);
       if (this.ctx.active()) this.deps.log.debug({ err: e }, 'trimHistory failed');
+    } finally {
+      this.trimming = false;
     }
   }
 }

@@ -7,7 +7,9 @@ import type { RunResult } from '../gen/herald/v1/worker_service.js';
 import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
+import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
 import type { LeaderContext } from './leader-context.js';
+import { TrimPlanner } from './trim-planner.js';
 import type { WorkerSession } from './worker-session.js';
 
 const MAX_BATCH = 5_000;
@@ -41,7 +43,8 @@ export class ResultBatcher {
   /** One finishRuns in flight at a time: results arriving meanwhile form the next (larger) batch. */
   private flushing = false;
   /** Jobs with runs finished since the last history trim. */
-  readonly finishedJobs = new Set<string>();
+  /** Jobs with finished runs, for history trims (leader-only, per term). */
+  readonly trims = new TrimPlanner(systemMonotonicClock);
 
   constructor(private readonly ctx: LeaderContext) {}
 
@@ -107,7 +110,7 @@ export class ResultBatcher {
     if (!r.error) {
       releaseIfOurs();
       const at = result.runId.indexOf('@');
-      if (at > 0) this.finishedJobs.add(result.runId.slice(0, at));
+      if (at > 0) this.trims.noteFinished(result.runId.slice(0, at));
       this.ack(session, result, true, '', false);
       return;
     }
