@@ -163,6 +163,9 @@ export class RaftDriver {
 
   constructor(private readonly opts: RaftDriverOptions, applied: number) {
     this.clock = opts.clock ?? systemMonotonicClock;
+    // Every proposal or read waiting out an election listens for the next leader change: hundreds
+    // can wait at once, which is not a leak (each removes its listener when it resolves).
+    this.events.setMaxListeners(0);
     this.timing = {
       tickMs: opts.tickMs ?? 100,
       electionTicks: opts.electionTicks ?? 10,
