@@ -24,6 +24,17 @@ export const DEFAULT_MISFIRE_MAX_RUNS = 100;
 /** FireRunsCommand.misfireThresholdMs of 0 means this. */
 export const DEFAULT_MISFIRE_THRESHOLD_MS = 60_000;
 
+/**
+ * The instant slot `found[i]` is scheduled at: plus its jitter, a hash of (job, slot) that never
+ * reaches the next slot (`found[i + 1]`, or the schedule's next one past the list).
+ */
+export function jitteredSlot(jobId: string, spec: JobSpec, found: readonly number[], i: number, createdMs: number): number {
+  const slot = found[i]!;
+  if (spec.jitterMs <= 0) return slot;
+  const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, createdMs);
+  return slot + jitterOffsetMs(jobId, slot, spec.jitterMs, next);
+}
+
 type SlotFate = { kind: 'run' } | { kind: 'missed'; reason: string };
 
 function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
@@ -88,12 +99,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
   const truncated = found.length > MAX_SLOTS_PER_FIRE_ITEM;
   const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
-  // Jitter: a hash of (job, slot), never reaching the next slot.
-  const scheduled = slots.map((slot, i) => {
-    if (spec.jitterMs <= 0) return slot;
-    const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, job.createdUnixMs);
-    return slot + jitterOffsetMs(job.id, slot, spec.jitterMs, next);
-  });
+  const scheduled = slots.map((_, i) => jitteredSlot(job.id, spec, found, i, job.createdUnixMs));
   const fates = slotFates(spec, slots, scheduled, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
   const out = { created: [] as string[], missed: [] as string[], skipped: [] as string[] };
   const policy = overlapOf(spec);

@@ -4,11 +4,11 @@
 // run naming why, so every slot of an active job has a run or an explicit record (I2).
 import { RunState } from '../gen/herald/v1/run.js';
 import type { ApplyTxn } from './apply-txn.js';
-import { MAX_SLOTS_PER_FIRE_ITEM } from './apply-fire-runs.js';
+import { jitteredSlot, MAX_SLOTS_PER_FIRE_ITEM } from './apply-fire-runs.js';
 import type { JobRecord } from './records.js';
 import { newRun } from './run-transitions.js';
 import { parseRunId, scheduledRunId } from './run-id.js';
-import { jitterOffsetMs, nextSlotAfter, slotsInRange } from './schedule/index.js';
+import { nextSlotAfter, slotsInRange } from './schedule/index.js';
 
 /**
  * Records MISSED runs for the job's slots from its fire cursor whose (jittered) time is at or
@@ -24,11 +24,7 @@ export async function recordUnfiredSlots(txn: ApplyTxn, rec: JobRecord, nowMs: n
   let last: number | undefined;
   for (let i = 0; i < Math.min(found.length, MAX_SLOTS_PER_FIRE_ITEM); i++) {
     const slot = found[i]!;
-    let scheduled = slot;
-    if (spec.jitterMs > 0) {
-      const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, job.createdUnixMs);
-      scheduled = slot + jitterOffsetMs(job.id, slot, spec.jitterMs, next);
-    }
+    const scheduled = jitteredSlot(job.id, spec, found, i, job.createdUnixMs);
     // A jittered instant still ahead was not late: the pause or the new schedule is its record.
     if (scheduled > nowMs) break;
     last = slot;
