@@ -159,7 +159,9 @@ async function startCluster(root: string): Promise<Node[]> {
     nodes.map(
       (n) =>
         new Promise<void>((resolve, reject) => {
-          const p = spawn(process.execPath, [BIN, 'server', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
+          // HERALD_BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there on exit.
+          const prof = process.env.HERALD_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HERALD_BENCH_CPU_PROF}`] : [];
+          const p = spawn(process.execPath, [...prof, BIN, 'server', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
             stdio: ['ignore', 'pipe', 'inherit'],
           });
           n.proc = p;
@@ -189,7 +191,7 @@ interface NodeStats {
   id: string;
   commit: number;
   storage: { syncedWrites: number; entriesWritten: number };
-  driver: { readies: number; entriesApplied: number };
+  driver: { readies: number; entriesApplied: number; persistMs: number; applyMs: number };
 }
 
 async function nodeStats(nodes: Node[]): Promise<NodeStats[]> {
@@ -276,6 +278,20 @@ async function runPhase(nodes: Node[], leader: Node, clusterId: string, conc: nu
     fsyncs_per_entry_leader: Number((leaderSyncs / Math.max(1, committed)).toFixed(4)),
     client_cpu_pct: Number(((cpuSec / elapsed) * 100).toFixed(1)),
     herald_cpu_pct_total: Number(((srvCpu / elapsed) * 100).toFixed(1)),
+    // Per node, over the window: where a round's time goes (leader first).
+    nodes: [leaderIdx, ...nodes.map((_, i) => i).filter((i) => i !== leaderIdx)].map((i) => {
+      const a = s0[i]!;
+      const b = s1[i]!;
+      const readies = b.driver.readies - a.driver.readies;
+      const syncsN = b.storage.syncedWrites - a.storage.syncedWrites;
+      return {
+        id: b.id,
+        readies,
+        entries_per_sync: Number(((b.storage.entriesWritten - a.storage.entriesWritten) / Math.max(1, syncsN)).toFixed(1)),
+        persist_ms_avg: Number(((b.driver.persistMs - a.driver.persistMs) / Math.max(1, syncsN)).toFixed(3)),
+        apply_ms_per_entry: Number(((b.driver.applyMs - a.driver.applyMs) / Math.max(1, b.driver.entriesApplied - a.driver.entriesApplied)).toFixed(4)),
+      };
+    }),
   };
 }
 

@@ -42,6 +42,10 @@ export class ProposalTracker {
     });
   }
 
+  hasPending(): boolean {
+    return this.pending.size > 0;
+  }
+
   /** Called with each applied batch and its results. */
   applied(entries: readonly Entry[], results: readonly Uint8Array[], leaderId: string): void {
     if (this.pending.size === 0) return;

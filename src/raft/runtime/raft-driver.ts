@@ -56,6 +56,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   clock?: MonotonicClock;
   /** Negative control only (unsafe-durability.ts): acknowledge writes before they are durable. */
   unsafeSkipFsync?: boolean;
+  /** Applied proposals are answered in groups of this many, yielding between groups (default 32; 0 = all at once). */
+  resolveGroup?: number;
 }
 
 export interface LeaderChange {
@@ -129,6 +131,7 @@ export class RaftDriver {
   };
   readonly timing: RaftTimingOptions;
   private readonly node: RaftNode;
+  private readonly resolveGroup: number;
   private readonly proposals = new ProposalTracker();
   private readonly reads = new Map<string, ReadWaiter>();
   private appliedWaiters: AppliedWaiter[] = [];
@@ -166,6 +169,7 @@ export class RaftDriver {
     // Every proposal or read waiting out an election listens for the next leader change: hundreds
     // can wait at once, which is not a leak (each removes its listener when it resolves).
     this.events.setMaxListeners(0);
+    this.resolveGroup = opts.resolveGroup ?? 32;
     this.timing = {
       tickMs: opts.tickMs ?? 100,
       electionTicks: opts.electionTicks ?? 10,
@@ -581,7 +585,26 @@ export class RaftDriver {
     if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
     this.stats.entriesApplied += todo.length;
     this.setApplied(todo[todo.length - 1]!.index);
-    this.proposals.applied(todo, results, this.leader);
+    await this.resolveProposals(todo, results);
+  }
+
+  /**
+   * Proposals of a big applied batch are answered in groups, yielding to the event loop between
+   * groups, so the first answers are on the wire while the rest are still being written. All
+   * answers of a group-committed batch leaving in one burst make closed-loop clients answer in
+   * one burst too, and the whole cluster then moves in lockstep (client busy while the servers
+   * idle, and back); spreading them keeps the next batch forming while this one is answered.
+   */
+  private async resolveProposals(entries: Entry[], results: Uint8Array[]): Promise<void> {
+    const group = this.resolveGroup;
+    if (group <= 0 || entries.length <= group || !this.proposals.hasPending()) {
+      this.proposals.applied(entries, results, this.leader);
+      return;
+    }
+    for (let i = 0; i < entries.length; i += group) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      this.proposals.applied(entries.slice(i, i + group), results.slice(i, i + group), this.leader);
+    }
   }
 
   private setApplied(index: number): void {

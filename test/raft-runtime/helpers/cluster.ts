@@ -123,7 +123,10 @@ export class TestCluster {
   async start(id: string, extra: string[] = []): Promise<NodeProc> {
     const n = this.nodes.get(id)!;
     n.stderr = '';
-    const proc = spawn(process.execPath, this.args(id, extra), { stdio: ['ignore', 'pipe', 'pipe'] });
+    // HERALD_BENCH_CPU_PROF=<dir> (benches): each server writes a V8 CPU profile there on exit.
+    const dir = process.env.HERALD_BENCH_CPU_PROF;
+    const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+    const proc = spawn(process.execPath, [...prof, ...this.args(id, extra)], { stdio: ['ignore', 'pipe', 'pipe'] });
     n.proc = proc;
     n.exit = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
     proc.stderr!.on('data', (d: Buffer) => {
