@@ -61,5 +61,6 @@ try {
     }),
   );
 } finally {
+  await c.raft.stopAll('SIGTERM').catch(() => undefined); // graceful: CPU profiles get written
   await c.cleanup();
 }

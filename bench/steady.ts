@@ -51,7 +51,18 @@ try {
   const seen = new Map<string, number>();
   for (const a of assigned) seen.set(a.runId, (seen.get(a.runId) ?? 0) + 1);
   const doubled = [...seen.values()].filter((n) => n > 1).length;
-  const workerLateness = assigned.filter((a) => a.slotMs >= from && a.slotMs < to && a.attempt === 1).map((a) => a.at - a.scheduledMs).sort((a, b) => a - b);
+  const measured = assigned.filter((a) => a.slotMs >= from && a.slotMs < to && a.attempt === 1);
+  const workerLateness = measured.map((a) => a.at - a.scheduledMs).sort((a, b) => a - b);
+  // Per second of the window (stderr): periodic stalls show up as a recurring bad second.
+  const perSecond = new Map<number, number[]>();
+  for (const a of measured) {
+    const s = Math.floor((a.slotMs - from) / 1000);
+    (perSecond.get(s) ?? perSecond.set(s, []).get(s)!).push(a.at - a.scheduledMs);
+  }
+  for (const [s, xs] of [...perSecond.entries()].sort((a, b) => a[0] - b[0])) {
+    xs.sort((a, b) => a - b);
+    process.stderr.write(`second ${s}: n=${xs.length} p50=${pct(xs, 0.5)} p99=${pct(xs, 0.99)} max=${xs[xs.length - 1]}\n`);
+  }
 
   const { lateness, lost, notStarted, runs } = await c.stopAndInspect(async (fsm) => {
     const lateness: number[] = [];

@@ -67,17 +67,22 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
   }
   const job = Job.fromPartial({
     id: cmd.jobId,
-    spec: cmd.spec,
     state: JobState.JOB_STATE_ACTIVE,
     version: 1,
     createdUnixMs: cmd.nowMs,
     updatedUnixMs: cmd.nowMs,
   });
+  // The command's own spec object, not a copy: it carries the bytes it was decoded from, so the
+  // record is written without encoding the spec again (job-record-codec.ts). Apply never mutates it.
+  job.spec = cmd.spec;
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '' };
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, cmd.jobId, cmd.nowMs);
-  return { type: 'job', job: jobOut(rec), created: true };
+  // The new record itself rather than a copy (a copy re-encodes the spec): the result is encoded
+  // before any later entry runs, and later items of the same putJobs never change this job (a
+  // repeated id is ALREADY_EXISTS, a repeated idempotency key answers with a copy).
+  return { type: 'job', job: rec.job, created: true };
 }
 
 function scheduleBytes(spec: JobSpec): string {

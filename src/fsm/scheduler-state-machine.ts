@@ -11,7 +11,7 @@ import { ClassicLevel } from 'classic-level';
 import { readSnapshotStream } from './snapshot-stream.js';
 import { HeraldError } from '../herald-error.js';
 import type { SnapshotMeta, Entry } from '../raft/types.js';
-import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
+import type { ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import { applyCommand, type ApplyOptions } from './apply-command.js';
 import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
 import { ByteWriter, FsmDecodeError } from './binary-codec.js';
@@ -24,6 +24,8 @@ import type { FsmCommand } from './commands.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
+
+const UNWANTED = new Uint8Array(0);
 
 export interface SchedulerFsmOptions {
   /**
@@ -132,11 +134,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return run;
   }
 
-  apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
-    return this.exclusive(() => this.applyLocked(entries));
+  apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
+    return this.exclusive(() => this.applyLocked(entries, wanted));
   }
 
-  private async applyLocked(entries: readonly Entry[]): Promise<Uint8Array[]> {
+  private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined): Promise<Uint8Array[]> {
     // Entries that threw unexpectedly are re-run as 'rejected' from a fresh transaction, so one
     // bad entry can never leave half of its changes behind.
     const poisoned = new Map<number, string>();
@@ -149,11 +151,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
       const results: Uint8Array[] = [];
-      const push = (r: FsmResult): void => void results.push(encodeResult(r));
+      // Results nobody waits for (most of a follower's) are not encoded at all.
+      let want = true;
+      const push = (r: FsmResult): void => void results.push(want ? encodeResult(r) : UNWANTED);
       let last = this.applied;
       let failedAt = -1;
       for (let i = 0; i < entries.length; i++) {
         const entry = entries[i]!;
+        want = wanted === undefined || wanted(entry.index);
         if (entry.index <= last) {
           push({ type: 'empty' }); // already applied (replay after restart)
           continue;

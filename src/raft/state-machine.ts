@@ -7,13 +7,18 @@ import type { Entry, SnapshotMeta } from './types.js';
  * Contract:
  * - `apply` receives committed entries in log order, exactly once each across restarts: the
  *   implementation writes its changes and the new applied index in one atomic LevelDB batch.
- *   It returns one encoded result per entry (empty for no-op and config entries).
+ *   It returns one encoded result per entry (empty for no-op and config entries). With
+ *   `wanted`, only entries it accepts need a result (the rest may be empty): followers have
+ *   nobody waiting for most results, and encoding them is a large share of apply.
  * - `apply` is deterministic (DESIGN I5): no wall clock, randomness or I/O besides its batch.
  * - `snapshot` opens a consistent point-in-time view (a LevelDB snapshot) and streams it as
  *   chunks without copying the whole state into memory; `restore` replaces the whole state.
  */
+/** Whether anyone waits for the result of the entry at this index (undefined = every entry). */
+export type ResultWanted = (index: number) => boolean;
+
 export interface StateMachine {
-  apply(entries: readonly Entry[]): Promise<Uint8Array[]>;
+  apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]>;
   /** The index of the last entry applied (0 when fresh). */
   appliedIndex(): Promise<number>;
   snapshot(): Promise<SnapshotSource>;

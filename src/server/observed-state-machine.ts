@@ -7,7 +7,7 @@
 // The hook costs one byte comparison per entry and nothing at all while nobody listens
 // (followers). Decoding happens later, in the listener's own loop.
 import type { SnapshotMeta, Entry } from '../raft/types.js';
-import type { SnapshotSource, StateMachine } from '../raft/state-machine.js';
+import type { ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import type { SchedulerStateMachine } from '../fsm/index.js';
 
 /** Result tags (result-codec.ts: [format version][tag]...) the leader cares about. */
@@ -35,9 +35,10 @@ export class ObservedStateMachine implements StateMachine {
     this.listener = listener;
   }
 
-  async apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
-    const results = await this.fsm.apply(entries);
+  async apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
     const listener = this.listener;
+    // The listening leader reads every entry's result; elsewhere only the proposer's.
+    const results = await this.fsm.apply(entries, listener ? undefined : wanted);
     if (listener) {
       const watched: AppliedEntry[] = [];
       for (let i = 0; i < entries.length; i++) {

@@ -92,6 +92,24 @@ describe('putJobs', () => {
     expect(await a.fsm.stateHash()).toBe(await b.fsm.stateHash());
   });
 
+  it('a replica nobody waits on (a follower) encodes no results and reaches the identical state', async () => {
+    const leader = await fresh();
+    const follower = await fresh();
+    const log: FsmCommand[] = [
+      { type: 'putJobs', nowMs: T0, items: mixedItems() },
+      { type: 'putJob', nowMs: T0 + 1, jobId: 'solo', spec: everySpec(1000), idempotencyKey: '' },
+      { type: 'fireRuns', nowMs: T0 + 5, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 }, { jobId: 'solo', slotMs: T0 + 1 }] },
+    ];
+    const entries = log.map((c, i) => ({ term: 1, index: i + 1, type: 'normal' as const, data: encodeCommand(c) }));
+    const all = await leader.fsm.apply(entries);
+    const some = await follower.fsm.apply(entries, (index) => index === 2);
+    expect(all.every((r) => r.length > 0)).toBe(true);
+    expect(some.map((r) => r.length > 0)).toEqual([false, true, false]);
+    expect(some[1]).toEqual(all[1]);
+    expect(await follower.fsm.stateHash()).toBe(await leader.fsm.stateHash());
+    expect(await follower.fsm.getJob('a')).toEqual(await leader.fsm.getJob('a'));
+  });
+
   it('a restart does not apply the batch again', async () => {
     const t = await fresh();
     await t.apply({ type: 'putJobs', nowMs: T0, items: [item('a', everySpec(60_000), 'k1'), item('b')] });

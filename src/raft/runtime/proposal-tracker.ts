@@ -46,6 +46,11 @@ export class ProposalTracker {
     return this.pending.size > 0;
   }
 
+  /** A local proposal waits for the entry at this index. */
+  waitsFor(index: number): boolean {
+    return this.pending.has(index);
+  }
+
   /** Called with each applied batch and its results. */
   applied(entries: readonly Entry[], results: readonly Uint8Array[], leaderId: string): void {
     if (this.pending.size === 0) return;

@@ -132,6 +132,7 @@ export class RaftDriver {
   readonly timing: RaftTimingOptions;
   private readonly node: RaftNode;
   private readonly resolveGroup: number;
+  private readonly resultWanted = (index: number): boolean => this.proposals.waitsFor(index);
   private readonly proposals = new ProposalTracker();
   private readonly reads = new Map<string, ReadWaiter>();
   private appliedWaiters: AppliedWaiter[] = [];
@@ -579,7 +580,7 @@ export class RaftDriver {
     const todo = entries[0]!.index <= this.applied ? entries.filter((e) => e.index > this.applied) : entries;
     if (todo.length === 0) return;
     const t0 = this.clock.nowMs();
-    const results = await this.opts.stateMachine.apply(todo);
+    const results = await this.opts.stateMachine.apply(todo, this.resultWanted);
     const dt = this.clock.nowMs() - t0;
     this.stats.applyMs += dt;
     if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
