@@ -1,6 +1,9 @@
 // History retention and idempotency-key expiry: keeps state bounded for jobs that run every
-// second forever. The leader proposes trims for the jobs it fired; each trim costs what that
-// job's history holds (bounded by its retention), never a scan of all jobs.
+// second forever. The leader proposes trims for the jobs it fired; each trim reads the keys of
+// that job's history (bounded by its retention) and the values of only the runs it removes (plus
+// one), never a scan of all jobs: on a cluster firing 1,000 jobs a second, decoding every job's
+// whole history on every trim cost more than the runs themselves (steady lateness p99 83 ms with
+// trims, 44 ms without).
 import type { ApplyTxn } from './apply-txn.js';
 import type { TrimHistoryCommand } from './commands.js';
 import { decodeIdem } from './idempotency.js';
@@ -21,16 +24,24 @@ export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): 
     if (!rec) continue;
     const maxRuns = rec.job.spec?.retention?.maxRuns || DEFAULT_RETENTION_RUNS;
     const maxAge = rec.job.spec?.retention?.maxAgeMs || DEFAULT_RETENTION_AGE_MS;
-    // Oldest slot first; the newest `maxRuns` finished runs survive unless older than maxAge.
-    const finished = (await txn.runsOfJob(jobId)).filter((r) => isTerminal(r.run.state));
-    finished.forEach((r, i) => {
-      const tooMany = i < finished.length - maxRuns;
-      const tooOld = r.run.finishedUnixMs < cmd.nowMs - maxAge;
-      if (tooMany || tooOld) {
+    // Oldest slot first: the oldest finished runs beyond the newest `maxRuns` go, and so does each
+    // finished run older than maxAge up to the first one kept (the walk stops there; a run kept
+    // for age is reached once the runs before it have gone). Active runs are neither counted nor
+    // touched. Values are read in chunks from the oldest, so a trim reads what it removes.
+    const keys = await txn.runKeysOfJob(jobId);
+    const excess = keys.length <= maxRuns ? 0 : keys.length - (await txn.activeRunIdsOf(jobId)).length - maxRuns;
+    let finishedSeen = 0;
+    let chunk = Math.max(0, excess) + 4;
+    walk: for (let i = 0; i < keys.length; i += chunk, chunk = 64) {
+      for (const r of await txn.runsAt(keys.slice(i, i + chunk))) {
+        if (!isTerminal(r.run.state)) continue;
+        const tooMany = finishedSeen++ < excess;
+        const tooOld = r.run.finishedUnixMs < cmd.nowMs - maxAge;
+        if (!tooMany && !tooOld) break walk;
         txn.deleteRun(parseRunId(r.run.id)!);
         runsTrimmed++;
       }
-    });
+    }
   }
   let keysTrimmed = 0;
   if (cmd.maxIdempotencyKeys > 0) {

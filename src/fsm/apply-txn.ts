@@ -247,6 +247,34 @@ export class ApplyTxn {
     return out;
   }
 
+  /** Keys of a job's runs in history order, including this transaction's changes; no values are read. */
+  async runKeysOfJob(jobId: string): Promise<string[]> {
+    const prefix = jobRunsPrefix(jobId);
+    const lt = prefix.slice(0, -1) + SEP_END;
+    const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
+    for (const [k, t] of this.runsByJob.get(jobId) ?? []) {
+      if (k < prefix || k >= lt) continue;
+      if (t.value === undefined) keys.delete(k);
+      else keys.add(k);
+    }
+    return [...keys].sort();
+  }
+
+  /** The runs stored under these keys (now tracked, so they can be changed); absent keys are skipped. */
+  async runsAt(keys: readonly string[]): Promise<RunRecord[]> {
+    const missing = keys.filter((k) => !this.runs.has(k));
+    if (missing.length) {
+      const values = await this.db.getMany(missing);
+      missing.forEach((k, i) => this.trackRun(k, values[i]));
+    }
+    const out: RunRecord[] = [];
+    for (const k of keys) {
+      const v = this.runs.get(k)!.value;
+      if (v) out.push(v);
+    }
+    return out;
+  }
+
   // ---- commit ----
 
   /** The batch: records, index diffs, counter deltas and `extra` (the applied index). */

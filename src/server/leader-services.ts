@@ -332,9 +332,9 @@ export class LeaderServices {
     const now = this.ctx.now();
     if (now === undefined || !this.ctx.active() || this.trimming) return;
     const jobIds = this.results.trims.take();
-    // With no history due, idempotency-key expiry alone goes out every tenth round only: an idle
-    // cluster should not write a log entry every second.
-    if (jobIds.length === 0 && this.trimRounds++ % 10 !== 0) return;
+    // With no history due, idempotency-key expiry alone goes out about every 10 s: an idle
+    // cluster should not write a log entry every round.
+    if (jobIds.length === 0 && this.trimRounds++ % Math.max(1, Math.round(10_000 / this.deps.config.trimIntervalMs)) !== 0) return;
     this.trimming = true;
     try {
       // Idempotency-key expiry rides along, bounded the same way.

@@ -49,7 +49,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   leaseSweepMs: 100,
   watchdogGraceMs: 10_000,
   watchdogIntervalMs: 1_000,
-  trimIntervalMs: 1_000,
+  trimIntervalMs: 100,
 };
 
 export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AttemptOutcome, RunState } from '../../src/gen/herald/v1/run.js';
 import { finishFailure, finishSuccess } from '../../src/fsm/index.js';
 import { retryBackoffMs } from '../../src/fsm/schedule/index.js';
+import { RUN_PREFIX } from '../../src/fsm/key-layout.js';
 import { everySpec, openTestFsm, T0, type SpecInput, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm;
@@ -196,6 +197,35 @@ describe('history retention', () => {
     const aged = await t.one({ type: 'trimHistory', nowMs: T0 + 8 * 86_400_000, jobIds: ['h'], maxIdempotencyKeys: 0 }, 'trim');
     expect(aged.runsTrimmed).toBe(3);
     expect((await t.fsm.listRuns({ jobId: 'h' })).items.map((x) => x.id)).toEqual([`h@${T0}`]);
+  });
+});
+
+describe('history retention cost', () => {
+  it('a trim reads the values of the runs it removes (plus a few), not the whole history', async () => {
+    t = await openTestFsm();
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'h', spec: everySpec(1000, { retention: { maxRuns: 5 }, overlapPolicy: 2 }, T0), idempotencyKey: '' });
+    // FORBID + never claimed: slot T0 stays PENDING (first in history), the next 39 are SKIPPED.
+    for (let k = 0; k < 40; k++) await t.one({ type: 'fireRuns', nowMs: T0 + k * 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'h', slotMs: T0 + k * 1000 }] });
+    const store = (t.fsm as unknown as { store: { getMany: (keys: string[]) => Promise<unknown[]> } }).store;
+    let runValuesRead = 0;
+    const getMany = store.getMany.bind(store);
+    store.getMany = (keys: string[]) => {
+      runValuesRead += keys.filter((k) => k.startsWith(RUN_PREFIX)).length;
+      return getMany(keys);
+    };
+
+    const r = await t.one({ type: 'trimHistory', nowMs: T0 + 40_000, jobIds: ['h'], maxIdempotencyKeys: 0 }, 'trim');
+    expect(r.runsTrimmed).toBe(34);
+    expect(runValuesRead).toBeLessThanOrEqual(34 + 1 + 4);
+    const left = (await t.fsm.listRuns({ jobId: 'h' })).items.map((x) => (x.slotUnixMs - T0) / 1000);
+    expect(left).toEqual([39, 38, 37, 36, 35, 0]);
+
+    // Nothing beyond retention: a handful of reads, nothing removed.
+    runValuesRead = 0;
+    const again = await t.one({ type: 'trimHistory', nowMs: T0 + 41_000, jobIds: ['h'], maxIdempotencyKeys: 0 }, 'trim');
+    expect(again.runsTrimmed).toBe(0);
+    expect(runValuesRead).toBeLessThanOrEqual(4);
+    expect((await t.fsm.listRuns({ jobId: 'h' })).items).toHaveLength(6);
   });
 });
 
