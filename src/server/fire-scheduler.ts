@@ -39,7 +39,15 @@ export class FireScheduler {
 
   /** Queued applied entries (job and fire results), handled in log order on the next tick. */
   onApplied(entries: readonly AppliedEntry[]): void {
-    for (const e of entries) if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs || e.tag === RESULT_TAG.fire) this.events.push(e);
+    let fired = false;
+    for (const e of entries) {
+      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs || e.tag === RESULT_TAG.fire) this.events.push(e);
+      if (e.tag === RESULT_TAG.fire) fired = true;
+    }
+    // New runs are in the store now: the dispatcher reads them at once rather than after the
+    // next tick's drainEvents (up to a tick of lateness on every run). A fire that created
+    // nothing costs one empty ready read.
+    if (fired) this.ctx.wakeDispatcher();
   }
 
   /** Builds the wheel from committed state (the caller has passed a read barrier) and starts ticking. */
