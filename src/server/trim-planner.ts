@@ -20,7 +20,10 @@ interface Pending {
 }
 
 export class TrimPlanner {
+  /** Jobs with untrimmed finishes, in order of their oldest untrimmed finish (insertion order). */
   private readonly pending = new Map<string, Pending>();
+  /** Pending jobs that reached TRIM_AFTER_FINISHES, in the order they got there. */
+  private readonly ready = new Set<string>();
 
   constructor(private readonly clock: MonotonicClock) {}
 
@@ -31,19 +34,39 @@ export class TrimPlanner {
   /** A run of the job finished (its result committed). */
   noteFinished(jobId: string): void {
     const p = this.pending.get(jobId);
-    if (p) p.finishes++;
-    else this.pending.set(jobId, { finishes: 1, sinceMs: this.clock.nowMs() });
+    if (p) {
+      if (++p.finishes >= TRIM_AFTER_FINISHES) this.ready.add(jobId);
+    } else {
+      this.pending.set(jobId, { finishes: 1, sinceMs: this.clock.nowMs() });
+      if (TRIM_AFTER_FINISHES <= 1) this.ready.add(jobId);
+    }
   }
 
-  /** The jobs to trim now (at most `limit`); they leave the plan until they finish runs again. */
+  /**
+   * The jobs to trim now (at most `limit`); they leave the plan until they finish runs again.
+   * Costs O(limit), not O(jobs pending): a herd leaves 100k jobs pending with one finish each.
+   */
   take(limit = MAX_JOBS_PER_TRIM): string[] {
-    const now = this.clock.nowMs();
     const out: string[] = [];
-    for (const [jobId, p] of this.pending) {
+    for (const jobId of this.ready) {
       if (out.length >= limit) break;
-      if (p.finishes >= TRIM_AFTER_FINISHES || now - p.sinceMs >= STALE_AFTER_MS) out.push(jobId);
+      out.push(jobId);
     }
-    for (const id of out) this.pending.delete(id);
+    for (const id of out) {
+      this.ready.delete(id);
+      this.pending.delete(id);
+    }
+    if (out.length < limit) {
+      // The oldest untrimmed finishes come first: stop at the first one not yet stale.
+      const now = this.clock.nowMs();
+      const stale: string[] = [];
+      for (const [jobId, p] of this.pending) {
+        if (out.length + stale.length >= limit || now - p.sinceMs < STALE_AFTER_MS) break;
+        stale.push(jobId);
+      }
+      for (const id of stale) this.pending.delete(id);
+      out.push(...stale);
+    }
     return out;
   }
 
@@ -53,6 +76,7 @@ export class TrimPlanner {
       const p = this.pending.get(id);
       if (p) p.finishes += TRIM_AFTER_FINISHES;
       else this.pending.set(id, { finishes: TRIM_AFTER_FINISHES, sinceMs: this.clock.nowMs() });
+      this.ready.add(id);
     }
   }
 }

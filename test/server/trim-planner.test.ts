@@ -38,6 +38,22 @@ describe('TrimPlanner', () => {
     expect(p.take()).toEqual([]);
   });
 
+  it('takes busy jobs first, then stale ones oldest first, and stops at the first fresh one', () => {
+    const clock = fakeClock();
+    const p = new TrimPlanner(clock);
+    p.noteFinished('old1');
+    clock.t += 10;
+    p.noteFinished('old2');
+    clock.t += 10;
+    p.noteFinished('fresh');
+    for (let i = 0; i < TRIM_AFTER_FINISHES; i++) p.noteFinished('busy');
+    clock.t += STALE_AFTER_MS - 5; // old1 and old2 are stale, fresh (and busy's start) not
+    expect(p.take(2)).toEqual(['busy', 'old1']);
+    expect(p.take()).toEqual(['old2']);
+    expect(p.take()).toEqual([]);
+    expect(p.size).toBe(1);
+  });
+
   it('puts a failed trim back so the next round retries it', () => {
     const p = new TrimPlanner(fakeClock());
     for (let i = 0; i < TRIM_AFTER_FINISHES; i++) p.noteFinished('a');
