@@ -101,6 +101,23 @@ export class FsmReads {
     return v === undefined ? undefined : decodeJobRecord(v).job;
   }
 
+  /** Many jobs in one LevelDB read (dispatch rounds and sweeps touch thousands); absent ones map to undefined. */
+  async getJobs(jobIds: readonly string[]): Promise<Map<string, Job | undefined>> {
+    const out = new Map<string, Job | undefined>();
+    const ids = [...new Set(jobIds)].filter((id) => {
+      if (isValidId(id)) return true;
+      out.set(id, undefined);
+      return false;
+    });
+    if (ids.length === 0) return out;
+    const values = await this.db.getMany(ids.map(jobKey));
+    ids.forEach((id, i) => {
+      const v = values[i];
+      out.set(id, v === undefined ? undefined : decodeJobRecord(v).job);
+    });
+    return out;
+  }
+
   async getRun(runId: string): Promise<Run | undefined> {
     const p = parseRunId(runId);
     if (!p) return undefined;

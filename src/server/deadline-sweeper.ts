@@ -3,7 +3,6 @@
 // forever. (A claim after the deadline is refused by the FSM itself; this covers runs that are
 // never claimed, e.g. no worker serves the task type.) The oldest ready runs come first in the
 // ready index, so one bounded read per sweep finds the overdue ones.
-import type { Job } from '../gen/herald/v1/job.js';
 import type { MarkItem } from '../fsm/index.js';
 import type { LeaderContext } from './leader-context.js';
 
@@ -29,12 +28,10 @@ export class DeadlineSweeper {
     if (this.sweeping || now === undefined || !ctx.active()) return;
     this.sweeping = true;
     try {
-      const ready = await ctx.fsm.readyRuns({ limit: SWEEP_LIMIT, nowMs: now });
-      const jobs = new Map<string, Job | undefined>();
+      const ready = (await ctx.fsm.readyRuns({ limit: SWEEP_LIMIT, nowMs: now })).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled);
+      const jobs = await ctx.jobs.getMany(ready.map((r) => r.jobId));
       const items: MarkItem[] = [];
       for (const run of ready) {
-        if (run.attempt !== 0 || run.manual || run.backfilled) continue;
-        if (!jobs.has(run.jobId)) jobs.set(run.jobId, await ctx.jobs.get(run.jobId));
         const deadline = jobs.get(run.jobId)?.spec?.startingDeadlineMs ?? 0;
         if (deadline > 0 && now > run.scheduledUnixMs + deadline) {
           items.push({ runId: run.id, outcome: 'missed', reason: `not started within the starting deadline of ${deadline} ms` });

@@ -119,9 +119,7 @@ export class Dispatcher {
       }
       more = plan.length === limit;
 
-      const jobIds = [...new Set(plan.map((a) => runs.get(a.runId)!.jobId))];
-      const jobs = new Map<string, Job | undefined>();
-      await Promise.all(jobIds.map(async (id) => jobs.set(id, await ctx.jobs.get(id))));
+      const jobs = await ctx.jobs.getMany(plan.map((a) => runs.get(a.runId)!.jobId));
       const claimNow = Math.max(now, ctx.now() ?? now);
       const items: ClaimItem[] = plan.map((a) => ({
         runId: a.runId,
