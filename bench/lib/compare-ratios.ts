@@ -52,7 +52,8 @@ export interface PeerHerd {
   lateness_ms: Required<Lat>;
 }
 export interface OurSteady {
-  workerSeenLatenessMs: Required<Lat>;
+  /** Handler start (assignment receipt in the worker) − slot time. */
+  latenessMs: Required<Lat>;
 }
 export interface PeerSched {
   lateness_ms: Required<Lat>;
@@ -87,9 +88,9 @@ export function herdVsBullmq(ours: OurHerd, peer: PeerHerd): PairFigures {
 /** steady (jobs every second) vs BullMQ job schedulers (every 1000 ms): lateness = start − slot. */
 export function steadyVsBullmqSched(ours: OurSteady, peer: PeerSched): PairFigures {
   return {
-    latenessP50Ms: lo(ours.workerSeenLatenessMs.p50, peer.lateness_ms.p50),
-    latenessP99Ms: lo(ours.workerSeenLatenessMs.p99, peer.lateness_ms.p99),
-    latenessMaxMs: lo(ours.workerSeenLatenessMs.max, peer.lateness_ms.max),
+    latenessP50Ms: lo(ours.latenessMs.p50, peer.lateness_ms.p50),
+    latenessP99Ms: lo(ours.latenessMs.p99, peer.lateness_ms.p99),
+    latenessMaxMs: lo(ours.latenessMs.max, peer.lateness_ms.max),
   };
 }
 

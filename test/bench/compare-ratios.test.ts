@@ -40,7 +40,7 @@ describe('compare ratios', () => {
   });
 
   it('steady vs BullMQ schedulers compares lateness as the worker saw it', () => {
-    const f = steadyVsBullmqSched({ workerSeenLatenessMs: { p50: 20, p99: 40, max: 90 } }, { lateness_ms: { p50: 129, p99: 384, max: 391 } });
+    const f = steadyVsBullmqSched({ latenessMs: { p50: 20, p99: 40, max: 90 } }, { lateness_ms: { p50: 129, p99: 384, max: 391 } });
     expect(f.latenessP99Ms).toEqual({ ours: 40, peer: 384, better: 'lower' });
   });
 
