@@ -6,10 +6,17 @@
 // the fencing token the claim got (its Raft index) and a lease granted in the LeaseTable. Rounds
 // are paced by credits and by the admission limit (claimBatchSize per round, maxClaimsInFlight
 // rounds at once), so a herd of 100k fired runs drains at the speed workers take them.
+//
+// Claim behind fire: when nothing is waiting in the ready index, the runs a fireRuns command is
+// about to create are claimed by a claimRuns entry proposed right behind it (same Ready, same
+// fsync, one round instead of two, no ready-index read). The claim's apply checks each run as
+// always (exists, pending, due, deadline); a run the fire did not create as pending (missed,
+// skipped, jittered) is simply refused and its credit returned. With a backlog the ready index
+// decides, so priorities and not-before order hold.
 import type { Job } from '../gen/herald/v1/job.js';
 import type { Run } from '../gen/herald/v1/run.js';
-import type { ClaimItem } from '../fsm/index.js';
-import { planDispatch, type DispatchAssignment } from './dispatch-plan.js';
+import { scheduledRunId, type ClaimItem, type FireItem } from '../fsm/index.js';
+import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
 import type { LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
 
@@ -33,8 +40,11 @@ export class Dispatcher {
   private readSeq = 0;
   private readonly activeReads = new Set<number>();
 
+  /** The last ready read found runs it could not plan (or filled a whole round): a backlog. */
+  private backlog = true;
+
   /** Counters for benches and debugging. */
-  readonly stats = { rounds: 0, claims: 0, claimed: 0, claimMs: 0, readMs: 0 };
+  readonly stats = { rounds: 0, claims: 0, claimed: 0, claimMs: 0, readMs: 0, claimsBehindFire: 0 };
 
   constructor(private readonly ctx: LeaderContext) {}
 
@@ -101,6 +111,7 @@ export class Dispatcher {
       if (this.stopped || !ctx.active()) return;
       const runs = new Map<string, Run>();
       for (const r of ready) if (!this.claiming.has(r.id)) runs.set(r.id, r);
+      this.backlog = runs.size > 0;
       if (runs.size === 0) return;
       // Credits may have changed while we read; plan against the sessions as they are now.
       const workers = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
@@ -110,6 +121,7 @@ export class Dispatcher {
         workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
         { nowMs: now, limit },
       );
+      this.backlog = plan.length < runs.size || plan.length === limit;
       if (plan.length === 0) return;
       for (const a of plan) {
         const s = bySession.get(a.workerId)!;
@@ -132,17 +144,7 @@ export class Dispatcher {
       this.stats.claimed += items.length;
       this.stats.claimMs += Date.now() - tClaim;
       if (!ctx.active()) return;
-      res.items.forEach((r, i) => {
-        const a = plan[i]!;
-        const session = reserved.get(a.runId)!;
-        reserved.delete(a.runId);
-        if (!r.run) {
-          session.credits++;
-          if (r.error?.reason === 'DEADLINE_PASSED') ctx.metrics.missedSlots.inc();
-          return;
-        }
-        this.assign(r.run, jobs.get(r.run.jobId), items[i]!, session);
-      });
+      this.deliver(res.items, plan, items, jobs, reserved);
     } catch (e) {
       if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'dispatch round failed');
       // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
@@ -158,6 +160,100 @@ export class Dispatcher {
         this.wake();
       }
     }
+  }
+
+  /**
+   * Claims the runs a fireRuns command just proposed will create, with a claimRuns entry right
+   * behind it. Must be called synchronously after proposing the fire (nothing here waits), so
+   * the claim follows the fire in the log; only without a known backlog, and only for cached jobs
+   * without jitter (their runs are due at the slot).
+   */
+  claimBehindFire(fired: readonly FireItem[], nowMs: number): void {
+    const ctx = this.ctx;
+    if (this.stopped || this.backlog || !ctx.active()) return;
+    const workers = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+    if (workers.length === 0) return;
+    const jobs = new Map<string, Job | undefined>();
+    const jobOf = new Map<string, string>();
+    const candidates: DispatchCandidate[] = [];
+    for (const f of fired) {
+      const job = ctx.jobs.peek(f.jobId);
+      const spec = job?.spec;
+      if (!spec || spec.jitterMs > 0) continue;
+      const runId = scheduledRunId(f.jobId, f.slotMs);
+      if (this.claiming.has(runId)) continue;
+      jobs.set(f.jobId, job);
+      jobOf.set(runId, f.jobId);
+      candidates.push({ runId, taskType: spec.taskType, priority: spec.priority, notBeforeMs: f.slotMs });
+    }
+    if (candidates.length === 0) return;
+    let total = 0;
+    for (const s of workers) total += s.credits;
+    const bySession = new Map(workers.map((s) => [s.workerId, s]));
+    const plan = planDispatch(
+      candidates,
+      workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
+      { nowMs, limit: Math.min(total, ctx.config.claimBatchSize) },
+    );
+    // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
+    if (plan.length < candidates.length) this.backlog = true;
+    if (plan.length === 0) return;
+    const reserved = new Map<string, WorkerSession>();
+    for (const a of plan) {
+      const s = bySession.get(a.workerId)!;
+      s.credits--;
+      reserved.set(a.runId, s);
+      this.claiming.set(a.runId, Infinity);
+    }
+    const items: ClaimItem[] = plan.map((a) => ({
+      runId: a.runId,
+      workerId: a.workerId,
+      leaseDeadlineMs: nowMs + leaseMsOf(jobs.get(jobOf.get(a.runId)!), ctx.config.defaultLeaseMs),
+    }));
+    // Appended now, right behind the fire (the propose path is synchronous up to the append).
+    const claim = ctx.propose({ type: 'claimRuns', nowMs, items }, 'claim', 10_000);
+    this.stats.claimsBehindFire++;
+    let refused = true;
+    void claim
+      .then(
+        (res) => {
+          this.stats.claimed += items.length;
+          refused = res.items.some((r) => !r.run);
+          if (ctx.active()) this.deliver(res.items, plan, items, jobs, reserved);
+        },
+        (e: unknown) => {
+          if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
+        },
+      )
+      .finally(() => {
+        for (const s of reserved.values()) s.credits++;
+        const settled = this.readSeq;
+        for (const a of plan) this.claiming.set(a.runId, settled);
+        this.prune();
+        // A refused run that is pending after all (not due, say) is the ready index's again.
+        if (refused) this.wake();
+      });
+  }
+
+  /** Claim results: assignments for the runs claimed, credits back for the rest. */
+  private deliver(
+    results: readonly { run?: Run; error?: { reason?: string } }[],
+    plan: readonly DispatchAssignment[],
+    items: readonly ClaimItem[],
+    jobs: ReadonlyMap<string, Job | undefined>,
+    reserved: Map<string, WorkerSession>,
+  ): void {
+    results.forEach((r, i) => {
+      const a = plan[i]!;
+      const session = reserved.get(a.runId)!;
+      reserved.delete(a.runId);
+      if (!r.run) {
+        session.credits++;
+        if (r.error?.reason === 'DEADLINE_PASSED') this.ctx.metrics.missedSlots.inc();
+        return;
+      }
+      this.assign(r.run, jobs.get(r.run.jobId), items[i]!, session);
+    });
   }
 
   private assign(run: Run, job: Job | undefined, item: ClaimItem, session: WorkerSession): void {

@@ -216,7 +216,10 @@ export class FireScheduler {
         const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
         const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
         try {
-          await this.ctx.propose({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
+          const fired = this.ctx.propose({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
+          // Appended already (propose is synchronous up to the append): the claim goes right behind.
+          this.ctx.claimBehindFire(items, now);
+          await fired;
         } catch (e) {
           if (this.stopped || !this.ctx.active()) return;
           this.ctx.log.warn({ err: e, items: items.length }, 'fireRuns failed; retrying the slots');

@@ -28,6 +28,11 @@ export class JobCache {
     return job;
   }
 
+  /** The cached job, without reading the store (undefined when not cached or absent). */
+  peek(jobId: string): Job | undefined {
+    return this.jobs.get(jobId);
+  }
+
   /** Many jobs: the misses are read with one getMany instead of one read each. */
   async getMany(jobIds: Iterable<string>): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();

@@ -2,7 +2,7 @@
 // machine's reads, cluster time, the lease table, the open worker sessions, metrics and a
 // propose helper for the leader's own time-driven commands.
 import type { Logger } from 'pino';
-import { decodeResult, encodeCommand, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
+import { decodeResult, encodeCommand, type FireItem, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
 import { HeraldError } from '../herald-error.js';
 import type { JobCache } from './job-cache.js';
 import type { LeaseTable } from './lease-table.js';
@@ -33,6 +33,8 @@ export interface LeaderContext {
   wakeDispatcher(): void;
   /** True while a claim of this run is being proposed (its lease is granted when it commits). */
   claimInFlight(runId: string): boolean;
+  /** Right after proposing a fireRuns command: claim its runs in the entry behind it (Dispatcher). */
+  claimBehindFire(fired: readonly FireItem[], nowMs: number): void;
 }
 
 export async function proposeCommand<T extends FsmResult['type']>(

@@ -96,6 +96,7 @@ export class LeaderServices {
       },
       wakeDispatcher: () => this.dispatcher.wake(),
       claimInFlight: (runId) => this.dispatcher.claimInFlight(runId),
+      claimBehindFire: (fired, nowMs) => this.dispatcher.claimBehindFire(fired, nowMs),
     };
     this.fire = new FireScheduler(this.ctx);
     this.dispatcher = new Dispatcher(this.ctx);
