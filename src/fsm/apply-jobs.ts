@@ -56,6 +56,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
   const idemKey = cmd.idempotencyKey === '' ? undefined : createIdemKey(cmd.idempotencyKey);
   if (idemKey) {
     const prior = await lookupIdem(txn, idemKey, cmd.nowMs);
+    if (prior?.error) return { type: 'job', error: itemError(prior.error.code, prior.error.message), created: false };
     if (prior) {
       const rec = await txn.getJob(prior.target);
       if (!rec) return { type: 'job', error: itemError('JOB_NOT_FOUND', `the job created with this idempotency key ("${prior.target}") was deleted`), created: false };
@@ -63,7 +64,11 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     }
   }
   if (await txn.getJob(cmd.jobId)) {
-    return { type: 'job', error: itemError('ALREADY_EXISTS', `job "${cmd.jobId}" already exists`), created: false };
+    const error = itemError('ALREADY_EXISTS', `job "${cmd.jobId}" already exists`);
+    // The key answers this from now on (see idempotency.ts): a late attempt of the same request
+    // must not create the job after the client was told it exists.
+    if (idemKey) storeIdem(txn, idemKey, '', cmd.nowMs, error);
+    return { type: 'job', error, created: false };
   }
   const job = Job.fromPartial({
     id: cmd.jobId,

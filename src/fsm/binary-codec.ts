@@ -108,6 +108,11 @@ export class ByteReader {
 
   constructor(private readonly buf: Uint8Array) {}
 
+  /** Bytes left to read (optional trailing fields). */
+  get more(): boolean {
+    return this.pos < this.buf.length;
+  }
+
   private need(n: number): void {
     if (this.pos + n > this.buf.length) throw new FsmDecodeError('truncated input');
   }

@@ -1,20 +1,30 @@
 // Idempotency keys: a create (or trigger) with a key remembers what it made for 24 hours from the
 // command's cluster time, so a client retry after a lost answer gets the first result instead of a
-// second job. Expired keys read as absent at once and are removed by trimHistory in bounded steps.
+// second job. A create refused because the id was taken remembers that answer too: otherwise an
+// earlier attempt still in flight could apply after the retry was told ALREADY_EXISTS (and after
+// the job was deleted) and create the job the client was told was not created (chaos seed 311).
+// Expired keys read as absent at once and are removed by trimHistory in bounded steps.
 import type { ApplyTxn } from './apply-txn.js';
 import { ByteReader, ByteWriter } from './binary-codec.js';
 import { expiryKey } from './key-layout.js';
+import type { ErrorCode } from '../herald-error.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export interface IdemRecord {
+  /** What the first applied request made ('' when it was refused). */
   readonly target: string;
   readonly expiresMs: number;
+  /** The refusal the first applied request got (trailing fields; absent in older records). */
+  readonly error?: { readonly code: ErrorCode; readonly message: string };
 }
 
 export function decodeIdem(v: Uint8Array): IdemRecord {
   const r = new ByteReader(v);
-  return { target: r.str(), expiresMs: r.int() };
+  const target = r.str();
+  const expiresMs = r.int();
+  if (!r.more) return { target, expiresMs };
+  return { target, expiresMs, error: { code: r.str() as ErrorCode, message: r.str() } };
 }
 
 /** The live record under `recordKey`, or undefined when absent or expired at `nowMs`. */
@@ -25,8 +35,10 @@ export async function lookupIdem(txn: ApplyTxn, recordKey: string, nowMs: number
   return rec.expiresMs > nowMs ? rec : undefined;
 }
 
-export function storeIdem(txn: ApplyTxn, recordKey: string, target: string, nowMs: number): void {
+export function storeIdem(txn: ApplyTxn, recordKey: string, target: string, nowMs: number, error?: { code: ErrorCode; message: string }): void {
   const expiresMs = nowMs + IDEMPOTENCY_TTL_MS;
-  txn.putRaw(recordKey, new ByteWriter(64).str(target).int(expiresMs).finish());
+  const w = new ByteWriter(64).str(target).int(expiresMs);
+  if (error) w.str(error.code).str(error.message);
+  txn.putRaw(recordKey, w.finish());
   txn.putRaw(expiryKey(expiresMs, recordKey));
 }

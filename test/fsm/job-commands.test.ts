@@ -45,6 +45,21 @@ describe('putJob', () => {
     expect(later.job?.id).toBe('c');
   });
 
+  it('a keyed create refused with ALREADY_EXISTS keeps that answer: a late duplicate of it never creates the job', async () => {
+    // Chaos seed 311: a create's first attempt stalled in the cluster, the client's retry (same
+    // key) was told ALREADY_EXISTS, the job was then deleted, and the stalled attempt applied last.
+    t = await openTestFsm();
+    await t.one(put('a', everySpec(60_000), T0, 'other-key'));
+    const retry = await t.one(put('a', everySpec(5000), T0 + 10, 'key-2'), 'job');
+    expect(retry.error?.code).toBe('ALREADY_EXISTS');
+    await t.one({ type: 'deleteJob', nowMs: T0 + 20, jobId: 'a', expectedVersion: 0 }, 'delete');
+    const late = await t.one(put('a', everySpec(5000), T0 + 30, 'key-2'), 'job');
+    expect(late).toMatchObject({ created: false, error: { code: 'ALREADY_EXISTS' } });
+    expect(await t.fsm.getJob('a')).toBeUndefined();
+    // Without a key nothing is remembered: the id is free again.
+    expect((await t.one(put('a', everySpec(5000), T0 + 40), 'job')).created).toBe(true);
+  });
+
   it('trimHistory removes expired idempotency keys', async () => {
     t = await openTestFsm();
     await t.one(put('a', everySpec(60_000), T0, 'k1'));

@@ -62,8 +62,9 @@ export class ReferenceModel {
       const prior = this.idem.get(idemKey);
       if (prior && prior.expiresMs > now) return; // answered from the first create
     }
+    // A keyed create refused for a taken id remembers that answer too (jobId '' = refused).
+    if (idemKey) this.idem.set(idemKey, { jobId: this.jobs.has(id) ? '' : id, expiresMs: now + 24 * 3600 * 1000 });
     if (this.jobs.has(id)) return;
-    if (idemKey) this.idem.set(idemKey, { jobId: id, expiresMs: now + 24 * 3600 * 1000 });
     this.jobs.set(id, { id, spec, paused: false, nextFire: this.firstSlotAtOrAfter(spec, now), lastSlot: 0, active: [], held: '', manualSeq: 0, version: 1 });
   }
 
