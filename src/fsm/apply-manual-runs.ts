@@ -23,12 +23,19 @@ export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Pr
   } catch (e) {
     return { type: 'trigger', error: asItemError(e), created: false };
   }
-  const rec = await txn.getJob(cmd.jobId);
-  if (!rec) return { type: 'trigger', error: itemError('JOB_NOT_FOUND', `job "${cmd.jobId}" does not exist`), created: false };
   const idemKey = cmd.idempotencyKey === '' ? undefined : triggerIdemKey(cmd.jobId, cmd.idempotencyKey);
-  if (idemKey) {
-    const prior = await lookupIdem(txn, idemKey, cmd.nowMs);
-    const p = prior && parseRunId(prior.target);
+  const prior = idemKey ? await lookupIdem(txn, idemKey, cmd.nowMs) : undefined;
+  if (prior?.error) return { type: 'trigger', error: itemError(prior.error.code, prior.error.message), created: false };
+  const rec = await txn.getJob(cmd.jobId);
+  if (!rec) {
+    const error = itemError('JOB_NOT_FOUND', `job "${cmd.jobId}" does not exist`);
+    // The key keeps this answer (idempotency.ts): a late attempt of the same request must not
+    // run the job after the client was told it does not exist.
+    if (idemKey) storeIdem(txn, idemKey, '', cmd.nowMs, error);
+    return { type: 'trigger', error, created: false };
+  }
+  if (prior) {
+    const p = parseRunId(prior.target);
     const run = p ? await txn.getRun(p) : undefined;
     if (run) return { type: 'trigger', run: run.run, created: false };
   }

@@ -3,6 +3,7 @@
 // second job. A create refused because the id was taken remembers that answer too: otherwise an
 // earlier attempt still in flight could apply after the retry was told ALREADY_EXISTS (and after
 // the job was deleted) and create the job the client was told was not created (chaos seed 311).
+// Likewise a keyed trigger refused with JOB_NOT_FOUND.
 // Expired keys read as absent at once and are removed by trimHistory in bounded steps.
 import type { ApplyTxn } from './apply-txn.js';
 import { ByteReader, ByteWriter } from './binary-codec.js';

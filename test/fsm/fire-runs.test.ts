@@ -199,6 +199,18 @@ describe('trigger and backfill', () => {
     expect(r3.run?.id).toBe(`a@${T0 + 7}~m1`);
   });
 
+  it('a keyed trigger refused with JOB_NOT_FOUND keeps that answer: a late duplicate never runs the job', async () => {
+    t = await openTestFsm();
+    const refused = await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'b', idempotencyKey: 'k' }, 'trigger');
+    expect(refused.error?.code).toBe('JOB_NOT_FOUND');
+    await create('b');
+    const late = await t.one({ type: 'triggerJob', nowMs: T0 + 5, jobId: 'b', idempotencyKey: 'k' }, 'trigger');
+    expect(late).toMatchObject({ created: false, error: { code: 'JOB_NOT_FOUND' } });
+    expect((await t.fsm.listRuns({ jobId: 'b' })).items).toEqual([]);
+    // A new request (new key) runs it.
+    expect((await t.one({ type: 'triggerJob', nowMs: T0 + 6, jobId: 'b', idempotencyKey: 'k2' }, 'trigger')).created).toBe(true);
+  });
+
   it('backfill creates flagged runs for past slots below the cursor, skipping ones that ran', async () => {
     t = await openTestFsm();
     await t.one({ type: 'putJob', nowMs: T0 - 10 * MIN, jobId: 'a', spec: everySpec(MIN, {}, T0 - 10 * MIN), idempotencyKey: '' });
