@@ -230,21 +230,7 @@ export class ApplyTxn {
 
   /** Every run of a job (history, oldest slot first), including this transaction's changes. */
   async runsOfJob(jobId: string): Promise<RunRecord[]> {
-    const prefix = jobRunsPrefix(jobId);
-    const lt = prefix.slice(0, -1) + SEP_END;
-    const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
-    for (const k of this.runs.keys()) if (k >= prefix && k < lt) keys.add(k);
-    const out: RunRecord[] = [];
-    const missing = [...keys].filter((k) => !this.runs.has(k));
-    if (missing.length) {
-      const values = await this.db.getMany(missing);
-      missing.forEach((k, i) => this.trackRun(k, values[i]));
-    }
-    for (const k of [...keys].sort()) {
-      const v = this.runs.get(k)!.value;
-      if (v) out.push(v);
-    }
-    return out;
+    return this.runsAt(await this.runKeysOfJob(jobId));
   }
 
   /** Keys of a job's runs in history order, including this transaction's changes; no values are read. */

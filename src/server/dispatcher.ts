@@ -123,12 +123,7 @@ export class Dispatcher {
       );
       this.backlog = plan.length < runs.size || plan.length === limit;
       if (plan.length === 0) return;
-      for (const a of plan) {
-        const s = bySession.get(a.workerId)!;
-        s.credits--;
-        reserved.set(a.runId, s);
-        this.claiming.set(a.runId, Infinity);
-      }
+      this.reserve(plan, bySession, reserved);
       more = plan.length === limit;
 
       const jobs = await ctx.jobs.getMany(plan.map((a) => runs.get(a.runId)!.jobId));
@@ -150,10 +145,7 @@ export class Dispatcher {
       // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
       // lease nobody renews; adoption at the next takeover or the lease sweep recovers them.
     } finally {
-      for (const s of reserved.values()) s.credits++;
-      const settled = this.readSeq;
-      for (const a of plan) this.claiming.set(a.runId, settled);
-      this.prune();
+      this.settle(plan, reserved);
       this.inFlight--;
       if (more || this.wakePending) {
         this.wakePending = false;
@@ -199,12 +191,7 @@ export class Dispatcher {
     if (plan.length < candidates.length) this.backlog = true;
     if (plan.length === 0) return;
     const reserved = new Map<string, WorkerSession>();
-    for (const a of plan) {
-      const s = bySession.get(a.workerId)!;
-      s.credits--;
-      reserved.set(a.runId, s);
-      this.claiming.set(a.runId, Infinity);
-    }
+    this.reserve(plan, bySession, reserved);
     const items: ClaimItem[] = plan.map((a) => ({
       runId: a.runId,
       workerId: a.workerId,
@@ -226,13 +213,31 @@ export class Dispatcher {
         },
       )
       .finally(() => {
-        for (const s of reserved.values()) s.credits++;
-        const settled = this.readSeq;
-        for (const a of plan) this.claiming.set(a.runId, settled);
-        this.prune();
+        this.settle(plan, reserved);
         // A refused run that is pending after all (not due, say) is the ready index's again.
         if (refused) this.wake();
       });
+  }
+
+  /** Takes a credit per planned run from its worker and marks the run as being claimed. */
+  private reserve(plan: readonly DispatchAssignment[], bySession: ReadonlyMap<string, WorkerSession>, reserved: Map<string, WorkerSession>): void {
+    for (const a of plan) {
+      const s = bySession.get(a.workerId)!;
+      s.credits--;
+      reserved.set(a.runId, s);
+      this.claiming.set(a.runId, Infinity);
+    }
+  }
+
+  /**
+   * A claim settled: credits of runs not delivered go back, and its runs stay skipped until no
+   * ready read that started before now is running (it may still list them as ready).
+   */
+  private settle(plan: readonly DispatchAssignment[], reserved: ReadonlyMap<string, WorkerSession>): void {
+    for (const s of reserved.values()) s.credits++;
+    const settled = this.readSeq;
+    for (const a of plan) this.claiming.set(a.runId, settled);
+    this.prune();
   }
 
   /** Claim results: assignments for the runs claimed, credits back for the rest. */

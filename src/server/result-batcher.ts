@@ -42,7 +42,6 @@ export class ResultBatcher {
   private stopped = false;
   /** One finishRuns in flight at a time: results arriving meanwhile form the next (larger) batch. */
   private flushing = false;
-  /** Jobs with runs finished since the last history trim. */
   /** Jobs with finished runs, for history trims (leader-only, per term). */
   readonly trims = new TrimPlanner(systemMonotonicClock);
 
