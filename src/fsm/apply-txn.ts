@@ -25,6 +25,7 @@ import {
   type JobRecord,
   type RunRecord,
 } from './records.js';
+import type { CacheUpdate, RecordCache } from './record-cache.js';
 import { parseRunId, type ParsedRunId } from './run-id.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
@@ -40,6 +41,8 @@ interface Tracked<T> {
   readonly originalState: number;
   value: T | undefined;
   dirty: boolean;
+  /** Written by a command whose records the record cache should keep (see `admitting`). */
+  admit: boolean;
 }
 
 export class ApplyTxn {
@@ -55,13 +58,48 @@ export class ApplyTxn {
   readonly countsAfter = new Map<number, number>();
 
   /**
+   * Records written while this is set may enter the record cache (the caller sets it per command:
+   * the run lifecycle reads its records again soon, job edits and bulk creates do not).
+   */
+  admitting = false;
+  private cacheUpdates: CacheUpdate[] = [];
+
+  /**
    * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
    * machine does: it is their only writer), saving a read per touched state in every apply.
    */
   constructor(
     private readonly db: Db,
     private readonly counts?: ReadonlyMap<number, number>,
+    private readonly cache?: RecordCache,
   ) {}
+
+  /** Record bytes from the cache, the rest with one getMany. */
+  private async readRecords(keys: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    const cache = this.cache;
+    if (!cache) return this.db.getMany(keys as string[]);
+    const out: (Uint8Array | undefined)[] = new Array(keys.length);
+    const missed: number[] = [];
+    keys.forEach((k, i) => {
+      const v = cache.get(k);
+      if (v === undefined) missed.push(i);
+      else out[i] = v;
+    });
+    if (missed.length > 0) {
+      const values = await this.db.getMany(missed.map((i) => keys[i]!));
+      missed.forEach((i, j) => (out[i] = values[j]));
+    }
+    return out;
+  }
+
+  private async readRecord(key: string): Promise<Uint8Array | undefined> {
+    return this.cache?.get(key) ?? this.db.get(key);
+  }
+
+  /** After the batch is in the store: the cache learns what it wrote. */
+  publishToCache(): void {
+    this.cache?.publish(this.cacheUpdates);
+  }
 
   // ---- raw keys (meta, idempotency) ----
 
@@ -107,7 +145,7 @@ export class ApplyTxn {
   async prefetchJobs(jobIds: readonly string[]): Promise<void> {
     const missing = [...new Set(jobIds)].filter((id) => !this.jobs.has(id));
     if (missing.length === 0) return;
-    const values = await this.db.getMany(missing.map(jobKey));
+    const values = await this.readRecords(missing.map(jobKey));
     missing.forEach((id, i) => {
       try {
         this.trackJob(id, values[i]);
@@ -124,13 +162,14 @@ export class ApplyTxn {
       originalState: -1,
       value,
       dirty: false,
+      admit: false,
     };
     this.jobs.set(jobId, t);
     return t;
   }
 
   async getJob(jobId: string): Promise<JobRecord | undefined> {
-    const t = this.jobs.get(jobId) ?? this.trackJob(jobId, await this.db.get(jobKey(jobId)));
+    const t = this.jobs.get(jobId) ?? this.trackJob(jobId, await this.readRecord(jobKey(jobId)));
     return t.value;
   }
 
@@ -140,6 +179,7 @@ export class ApplyTxn {
     if (!t) throw new Error(`putJob before getJob: ${rec.job.id}`);
     t.value = rec;
     t.dirty = true;
+    t.admit ||= this.admitting;
   }
 
   deleteJob(jobId: string): void {
@@ -154,7 +194,7 @@ export class ApplyTxn {
   async prefetchRuns(ids: readonly ParsedRunId[]): Promise<void> {
     const keys = [...new Set(ids.map(runKey))].filter((k) => !this.runs.has(k));
     if (keys.length === 0) return;
-    const values = await this.db.getMany(keys);
+    const values = await this.readRecords(keys);
     keys.forEach((k, i) => {
       try {
         this.trackRun(k, values[i]);
@@ -171,6 +211,7 @@ export class ApplyTxn {
       originalState: value ? value.run.state : -1,
       value,
       dirty: false,
+      admit: false,
     };
     this.runs.set(key, t);
     // "r\0<jobId>\0...": the job id is the second component of the key.
@@ -183,7 +224,7 @@ export class ApplyTxn {
 
   async getRun(p: ParsedRunId): Promise<RunRecord | undefined> {
     const key = runKey(p);
-    const t = this.runs.get(key) ?? this.trackRun(key, await this.db.get(key));
+    const t = this.runs.get(key) ?? this.trackRun(key, await this.readRecord(key));
     return t.value;
   }
 
@@ -195,6 +236,7 @@ export class ApplyTxn {
     if (!t) throw new Error(`putRun before getRun: ${rec.run.id}`);
     t.value = rec;
     t.dirty = true;
+    t.admit ||= this.admitting;
   }
 
   deleteRun(p: ParsedRunId): void {
@@ -250,7 +292,7 @@ export class ApplyTxn {
   async runsAt(keys: readonly string[]): Promise<RunRecord[]> {
     const missing = keys.filter((k) => !this.runs.has(k));
     if (missing.length) {
-      const values = await this.db.getMany(missing);
+      const values = await this.readRecords(missing);
       missing.forEach((k, i) => this.trackRun(k, values[i]));
     }
     const out: RunRecord[] = [];
@@ -266,6 +308,7 @@ export class ApplyTxn {
   /** The batch: records, index diffs, counter deltas and `extra` (the applied index). */
   async batchOps(): Promise<BatchOp[]> {
     const ops: BatchOp[] = [];
+    const cached: CacheUpdate[] = (this.cacheUpdates = []);
     const indexDiff = (before: readonly string[], after: readonly string[]): void => {
       if (before.length === 0) {
         // New records (most of a fire batch): nothing to compare against.
@@ -278,11 +321,15 @@ export class ApplyTxn {
     };
     for (const [id, t] of this.jobs) {
       if (!t.dirty) continue;
+      const key = jobKey(id);
       if (t.value) {
-        ops.push({ type: 'put', key: jobKey(id), value: encodeJobRecord(t.value) });
+        const value = encodeJobRecord(t.value);
+        ops.push({ type: 'put', key, value });
+        cached.push({ key, value, admit: t.admit });
         indexDiff(t.originalIndex, jobIndexKeys(t.value.job));
       } else {
-        ops.push({ type: 'del', key: jobKey(id) });
+        ops.push({ type: 'del', key });
+        cached.push({ key, value: null, admit: false });
         indexDiff(t.originalIndex, []);
       }
     }
@@ -294,11 +341,15 @@ export class ApplyTxn {
       if (!t.dirty) continue;
       bump(t.originalState, -1);
       if (t.value) {
-        ops.push({ type: 'put', key, value: encodeRunRecord(t.value) });
+        const value = encodeRunRecord(t.value);
+        ops.push({ type: 'put', key, value });
+        // A finished run is not read again soon: dropped from the cache rather than kept.
+        cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
         indexDiff(t.originalIndex, runIndexKeys(t.value));
         bump(t.value.run.state, 1);
       } else {
         ops.push({ type: 'del', key });
+        cached.push({ key, value: null, admit: false });
         indexDiff(t.originalIndex, []);
       }
     }

@@ -21,6 +21,7 @@ import { COUNTER_PREFIX, META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_1_ONL
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
+import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
@@ -37,7 +38,19 @@ export interface SchedulerFsmOptions {
   readonly snapshotChunkBytes?: number;
   /** Negative controls for the chaos suite only (unsafe-switches.ts); refused without the env opt-in. */
   readonly unsafe?: UnsafeSwitches;
+  /** Budget of the record cache in bytes (record-cache.ts; default 48 MiB, 0 = none). */
+  readonly recordCacheBytes?: number;
 }
+
+/** Commands whose records are read again soon: the run lifecycle (a fired run is claimed, then finished). */
+const ADMITTING: ReadonlySet<FsmCommand['type']> = new Set<FsmCommand['type']>([
+  'fireRuns',
+  'claimRuns',
+  'finishRuns',
+  'renewLeases',
+  'expireLeases',
+  'triggerJob',
+]);
 
 const SNAPSHOT_FORMAT_VERSION = 1;
 const enc = new TextEncoder();
@@ -74,12 +87,16 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private readonly counts = new Map<number, number>();
   /** Serialises apply / restore / close; reads do not wait. */
   private lock: Promise<unknown> = Promise.resolve();
+  /** Bytes of live job and run records, for apply's reads (undefined when disabled). */
+  readonly recordCache: RecordCache | undefined;
 
   private constructor(
     private readonly store: Db,
     private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number },
+    recordCacheBytes: number,
   ) {
     super(store);
+    this.recordCache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
   }
 
   static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
@@ -90,7 +107,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     };
     const db: Db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
     await db.open();
-    const fsm = new SchedulerStateMachine(db, opts);
+    const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
     try {
       if ((await db.get(META_RESTORING)) !== undefined) {
         // A restore was cut short: the contents are a mix of old and new. Start empty so the
@@ -146,7 +163,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {
-      const txn = new ApplyTxn(this.store, this.counts);
+      const txn = new ApplyTxn(this.store, this.counts, this.recordCache);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
@@ -179,6 +196,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           continue;
         }
         try {
+          txn.admitting = ADMITTING.has(cmd.type);
           push(await applyCommand(txn, cmd, entry.index, this.opts));
         } catch (e) {
           poisoned.set(i, `apply of ${cmd.type} failed: ${(e as Error).message}`);
@@ -190,7 +208,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (last === this.applied) return results;
       const ops = await txn.batchOps();
       ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
-      await this.store.batch(ops);
+      try {
+        await this.store.batch(ops);
+      } catch (e) {
+        // What the store holds now is unknown: the cache must not vouch for it.
+        this.recordCache?.clear();
+        throw e;
+      }
+      txn.publishToCache();
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       return results;
@@ -246,6 +271,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // the final batch leaves a store that open() recognises as half restored and empties.
       await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
       this.applied = 0;
+      this.recordCache?.clear();
       await clearAllButMarker(this.store);
       this.counts.clear(); // matches the cleared store until the restore completes
       let header = false;

@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { RecordCache } from '../../src/fsm/record-cache.js';
+import { finishSuccess } from '../../src/fsm/index.js';
+import { JOB_PREFIX, RUN_PREFIX } from '../../src/fsm/key-layout.js';
+import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+
+const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);
+
+describe('RecordCache', () => {
+  it('admits only what it is told to, but always updates or drops an entry it holds', () => {
+    const c = new RecordCache(1000);
+    c.publish([
+      { key: 'a', value: bytes(10), admit: true },
+      { key: 'b', value: bytes(10), admit: false },
+    ]);
+    expect(c.get('a')).toEqual(bytes(10));
+    expect(c.get('b')).toBeUndefined();
+    c.publish([{ key: 'a', value: bytes(5, 7), admit: false }]);
+    expect(c.get('a')).toEqual(bytes(5, 7)); // a write by a non-admitting command still refreshes it
+    c.publish([{ key: 'a', value: null, admit: true }]);
+    expect(c.get('a')).toBeUndefined();
+    expect(c.size).toBe(0);
+  });
+
+  it('stays within its byte budget by dropping the entries written longest ago', () => {
+    const c = new RecordCache(100);
+    for (let i = 0; i < 10; i++) c.publish([{ key: `k${i}`, value: bytes(18), admit: true }]); // 20 bytes each
+    expect(c.size).toBeLessThanOrEqual(5);
+    expect(c.get('k9')).toBeDefined();
+    expect(c.get('k0')).toBeUndefined();
+    // Written again = young again.
+    c.publish([{ key: 'k6', value: bytes(18), admit: true }]);
+    c.publish([{ key: 'x', value: bytes(18), admit: true }, { key: 'y', value: bytes(18), admit: true }]);
+    expect(c.get('k6')).toBeDefined();
+    c.clear();
+    expect(c.size).toBe(0);
+  });
+});
+
+describe('the state machine with a record cache', () => {
+  let t: TestFsm;
+  afterEach(async () => t?.close());
+
+  /** Every cached entry must be exactly what the store holds. */
+  async function expectCacheMatchesStore(): Promise<number> {
+    const cache = t.fsm.recordCache!;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const entries = (cache as any).entries as Map<string, Uint8Array>;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const store = (t.fsm as any).store;
+    for (const [k, v] of entries) expect(Buffer.from((await store.get(k)) as Uint8Array).equals(Buffer.from(v)), k).toBe(true);
+    return entries.size;
+  }
+
+  it('serves claim and finish from memory, drops finished runs and never disagrees with the store', async () => {
+    t = await openTestFsm();
+    const jobs = Array.from({ length: 20 }, (_, i) => `j${i}`);
+    await t.one({ type: 'putJobs', nowMs: T0, items: jobs.map((jobId) => ({ jobId, spec: everySpec(60_000, {}, T0), idempotencyKey: '' })) });
+    const cache = t.fsm.recordCache!;
+    expect(cache.size).toBe(0); // bulk creates are not admitted
+    await t.one({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: jobs.map((jobId) => ({ jobId, slotMs: T0 })) }, 'fire');
+    expect(cache.size).toBe(40); // 20 jobs + 20 pending runs
+    expect(await expectCacheMatchesStore()).toBe(40);
+
+    const token = t.nextIndex();
+    const before = { ...cache.stats };
+    const claimed = await t.one({ type: 'claimRuns', nowMs: T0 + 5, items: jobs.map((j) => ({ runId: `${j}@${T0}`, workerId: 'w', leaseDeadlineMs: T0 + 30_000 })) }, 'claim');
+    expect(claimed.items.every((i) => i.run)).toBe(true);
+    // Runs and jobs of the claim came from memory.
+    expect(cache.stats.hits - before.hits).toBeGreaterThanOrEqual(40);
+    expect(cache.stats.misses - before.misses).toBe(0);
+    await expectCacheMatchesStore();
+
+    await t.one({ type: 'finishRuns', nowMs: T0 + 10, items: jobs.slice(0, 10).map((j) => finishSuccess(`${j}@${T0}`, token, new Uint8Array())) }, 'runItems');
+    const keys = [...((cache as unknown as { entries: Map<string, Uint8Array> }).entries.keys())];
+    expect(keys.filter((k) => k.startsWith(RUN_PREFIX))).toHaveLength(10); // the 10 finished runs left
+    expect(keys.filter((k) => k.startsWith(JOB_PREFIX))).toHaveLength(20);
+    await expectCacheMatchesStore();
+
+    // A job edit (not an admitting command) still refreshes the cached record.
+    await t.one({ type: 'pauseJob', nowMs: T0 + 20, jobId: 'j3', note: 'x' });
+    await expectCacheMatchesStore();
+    await t.one({ type: 'deleteJob', nowMs: T0 + 30, jobId: 'j4', expectedVersion: 0 });
+    expect(keys.length).toBeGreaterThan(0);
+    await expectCacheMatchesStore();
+  });
+
+  it('is emptied by a snapshot restore', async () => {
+    t = await openTestFsm();
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'a', spec: everySpec(60_000, {}, T0), idempotencyKey: '' });
+    await t.one({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 }] }, 'fire');
+    const other = await openTestFsm();
+    try {
+      await other.one({ type: 'putJob', nowMs: T0, jobId: 'b', spec: everySpec(60_000, {}, T0), idempotencyKey: '' });
+      const snap = await other.fsm.snapshot();
+      try {
+        expect(t.fsm.recordCache!.size).toBeGreaterThan(0);
+        await t.fsm.restore({ index: snap.appliedIndex, term: 1, conf: { voters: [] } }, snap.chunks());
+      } finally {
+        await snap.close();
+      }
+      expect(t.fsm.recordCache!.size).toBe(0);
+      expect(await t.fsm.getJob('a')).toBeUndefined();
+    } finally {
+      await other.close();
+    }
+  });
+});
