@@ -27,6 +27,7 @@ import type {
   HeldRun,
   RunAssignment,
   RunFailure,
+  ResultAck,
   RunResult,
   WorkerWelcome,
 } from '../gen/herald/v1/worker_service.js';
@@ -85,6 +86,8 @@ const MAX_MESSAGE_CHARS = 4_096;
 /** The lease duration the server applies when a job does not set one (JobSpec.lease_duration_ms). */
 const DEFAULT_LEASE_MS = 30_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
+/** A WorkerBatch is cut at about this many bytes of outputs and messages. */
+const MAX_BATCH_BYTES = 1 << 20;
 
 function defaultWorkerId(): string {
   const host = hostname().replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 80) || 'worker';
@@ -128,6 +131,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private welcomed = false;
   /** Credits granted on the current stream and not yet used by an assignment. */
   private outstanding = 0;
+  /** The server of the current stream takes WorkerBatch messages (said so in its welcome). */
+  private serverBatches = false;
+  /**
+   * Results and credits of the current turn of the event loop, sent as one WorkerBatch: a message
+   * per result and per credit cost the worker and the leader more than the results themselves.
+   */
+  private outbox: { stream: WorkerStream; results: RunResult[]; credits: number } | undefined;
   private leaderHint: string | undefined;
   private redirectsSinceWelcome = 0;
   private cursor = 0;
@@ -325,6 +335,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     clearTimeout(this.reconnectTimer);
     this.stopHeartbeats();
     this.stopWatchdog();
+    this.flushOutbox();
     const stream = this.stream;
     this.stream = undefined;
     this.welcomed = false;
@@ -385,6 +396,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     this.stream = stream;
     this.welcomed = false;
+    this.serverBatches = false;
+    this.outbox = undefined;
     const free = this.stateValue === 'running' ? this.freeSlots() : 0;
     this.outstanding = free;
     this.logger.debug({ address, held: this.held.size, capacity: free }, 'worker stream opening');
@@ -397,6 +410,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
           capacity: free,
           heldRuns: this.heldRuns,
           version: this.version,
+          batches: true,
         },
       },
     });
@@ -462,6 +476,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
         return this.onWelcome(stream, m.welcome);
       case 'assignment':
         return this.onAssignment(m.assignment);
+      case 'assignments':
+        for (const a of m.assignments.assignments) this.onAssignment(a);
+        return;
       case 'cancel': {
         const h = this.held.get(m.cancel.runId);
         if (!h || (m.cancel.fencingToken !== 0 && m.cancel.fencingToken !== h.assignment.fencingToken)) return;
@@ -489,21 +506,26 @@ export class Worker extends EventEmitter<WorkerEvents> {
         this.redirectsSinceWelcome += 1;
         return this.moveTo(to !== '' && to !== stream.address ? to : undefined, first);
       }
-      case 'resultAck': {
-        const ack = m.resultAck;
-        const h = this.held.get(ack.runId);
-        if (!h || h.assignment.fencingToken !== ack.fencingToken || h.phase !== 'reporting') return;
-        if (!ack.accepted) this.logger.warn({ runId: ack.runId, reason: ack.reason }, 'result not accepted');
-        this.dropRun(ack.runId);
+      case 'resultAck':
+        return this.onResultAck(m.resultAck);
+      case 'resultAcks':
+        for (const ack of m.resultAcks.acks) this.onResultAck(ack);
         return;
-      }
       default:
         this.logger.debug({ msg }, 'ignoring unknown message from server');
     }
   }
 
+  private onResultAck(ack: ResultAck): void {
+    const h = this.held.get(ack.runId);
+    if (!h || h.assignment.fencingToken !== ack.fencingToken || h.phase !== 'reporting') return;
+    if (!ack.accepted) this.logger.warn({ runId: ack.runId, reason: ack.reason }, 'result not accepted');
+    this.dropRun(ack.runId);
+  }
+
   private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {
     this.welcomed = true;
+    this.serverBatches = welcome.batches;
     this.backoff.reset();
     this.redirectsSinceWelcome = 0;
     // Whoever welcomed us is the leader (followers redirect): come back here after a drop.
@@ -572,7 +594,41 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (this.stateValue !== 'running' || !this.welcomed || !this.stream) return;
     const want = this.freeSlots() - this.outstanding;
     if (want <= 0) return;
-    if (this.stream.send({ message: { $case: 'credits', credits: { credits: want } } })) this.outstanding += want;
+    if (this.serverBatches) {
+      this.outboxOf(this.stream).credits += want;
+      this.outstanding += want;
+    } else if (this.stream.send({ message: { $case: 'credits', credits: { credits: want } } })) {
+      this.outstanding += want;
+    }
+  }
+
+  /** The outbox of `stream`, flushed at the end of this turn of the event loop. */
+  private outboxOf(stream: WorkerStream): { results: RunResult[]; credits: number } {
+    if (this.outbox?.stream !== stream) {
+      this.outbox = { stream, results: [], credits: 0 };
+      setImmediate(() => this.flushOutbox());
+    }
+    return this.outbox;
+  }
+
+  private flushOutbox(): void {
+    const o = this.outbox;
+    this.outbox = undefined;
+    // A stream replaced meanwhile got its own hello (capacity) and re-sends held results itself.
+    if (!o || o.stream !== this.stream || !this.welcomed) return;
+    // Results first (the credits are the slots they freed); big outputs split the batch.
+    let from = 0;
+    let bytes = 0;
+    for (let i = 0; i < o.results.length; i++) {
+      const r = o.results[i]!.outcome;
+      bytes += 64 + (r?.$case === 'success' ? r.success.output.length : (r?.failure.message.length ?? 0));
+      if (bytes < MAX_BATCH_BYTES) continue;
+      o.stream.send({ message: { $case: 'batch', batch: { results: o.results.slice(from, i + 1), credits: 0 } } });
+      from = i + 1;
+      bytes = 0;
+    }
+    const rest = o.results.slice(from);
+    if (rest.length > 0 || o.credits > 0) o.stream.send({ message: { $case: 'batch', batch: { results: rest, credits: o.credits } } });
   }
 
   private execute(h: HeldRunState): void {
@@ -636,7 +692,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private finishRun(h: HeldRunState, outcome: RunResult['outcome']): void {
     h.phase = 'reporting';
     h.result = { runId: h.assignment.runId, fencingToken: h.assignment.fencingToken, outcome };
-    if (this.welcomed) this.stream?.send({ message: { $case: 'result', result: h.result } });
+    if (!this.welcomed || !this.stream) return; // sent after the next welcome
+    if (this.serverBatches) this.outboxOf(this.stream).results.push(h.result);
+    else this.stream.send({ message: { $case: 'result', result: h.result } });
   }
 
   private abortRun(h: HeldRunState, reason: AbortCause, message: string): void {

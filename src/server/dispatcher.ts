@@ -15,6 +15,7 @@
 // decides, so priorities and not-before order hold.
 import type { Job } from '../gen/herald/v1/job.js';
 import type { Run } from '../gen/herald/v1/run.js';
+import type { RunAssignment } from '../gen/herald/v1/worker_service.js';
 import { scheduledRunId, type ClaimItem, type FireItem } from '../fsm/index.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
 import type { LeaderContext } from './leader-context.js';
@@ -248,47 +249,49 @@ export class Dispatcher {
     jobs: ReadonlyMap<string, Job | undefined>,
     reserved: Map<string, WorkerSession>,
   ): void {
+    const ctx = this.ctx;
+    // Per worker, in claim order: one write per worker per claim instead of one per run.
+    const out = new Map<WorkerSession, { assignments: RunAssignment[]; leases: { deadlineMs: number }[] }>();
     results.forEach((r, i) => {
       const a = plan[i]!;
       const session = reserved.get(a.runId)!;
       reserved.delete(a.runId);
       if (!r.run) {
         session.credits++;
-        if (r.error?.reason === 'DEADLINE_PASSED') this.ctx.metrics.missedSlots.inc();
+        if (r.error?.reason === 'DEADLINE_PASSED') ctx.metrics.missedSlots.inc();
         return;
       }
-      this.assign(r.run, jobs.get(r.run.jobId), items[i]!, session);
+      const run = r.run;
+      const job = jobs.get(run.jobId);
+      const item = items[i]!;
+      const leaseMs = leaseMsOf(job, ctx.config.defaultLeaseMs);
+      const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
+      if (run.attempt === 1) ctx.metrics.fireLateness.observe(run.latenessMs / 1000);
+      let o = out.get(session);
+      if (!o) out.set(session, (o = { assignments: [], leases: [] }));
+      o.leases.push(lease);
+      o.assignments.push({
+        runId: run.id,
+        jobId: run.jobId,
+        taskType: run.taskType,
+        slotUnixMs: run.slotUnixMs,
+        scheduledUnixMs: run.scheduledUnixMs,
+        attempt: run.attempt,
+        fencingToken: run.fencingToken,
+        leaseDeadlineUnixMs: item.leaseDeadlineMs,
+        leaseDurationMs: leaseMs,
+        payload: job?.spec?.payload ?? Buffer.alloc(0),
+        executionTimeoutMs: job?.spec?.executionTimeoutMs ?? 0,
+        manual: run.manual,
+        backfilled: run.backfilled,
+      });
     });
-  }
-
-  private assign(run: Run, job: Job | undefined, item: ClaimItem, session: WorkerSession): void {
-    const ctx = this.ctx;
-    const leaseMs = leaseMsOf(job, ctx.config.defaultLeaseMs);
-    const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
-    if (run.attempt === 1) ctx.metrics.fireLateness.observe(run.latenessMs / 1000);
-    const sent = session.send({
-      message: {
-        $case: 'assignment',
-        assignment: {
-          runId: run.id,
-          jobId: run.jobId,
-          taskType: run.taskType,
-          slotUnixMs: run.slotUnixMs,
-          scheduledUnixMs: run.scheduledUnixMs,
-          attempt: run.attempt,
-          fencingToken: run.fencingToken,
-          leaseDeadlineUnixMs: item.leaseDeadlineMs,
-          leaseDurationMs: leaseMs,
-          payload: job?.spec?.payload ?? Buffer.alloc(0),
-          executionTimeoutMs: job?.spec?.executionTimeoutMs ?? 0,
-          manual: run.manual,
-          backfilled: run.backfilled,
-        },
-      },
-    });
-    // The worker went away between plan and commit: it never saw the run, so nothing runs it.
-    // Expire the lease at the next sweep instead of waiting a whole lease duration.
-    if (!sent) lease.deadlineMs = 0;
+    for (const [session, o] of out) {
+      // The worker went away between plan and commit: it never saw the runs, so nothing runs
+      // them. Expire their leases at the next sweep instead of waiting a whole lease duration.
+      const sent = session.sendAssignments(o.assignments);
+      for (let i = sent; i < o.leases.length; i++) o.leases[i]!.deadlineMs = 0;
+    }
   }
 
   private prune(): void {

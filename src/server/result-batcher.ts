@@ -3,7 +3,7 @@
 // one (the FSM's fencing check) with accepted=false and a LeaseLost, so the worker stops.
 // A result delivered twice (re-sent after a reconnect, its first ack lost) is recognised from the
 // run's recorded attempt and acknowledged as accepted: delivery is at least once, effect once.
-import type { RunResult } from '../gen/herald/v1/worker_service.js';
+import type { ResultAck, RunResult } from '../gen/herald/v1/worker_service.js';
 import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
@@ -21,6 +21,9 @@ interface Pending {
   result: RunResult;
   tries: number;
 }
+
+/** Answers of one finishRuns, per worker: written together once every item is decided. */
+type Answers = Map<WorkerSession, { acks: ResultAck[]; lost: ResultAck[] }>;
 
 const SETTLED = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, AttemptOutcome.ATTEMPT_OUTCOME_FAILED, AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT]);
 
@@ -53,7 +56,9 @@ export class ResultBatcher {
     // The accept-stale-tokens negative control lets such a report through to the FSM.
     if (lease && lease.workerId !== session.workerId && !unsafeSwitches().acceptStaleTokens) {
       // Tokens are guessable Raft indexes; only the holder may report.
-      this.ack(session, result, false, `run is held by worker ${lease.workerId}, not ${session.workerId}`, true);
+      const answers: Answers = new Map();
+      this.ack(answers, session, result, false, `run is held by worker ${lease.workerId}, not ${session.workerId}`, true);
+      this.send(answers);
       return;
     }
     this.pending.push({ session, result, tries: 0 });
@@ -83,7 +88,9 @@ export class ResultBatcher {
     try {
       const res = await ctx.propose({ type: 'finishRuns', nowMs: now, items: batch.map((b) => finishItemOf(b.result)) }, 'runItems', 10_000);
       if (!ctx.active()) return;
-      await Promise.all(res.items.map((r, i) => this.settle(batch[i]!, r)));
+      const answers: Answers = new Map();
+      await Promise.all(res.items.map((r, i) => this.settle(answers, batch[i]!, r)));
+      this.send(answers);
       ctx.wakeDispatcher();
     } catch (e) {
       if (!ctx.active() || this.stopped) return; // the worker re-sends to the next leader
@@ -100,7 +107,7 @@ export class ResultBatcher {
     this.timer ??= setTimeout(() => void this.flush(), 20);
   }
 
-  private async settle(p: Pending, r: RunItemResult): Promise<void> {
+  private async settle(answers: Answers, p: Pending, r: RunItemResult): Promise<void> {
     const { session, result } = p;
     const ctx = this.ctx;
     const releaseIfOurs = () => {
@@ -110,7 +117,7 @@ export class ResultBatcher {
       releaseIfOurs();
       const at = result.runId.indexOf('@');
       if (at > 0) this.trims.noteFinished(result.runId.slice(0, at));
-      this.ack(session, result, true, '', false);
+      this.ack(answers, session, result, true, '', false);
       return;
     }
     if (r.error.code === 'STALE_FENCING_TOKEN') {
@@ -120,20 +127,31 @@ export class ResultBatcher {
       const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
       if (attempt && SETTLED.has(attempt.outcome)) {
         releaseIfOurs();
-        this.ack(session, result, true, '', false);
+        this.ack(answers, session, result, true, '', false);
         return;
       }
       releaseIfOurs();
-      this.ack(session, result, false, r.error.message, true);
+      this.ack(answers, session, result, false, r.error.message, true);
       return;
     }
-    this.ack(session, result, false, r.error.message, false);
+    this.ack(answers, session, result, false, r.error.message, false);
   }
 
-  private ack(session: WorkerSession, result: RunResult, accepted: boolean, reason: string, leaseLost: boolean): void {
-    session.send({ message: { $case: 'resultAck', resultAck: { runId: result.runId, fencingToken: result.fencingToken, accepted, reason } } });
-    if (leaseLost) {
-      session.send({ message: { $case: 'leaseLost', leaseLost: { runId: result.runId, fencingToken: result.fencingToken, reason: reason || 'lease lost' } } });
+  private ack(answers: Answers, session: WorkerSession, result: RunResult, accepted: boolean, reason: string, leaseLost: boolean): void {
+    let a = answers.get(session);
+    if (!a) answers.set(session, (a = { acks: [], lost: [] }));
+    const ack = { runId: result.runId, fencingToken: result.fencingToken, accepted, reason };
+    a.acks.push(ack);
+    if (leaseLost) a.lost.push(ack);
+  }
+
+  /** One ack message per worker (batched for workers that take batches), then any lease-lost notices. */
+  private send(answers: Answers): void {
+    for (const [session, a] of answers) {
+      session.sendAcks(a.acks);
+      for (const l of a.lost) {
+        session.send({ message: { $case: 'leaseLost', leaseLost: { runId: l.runId, fencingToken: l.fencingToken, reason: l.reason || 'lease lost' } } });
+      }
     }
   }
 }

@@ -91,6 +91,17 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       case 'result':
         services.results.add(session, m.result);
         return;
+      case 'batch': {
+        const { results, credits } = m.batch;
+        if (!Number.isInteger(credits) || credits < 0) {
+          fail(new HeraldError('INVALID_ARGUMENT', `batch credits must be >= 0 (got ${credits})`));
+          return;
+        }
+        // Results first: the credits are the slots those runs freed.
+        for (const r of results) services.results.add(session, r);
+        if (credits > 0) services.credits(session, credits);
+        return;
+      }
       case 'reattach': {
         const s = session;
         void services.reattach(s, m.reattach.runs).then(({ rejected }) => {
@@ -129,14 +140,14 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       return;
     }
     services = s;
-    session = new WorkerSession(hello.workerId, new Set(hello.taskTypes), hello.capacity, call);
+    session = new WorkerSession(hello.workerId, new Set(hello.taskTypes), hello.capacity, call, hello.batches);
     const { adopted, rejected } = await s.attach(session, hello.heldRuns);
     if (closed || !s.active) {
       s.detach(session);
       if (!closed) redirect();
       return;
     }
-    session.send({ message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected } } });
+    session.send({ message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected, batches: true } } });
     live = true;
     host.log.info({ workerId: hello.workerId, taskTypes: hello.taskTypes, capacity: hello.capacity, adopted: adopted.length, rejected: rejected.length }, 'worker connected');
     for (const m of early.splice(0)) handle(m);

@@ -2,10 +2,12 @@
 // may be given (credits), and a safe way to write to it. Sessions live only while this node
 // leads; the registry finds a worker's current session for assignments, cancels and lease loss.
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import type { ConnectRequest, ConnectResponse } from '../gen/herald/v1/worker_service.js';
+import type { ConnectRequest, ConnectResponse, ResultAck, RunAssignment } from '../gen/herald/v1/worker_service.js';
 
 /** Most credits a session may accumulate (a bound on a buggy or hostile worker). */
 export const MAX_SESSION_CREDITS = 100_000;
+/** A batched message is cut at about this many bytes of payload. */
+export const MAX_BATCH_MESSAGE_BYTES = 1 << 20;
 
 let nextSessionId = 1;
 
@@ -21,6 +23,8 @@ export class WorkerSession {
     readonly taskTypes: ReadonlySet<string>,
     capacity: number,
     private readonly call: ServerDuplexStream<ConnectRequest, ConnectResponse>,
+    /** The worker takes batched assignments and acks (WorkerHello.batches). */
+    readonly batches = false,
   ) {
     this.credits = Math.min(capacity, MAX_SESSION_CREDITS);
   }
@@ -43,6 +47,44 @@ export class WorkerSession {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * Writes assignments: one message for a worker that takes batches (a message per run costs
+   * both sides far more than the run's bytes), else one each. Returns how many were written
+   * (the rest were not: the stream is gone).
+   */
+  sendAssignments(assignments: RunAssignment[]): number {
+    if (!this.batches) {
+      let sent = 0;
+      for (const assignment of assignments) {
+        if (!this.send({ message: { $case: 'assignment', assignment } })) break;
+        sent++;
+      }
+      return sent;
+    }
+    // Large payloads: several messages of about MAX_BATCH_MESSAGE_BYTES rather than one huge one.
+    let from = 0;
+    let bytes = 0;
+    for (let i = 0; i < assignments.length; i++) {
+      bytes += assignments[i]!.payload.length + 128;
+      if (bytes < MAX_BATCH_MESSAGE_BYTES && i < assignments.length - 1) continue;
+      const part = assignments.slice(from, i + 1);
+      const ok =
+        part.length === 1
+          ? this.send({ message: { $case: 'assignment', assignment: part[0]! } })
+          : this.send({ message: { $case: 'assignments', assignments: { assignments: part } } });
+      if (!ok) return from;
+      from = i + 1;
+      bytes = 0;
+    }
+    return from;
+  }
+
+  /** Writes result acks, batched like assignments. */
+  sendAcks(acks: ResultAck[]): void {
+    if (this.batches && acks.length > 1) this.send({ message: { $case: 'resultAcks', resultAcks: { acks } } });
+    else for (const resultAck of acks) this.send({ message: { $case: 'resultAck', resultAck } });
   }
 
   /** Tells the worker where the leader is and ends the stream. */

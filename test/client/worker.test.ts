@@ -46,6 +46,39 @@ afterEach(async () => {
   servers = [];
 });
 
+describe('Worker: batched protocol', () => {
+  it('takes batched assignments and acks, and sends the results and credits of one turn as one WorkerBatch', async () => {
+    const s = await server({ autoAck: false });
+    const w = worker({ endpoints: [s.address], concurrency: 10, handlers: { work: async () => 'done' } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    expect(conn.hello!.batches).toBe(true);
+    conn.assignMany(Array.from({ length: 10 }, (_, i) => ({ runId: `r${i}` })));
+    const results = await s.waitForResults(10);
+    expect(new Set(results.map((r) => r.runId)).size).toBe(10);
+    // Ten handlers that finish in the same turn: far fewer messages than results.
+    expect(conn.batches.length).toBeGreaterThan(0);
+    expect(conn.batches.length).toBeLessThanOrEqual(3);
+    expect(conn.received.filter((m) => m.message?.$case === 'credits').reduce((n, m) => n + (m.message?.$case === 'credits' ? m.message.credits.credits : 0), 0)).toBe(10);
+    // Results stay held (re-sent on reconnect) until acked; one ResultAcks settles them all.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(w.heldRuns).toHaveLength(10);
+    conn.ackMany(results);
+    await waitFor(() => w.heldRuns.length === 0, 'acks settle the held runs');
+  });
+
+  it('sends one message per result and credit to a server that does not take batches', async () => {
+    const s = await server({ batches: false });
+    const w = worker({ endpoints: [s.address], concurrency: 5, handlers: { work: async () => 'done' } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    for (let i = 0; i < 5; i++) conn.assign({ runId: `r${i}` });
+    await s.waitForResults(5);
+    expect(conn.batches).toHaveLength(0);
+    expect(conn.received.filter((m) => m.message?.$case === 'result')).toHaveLength(5);
+  });
+});
+
 describe('Worker: executing runs', () => {
   it('says hello, runs an assignment and reports success with its fencing token and output', async () => {
     const s = await server();
@@ -63,7 +96,7 @@ describe('Worker: executing runs', () => {
     });
     w.start();
     const conn = await s.waitForConn(1);
-    expect(conn.hello).toEqual({ workerId: 'w-test', taskTypes: ['work'], capacity: 2, heldRuns: [], version: '1.2.3' });
+    expect(conn.hello).toEqual({ workerId: 'w-test', taskTypes: ['work'], capacity: 2, heldRuns: [], version: '1.2.3', batches: true });
     const a = conn.assign({ runId: 'job-1@1000', attempt: 2, payload: Buffer.from('{"n":7}'), manual: true });
     const [result] = await s.waitForResults(1);
     expect(result).toEqual({

@@ -32,4 +32,33 @@ describe('scheduler smoke (in-process)', () => {
     const count = Number(/herald_fire_lateness_seconds_count\{[^}]*\} (\d+)/.exec(hist)?.[1] ?? 0);
     expect(count).toBeGreaterThanOrEqual(4);
   });
+
+  it('speaks batches to workers that take them and single messages to those that do not', async () => {
+    cluster = await startInProcessCluster(1);
+    const handler = async (_a: unknown, s: AbortSignal) => (await sleepAbortable(20, s), true);
+    const batched = new RawWorker({ endpoints: cluster.endpoints, workerId: 'wb', taskTypes: ['t'], capacity: 40, handler });
+    const single = new RawWorker({ endpoints: cluster.endpoints, workerId: 'ws', taskTypes: ['t'], capacity: 40, handler, batches: false });
+    workers.push(batched, single);
+    batched.start();
+    single.start();
+    await waitFor('both welcomed', () => batched.connected && single.connected, 10_000);
+    const at = Date.now() + 1500;
+    const spec = JobSpec.fromPartial({ taskType: 't', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
+    await cluster.client.createJobs(Array.from({ length: 60 }, (_, i) => ({ id: `b${i}`, spec })));
+    const acked = (w: RawWorker) => w.events.flatMap((e) => (e.type === 'ack' && e.accepted ? [e.runId] : []));
+    await waitFor('60 acks', () => acked(batched).length + acked(single).length >= 60, 20_000);
+    const all = [...acked(batched), ...acked(single)];
+    expect(new Set(all).size).toBe(60);
+    // Both kinds of worker got work; only the one that asked got (and sent) batched messages.
+    expect(acked(batched).length).toBeGreaterThan(0);
+    expect(acked(single).length).toBeGreaterThan(0);
+    expect(batched.received.assignments ?? 0).toBeGreaterThan(0);
+    expect(batched.received.assignment ?? 0).toBeLessThan(acked(batched).length);
+    expect(batched.sent.batch ?? 0).toBeGreaterThan(0);
+    expect(batched.sent.result ?? 0).toBe(0);
+    expect(single.received.assignments ?? 0).toBe(0);
+    expect(single.received.resultAcks ?? 0).toBe(0);
+    expect(single.received.assignment).toBe(acked(single).length);
+    expect(single.sent.batch ?? 0).toBe(0);
+  });
 });

@@ -26,11 +26,16 @@ export interface FakeWorkerServerOptions {
   autoAck?: boolean;
   /** Reuse a port (to come back "after a restart" at the same address). */
   port?: number;
+  /** Say in welcome that WorkerBatch messages are accepted (as the real server does); default true. */
+  batches?: boolean;
 }
 
 export class FakeWorkerConn {
   hello: WorkerHello | undefined;
+  /** Every message, with a WorkerBatch recorded as the results and credits it carries. */
   readonly received: ConnectRequest[] = [];
+  /** WorkerBatch messages received, as sent. */
+  readonly batches: ConnectRequest[] = [];
   /** Credits granted (hello capacity + credits) minus assignments sent. */
   outstanding = 0;
   /** Runs assigned on this stream and not yet finished from the server's view. */
@@ -58,6 +63,23 @@ export class FakeWorkerConn {
     this.note();
     this.send({ $case: 'assignment', assignment: a });
     return a;
+  }
+
+  /** Sends several assignments in one RunAssignments message. */
+  assignMany(partials: Array<Partial<RunAssignment> & { runId: string }>): RunAssignment[] {
+    const list = partials.map((p) => this.server.assignment(p));
+    for (const a of list) {
+      this.outstanding -= 1;
+      this.active.add(a.runId);
+    }
+    this.note();
+    this.send({ $case: 'assignments', assignments: { assignments: list } });
+    return list;
+  }
+
+  /** Acknowledges several results in one ResultAcks message. */
+  ackMany(results: RunResult[]): void {
+    this.send({ $case: 'resultAcks', resultAcks: { acks: results.map((r) => ({ runId: r.runId, fencingToken: r.fencingToken, accepted: true, reason: '' })) } });
   }
 
   cancel(runId: string, fencingToken: number, reason = 'cancelled by test'): void {
@@ -191,6 +213,13 @@ export class FakeWorkerServer {
   }
 
   private onRequest(conn: FakeWorkerConn, req: ConnectRequest): void {
+    if (req.message?.$case === 'batch') {
+      conn.batches.push(req);
+      const { results, credits } = req.message.batch;
+      for (const result of results) this.onRequest(conn, { message: { $case: 'result', result } });
+      if (credits > 0) this.onRequest(conn, { message: { $case: 'credits', credits: { credits } } });
+      return;
+    }
     conn.received.push(req);
     const m = req.message;
     switch (m?.$case) {
@@ -212,6 +241,7 @@ export class FakeWorkerServer {
             heartbeatIntervalMs: this.options.heartbeatIntervalMs ?? 0,
             adopted: split.adopted,
             rejected: split.rejected,
+            batches: this.options.batches ?? true,
           },
         });
         this.dispatch();

@@ -96,7 +96,7 @@ export class SchedulerCluster {
     return [...this.raft.nodes.values()].map((n) => `127.0.0.1:${n.clientPort}`);
   }
 
-  startWorker(id: string, o: { capacity?: number; sleepMs?: number; reportAfterLoss?: boolean; types?: string[]; quiet?: boolean } = {}): WorkerProc {
+  startWorker(id: string, o: { capacity?: number; sleepMs?: number; reportAfterLoss?: boolean; types?: string[]; quiet?: boolean; batches?: boolean } = {}): WorkerProc {
     const args = [
       '--import',
       'tsx',
@@ -113,6 +113,7 @@ export class SchedulerCluster {
       String(o.sleepMs ?? 0),
       ...(o.reportAfterLoss ? ['--report-after-loss'] : []),
       ...(o.quiet ? ['--quiet'] : []),
+      ...(o.batches === false ? ['--no-batches'] : []),
     ];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const w = new WorkerProc(id, proc);

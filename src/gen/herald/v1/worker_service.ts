@@ -47,6 +47,9 @@ export interface ConnectRequest {
     | //
     /** The worker is shutting down: assign nothing more on this stream. */
     { $case: "drain"; drain: WorkerDrain }
+    | //
+    /** Results and credits in one message; only after a welcome with batches set. */
+    { $case: "batch"; batch: WorkerBatch }
     | undefined;
 }
 
@@ -65,6 +68,22 @@ export interface WorkerHello {
   heldRuns: HeldRun[];
   /** Free-form worker version, for operators. */
   version: string;
+  /**
+   * The worker understands RunAssignments and ResultAcks (batched messages). Without it the
+   * server sends one RunAssignment / ResultAck message per run, as before.
+   */
+  batches: boolean;
+}
+
+/**
+ * What a worker has to say after runs finish, in one message: the results (handled first, in
+ * order, each as a RunResult) and then the credits their slots freed (handled as WorkerCredits).
+ */
+export interface WorkerBatch {
+  /** Outcomes of attempts. */
+  results: RunResult[];
+  /** Additional credits (0 when none; never negative). */
+  credits: number;
 }
 
 /** Adds capacity: the server may assign this many more runs. */
@@ -146,6 +165,12 @@ export interface ConnectResponse {
     | //
     /** The answer to a result. */
     { $case: "resultAck"; resultAck: ResultAck }
+    | //
+    /** Runs to execute (to workers whose hello set batches). */
+    { $case: "assignments"; assignments: RunAssignments }
+    | //
+    /** Answers to results (to workers whose hello set batches). */
+    { $case: "resultAcks"; resultAcks: ResultAcks }
     | undefined;
 }
 
@@ -159,6 +184,23 @@ export interface WorkerWelcome {
   adopted: HeldRun[];
   /** Held runs that are no longer the worker's (it must abort them and not report). */
   rejected: HeldRun[];
+  /**
+   * The server accepts WorkerBatch messages. A worker may send them only when this is set (an
+   * older server ignores them); single result and credits messages are always accepted.
+   */
+  batches: boolean;
+}
+
+/** Several runs to execute, in the order they were claimed; each is handled as a RunAssignment. */
+export interface RunAssignments {
+  /** The assignments. */
+  assignments: RunAssignment[];
+}
+
+/** Several answers to results; each is handled as a ResultAck. */
+export interface ResultAcks {
+  /** The answers. */
+  acks: ResultAck[];
 }
 
 /** A run to execute. Sent only after the claim committed. */
@@ -323,6 +365,9 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
       case "drain":
         WorkerDrain.encode(message.message.drain, writer.uint32(50).fork()).join();
         break;
+      case "batch":
+        WorkerBatch.encode(message.message.batch, writer.uint32(58).fork()).join();
+        break;
     }
     return writer;
   },
@@ -388,6 +433,14 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
             message.message = { $case: "drain", drain: WorkerDrain.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.message = { $case: "batch", batch: WorkerBatch.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -442,13 +495,19 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
         }
         break;
       }
+      case "batch": {
+        if (object.message?.batch !== undefined && object.message?.batch !== null) {
+          message.message = { $case: "batch", batch: WorkerBatch.fromPartial(object.message.batch) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
 function createBaseWorkerHello(): WorkerHello {
-  return { workerId: "", taskTypes: [], capacity: 0, heldRuns: [], version: "" };
+  return { workerId: "", taskTypes: [], capacity: 0, heldRuns: [], version: "", batches: false };
 }
 
 export const WorkerHello: MessageFns<WorkerHello> = {
@@ -467,6 +526,9 @@ export const WorkerHello: MessageFns<WorkerHello> = {
     }
     if (message.version !== "") {
       writer.uint32(42).string(message.version);
+    }
+    if (message.batches !== false) {
+      writer.uint32(48).bool(message.batches);
     }
     return writer;
   },
@@ -524,6 +586,14 @@ export const WorkerHello: MessageFns<WorkerHello> = {
             message.version = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.batches = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -546,6 +616,74 @@ export const WorkerHello: MessageFns<WorkerHello> = {
     message.capacity = object.capacity ?? 0;
     message.heldRuns = object.heldRuns?.map((e) => HeldRun.fromPartial(e)) || [];
     message.version = object.version ?? "";
+    message.batches = object.batches ?? false;
+    return message;
+  },
+};
+
+function createBaseWorkerBatch(): WorkerBatch {
+  return { results: [], credits: 0 };
+}
+
+export const WorkerBatch: MessageFns<WorkerBatch> = {
+  encode(message: WorkerBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      RunResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.credits !== 0) {
+      writer.uint32(16).int32(message.credits);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkerBatch {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkerBatch();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(RunResult.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.credits = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WorkerBatch>, I>>(base?: I): WorkerBatch {
+    return WorkerBatch.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WorkerBatch>, I>>(object: I): WorkerBatch {
+    const message = createBaseWorkerBatch();
+    message.results = object.results?.map((e) => RunResult.fromPartial(e)) || [];
+    message.credits = object.credits ?? 0;
     return message;
   },
 };
@@ -1022,6 +1160,12 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
       case "resultAck":
         ResultAck.encode(message.message.resultAck, writer.uint32(50).fork()).join();
         break;
+      case "assignments":
+        RunAssignments.encode(message.message.assignments, writer.uint32(58).fork()).join();
+        break;
+      case "resultAcks":
+        ResultAcks.encode(message.message.resultAcks, writer.uint32(66).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1087,6 +1231,22 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
             message.message = { $case: "resultAck", resultAck: ResultAck.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.message = { $case: "assignments", assignments: RunAssignments.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.message = { $case: "resultAcks", resultAcks: ResultAcks.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1141,13 +1301,28 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
         }
         break;
       }
+      case "assignments": {
+        if (object.message?.assignments !== undefined && object.message?.assignments !== null) {
+          message.message = {
+            $case: "assignments",
+            assignments: RunAssignments.fromPartial(object.message.assignments),
+          };
+        }
+        break;
+      }
+      case "resultAcks": {
+        if (object.message?.resultAcks !== undefined && object.message?.resultAcks !== null) {
+          message.message = { $case: "resultAcks", resultAcks: ResultAcks.fromPartial(object.message.resultAcks) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
 function createBaseWorkerWelcome(): WorkerWelcome {
-  return { nodeId: "", heartbeatIntervalMs: 0, adopted: [], rejected: [] };
+  return { nodeId: "", heartbeatIntervalMs: 0, adopted: [], rejected: [], batches: false };
 }
 
 export const WorkerWelcome: MessageFns<WorkerWelcome> = {
@@ -1163,6 +1338,9 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
     }
     for (const v of message.rejected) {
       HeldRun.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.batches !== false) {
+      writer.uint32(40).bool(message.batches);
     }
     return writer;
   },
@@ -1212,6 +1390,14 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
             message.rejected.push(HeldRun.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.batches = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1233,6 +1419,117 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
     message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
     message.adopted = object.adopted?.map((e) => HeldRun.fromPartial(e)) || [];
     message.rejected = object.rejected?.map((e) => HeldRun.fromPartial(e)) || [];
+    message.batches = object.batches ?? false;
+    return message;
+  },
+};
+
+function createBaseRunAssignments(): RunAssignments {
+  return { assignments: [] };
+}
+
+export const RunAssignments: MessageFns<RunAssignments> = {
+  encode(message: RunAssignments, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.assignments) {
+      RunAssignment.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunAssignments {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunAssignments();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.assignments.push(RunAssignment.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RunAssignments>, I>>(base?: I): RunAssignments {
+    return RunAssignments.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunAssignments>, I>>(object: I): RunAssignments {
+    const message = createBaseRunAssignments();
+    message.assignments = object.assignments?.map((e) => RunAssignment.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseResultAcks(): ResultAcks {
+  return { acks: [] };
+}
+
+export const ResultAcks: MessageFns<ResultAcks> = {
+  encode(message: ResultAcks, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.acks) {
+      ResultAck.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResultAcks {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResultAcks();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.acks.push(ResultAck.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResultAcks>, I>>(base?: I): ResultAcks {
+    return ResultAcks.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResultAcks>, I>>(object: I): ResultAcks {
+    const message = createBaseResultAcks();
+    message.acks = object.acks?.map((e) => ResultAck.fromPartial(e)) || [];
     return message;
   },
 };
