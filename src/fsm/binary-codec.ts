@@ -163,6 +163,13 @@ export class ByteReader {
     return out;
   }
 
+  /** Steps over a bytes field without copying it. */
+  skipBytes(): void {
+    const n = this.uint();
+    this.need(n);
+    this.pos += n;
+  }
+
   str(): string {
     const n = this.uint();
     this.need(n);

@@ -71,6 +71,28 @@ export function writeJob(w: ByteWriter, job: Job): void {
   w.str(job.pauseNote).uint(job.activeRuns);
 }
 
+/** What the leader's timing wheel and caches need of a job: no spec (the costly part to decode). */
+export interface JobHead {
+  readonly id: string;
+  readonly state: JobState;
+  readonly nextFireUnixMs: number;
+}
+
+/** Reads a job written by writeJob as its head only. */
+export function readJobHead(r: ByteReader): JobHead {
+  const id = r.str();
+  r.skipBytes();
+  const state = r.uint() as JobState;
+  r.uint(); // version
+  r.int(); // created
+  r.int(); // updated
+  const nextFireUnixMs = r.int();
+  r.int(); // last slot
+  r.str(); // pause note
+  r.uint(); // active runs
+  return { id, state, nextFireUnixMs };
+}
+
 /** `shared`: apply's reads, which may share one decoded spec per job (see sharedSpecs). */
 export function readJob(r: ByteReader, shared = false): Job {
   const id = r.str();

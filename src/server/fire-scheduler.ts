@@ -12,7 +12,7 @@
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
 import { JobState } from '../gen/herald/v1/job.js';
-import { decodeCommand, decodeResult, type FireItem } from '../fsm/index.js';
+import { decodeCommand, decodeJobHeads, decodeResult, type FireItem } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import type { LeaderContext } from './leader-context.js';
 import { RESULT_TAG, type AppliedEntry } from './observed-state-machine.js';
@@ -161,12 +161,13 @@ export class FireScheduler {
     this.events = [];
     const m = this.ctx.metrics;
     for (const e of events) {
+      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs) {
+        // Heads only: decoding every created job's spec here cost the leader more than the create.
+        for (const j of decodeJobHeads(e.result)) this.rearm(j.id, j.state === JobState.JOB_STATE_ACTIVE ? j.nextFireUnixMs : 0);
+        continue;
+      }
       const res = decodeResult(e.result);
-      if (res.type === 'job') {
-        if (res.job) this.rearm(res.job.id, res.job.state === JobState.JOB_STATE_ACTIVE ? res.job.nextFireUnixMs : 0);
-      } else if (res.type === 'jobs') {
-        for (const r of res.items) if (r.job) this.rearm(r.job.id, r.job.state === JobState.JOB_STATE_ACTIVE ? r.job.nextFireUnixMs : 0);
-      } else if (res.type === 'fire') {
+      if (res.type === 'fire') {
         const cmd = decodeCommand(e.data);
         if (cmd.type !== 'fireRuns') continue;
         let created = 0;

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import type { HeldRun, WorkerHello } from '../gen/herald/v1/worker_service.js';
 import type { FsmCommand, FsmResult, SchedulerStateMachine } from '../fsm/index.js';
-import { decodeCommand, decodeResult } from '../fsm/index.js';
+import { decodeCommand, decodeJobHeads, decodeResult } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import { HeraldError } from '../herald-error.js';
 import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
@@ -275,9 +275,13 @@ export class LeaderServices {
     for (const e of entries) {
       if (e.tag !== RESULT_TAG.job && e.tag !== RESULT_TAG.jobs && e.tag !== RESULT_TAG.delete) continue;
       try {
-        const cmd = decodeCommand(e.data);
-        if ('jobId' in cmd) this.ctx.jobs.invalidate(cmd.jobId);
-        else if (cmd.type === 'putJobs') for (const i of cmd.items) this.ctx.jobs.invalidate(i.jobId);
+        // A job changed by a job or jobs entry is in its result (a refused item changed nothing);
+        // the heads are read without the specs that decoding the command would cost.
+        if (e.tag !== RESULT_TAG.delete) for (const j of decodeJobHeads(e.result)) this.ctx.jobs.invalidate(j.id);
+        else {
+          const cmd = decodeCommand(e.data);
+          if ('jobId' in cmd) this.ctx.jobs.invalidate(cmd.jobId);
+        }
       } catch {
         this.ctx.jobs.clear();
       }
