@@ -11,16 +11,35 @@ export class FsmDecodeError extends Error {
   override readonly name = 'FsmDecodeError';
 }
 
+/**
+ * One scratch buffer shared by writers of small records: every run and job record written by
+ * apply (three per run on every replica) would otherwise allocate a working buffer besides its
+ * exact-size result. A writer takes it when free and gives it back in finish(); encoding is
+ * synchronous, so it is free again before the next record starts (a writer that lives across an
+ * await, like a snapshot chunk's, is larger than this and never takes it).
+ */
+let scratch: Uint8Array | undefined = new Uint8Array(4096);
+const MAX_SCRATCH = 64 * 1024;
+const FINISHED = new Uint8Array(0);
+
 export class ByteWriter {
   private buf: Uint8Array;
   private pos = 0;
+  private pooled = false;
 
   constructor(initial = 256) {
-    this.buf = new Uint8Array(initial);
+    if (scratch !== undefined && initial <= scratch.length) {
+      this.buf = scratch;
+      scratch = undefined;
+      this.pooled = true;
+    } else {
+      this.buf = new Uint8Array(initial);
+    }
   }
 
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
+    if (this.buf === FINISHED) throw new Error('ByteWriter used after finish()');
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
     const next = new Uint8Array(size);
@@ -98,8 +117,16 @@ export class ByteWriter {
     return this;
   }
 
+  /** The bytes written (an exact-size copy). The writer cannot be used afterwards. */
   finish(): Uint8Array {
-    return this.buf.slice(0, this.pos);
+    const out = this.buf.slice(0, this.pos);
+    // The working buffer (grown or not) becomes the scratch again unless it is huge. A writer
+    // that did not have the scratch donates its own when there is none (one abandoned by a
+    // throw mid-encode never gives it back).
+    if (this.pooled || scratch === undefined) scratch = this.buf.length <= MAX_SCRATCH ? this.buf : new Uint8Array(4096);
+    this.pooled = false;
+    this.buf = FINISHED;
+    return out;
   }
 }
 

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { ByteReader, ByteWriter } from '../../src/fsm/binary-codec.js';
+
+const read = (b: Uint8Array) => {
+  const r = new ByteReader(b);
+  return [r.str(), r.uint()];
+};
+
+describe('ByteWriter (shared scratch buffer)', () => {
+  it('hands out independent results: a later writer never changes an earlier result', () => {
+    const a = new ByteWriter().str('first').uint(1).finish();
+    const b = new ByteWriter().str('second-longer').uint(2).finish();
+    expect(read(a)).toEqual(['first', 1]);
+    expect(read(b)).toEqual(['second-longer', 2]);
+  });
+
+  it('gives writers alive at the same time their own buffers', () => {
+    const outer = new ByteWriter().str('outer');
+    const inner = new ByteWriter().str('inner').uint(7).finish();
+    const done = outer.uint(9).finish();
+    expect(read(done)).toEqual(['outer', 9]);
+    expect(read(inner)).toEqual(['inner', 7]);
+    // And after both: still correct.
+    expect(read(new ByteWriter().str('next').uint(3).finish())).toEqual(['next', 3]);
+  });
+
+  it('grows past the scratch size and keeps working after a writer was abandoned mid-encode', () => {
+    const big = 'x'.repeat(100);
+    const w = new ByteWriter(16);
+    for (let i = 0; i < 200; i++) w.str(big);
+    const out = w.finish();
+    const r = new ByteReader(out);
+    for (let i = 0; i < 200; i++) expect(r.str()).toBe(big);
+    const abandoned = new ByteWriter().str('half');
+    expect(() => abandoned.uint(-1)).toThrow(RangeError);
+    expect(read(new ByteWriter().str('after').uint(5).finish())).toEqual(['after', 5]);
+    expect(read(new ByteWriter().str('again').uint(6).finish())).toEqual(['again', 6]);
+  });
+
+  it("refuses writes after finish (its buffer may be another writer's by then)", () => {
+    const w = new ByteWriter().str('x');
+    w.finish();
+    expect(() => w.str('more')).toThrow(/after finish/);
+  });
+});
