@@ -10,7 +10,11 @@ export interface SchedulerConfig {
   tickMs: number;
   /** A slot older than now − this when fired is handed to the job's misfire policy (downtime). */
   misfireThresholdMs: number;
-  /** Most fire items in one fireRuns command. */
+  /**
+   * Most fire items in one fireRuns command. Apply is serial on every node: a 5,000-item fire
+   * held claims and finishes back for its whole apply, so a herd drained ~8 % slower than with
+   * commands of 1,000 (30k herd, interleaved: 8.4–9.1 s vs 9.1–9.7 s; 500 and 2,000 were slower).
+   */
   fireBatchSize: number;
   /** Lease duration for jobs that do not set one (ms). */
   defaultLeaseMs: number;
@@ -39,7 +43,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   wheelResolutionMs: 10,
   tickMs: 10,
   misfireThresholdMs: 5_000,
-  fireBatchSize: 5_000,
+  fireBatchSize: 1_000,
   defaultLeaseMs: 30_000,
   heartbeatIntervalMs: 5_000,
   claimBatchSize: 2_000,
