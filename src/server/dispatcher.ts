@@ -83,7 +83,7 @@ export class Dispatcher {
     if (this.stopped || !ctx.active() || this.inFlight >= ctx.config.maxClaimsInFlight) return;
     const now = ctx.now();
     if (now === undefined) return;
-    const open = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+    const open = this.openSessions();
     if (open.length === 0) return;
     const types = new Set<string>();
     let total = 0;
@@ -115,16 +115,15 @@ export class Dispatcher {
       this.backlog = runs.size > 0;
       if (runs.size === 0) return;
       // Credits may have changed while we read; plan against the sessions as they are now.
-      const workers = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
-      const bySession = new Map(workers.map((s) => [s.workerId, s]));
-      plan = planDispatch(
+      plan = this.plan(
         [...runs.values()].map((r) => ({ runId: r.id, taskType: r.taskType, priority: r.priority, notBeforeMs: r.notBeforeUnixMs })),
-        workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
-        { nowMs: now, limit },
+        this.openSessions(),
+        now,
+        limit,
+        reserved,
       );
       this.backlog = plan.length < runs.size || plan.length === limit;
       if (plan.length === 0) return;
-      this.reserve(plan, bySession, reserved);
       more = plan.length === limit;
 
       const jobs = await ctx.jobs.getMany(plan.map((a) => runs.get(a.runId)!.jobId));
@@ -164,7 +163,7 @@ export class Dispatcher {
   claimBehindFire(fired: readonly FireItem[], nowMs: number): void {
     const ctx = this.ctx;
     if (this.stopped || this.backlog || !ctx.active()) return;
-    const workers = ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+    const workers = this.openSessions();
     if (workers.length === 0) return;
     const jobs = new Map<string, Job | undefined>();
     const jobOf = new Map<string, string>();
@@ -182,17 +181,11 @@ export class Dispatcher {
     if (candidates.length === 0) return;
     let total = 0;
     for (const s of workers) total += s.credits;
-    const bySession = new Map(workers.map((s) => [s.workerId, s]));
-    const plan = planDispatch(
-      candidates,
-      workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
-      { nowMs, limit: Math.min(total, ctx.config.claimBatchSize) },
-    );
+    const reserved = new Map<string, WorkerSession>();
+    const plan = this.plan(candidates, workers, nowMs, Math.min(total, ctx.config.claimBatchSize), reserved);
     // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
     if (plan.length < candidates.length) this.backlog = true;
     if (plan.length === 0) return;
-    const reserved = new Map<string, WorkerSession>();
-    this.reserve(plan, bySession, reserved);
     const items: ClaimItem[] = plan.map((a) => ({
       runId: a.runId,
       workerId: a.workerId,
@@ -220,14 +213,29 @@ export class Dispatcher {
       });
   }
 
-  /** Takes a credit per planned run from its worker and marks the run as being claimed. */
-  private reserve(plan: readonly DispatchAssignment[], bySession: ReadonlyMap<string, WorkerSession>, reserved: Map<string, WorkerSession>): void {
+  /** Sessions that may be given runs now. */
+  private openSessions(): WorkerSession[] {
+    return this.ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+  }
+
+  /**
+   * Plans `candidates` over `workers` (planDispatch) and reserves the plan: a credit per planned
+   * run taken from its worker (recorded in `reserved`), the run marked as being claimed.
+   */
+  private plan(candidates: readonly DispatchCandidate[], workers: readonly WorkerSession[], nowMs: number, limit: number, reserved: Map<string, WorkerSession>): DispatchAssignment[] {
+    const plan = planDispatch(
+      candidates,
+      workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
+      { nowMs, limit },
+    );
+    const bySession = new Map(workers.map((s) => [s.workerId, s]));
     for (const a of plan) {
       const s = bySession.get(a.workerId)!;
       s.credits--;
       reserved.set(a.runId, s);
       this.claiming.set(a.runId, Infinity);
     }
+    return plan;
   }
 
   /**
