@@ -38,12 +38,22 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'herald-fsm-apply-'));
   const fsm = await SchedulerStateMachine.open(dir);
   // Counts the operations of every LevelDB batch apply writes.
-  const store = (fsm as unknown as { store: { batch: (ops?: unknown[]) => unknown } }).store;
+  type Chained = { put: (...a: unknown[]) => unknown; del: (...a: unknown[]) => unknown };
+  const store = (fsm as unknown as { store: { batch: (...a: unknown[]) => unknown } }).store;
   const origBatch = store.batch.bind(store);
   let writes = 0;
-  store.batch = (ops?: unknown[]) => {
-    if (Array.isArray(ops)) writes += ops.length;
-    return origBatch(ops as never);
+  store.batch = (...a: unknown[]) => {
+    if (Array.isArray(a[0])) writes += a[0].length;
+    const out = origBatch(...a);
+    if (a.length === 0) {
+      // A chained batch (apply writes through one): count its puts and dels.
+      const b = out as Chained;
+      const put = b.put.bind(b);
+      const del = b.del.bind(b);
+      b.put = (...x: unknown[]) => (writes++, put(...x));
+      b.del = (...x: unknown[]) => (writes++, del(...x));
+    }
+    return out;
   };
   let index = 0;
   // Commands are encoded before and results decoded after the clock runs: only apply is timed.

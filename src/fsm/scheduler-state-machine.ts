@@ -24,6 +24,7 @@ import type { FsmCommand } from './commands.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
+import { writeLevelBatch } from '../raft/runtime/level-batch-write.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
 
 const UNWANTED = new Uint8Array(0);
@@ -222,7 +223,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       const ops = await txn.batchOps();
       ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
       try {
-        await this.store.batch(ops);
+        await writeLevelBatch(this.store, ops);
       } catch (e) {
         // What the store holds now is unknown: the cache must not vouch for it.
         this.recordCache?.clear();

@@ -16,6 +16,7 @@ import { ClassicLevel } from 'classic-level';
 import type { Entry, SnapshotMeta } from '../types.js';
 import type { SnapshotSource, StateMachine } from '../state-machine.js';
 import { levelSnapshotChunks, levelSnapshotRecords } from '../runtime/level-snapshot.js';
+import { writeLevelBatch } from '../runtime/level-batch-write.js';
 import { decodeKvCommand, encodeKvResult, type KvResult } from './kv-command.js';
 
 type Db = ClassicLevel<Buffer, Buffer>;
@@ -139,7 +140,7 @@ export class KvStateMachine implements StateMachine {
     this.writes = this.writes.then(async () => {
       if (this.writeError) return;
       try {
-        await this.db.batch(ops);
+        await writeLevelBatch(this.db, ops);
       } catch (e) {
         this.writeError = e instanceof Error ? e : new Error(String(e));
         return;

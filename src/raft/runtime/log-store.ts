@@ -10,6 +10,7 @@ import { ClassicLevel } from 'classic-level';
 import { HeraldError } from '../../herald-error.js';
 import { MemoryStorage } from '../core/memory-storage.js';
 import type { ConfState, Entry, HardState, NodeId, SnapshotMeta } from '../types.js';
+import { writeLevelBatch } from './level-batch-write.js';
 import {
   ENTRY_KEY_END,
   ENTRY_PREFIX,
@@ -172,7 +173,7 @@ export class LogStore {
     }
     if (input.hardState) ops.push({ type: 'put', key: KEY_HARD, value: encodeRecord(input.hardState) });
     if (ops.length === 0) return;
-    await this.db.batch(ops, { sync });
+    await writeLevelBatch(this.db, ops, { sync });
     if (sync) this.stats.syncedWrites++;
   }
 
