@@ -6,6 +6,10 @@
 //
 // Usage: npm run build && npm run bench -- raft-commit [--seq-seconds 12] [--conc-seconds 12]
 //        [--warmup-seconds 2] [--concurrency 64] [--value-bytes 256] [--procs 1] [--etcd-json <file>]
+//        [--transport stream|unary]
+// --transport: how the load generator delivers proposals to the leader — `stream` (default): one
+// RaftService.ProposeStream, a message per put each way; `unary`: one RaftService.Forward call per
+// put. Either way every put is its own Raft entry, answered only once committed and applied.
 // Progress goes to stderr; the last stdout line is JSON.
 
 import { spawn, fork, type ChildProcess } from 'node:child_process';
@@ -19,6 +23,7 @@ import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { RaftServiceClient } from '../src/gen/herald/raft/v1/raft.js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../src/gen/herald/v1/cluster_service.js';
 import { encodeKvCommand } from '../src/raft/kv/kv-command.js';
+import { ProposeStreamClient } from '../src/server/propose-stream-client.js';
 
 const args = process.argv.slice(2);
 function opt(name: string, def: string): string {
@@ -36,7 +41,9 @@ const O = {
   role: opt('role', 'main'),
   target: opt('target', ''),
   clusterId: opt('cluster-id', ''),
+  transport: opt('transport', 'stream'),
 };
+if (O.transport !== 'stream' && O.transport !== 'unary') throw new Error(`--transport must be stream or unary, not ${O.transport}`);
 
 const log = (...a: unknown[]) => process.stderr.write(a.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(' ') + '\n');
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -86,11 +93,14 @@ function makeLoad(client: RaftServiceClient, clusterId: string, conc: number, ta
   let stop = false;
   let cpu0 = process.cpuUsage();
   let t0 = process.hrtime.bigint();
-  const put = (key: string) =>
-    new Promise<void>((resolve, reject) => {
-      const command = Buffer.from(encodeKvCommand({ op: 'put', key, value }));
+  const stream = O.transport === 'stream' ? new ProposeStreamClient(client, { clusterId }) : undefined;
+  const put = (key: string): Promise<unknown> => {
+    const command = Buffer.from(encodeKvCommand({ op: 'put', key, value }));
+    if (stream) return stream.propose(command, 10_000);
+    return new Promise<void>((resolve, reject) => {
       client.forward({ clusterId, command, timeoutMs: 10_000 }, (err: ServiceError | null) => (err ? reject(err) : resolve()));
     });
+  };
   const loop = async () => {
     while (!stop) {
       const k = `bench/${tag}/${seq++ % 100_000}`;
@@ -120,6 +130,7 @@ function makeLoad(client: RaftServiceClient, clusterId: string, conc: number, ta
       const cpu = process.cpuUsage(cpu0);
       stop = true;
       await Promise.all(loops);
+      stream?.close();
       return { lat, errors, elapsed, cpuSec: (cpu.user + cpu.system) / 1e6 };
     },
   };
@@ -225,7 +236,7 @@ async function runPhase(nodes: Node[], leader: Node, clusterId: string, conc: nu
     const self = fileURLToPath(import.meta.url);
     for (let i = 0; i < procs; i++) {
       const c = Math.floor(conc / procs) + (i < conc % procs ? 1 : 0);
-      const ch = fork(self, ['--role', 'loadgen', '--target', target, '--cluster-id', clusterId, '--concurrency', String(c), '--value-bytes', String(O.valueBytes)], {
+      const ch = fork(self, ['--role', 'loadgen', '--target', target, '--cluster-id', clusterId, '--concurrency', String(c), '--value-bytes', String(O.valueBytes), '--transport', O.transport], {
         execArgv: ['--import', 'tsx'],
         serialization: 'advanced',
       });
@@ -364,7 +375,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       JSON.stringify({
         bench: 'raft-commit',
-        config: { members: 3, loopback: true, fsync: 'sync write per Ready (group commit)', target: 'leader peer port (RaftService.Forward)', tick_ms: 100, election_ticks: 10, warmup_s: O.warmupSeconds, key_space: 100000 },
+        config: { members: 3, loopback: true, fsync: 'sync write per Ready (group commit)', target: O.transport === 'stream' ? 'leader peer port (RaftService.ProposeStream, one message per put)' : 'leader peer port (RaftService.Forward, one call per put)', tick_ms: 100, election_ticks: 10, warmup_s: O.warmupSeconds, key_space: 100000 },
         machine: await machineInfo(),
         seq_puts: seq,
         conc_puts: conc,

@@ -1,13 +1,16 @@
 // herald.raft.v1.RaftService on the peer port: inbound Raft streams, InstallSnapshot (staged to
-// disk, verified, then offered to the core), Forward (a follower's proposal) and ReadIndex.
+// disk, verified, then offered to the core), Forward (a follower's proposal), ProposeStream (many
+// proposals on one stream) and ReadIndex.
 
-import type { ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
+import type { ServerDuplexStream, ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type {
   ForwardRequest,
   ForwardResponse,
   InstallSnapshotRequest,
   InstallSnapshotResponse,
+  ProposeStreamRequest,
+  ProposeStreamResponse,
   RaftServiceServer,
   ReadIndexRequest,
   ReadIndexResponse,
@@ -19,6 +22,7 @@ import { snapshotMetaFromPb } from '../raft/runtime/message-codec.js';
 import type { PeerTransport } from '../raft/runtime/peer-transport.js';
 import type { RaftDriver } from '../raft/runtime/raft-driver.js';
 import { SnapshotWriter } from '../raft/runtime/snapshot-files.js';
+import { handleProposeStream } from './propose-stream.js';
 import { toServiceError } from './service-error.js';
 
 /** Metadata marking a Forward already forwarded once (a follower never forwards it again). */
@@ -115,6 +119,10 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         (o) => callback(null, { result: Buffer.from(o.result.buffer, o.result.byteOffset, o.result.byteLength), index: o.index }),
         (e: unknown) => callback(toServiceError(e)),
       );
+    },
+
+    proposeStream(call: ServerDuplexStream<ProposeStreamRequest, ProposeStreamResponse>) {
+      handleProposeStream({ clusterId: d.clusterId, propose: d.propose }, call, call.metadata.get(FORWARDED_KEY).length === 0);
     },
 
     readIndex(call, callback: sendUnaryData<ReadIndexResponse>) {

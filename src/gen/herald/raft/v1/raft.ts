@@ -10,9 +10,11 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
   type ClientWritableStream,
+  type handleBidiStreamingCall,
   type handleClientStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
@@ -211,6 +213,54 @@ export interface ForwardResponse {
   result: Buffer;
   /** The log index the command was applied at. */
   index: number;
+}
+
+/** Proposals sent on a ProposeStream together (those a caller made in one event-loop turn). */
+export interface ProposeStreamRequest {
+  /** The cluster id (checked on every message). */
+  clusterId: string;
+  /** One or more proposals; each becomes its own log entry and gets its own outcome. */
+  proposals: Proposal[];
+}
+
+/** One proposal on a ProposeStream. */
+export interface Proposal {
+  /** The caller's id for this proposal, echoed in its outcome (unique among those in flight). */
+  id: number;
+  /** The encoded state machine command. */
+  command: Buffer;
+  /** How long the node may take before giving up; 0 means its default. */
+  timeoutMs: number;
+}
+
+/** Outcomes of proposals on a ProposeStream, in completion order (those settled together). */
+export interface ProposeStreamResponse {
+  /** One per settled proposal. */
+  outcomes: ProposalOutcome[];
+}
+
+/** The outcome of one proposal. */
+export interface ProposalOutcome {
+  /** The id of the proposal this answers. */
+  id: number;
+  /** The encoded apply result of the command (unset on error). */
+  result: Buffer;
+  /** The log index the command was applied at (0 on error). */
+  index: number;
+  /** Set when the proposal failed; result and index are then unset. */
+  error: ProposeError | undefined;
+}
+
+/** Why a proposal on a ProposeStream failed. */
+export interface ProposeError {
+  /** The HeraldError code (NOT_LEADER, PROPOSAL_TIMEOUT, OUTCOME_UNKNOWN, LIMIT_EXCEEDED, ...). */
+  code: string;
+  /** What went wrong, for a person. */
+  message: string;
+  /** The leader's node id, when known (NOT_LEADER). */
+  leaderId: string;
+  /** The leader's client address, when known (NOT_LEADER). */
+  leaderAddress: string;
 }
 
 /** A follower asks for a read index. */
@@ -1338,6 +1388,391 @@ export const ForwardResponse: MessageFns<ForwardResponse> = {
   },
 };
 
+function createBaseProposeStreamRequest(): ProposeStreamRequest {
+  return { clusterId: "", proposals: [] };
+}
+
+export const ProposeStreamRequest: MessageFns<ProposeStreamRequest> = {
+  encode(message: ProposeStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.clusterId !== "") {
+      writer.uint32(10).string(message.clusterId);
+    }
+    for (const v of message.proposals) {
+      Proposal.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clusterId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.proposals.push(Proposal.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProposeStreamRequest>, I>>(base?: I): ProposeStreamRequest {
+    return ProposeStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProposeStreamRequest>, I>>(object: I): ProposeStreamRequest {
+    const message = createBaseProposeStreamRequest();
+    message.clusterId = object.clusterId ?? "";
+    message.proposals = object.proposals?.map((e) => Proposal.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProposal(): Proposal {
+  return { id: 0, command: Buffer.alloc(0), timeoutMs: 0 };
+}
+
+export const Proposal: MessageFns<Proposal> = {
+  encode(message: Proposal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).uint64(message.id);
+    }
+    if (message.command.length !== 0) {
+      writer.uint32(18).bytes(message.command);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(24).int64(message.timeoutMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Proposal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposal();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.command = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.timeoutMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Proposal>, I>>(base?: I): Proposal {
+    return Proposal.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Proposal>, I>>(object: I): Proposal {
+    const message = createBaseProposal();
+    message.id = object.id ?? 0;
+    message.command = object.command ?? Buffer.alloc(0);
+    message.timeoutMs = object.timeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseProposeStreamResponse(): ProposeStreamResponse {
+  return { outcomes: [] };
+}
+
+export const ProposeStreamResponse: MessageFns<ProposeStreamResponse> = {
+  encode(message: ProposeStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.outcomes) {
+      ProposalOutcome.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcomes.push(ProposalOutcome.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProposeStreamResponse>, I>>(base?: I): ProposeStreamResponse {
+    return ProposeStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProposeStreamResponse>, I>>(object: I): ProposeStreamResponse {
+    const message = createBaseProposeStreamResponse();
+    message.outcomes = object.outcomes?.map((e) => ProposalOutcome.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProposalOutcome(): ProposalOutcome {
+  return { id: 0, result: Buffer.alloc(0), index: 0, error: undefined };
+}
+
+export const ProposalOutcome: MessageFns<ProposalOutcome> = {
+  encode(message: ProposalOutcome, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).uint64(message.id);
+    }
+    if (message.result.length !== 0) {
+      writer.uint32(18).bytes(message.result);
+    }
+    if (message.index !== 0) {
+      writer.uint32(24).uint64(message.index);
+    }
+    if (message.error !== undefined) {
+      ProposeError.encode(message.error, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposalOutcome {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposalOutcome();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.result = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.index = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.error = ProposeError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProposalOutcome>, I>>(base?: I): ProposalOutcome {
+    return ProposalOutcome.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProposalOutcome>, I>>(object: I): ProposalOutcome {
+    const message = createBaseProposalOutcome();
+    message.id = object.id ?? 0;
+    message.result = object.result ?? Buffer.alloc(0);
+    message.index = object.index ?? 0;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? ProposeError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseProposeError(): ProposeError {
+  return { code: "", message: "", leaderId: "", leaderAddress: "" };
+}
+
+export const ProposeError: MessageFns<ProposeError> = {
+  encode(message: ProposeError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== "") {
+      writer.uint32(10).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    if (message.leaderId !== "") {
+      writer.uint32(26).string(message.leaderId);
+    }
+    if (message.leaderAddress !== "") {
+      writer.uint32(34).string(message.leaderAddress);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.leaderId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.leaderAddress = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProposeError>, I>>(base?: I): ProposeError {
+    return ProposeError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProposeError>, I>>(object: I): ProposeError {
+    const message = createBaseProposeError();
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
+    message.leaderId = object.leaderId ?? "";
+    message.leaderAddress = object.leaderAddress ?? "";
+    return message;
+  },
+};
+
 function createBaseReadIndexRequest(): ReadIndexRequest {
   return { clusterId: "" };
 }
@@ -1500,6 +1935,21 @@ export const RaftServiceService = {
     responseSerialize: (value: ReadIndexResponse): Buffer => Buffer.from(ReadIndexResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReadIndexResponse => ReadIndexResponse.decode(value),
   },
+  /**
+   * Many proposals over one stream, each with its own id and outcome (in completion order): per
+   * proposal what Forward means, without a call per proposal. Proposals and outcomes that come
+   * together travel in one message.
+   */
+  proposeStream: {
+    path: "/herald.raft.v1.RaftService/ProposeStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ProposeStreamRequest): Buffer => Buffer.from(ProposeStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ProposeStreamRequest => ProposeStreamRequest.decode(value),
+    responseSerialize: (value: ProposeStreamResponse): Buffer =>
+      Buffer.from(ProposeStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ProposeStreamResponse => ProposeStreamResponse.decode(value),
+  },
 } as const;
 
 export interface RaftServiceServer extends UntypedServiceImplementation {
@@ -1511,6 +1961,12 @@ export interface RaftServiceServer extends UntypedServiceImplementation {
   forward: handleUnaryCall<ForwardRequest, ForwardResponse>;
   /** A follower asks the leader for a read index (linearizable reads). */
   readIndex: handleUnaryCall<ReadIndexRequest, ReadIndexResponse>;
+  /**
+   * Many proposals over one stream, each with its own id and outcome (in completion order): per
+   * proposal what Forward means, without a call per proposal. Proposals and outcomes that come
+   * together travel in one message.
+   */
+  proposeStream: handleBidiStreamingCall<ProposeStreamRequest, ProposeStreamResponse>;
 }
 
 export interface RaftServiceClient extends Client {
@@ -1578,6 +2034,17 @@ export interface RaftServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReadIndexResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Many proposals over one stream, each with its own id and outcome (in completion order): per
+   * proposal what Forward means, without a call per proposal. Proposals and outcomes that come
+   * together travel in one message.
+   */
+  proposeStream(): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
+  proposeStream(options: Partial<CallOptions>): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
+  proposeStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
 }
 
 export const RaftServiceClient = makeGenericClientConstructor(
