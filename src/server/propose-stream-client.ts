@@ -8,6 +8,7 @@ import type { Proposal, ProposeError, ProposeStreamRequest, ProposeStreamRespons
 import { HeraldError, type ErrorCode } from '../herald-error.js';
 import { fromServiceError } from './grpc-errors.js';
 import { grpcStatusOf } from './grpc-status-map.js';
+import { MAX_PROPOSAL_TIMEOUT_MS } from './propose-stream.js';
 
 interface Pending {
   resolve: (o: { index: number; result: Uint8Array }) => void;
@@ -58,11 +59,13 @@ export class ProposeStreamClient {
     this.open();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      // The node answers by its own deadline; this one only guards against an answer that never comes.
+      // The node answers by its own deadline (at most MAX_PROPOSAL_TIMEOUT_MS); this one only
+      // guards against an answer that never comes.
+      const guardMs = (timeoutMs > 0 ? Math.min(timeoutMs, MAX_PROPOSAL_TIMEOUT_MS) : 10_000) + 1000;
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new HeraldError('OUTCOME_UNKNOWN', `no answer to proposal ${id} within ${timeoutMs + 1000} ms`));
-      }, timeoutMs + 1000);
+        reject(new HeraldError('OUTCOME_UNKNOWN', `no answer to proposal ${id} within ${guardMs} ms`));
+      }, guardMs);
       this.pending.set(id, { resolve, reject, timer });
       this.queued.push({ id, command: Buffer.from(command.buffer, command.byteOffset, command.byteLength), timeoutMs });
       this.queuedBytes += command.length;

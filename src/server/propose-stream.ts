@@ -11,6 +11,8 @@ import { toServiceError } from './service-error.js';
 
 /** Proposals one stream may have in flight; more are answered LIMIT_EXCEEDED at once. */
 export const MAX_STREAM_PROPOSALS_IN_FLIGHT = 4096;
+/** A proposal's timeout is capped here (a caller cannot park work on a node for days). */
+export const MAX_PROPOSAL_TIMEOUT_MS = 120_000;
 /** An outcomes message is cut once its results reach this many bytes. */
 const MAX_OUTCOME_BYTES = 1024 * 1024;
 
@@ -56,7 +58,7 @@ export function handleProposeStream(
   const answer = (o: ProposalOutcome) => {
     if (closed) return;
     outbox.push(o);
-    outboxBytes += o.result.length + 16;
+    outboxBytes += o.result.length + (o.error ? o.error.message.length + o.error.leaderAddress.length + 48 : 16);
     if (outboxBytes >= MAX_OUTCOME_BYTES) flush();
     else if (!flushScheduled) {
       flushScheduled = true;
@@ -87,7 +89,7 @@ export function handleProposeStream(
         continue;
       }
       inFlight++;
-      const timeoutMs = p.timeoutMs > 0 ? p.timeoutMs : 10_000;
+      const timeoutMs = p.timeoutMs > 0 ? Math.min(p.timeoutMs, MAX_PROPOSAL_TIMEOUT_MS) : 10_000;
       d.propose(p.command, timeoutMs, mayForward).then(
         (o) => {
           inFlight--;

@@ -11,6 +11,7 @@ import { ProposeStreamClient } from '../../src/server/propose-stream-client.js';
 
 interface Deferred {
   command: Buffer;
+  timeoutMs: number;
   mayForward: boolean;
   resolve: (o: { index: number; result: Uint8Array }) => void;
   reject: (e: unknown) => void;
@@ -26,8 +27,8 @@ async function startServer(opts: Partial<ProposeStreamDeps> = {}) {
   const calls: Deferred[] = [];
   const deps: ProposeStreamDeps = {
     clusterId: 'c1',
-    propose: (command, _timeoutMs, mayForward) =>
-      new Promise((resolve, reject) => calls.push({ command: Buffer.from(command), mayForward, resolve, reject })),
+    propose: (command, timeoutMs, mayForward) =>
+      new Promise((resolve, reject) => calls.push({ command: Buffer.from(command), timeoutMs, mayForward, resolve, reject })),
     ...opts,
   };
   const server = new Server();
@@ -136,6 +137,16 @@ describe('ProposeStream', () => {
     const next = await settled(c.propose(Buffer.from('next'), 500));
     expect(next.ok).toBe(false);
     expect(c.stats.streamsOpened).toBe(2);
+  });
+
+  it("takes a proposal's timeout as given up to 120 s, caps longer ones and uses the 10 s default for 0", async () => {
+    const { calls, client } = await startServer();
+    const c = client();
+    const ps = [c.propose(Buffer.from('a'), 2500), c.propose(Buffer.from('b'), 10 * 86_400_000), c.propose(Buffer.from('c'), 0)];
+    await until('3 proposals at the node', () => calls.length === 3);
+    expect(calls.map((x) => x.timeoutMs)).toEqual([2500, 120_000, 10_000]);
+    for (const x of calls) x.resolve({ index: 1, result: Buffer.alloc(0) });
+    await Promise.all(ps);
   });
 
   it('when the caller ends its side, proposals in flight are still answered before the stream ends', async () => {
