@@ -190,6 +190,15 @@ export class ByteReader {
     return out;
   }
 
+  /** A bytes field as a view of the input, no copy: only for bytes not kept beyond the input's life. */
+  bytesView(): Uint8Array {
+    const n = this.uint();
+    this.need(n);
+    const out = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+
   /** Steps over a bytes field without copying it. */
   skipBytes(): void {
     const n = this.uint();

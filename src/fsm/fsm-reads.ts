@@ -22,6 +22,7 @@ import {
 } from './key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from './records.js';
 import type { ReadyEntry, ReadyIndex } from './ready-index.js';
+import type { RecordCache } from './record-cache.js';
 import { parseRunId } from './run-id.js';
 import { isValidId } from './validation.js';
 
@@ -90,10 +91,14 @@ function decodeToken(token: string, prefix: string): string {
 }
 
 export class FsmReads {
-  /** `ready`: the in-memory ready index the state machine keeps (ready-index.ts). */
+  /**
+   * `ready`: the in-memory ready index the state machine keeps (ready-index.ts); `records`: its
+   * record cache, which always holds what the store holds (record-cache.ts).
+   */
   constructor(
     private readonly db: Db,
     protected readonly ready: ReadyIndex,
+    private readonly records?: RecordCache,
   ) {}
 
   async getJob(jobId: string): Promise<Job | undefined> {
@@ -102,19 +107,31 @@ export class FsmReads {
     return v === undefined ? undefined : decodeJobRecord(v).job;
   }
 
-  /** Many jobs in one LevelDB read (dispatch rounds and sweeps touch thousands); absent ones map to undefined. */
+  /**
+   * Many jobs for the leader's dispatch rounds and sweeps (they touch thousands), read-only:
+   * absent ones map to undefined. Records come from the record cache where it has them (a herd's
+   * jobs were just fired there) and the rest from one getMany; specs are decoded through apply's
+   * shared spec objects (job-record-codec.ts), so a job whose spec apply decoded costs no
+   * protobuf decode. Callers must not mutate a returned spec (none does: they read the lease,
+   * payload and deadlines).
+   */
   async getJobs(jobIds: readonly string[]): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();
-    const ids = [...new Set(jobIds)].filter((id) => {
-      if (isValidId(id)) return true;
-      out.set(id, undefined);
-      return false;
-    });
-    if (ids.length === 0) return out;
-    const values = await this.db.getMany(ids.map(jobKey));
-    ids.forEach((id, i) => {
+    const missed: string[] = [];
+    for (const id of new Set(jobIds)) {
+      if (!isValidId(id)) {
+        out.set(id, undefined);
+        continue;
+      }
+      const v = this.records?.peek(jobKey(id));
+      if (v === undefined) missed.push(id);
+      else out.set(id, decodeJobRecord(v, true).job);
+    }
+    if (missed.length === 0) return out;
+    const values = await this.db.getMany(missed.map(jobKey));
+    missed.forEach((id, i) => {
       const v = values[i];
-      out.set(id, v === undefined ? undefined : decodeJobRecord(v).job);
+      out.set(id, v === undefined ? undefined : decodeJobRecord(v, true).job);
     });
     return out;
   }

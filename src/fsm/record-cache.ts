@@ -39,6 +39,11 @@ export class RecordCache {
     return v;
   }
 
+  /** The entry, without counting a hit or miss: for readers outside apply (their reads are not apply's). */
+  peek(key: string): Uint8Array | undefined {
+    return this.entries.get(key);
+  }
+
   /** Publishes the changes of a batch that is now in the store. */
   publish(updates: readonly CacheUpdate[]): void {
     for (const u of updates) {

@@ -119,8 +119,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number },
     recordCacheBytes: number,
   ) {
-    super(store, new ReadyIndex());
-    this.recordCache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
+    const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
+    super(store, new ReadyIndex(), cache);
+    this.recordCache = cache;
   }
 
   static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
