@@ -28,8 +28,8 @@ const FINISHED = new Uint8Array(0);
  * and allocating, tracking and freeing an off-heap buffer for each cost more than encoding them
  * (bench/fsm-apply.ts per-run apply ~130 -> ~105 us). A slice keeps its whole slab alive, so the
  * record cache, which keeps slices longest, counts each slab it pins once, at full size
- * (record-cache.ts); other holders keep theirs briefly (batches, results) or in allocation order
- * (the leader's in-memory log).
+ * (record-cache.ts); other holders keep theirs briefly (batches, results). Commands, which the
+ * leader's in-memory Raft log keeps until compaction, get buffers of their own.
  */
 export const SLAB_BYTES = 8192;
 /** Larger results get an exact buffer of their own. */
@@ -144,11 +144,12 @@ export class ByteWriter {
   }
 
   /**
-   * The bytes written: an exact-size copy (of its own, or a slice of a shared slab when small).
-   * The writer cannot be used afterwards.
+   * The bytes written: an exact-size copy (a slice of a shared slab when small, unless
+   * `ownBuffer`: for results kept long by holders that do not count slabs). The writer cannot be
+   * used afterwards.
    */
-  finish(): Uint8Array {
-    const out = allocResult(this.pos);
+  finish(ownBuffer = false): Uint8Array {
+    const out = ownBuffer ? new Uint8Array(this.pos) : allocResult(this.pos);
     out.set(this.buf.subarray(0, this.pos));
     // The working buffer (grown or not) becomes the scratch again unless it is huge. A writer
     // that did not have the scratch donates its own when there is none (one abandoned by a
