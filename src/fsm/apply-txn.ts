@@ -21,11 +21,13 @@ import {
   encodeRunRecord,
   isTerminal,
   jobIndexKeys,
+  readyEntryOf,
   runIndexKeys,
   type JobRecord,
   type RunRecord,
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
+import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from './run-id.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
@@ -39,6 +41,8 @@ interface Tracked<T> {
   readonly originalIndex: readonly string[];
   /** Run state of the stored version, for the per-state counters (-1 when none / a job). */
   readonly originalState: number;
+  /** The stored version's ready-index entry (runs only; undefined when not dispatchable). */
+  readonly originalReady: ReadyEntry | undefined;
   value: T | undefined;
   dirty: boolean;
   /** Written by a command whose records the record cache should keep (see `admitting`). */
@@ -63,6 +67,8 @@ export class ApplyTxn {
    */
   admitting = false;
   private cacheUpdates: CacheUpdate[] = [];
+  /** Ready-index changes of the batch (batchOps), published with publishReady once it is stored. */
+  private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
   /**
    * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
@@ -99,6 +105,14 @@ export class ApplyTxn {
   /** After the batch is in the store: the cache learns what it wrote. */
   publishToCache(): void {
     this.cache?.publish(this.cacheUpdates);
+  }
+
+  /** After the batch is in the store: the ready index follows the runs it wrote. */
+  publishReady(index: ReadyIndex): void {
+    for (const { before, after } of this.readyChanges) {
+      if (before) index.remove(before);
+      if (after) index.add(after);
+    }
   }
 
   // ---- raw keys (meta, idempotency) ----
@@ -160,6 +174,7 @@ export class ApplyTxn {
     const t: Tracked<JobRecord> = {
       originalIndex: value ? jobIndexKeys(value.job) : [],
       originalState: -1,
+      originalReady: undefined,
       value,
       dirty: false,
       admit: false,
@@ -209,6 +224,7 @@ export class ApplyTxn {
     const t: Tracked<RunRecord> = {
       originalIndex: value ? runIndexKeys(value) : [],
       originalState: value ? value.run.state : -1,
+      originalReady: value ? readyEntryOf(value) : undefined,
       value,
       dirty: false,
       admit: false,
@@ -309,6 +325,10 @@ export class ApplyTxn {
   async batchOps(): Promise<BatchOp[]> {
     const ops: BatchOp[] = [];
     const cached: CacheUpdate[] = (this.cacheUpdates = []);
+    const ready: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = (this.readyChanges = []);
+    const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
+      if (!sameReadyEntry(before, after)) ready.push({ before, after });
+    };
     const indexDiff = (before: readonly string[], after: readonly string[]): void => {
       if (before.length === 0) {
         // New records (most of a fire batch): nothing to compare against.
@@ -346,11 +366,13 @@ export class ApplyTxn {
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
         indexDiff(t.originalIndex, runIndexKeys(t.value));
+        readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {
         ops.push({ type: 'del', key });
         cached.push({ key, value: null, admit: false });
         indexDiff(t.originalIndex, []);
+        readyDiff(t.originalReady, undefined);
       }
     }
     for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {

@@ -100,7 +100,9 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
       break;
   }
-  return w.finish();
+  // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
+  // and a slab slice would keep its whole slab (and the records beside it) alive that long.
+  return w.finish(true);
 }
 
 /** Throws FsmDecodeError on anything malformed (apply turns that into a rejected result). */

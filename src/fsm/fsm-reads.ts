@@ -12,12 +12,8 @@ import {
   JOB_PREFIX,
   jobKey,
   jobRunsPrefix,
-  padPriority,
   padTime,
   parseDueKey,
-  parseReadyKey,
-  READY_PREFIX,
-  readyByTypePrefix,
   RUN_PREFIX,
   runKey,
   SEP,
@@ -25,6 +21,8 @@ import {
   statePrefix,
 } from './key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from './records.js';
+import type { ReadyEntry, ReadyIndex } from './ready-index.js';
+import type { RecordCache } from './record-cache.js';
 import { parseRunId } from './run-id.js';
 import { isValidId } from './validation.js';
 
@@ -93,7 +91,15 @@ function decodeToken(token: string, prefix: string): string {
 }
 
 export class FsmReads {
-  constructor(private readonly db: Db) {}
+  /**
+   * `ready`: the in-memory ready index the state machine keeps (ready-index.ts); `records`: its
+   * record cache, which always holds what the store holds (record-cache.ts).
+   */
+  constructor(
+    private readonly db: Db,
+    protected readonly ready: ReadyIndex,
+    private readonly records?: RecordCache,
+  ) {}
 
   async getJob(jobId: string): Promise<Job | undefined> {
     if (!isValidId(jobId)) return undefined;
@@ -101,19 +107,31 @@ export class FsmReads {
     return v === undefined ? undefined : decodeJobRecord(v).job;
   }
 
-  /** Many jobs in one LevelDB read (dispatch rounds and sweeps touch thousands); absent ones map to undefined. */
+  /**
+   * Many jobs for the leader's dispatch rounds and sweeps (they touch thousands), read-only:
+   * absent ones map to undefined. Records come from the record cache where it has them (a herd's
+   * jobs were just fired there) and the rest from one getMany; specs are decoded through apply's
+   * shared spec objects (job-record-codec.ts), so a job whose spec apply decoded costs no
+   * protobuf decode. Callers must not mutate a returned spec (none does: they read the lease,
+   * payload and deadlines).
+   */
   async getJobs(jobIds: readonly string[]): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();
-    const ids = [...new Set(jobIds)].filter((id) => {
-      if (isValidId(id)) return true;
-      out.set(id, undefined);
-      return false;
-    });
-    if (ids.length === 0) return out;
-    const values = await this.db.getMany(ids.map(jobKey));
-    ids.forEach((id, i) => {
+    const missed: string[] = [];
+    for (const id of new Set(jobIds)) {
+      if (!isValidId(id)) {
+        out.set(id, undefined);
+        continue;
+      }
+      const v = this.records?.peek(jobKey(id));
+      if (v === undefined) missed.push(id);
+      else out.set(id, decodeJobRecord(v, true).job);
+    }
+    if (missed.length === 0) return out;
+    const values = await this.db.getMany(missed.map(jobKey));
+    missed.forEach((id, i) => {
       const v = values[i];
-      out.set(id, v === undefined ? undefined : decodeJobRecord(v).job);
+      out.set(id, v === undefined ? undefined : decodeJobRecord(v, true).job);
     });
     return out;
   }
@@ -184,46 +202,16 @@ export class FsmReads {
 
   /** Runs waiting for a worker: highest priority first, then earliest not-before. */
   async readyRuns(q: ReadyQuery): Promise<Run[]> {
-    if (q.limit <= 0) return [];
-    let ids: { priority: number; notBeforeMs: number; runId: string }[];
-    if (q.taskTypes === undefined) {
-      ids = await this.scanReady(READY_PREFIX, q.limit, q.nowMs);
-    } else {
-      const parts = await Promise.all(
-        q.taskTypes.filter(isValidId).map((t) => this.scanReady(readyByTypePrefix(t), q.limit, q.nowMs)),
-      );
-      ids = parts
-        .flat()
-        .sort((a, b) => b.priority - a.priority || a.notBeforeMs - b.notBeforeMs || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0))
-        .slice(0, q.limit);
-    }
-    return this.runsById(ids.map((x) => x.runId));
+    return this.runsById(this.readyEntries(q).map((e) => e.runId));
   }
 
-  private async scanReady(prefix: string, limit: number, nowMs: number | undefined) {
-    const out: { priority: number; notBeforeMs: number; runId: string }[] = [];
-    const it = this.db.keys({ gte: prefix, lt: upper(prefix) });
-    try {
-      scan: for (;;) {
-        const keys = await it.nextv(Math.min(1000, limit - out.length + 16));
-        if (keys.length === 0) break;
-        for (const key of keys) {
-          const r = parseReadyKey(key, prefix);
-          if (nowMs !== undefined && r.notBeforeMs > nowMs) {
-            // The rest of this priority is not due yet: jump to the next priority instead of
-            // walking through runs waiting on backoff or jitter.
-            if (r.priority <= -1000) break scan;
-            it.seek(`${prefix}${padPriority(r.priority - 1)}`);
-            continue scan;
-          }
-          out.push(r);
-          if (out.length >= limit) break scan;
-        }
-      }
-    } finally {
-      await it.close();
-    }
-    return out;
+  /**
+   * The ready index itself, without reading any record: what the dispatcher plans with. Answered
+   * from memory, so it reflects exactly the batches applied so far.
+   */
+  readyEntries(q: ReadyQuery): ReadyEntry[] {
+    if (q.limit <= 0) return [];
+    return this.ready.scan(q.limit, q.taskTypes, q.nowMs);
   }
 
   /**

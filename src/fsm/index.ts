@@ -13,6 +13,7 @@ export { encodeCommand, decodeCommand } from './command-codec.js';
 export { encodeResult, decodeResult, decodeJobHeads } from './result-codec.js';
 export type * from './results.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './fsm-reads.js';
+export type { ReadyEntry } from './ready-index.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './fsm-reads.js';
 export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
 export * from './validation.js';

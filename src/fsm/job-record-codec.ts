@@ -26,8 +26,9 @@ export function specBytes(spec: JobSpec | undefined): Uint8Array {
 /**
  * Specs decoded inside apply, by job id: a job's record is read on every fire, claim and finish of
  * its runs while its spec bytes rarely change, and comparing bytes costs far less than decoding.
- * Only apply shares these objects (it never mutates a spec, and every spec it hands out in a
- * result is a copy); reads for the API decode their own. Bounded: cleared when full.
+ * Only apply and the leader's dispatch reads (FsmReads.getJobs) share these objects (neither
+ * mutates a spec, and every spec apply hands out in a result is a copy); reads for the API decode
+ * their own. Bounded: cleared when full.
  */
 const sharedSpecs = new Map<string, { bytes: Buffer; spec: JobSpec }>();
 const MAX_SHARED_SPECS = 100_000;
@@ -36,10 +37,12 @@ const MAX_SHARED_SPEC_BYTES = 4096;
 const MAX_SHARED_TOTAL_BYTES = 16 << 20;
 let sharedBytes = 0;
 
-function sharedSpecOf(jobId: string, bytes: Uint8Array): JobSpec | undefined {
-  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+/** `view`: the spec bytes inside the record being read (compared in place, copied only when kept). */
+function sharedSpecOf(jobId: string, view: Uint8Array): JobSpec | undefined {
   const hit = sharedSpecs.get(jobId);
-  if (hit && hit.bytes.equals(b)) return hit.spec;
+  if (hit && hit.bytes.equals(view)) return hit.spec;
+  const bytes = view.slice();
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   const spec = specOf(bytes);
   if (spec === undefined || b.length > MAX_SHARED_SPEC_BYTES) return spec;
   if (sharedSpecs.size >= MAX_SHARED_SPECS || sharedBytes + b.length > MAX_SHARED_TOTAL_BYTES) {
@@ -96,7 +99,7 @@ export function readJobHead(r: ByteReader): JobHead {
 /** `shared`: apply's reads, which may share one decoded spec per job (see sharedSpecs). */
 export function readJob(r: ByteReader, shared = false): Job {
   const id = r.str();
-  const spec = shared ? sharedSpecOf(id, r.bytes()) : specOf(r.bytes());
+  const spec = shared ? sharedSpecOf(id, r.bytesView()) : specOf(r.bytes());
   const state = r.uint() as JobState;
   const version = r.uint();
   const createdUnixMs = r.int();

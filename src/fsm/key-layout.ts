@@ -5,8 +5,7 @@
 // ids sort as plain strings. User-provided ids are validated to [A-Za-z0-9._:-]{1,128} before they
 // reach a key (validation.ts), idempotency keys to printable ASCII: neither can contain NUL, so no
 // input can break out of its component. Times are zero-padded 15-digit decimal milliseconds
-// (0 ≤ t ≤ 999,999,999,999,999) so byte order = time order; priorities are stored as
-// (1000 − priority) in 4 digits so ascending order = highest priority first.
+// (0 ≤ t ≤ 999,999,999,999,999) so byte order = time order.
 //
 //   m\0applied                                 applied Raft index (decimal), written in every batch
 //   m\0schema                                  schema version
@@ -16,8 +15,6 @@
 //   d\0<nextFire:15>\0<jobId>                  due index: ACTIVE jobs by next fire time (I6)
 //   r\0<jobId>\0<slot:15>\0<suffix>            run record: history by job and slot
 //   s\0<state:2>\0<jobId>\0<slot:15>\0<suffix> runs by state (ListRuns filters)
-//   q\0<1000-prio:4>\0<notBefore:15>\0<runId>  ready runs (PENDING or FAILED awaiting retry)
-//   t\0<taskType>\0<1000-prio:4>\0<notBefore:15>\0<runId>   ready runs per task type
 //   i\0c\0<idempotencyKey>                     CreateJob idempotency → job id + expiry
 //   i\0t\0<jobId>\0<idempotencyKey>            TriggerJob idempotency → run id + expiry
 //   x\0<expiry:15>\0<idempotency record key>   idempotency keys by expiry (trim)
@@ -30,15 +27,22 @@
 // job's active runs are the s\0 ranges of the non-terminal states under its id, and the leader
 // keeps leases in memory, reading RUNNING runs from s\0 only when it takes over. Dropping them
 // cut 4 of 19 writes per run; a schema-1 store or snapshot loses those keys when opened.
+// Schema 2 also kept q\0<1000-prio:4>\0<notBefore:15>\0<runId> and
+// t\0<taskType>\0<1000-prio:4>\0<notBefore:15>\0<runId> (ready runs, global and per task type):
+// schema 3 keeps that index in memory on every replica (ready-index.ts), rebuilt from the s\0
+// PENDING and FAILED ranges at open and restore. That cut 4 of the remaining 15 writes per run;
+// a schema-1 or -2 store or snapshot loses those keys when opened.
 import type { ParsedRunId } from './run-id.js';
 
 export const SEP = '\0';
 /** One past SEP: the exclusive upper bound of a "<prefix>\0" range. */
 export const SEP_END = '\x01';
 
-export const SCHEMA_VERSION = 2;
-/** Prefixes of indexes that schema 1 kept and schema 2 dropped (deleted on upgrade). */
-export const SCHEMA_1_ONLY_PREFIXES = [`a${SEP}`, `l${SEP}`] as const;
+export const SCHEMA_VERSION = 3;
+/** Schema versions whose stores and snapshots this build reads (upgrading them on the way in). */
+export const READABLE_SCHEMAS: readonly number[] = [1, 2, 3];
+/** Prefixes of indexes that older schemas kept and this one dropped (deleted on upgrade). */
+export const DROPPED_INDEX_PREFIXES = [`a${SEP}`, `l${SEP}`, `q${SEP}`, `t${SEP}`] as const;
 
 export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
@@ -46,10 +50,6 @@ export const META_RESTORING = `m${SEP}restoring`;
 
 export function padTime(ms: number): string {
   return String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
-}
-
-export function padPriority(priority: number): string {
-  return String(1000 - priority).padStart(4, '0');
 }
 
 function padState(state: number): string {
@@ -109,26 +109,6 @@ export function stateKey(state: number, p: ParsedRunId): string {
 
 export function statePrefix(state: number): string {
   return `s${SEP}${padState(state)}${SEP}`;
-}
-
-export function readyKey(priority: number, notBeforeMs: number, runId: string): string {
-  return `q${SEP}${padPriority(priority)}${SEP}${padTime(notBeforeMs)}${SEP}${runId}`;
-}
-export const READY_PREFIX = `q${SEP}`;
-
-export function readyByTypeKey(taskType: string, priority: number, notBeforeMs: number, runId: string): string {
-  return `t${SEP}${taskType}${SEP}${padPriority(priority)}${SEP}${padTime(notBeforeMs)}${SEP}${runId}`;
-}
-
-export function readyByTypePrefix(taskType: string): string {
-  return `t${SEP}${taskType}${SEP}`;
-}
-
-/** Parses the trailing "<prio:4>\0<nb:15>\0<runId>" of a ready key after `prefix`. */
-export function parseReadyKey(key: string, prefix: string): { priority: number; notBeforeMs: number; runId: string } {
-  const rest = key.slice(prefix.length);
-  const [prio, nb, runId] = rest.split(SEP);
-  return { priority: 1000 - Number(prio), notBeforeMs: Number(nb), runId: runId! };
 }
 
 /** The s\0 range of one state for one job: "s\0<state>\0<jobId>\0". */

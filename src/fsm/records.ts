@@ -5,7 +5,8 @@
 import { Job, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { dueKey, readyByTypeKey, readyKey, stateKey } from './key-layout.js';
+import { dueKey, stateKey } from './key-layout.js';
+import type { ReadyEntry } from './ready-index.js';
 import { parseRunId } from './run-id.js';
 import { readRun, writeRun } from './run-record-codec.js';
 import { readJob, specBytes, specOf, writeJob } from './job-record-codec.js';
@@ -118,15 +119,17 @@ export function jobIndexKeys(job: Job): string[] {
 /** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */
 export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];
 
-/** Secondary index keys of a run: by state; ready (global, per task type) while dispatchable. */
+/** Secondary index keys of a run: by state (the ready index lives in memory, ready-index.ts). */
 export function runIndexKeys(rec: RunRecord): string[] {
   const run = rec.run;
   const p = parseRunId(run.id);
   if (!p) throw new FsmDecodeError(`stored run has a bad id ${run.id}`);
-  const keys = [stateKey(run.state, p)];
-  if (isDispatchable(rec)) {
-    keys.push(readyKey(run.priority, run.notBeforeUnixMs, run.id));
-    keys.push(readyByTypeKey(run.taskType, run.priority, run.notBeforeUnixMs, run.id));
-  }
-  return keys;
+  return [stateKey(run.state, p)];
+}
+
+/** The run's entry in the in-memory ready index while it is dispatchable. */
+export function readyEntryOf(rec: RunRecord): ReadyEntry | undefined {
+  if (!isDispatchable(rec)) return undefined;
+  const run = rec.run;
+  return { runId: run.id, jobId: run.jobId, taskType: run.taskType, priority: run.priority, notBeforeMs: run.notBeforeUnixMs };
 }

@@ -17,7 +17,20 @@ import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
 import { ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { decodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
-import { COUNTER_PREFIX, META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_1_ONLY_PREFIXES, SCHEMA_VERSION } from './key-layout.js';
+import {
+  COUNTER_PREFIX,
+  DROPPED_INDEX_PREFIXES,
+  META_APPLIED,
+  META_RESTORING,
+  META_SCHEMA,
+  READABLE_SCHEMAS,
+  RUN_PREFIX,
+  SCHEMA_VERSION,
+  statePrefix,
+} from './key-layout.js';
+import { RunState } from '../gen/herald/v1/run.js';
+import { decodeRunRecord, readyEntryOf } from './records.js';
+import { ReadyIndex } from './ready-index.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
@@ -99,14 +112,17 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private lock: Promise<unknown> = Promise.resolve();
   /** Bytes of live job and run records, for apply's reads (undefined when disabled). */
   readonly recordCache: RecordCache | undefined;
+  /** The ready index no longer matches the store (a batch write failed): rebuilt before the next apply. */
+  private readyStale = false;
 
   private constructor(
     private readonly store: Db,
     private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number },
     recordCacheBytes: number,
   ) {
-    super(store);
-    this.recordCache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
+    const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
+    super(store, new ReadyIndex(), cache);
+    this.recordCache = cache;
   }
 
   static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
@@ -135,16 +151,17 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           { type: 'put', key: META_SCHEMA, value: enc.encode(String(SCHEMA_VERSION)) },
           { type: 'put', key: META_APPLIED, value: enc.encode('0') },
         ], { sync: true });
-      } else if (Number(dec.decode(schema)) === 1) {
-        // Schema 2 only dropped two derived indexes: deleting them is the whole upgrade, and
+      } else if (Number(dec.decode(schema)) !== SCHEMA_VERSION && READABLE_SCHEMAS.includes(Number(dec.decode(schema)))) {
+        // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
         // every replica does the same.
-        for (const p of SCHEMA_1_ONLY_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
+        for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
         await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
       } else if (Number(dec.decode(schema)) !== SCHEMA_VERSION) {
         throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(schema)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
       }
       fsm.applied = Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0')));
       await fsm.loadCounts();
+      await fsm.rebuildReady();
     } catch (e) {
       await db.close();
       throw e;
@@ -157,6 +174,32 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     for await (const [key, value] of this.store.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
       this.counts.set(Number(key.slice(COUNTER_PREFIX.length)), decodeCount(value));
     }
+  }
+
+  /**
+   * The in-memory ready index from the store: the dispatchable runs among the PENDING and FAILED
+   * ones (their s\0 ranges), read in pages. Costs a read per waiting run, at open and restore only.
+   */
+  private async rebuildReady(): Promise<void> {
+    this.ready.clear();
+    for (const state of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_FAILED]) {
+      const prefix = statePrefix(state);
+      const it = this.store.keys({ gte: prefix, lt: upper(prefix) });
+      try {
+        for (;;) {
+          const keys = await it.nextv(1000);
+          if (keys.length === 0) break;
+          const values = await this.store.getMany(keys.map((k) => `${RUN_PREFIX}${k.slice(prefix.length)}`));
+          for (const v of values) {
+            const e = v === undefined ? undefined : readyEntryOf(decodeRunRecord(v));
+            if (e) this.ready.add(e);
+          }
+        }
+      } finally {
+        await it.close();
+      }
+    }
+    this.readyStale = false;
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -176,6 +219,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const decoded = decodeEntries(entries, this.applied);
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
+    if (this.readyStale) await this.rebuildReady();
     for (;;) {
       const txn = new ApplyTxn(this.store, this.counts, this.recordCache);
       await txn.prefetchJobs(jobIds);
@@ -225,11 +269,15 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       try {
         await writeLevelBatch(this.store, ops);
       } catch (e) {
-        // What the store holds now is unknown: the cache must not vouch for it.
+        // What the store holds now is unknown: the cache must not vouch for it, and the ready
+        // index is read again from the store (now, or before the next apply if that fails too).
         this.recordCache?.clear();
+        this.readyStale = true;
+        await this.rebuildReady().catch(() => undefined);
         throw e;
       }
       txn.publishToCache();
+      txn.publishReady(this.ready);
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       return results;
@@ -286,6 +334,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
       this.applied = 0;
       this.recordCache?.clear();
+      this.ready.clear();
+      // Until the restore completes, a throw below leaves a store that must be read again.
+      this.readyStale = true;
       await clearAllButMarker(this.store);
       this.counts.clear(); // matches the cleared store until the restore completes
       let header = false;
@@ -304,12 +355,12 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         if (key === META_RESTORING) throw new HeraldError('CORRUPT_STORAGE', 'snapshot contains a restore marker');
         if (key === META_SCHEMA) {
           const v = Number(dec.decode(part.value));
-          if (v !== 1 && v !== SCHEMA_VERSION) throw new HeraldError('CORRUPT_STORAGE', `snapshot of state machine schema ${v}; this build reads ${SCHEMA_VERSION}`);
+          if (!READABLE_SCHEMAS.includes(v)) throw new HeraldError('CORRUPT_STORAGE', `snapshot of state machine schema ${v}; this build reads ${SCHEMA_VERSION}`);
           batch.put(key, enc.encode(String(SCHEMA_VERSION)));
           continue;
         }
-        // A schema-1 snapshot (older leader) carries indexes this schema dropped.
-        if (SCHEMA_1_ONLY_PREFIXES.some((p) => key.startsWith(p))) continue;
+        // A schema-1 or -2 snapshot (older leader) carries indexes this schema dropped.
+        if (DROPPED_INDEX_PREFIXES.some((p) => key.startsWith(p))) continue;
         batch.put(key, part.value);
         pending += 1;
         if (pending >= 10_000) {
@@ -324,6 +375,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await batch.write({ sync: true });
       this.applied = meta.index;
       await this.loadCounts();
+      await this.rebuildReady();
     });
   }
 

@@ -1,7 +1,7 @@
 // The leader's dispatcher: ready runs to workers with credits.
 //
-// A round reads the ready index (priority, then not-before) for the task types that have spare
-// capacity, plans with planDispatch (fair across types and workers), reserves the credits at once
+// A round reads the ready index (priority, then not-before; kept in memory by the state machine,
+// so a round reads no record) for the task types that have spare capacity, plans with planDispatch (fair across types and workers), reserves the credits at once
 // and proposes ONE claimRuns command. Assignments are sent only after the claim commits, with
 // the fencing token the claim got (its Raft index) and a lease granted in the LeaseTable. Rounds
 // are paced by credits and by the admission limit (claimBatchSize per round, maxClaimsInFlight
@@ -16,7 +16,7 @@
 import type { Job } from '../gen/herald/v1/job.js';
 import type { Run } from '../gen/herald/v1/run.js';
 import type { RunAssignment } from '../gen/herald/v1/worker_service.js';
-import { scheduledRunId, type ClaimItem, type FireItem } from '../fsm/index.js';
+import { scheduledRunId, type ClaimItem, type FireItem, type ReadyEntry } from '../fsm/index.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
 import type { LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
@@ -99,24 +99,24 @@ export class Dispatcher {
     const reserved = new Map<string, WorkerSession>();
     let more = false;
     try {
-      let ready: Run[];
+      let ready: ReadyEntry[];
       this.stats.rounds++;
       const tRead = Date.now();
       try {
-        ready = await ctx.fsm.readyRuns({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
+        ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
       } finally {
         this.activeReads.delete(seq);
         this.prune();
         this.stats.readMs += Date.now() - tRead;
       }
       if (this.stopped || !ctx.active()) return;
-      const runs = new Map<string, Run>();
-      for (const r of ready) if (!this.claiming.has(r.id)) runs.set(r.id, r);
+      const runs = new Map<string, ReadyEntry>();
+      for (const r of ready) if (!this.claiming.has(r.runId)) runs.set(r.runId, r);
       this.backlog = runs.size > 0;
       if (runs.size === 0) return;
       // Credits may have changed while we read; plan against the sessions as they are now.
       plan = this.plan(
-        [...runs.values()].map((r) => ({ runId: r.id, taskType: r.taskType, priority: r.priority, notBeforeMs: r.notBeforeUnixMs })),
+        [...runs.values()].map((r) => ({ runId: r.runId, taskType: r.taskType, priority: r.priority, notBeforeMs: r.notBeforeMs })),
         this.openSessions(),
         now,
         limit,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ByteReader, ByteWriter } from '../../src/fsm/binary-codec.js';
+import { ByteReader, ByteWriter, MAX_SLAB_SLICE, SLAB_BYTES } from '../../src/fsm/binary-codec.js';
 
 const read = (b: Uint8Array) => {
   const r = new ByteReader(b);
@@ -41,5 +41,25 @@ describe('ByteWriter (shared scratch buffer)', () => {
     const w = new ByteWriter().str('x');
     w.finish();
     expect(() => w.str('more')).toThrow(/after finish/);
+  });
+});
+
+describe('ByteWriter results (shared slabs)', () => {
+  it('carves small results out of shared slabs, exact in length and untouched by every later result', () => {
+    const outs = Array.from({ length: 600 }, (_, i) => new ByteWriter().str(`record-${i}`.repeat(1 + (i % 5))).uint(i).finish());
+    outs.forEach((o, i) => expect(read(o)).toEqual([`record-${i}`.repeat(1 + (i % 5)), i]));
+    // ~40 bytes each: several per slab, and more than one slab for 600 of them.
+    const slabs = new Set(outs.map((o) => o.buffer));
+    expect(slabs.size).toBeGreaterThan(1);
+    expect(slabs.size).toBeLessThan(outs.length / 10);
+    for (const o of outs) expect(o.buffer.byteLength).toBe(SLAB_BYTES);
+  });
+
+  it('gives a result larger than a slab slice an exact buffer of its own', () => {
+    const big = new ByteWriter().bytes(new Uint8Array(MAX_SLAB_SLICE + 1).fill(3)).finish();
+    expect(big.byteOffset).toBe(0);
+    expect(big.buffer.byteLength).toBe(big.byteLength);
+    const r = new ByteReader(big);
+    expect(r.bytes()).toEqual(new Uint8Array(MAX_SLAB_SLICE + 1).fill(3));
   });
 });

@@ -110,3 +110,12 @@ describe('result codec', () => {
     expect(encodeResult({ type: 'empty' }).length).toBe(0);
   });
 });
+
+describe('encodeCommand buffers', () => {
+  it('gives every command a buffer of its own, never a slice of a shared slab (the leader keeps commands in its log until compaction)', () => {
+    const small = encodeCommand({ type: 'deleteJob', nowMs: 1, jobId: 'j', expectedVersion: 0 });
+    expect(small.byteOffset).toBe(0);
+    expect(small.buffer.byteLength).toBe(small.byteLength);
+    expect(decodeCommand(small)).toMatchObject({ type: 'deleteJob', jobId: 'j' });
+  });
+});

@@ -187,7 +187,7 @@ describe('FSM vs reference model', () => {
           await flush();
           if (++sequences % 6 !== 1) return; // the replica checks below cost two more stores
           // Determinism (I5): the same log in one apply call gives byte-identical state (with or
-          // without a record cache), and a snapshot of it restores to the same bytes.
+          // without a record cache), and a snapshot of it restores to the same bytes and ready index.
           const one = await openTestFsm({ recordCacheBytes: 0 });
           const copy = await openTestFsm();
           try {
@@ -201,6 +201,11 @@ describe('FSM vs reference model', () => {
               await snap.close();
             }
             expect(await copy.fsm.stateHash()).toBe(hash);
+            // The in-memory ready index is derived state: the same on a replica that applied the
+            // log in one call, and rebuilt whole from the restored records.
+            const ready = t.fsm.readyEntries({ limit: 10_000 });
+            expect(one.fsm.readyEntries({ limit: 10_000 })).toEqual(ready);
+            expect(copy.fsm.readyEntries({ limit: 10_000 })).toEqual(ready);
           } finally {
             await one.close();
             await copy.close();

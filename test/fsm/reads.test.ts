@@ -100,3 +100,36 @@ describe('listJobs / listRuns', () => {
     expect(await t.fsm.fireCursor('a')).toEqual({ lastSlotMs: T0 + 5000, nextFireMs: T0 + 6000 });
   });
 });
+
+describe('getJobs (dispatch reads)', () => {
+  it('answers jobs the record cache holds without reading the store, equal to what getJob decodes; the rest from the store', async () => {
+    t = await openTestFsm();
+    await t.apply(put('a', 1000, { payload: Buffer.from('pay-a'), leaseDurationMs: 7000 }), put('b', 1000), put('cold', 1000));
+    // Fired jobs enter the record cache (the run lifecycle admits them); 'cold' was only created.
+    await t.one({ type: 'fireRuns', nowMs: T0 + 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 + 1000 }, { jobId: 'b', slotMs: T0 + 1000 }] });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const store = (t.fsm as any).store as { getMany: (keys: string[]) => Promise<unknown[]> };
+    const getMany = store.getMany.bind(store);
+    const asked: string[][] = [];
+    store.getMany = (keys: string[]) => {
+      asked.push(keys);
+      return getMany(keys);
+    };
+    const hits = t.fsm.recordCache!.stats.hits;
+    const jobs = await t.fsm.getJobs(['a', 'b', 'a', 'bad id!', 'nope']);
+    expect(asked).toEqual([['j\0nope']]);
+    expect(t.fsm.recordCache!.stats.hits).toBe(hits); // apply's hit counts are apply's own
+    store.getMany = getMany;
+    expect(jobs.get('a')).toEqual(await t.fsm.getJob('a'));
+    expect(jobs.get('a')!.spec!.payload).toEqual(Buffer.from('pay-a'));
+    expect(jobs.get('a')!.spec!.leaseDurationMs).toBe(7000);
+    expect(jobs.get('b')).toEqual(await t.fsm.getJob('b'));
+    expect(jobs.has('bad id!') && jobs.get('bad id!') === undefined).toBe(true);
+    expect(jobs.has('nope') && jobs.get('nope') === undefined).toBe(true);
+    expect((await t.fsm.getJobs(['cold'])).get('cold')).toEqual(await t.fsm.getJob('cold'));
+    // An update is seen at once (the cache holds what the store holds).
+    await t.one({ type: 'updateJob', nowMs: T0 + 1001, jobId: 'a', spec: everySpec(1000, { payload: Buffer.from('new'), leaseDurationMs: 9000 }, T0 + 1000), expectedVersion: 0 });
+    expect((await t.fsm.getJobs(['a'])).get('a')!.spec!.payload).toEqual(Buffer.from('new'));
+    expect((await t.fsm.getJobs(['a'])).get('a')).toEqual(await t.fsm.getJob('a'));
+  });
+});

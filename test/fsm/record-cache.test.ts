@@ -37,6 +37,34 @@ describe('RecordCache', () => {
   });
 });
 
+describe('RecordCache (values sliced from shared slabs)', () => {
+  it('counts a slab once, at its full size, for as long as any entry holds a slice of it', () => {
+    const slab = new Uint8Array(1000);
+    const c = new RecordCache(10_000);
+    c.publish([
+      { key: 'a', value: slab.subarray(0, 10), admit: true },
+      { key: 'b', value: slab.subarray(10, 30), admit: true },
+      { key: 'own', value: bytes(50), admit: true },
+    ]);
+    expect(c.retainedBytes).toBe(1 + 1000 + 1 + 3 + 50);
+    c.publish([{ key: 'a', value: null, admit: false }]);
+    expect(c.retainedBytes).toBe(1 + 1000 + 3 + 50); // 'b' still holds the slab
+    c.publish([{ key: 'b', value: bytes(5), admit: false }]); // rewritten as an exact buffer
+    expect(c.retainedBytes).toBe(1 + 5 + 3 + 50);
+    c.clear();
+    expect(c.retainedBytes).toBe(0);
+  });
+
+  it('keeps within its budget in memory kept alive: one small slice per slab evicts like a whole slab', () => {
+    const c = new RecordCache(5000);
+    // Each entry is a 10-byte slice of its own 1000-byte slab: ten of them keep 10,000 bytes alive.
+    for (let i = 0; i < 10; i++) c.publish([{ key: `k${i}`, value: new Uint8Array(1000).subarray(0, 10), admit: true }]);
+    expect(c.retainedBytes).toBeLessThanOrEqual(5000);
+    expect(c.size).toBeLessThanOrEqual(4);
+    expect(c.get('k9')).toBeDefined();
+  });
+});
+
 describe('the state machine with a record cache', () => {
   let t: TestFsm;
   afterEach(async () => t?.close());
