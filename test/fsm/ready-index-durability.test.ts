@@ -165,11 +165,17 @@ describe('ready index (schema 3)', () => {
     const t = await fresh();
     await t.apply(log[0]!);
     // The write reaches the store, then reports failure (the outcome a caller cannot know).
-    const store = (t.fsm as unknown as { store: { batch: (ops: unknown) => Promise<void> } }).store;
+    type Chained = { write: (o?: unknown) => Promise<void> };
+    const store = (t.fsm as unknown as { store: { batch: () => Chained } }).store;
     const batch = store.batch.bind(store);
-    store.batch = async (ops: unknown) => {
-      await batch(ops);
-      throw new Error('disk said no');
+    store.batch = () => {
+      const b = batch();
+      const write = b.write.bind(b);
+      b.write = async (o?: unknown) => {
+        await write(o);
+        throw new Error('disk said no');
+      };
+      return b;
     };
     await expect(t.apply(fire(T0, { jobId: 'a', slotMs: T0 }))).rejects.toThrow('disk said no');
     store.batch = batch;
