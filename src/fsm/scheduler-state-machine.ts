@@ -145,19 +145,22 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         await clearAllButMarker(db);
         await db.del(META_RESTORING, { sync: true });
       }
-      const schema = await db.get(META_SCHEMA);
+      const stored = await db.get(META_SCHEMA);
+      const schema = stored === undefined ? undefined : Number(dec.decode(stored));
       if (schema === undefined) {
         await db.batch([
           { type: 'put', key: META_SCHEMA, value: enc.encode(String(SCHEMA_VERSION)) },
           { type: 'put', key: META_APPLIED, value: enc.encode('0') },
         ], { sync: true });
-      } else if (Number(dec.decode(schema)) !== SCHEMA_VERSION && READABLE_SCHEMAS.includes(Number(dec.decode(schema)))) {
+      } else if (schema === SCHEMA_VERSION) {
+        // Current: nothing to do.
+      } else if (READABLE_SCHEMAS.includes(schema)) {
         // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
         // every replica does the same.
         for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
         await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
-      } else if (Number(dec.decode(schema)) !== SCHEMA_VERSION) {
-        throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(schema)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
+      } else {
+        throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(stored!)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
       }
       fsm.applied = Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0')));
       await fsm.loadCounts();

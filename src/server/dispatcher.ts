@@ -1,7 +1,8 @@
 // The leader's dispatcher: ready runs to workers with credits.
 //
 // A round reads the ready index (priority, then not-before; kept in memory by the state machine,
-// so a round reads no record) for the task types that have spare capacity, plans with planDispatch (fair across types and workers), reserves the credits at once
+// so a round reads no record) for the task types that have spare capacity, plans with
+// planDispatch (fair across types and workers), reserves the credits at once
 // and proposes ONE claimRuns command. Assignments are sent only after the claim commits, with
 // the fencing token the claim got (its Raft index) and a lease granted in the LeaseTable. Rounds
 // are paced by credits and by the admission limit (claimBatchSize per round, maxClaimsInFlight
@@ -33,13 +34,11 @@ export class Dispatcher {
   private stopped = false;
   private poll: NodeJS.Timeout | undefined;
   /**
-   * Runs claimed recently: Infinity while the claim is in flight, else the read sequence at which
-   * it settled. A ready read that started before a claim settled may still list the run; such
-   * entries are skipped until no read that old is running.
+   * Runs whose claim is in flight: the ready index still lists them until the claim applies, so
+   * rounds skip them. A claim settles only once it has applied here (or failed), and the ready
+   * index is read synchronously from what was applied, so no read can list a settled run.
    */
-  private readonly claiming = new Map<string, number>();
-  private readSeq = 0;
-  private readonly activeReads = new Set<number>();
+  private readonly claiming = new Set<string>();
 
   /** The last ready read found runs it could not plan (or filled a whole round): a backlog. */
   private backlog = true;
@@ -60,7 +59,7 @@ export class Dispatcher {
   }
 
   claimInFlight(runId: string): boolean {
-    return this.claiming.get(runId) === Infinity;
+    return this.claiming.has(runId);
   }
 
   /** Runs a round soon; wake-ups while one is pending coalesce. */
@@ -93,23 +92,14 @@ export class Dispatcher {
     }
     const limit = Math.min(total, ctx.config.claimBatchSize);
     this.inFlight++;
-    const seq = ++this.readSeq;
-    this.activeReads.add(seq);
     let plan: DispatchAssignment[] = [];
     const reserved = new Map<string, WorkerSession>();
     let more = false;
     try {
-      let ready: ReadyEntry[];
       this.stats.rounds++;
       const tRead = Date.now();
-      try {
-        ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
-      } finally {
-        this.activeReads.delete(seq);
-        this.prune();
-        this.stats.readMs += Date.now() - tRead;
-      }
-      if (this.stopped || !ctx.active()) return;
+      const ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
+      this.stats.readMs += Date.now() - tRead;
       const runs = new Map<string, ReadyEntry>();
       for (const r of ready) if (!this.claiming.has(r.runId)) runs.set(r.runId, r);
       this.backlog = runs.size > 0;
@@ -233,20 +223,15 @@ export class Dispatcher {
       const s = bySession.get(a.workerId)!;
       s.credits--;
       reserved.set(a.runId, s);
-      this.claiming.set(a.runId, Infinity);
+      this.claiming.add(a.runId);
     }
     return plan;
   }
 
-  /**
-   * A claim settled: credits of runs not delivered go back, and its runs stay skipped until no
-   * ready read that started before now is running (it may still list them as ready).
-   */
+  /** A claim settled: credits of runs not delivered go back; the ready index now says where its runs are. */
   private settle(plan: readonly DispatchAssignment[], reserved: ReadonlyMap<string, WorkerSession>): void {
     for (const s of reserved.values()) s.credits++;
-    const settled = this.readSeq;
-    for (const a of plan) this.claiming.set(a.runId, settled);
-    this.prune();
+    for (const a of plan) this.claiming.delete(a.runId);
   }
 
   /** Claim results: assignments for the runs claimed, credits back for the rest. */
@@ -302,8 +287,4 @@ export class Dispatcher {
     }
   }
 
-  private prune(): void {
-    const oldest = this.activeReads.size > 0 ? Math.min(...this.activeReads) : Infinity;
-    for (const [id, settled] of this.claiming) if (settled < oldest) this.claiming.delete(id);
-  }
 }
