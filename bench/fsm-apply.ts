@@ -127,6 +127,7 @@ async function main(): Promise<void> {
         claim: c,
         finish: d,
         perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2) },
+        recordCache: fsm.recordCache ? { ...fsm.recordCache.stats } : null,
         loadAvg1m: +loadavg()[0]!.toFixed(2),
         node: process.version,
       }),

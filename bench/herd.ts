@@ -7,6 +7,7 @@ import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
 import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
 import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
+import { processCpuMs } from './lib/process-cpu.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,9 +45,20 @@ try {
   const createMs = Date.now() - c0;
   const createdBeforeInstant = Date.now() < at;
   await sleep(Math.max(0, at - Date.now()));
+  // CPU of each process over the drain (user + system, all threads: LevelDB's included).
+  const leaderId = await c.raft.waitForLeader();
+  const servers = [...c.raft.nodes.values()].map((n) => ({ role: n.id === leaderId ? 'leader' : 'follower', pid: n.proc!.pid! }));
+  const cpu0 = await Promise.all([...servers.map((s) => processCpuMs(s.pid)), ...workers.map((w) => processCpuMs(w.proc.pid!))]);
   const acked = () => workers.reduce((n, w) => n + w.of('ack').filter((a) => a.accepted).length, 0);
   await waitFor('the herd to drain', () => acked() >= N, 30 * 60_000, 250);
   const drainMs = Date.now() - at;
+  const cpu1 = await Promise.all([...servers.map((s) => processCpuMs(s.pid)), ...workers.map((w) => processCpuMs(w.proc.pid!))]);
+  const usPerRun = (i: number) => Math.round(((cpu1[i]! - cpu0[i]!) * 1000) / N);
+  const drainCpuUsPerRun = {
+    leader: usPerRun(servers.findIndex((s) => s.role === 'leader')),
+    followers: servers.flatMap((s, i) => (s.role === 'follower' ? [usPerRun(i)] : [])),
+    workers: workers.reduce((sum, _, i) => sum + usPerRun(servers.length + i), 0),
+  };
   for (const w of workers) w.signal('SIGTERM');
   await Promise.all(workers.map((w) => w.exit));
   const assigned = workers.flatMap((w) => w.of('assigned')).filter((a) => a.runId.startsWith('herd-'));
@@ -62,6 +74,7 @@ try {
       createMs,
       createdBeforeInstant,
       drainMs,
+      drainCpuUsPerRun,
       succeeded: counts.get(RunState.RUN_STATE_SUCCEEDED) ?? 0,
       doubled,
       startLatenessMs: { p50: pct(lateness, 0.5), p99: pct(lateness, 0.99), max: lateness[lateness.length - 1] ?? NaN },

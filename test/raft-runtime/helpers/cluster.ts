@@ -126,7 +126,9 @@ export class TestCluster {
     // HERALD_BENCH_CPU_PROF=<dir> (benches): each server writes a V8 CPU profile there on exit.
     const dir = process.env.HERALD_BENCH_CPU_PROF;
     const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
-    const proc = spawn(process.execPath, [...prof, ...this.args(id, extra)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // HERALD_BENCH_NODE_ARGS (benches): extra node flags for every server, e.g. GC tuning or tracing.
+    const nodeArgs = (process.env.HERALD_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+    const proc = spawn(process.execPath, [...nodeArgs, ...prof, ...this.args(id, extra)], { stdio: ['ignore', 'pipe', 'pipe'] });
     n.proc = proc;
     n.exit = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
     proc.stderr!.on('data', (d: Buffer) => {
