@@ -222,7 +222,7 @@ export class ApplyTxn {
   private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {
     const value = bytes === undefined ? undefined : decodeRunRecord(bytes);
     const t: Tracked<RunRecord> = {
-      originalIndex: value ? runIndexKeys(value) : [],
+      originalIndex: value ? runIndexKeys(value, key) : [],
       originalState: value ? value.run.state : -1,
       originalReady: value ? readyEntryOf(value) : undefined,
       value,
@@ -365,7 +365,7 @@ export class ApplyTxn {
         ops.push({ type: 'put', key, value });
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
-        indexDiff(t.originalIndex, runIndexKeys(t.value));
+        indexDiff(t.originalIndex, runIndexKeys(t.value, key));
         readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {

@@ -24,34 +24,45 @@ export function specBytes(spec: JobSpec | undefined): Uint8Array {
 }
 
 /**
- * Specs decoded inside apply, by job id: a job's record is read on every fire, claim and finish of
- * its runs while its spec bytes rarely change, and comparing bytes costs far less than decoding.
- * Only apply and the leader's dispatch reads (FsmReads.getJobs) share these objects (neither
- * mutates a spec, and every spec apply hands out in a result is a copy); reads for the API decode
- * their own. Bounded: cleared when full.
+ * Specs decoded inside apply, by content: a job's record is read on every fire, claim and finish
+ * of its runs while its spec bytes rarely change, and many jobs share one spec (a herd created
+ * from one template), so comparing bytes costs far less than decoding. Keyed by a hash of the
+ * bytes and checked byte for byte, so jobs with equal specs share one object. Only apply and the
+ * leader's dispatch reads (FsmReads.getJobs) share these objects (neither mutates a spec, and
+ * every spec apply hands out in a result is a copy); reads for the API decode their own.
+ * Bounded: cleared when full.
  */
-const sharedSpecs = new Map<string, { bytes: Buffer; spec: JobSpec }>();
+const sharedSpecs = new Map<number, { bytes: Buffer; spec: JobSpec }>();
 const MAX_SHARED_SPECS = 100_000;
 /** Memory bound: large specs (big payloads) are decoded each time instead of pinned. */
 const MAX_SHARED_SPEC_BYTES = 4096;
 const MAX_SHARED_TOTAL_BYTES = 16 << 20;
 let sharedBytes = 0;
 
+/** FNV-1a over the bytes: the shared-spec key (collisions only cost a decode). */
+function hashBytes(v: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < v.length; i++) h = Math.imul(h ^ v[i]!, 0x01000193);
+  return h >>> 0;
+}
+
 /** `view`: the spec bytes inside the record being read (compared in place, copied only when kept). */
-function sharedSpecOf(jobId: string, view: Uint8Array): JobSpec | undefined {
-  const hit = sharedSpecs.get(jobId);
+function sharedSpecOf(view: Uint8Array): JobSpec | undefined {
+  if (view.length === 0) return undefined;
+  if (view.length > MAX_SHARED_SPEC_BYTES) return specOf(view.slice());
+  const h = hashBytes(view);
+  const hit = sharedSpecs.get(h);
   if (hit && hit.bytes.equals(view)) return hit.spec;
   const bytes = view.slice();
-  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   const spec = specOf(bytes);
-  if (spec === undefined || b.length > MAX_SHARED_SPEC_BYTES) return spec;
-  if (sharedSpecs.size >= MAX_SHARED_SPECS || sharedBytes + b.length > MAX_SHARED_TOTAL_BYTES) {
+  if (spec === undefined) return spec;
+  if (sharedSpecs.size >= MAX_SHARED_SPECS || sharedBytes + bytes.length > MAX_SHARED_TOTAL_BYTES) {
     sharedSpecs.clear();
     sharedBytes = 0;
   }
   if (hit) sharedBytes -= hit.bytes.length;
-  sharedSpecs.set(jobId, { bytes: b, spec });
-  sharedBytes += b.length;
+  sharedSpecs.set(h, { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), spec });
+  sharedBytes += bytes.length;
   return spec;
 }
 
@@ -99,7 +110,7 @@ export function readJobHead(r: ByteReader): JobHead {
 /** `shared`: apply's reads, which may share one decoded spec per job (see sharedSpecs). */
 export function readJob(r: ByteReader, shared = false): Job {
   const id = r.str();
-  const spec = shared ? sharedSpecOf(id, r.bytesView()) : specOf(r.bytes());
+  const spec = shared ? sharedSpecOf(r.bytesView()) : specOf(r.bytes());
   const state = r.uint() as JobState;
   const version = r.uint();
   const createdUnixMs = r.int();

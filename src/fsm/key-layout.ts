@@ -52,8 +52,11 @@ export function padTime(ms: number): string {
   return String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
 }
 
+/** Two-digit state strings, built once: state keys are built on every run transition. */
+const PADDED_STATES = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+
 function padState(state: number): string {
-  return String(state).padStart(2, '0');
+  return PADDED_STATES[state] ?? String(state).padStart(2, '0');
 }
 
 export function counterKey(state: number): string {
@@ -105,6 +108,11 @@ export function jobRunsPrefix(jobId: string): string {
 
 export function stateKey(state: number, p: ParsedRunId): string {
   return `s${SEP}${padState(state)}${SEP}${runTail(p)}`;
+}
+
+/** stateKey of the run stored under `runKeyStr` (a runKey): the same tail, no id to parse. */
+export function stateKeyOfRunKey(state: number, runKeyStr: string): string {
+  return `s${SEP}${padState(state)}${SEP}${runKeyStr.slice(RUN_PREFIX.length)}`;
 }
 
 export function statePrefix(state: number): string {

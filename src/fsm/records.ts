@@ -5,7 +5,7 @@
 import { Job, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { dueKey, stateKey } from './key-layout.js';
+import { dueKey, stateKeyOfRunKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
 import { parseRunId } from './run-id.js';
 import { readRun, writeRun } from './run-record-codec.js';
@@ -119,12 +119,13 @@ export function jobIndexKeys(job: Job): string[] {
 /** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */
 export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];
 
-/** Secondary index keys of a run: by state (the ready index lives in memory, ready-index.ts). */
-export function runIndexKeys(rec: RunRecord): string[] {
-  const run = rec.run;
-  const p = parseRunId(run.id);
-  if (!p) throw new FsmDecodeError(`stored run has a bad id ${run.id}`);
-  return [stateKey(run.state, p)];
+/**
+ * Secondary index keys of a run stored under `key` (its runKey): by state (the ready index lives
+ * in memory, ready-index.ts). Built from the key, whose tail is the state key's tail.
+ */
+export function runIndexKeys(rec: RunRecord, key: string): string[] {
+  if (!parseRunId(rec.run.id)) throw new FsmDecodeError(`stored run has a bad id ${rec.run.id}`);
+  return [stateKeyOfRunKey(rec.run.state, key)];
 }
 
 /** The run's entry in the in-memory ready index while it is dispatchable. */

@@ -31,8 +31,27 @@ export function backfillRunId(jobId: string, slotMs: number): string {
 
 const RUN_ID_RE = /^([A-Za-z0-9._:-]{1,128})@(0|[1-9][0-9]{0,14})(?:~(b|m(?:0|[1-9][0-9]{0,14})))?$/;
 
+/**
+ * Parsed ids, reused: apply parses the same id several times per command (lookup, store, index
+ * keys) and on every command of a run's life. Parsing is pure and the result is readonly, so a
+ * shared object is safe. Bounded: cleared when full.
+ */
+const parsedIds = new Map<string, ParsedRunId>();
+const MAX_PARSED_IDS = 200_000;
+
 /** Parses a run id; undefined when it is not one this FSM could have made. */
 export function parseRunId(runId: string): ParsedRunId | undefined {
+  const hit = parsedIds.get(runId);
+  if (hit !== undefined) return hit;
+  const p = parseRunIdUncached(runId);
+  if (p !== undefined) {
+    if (parsedIds.size >= MAX_PARSED_IDS) parsedIds.clear();
+    parsedIds.set(runId, p);
+  }
+  return p;
+}
+
+function parseRunIdUncached(runId: string): ParsedRunId | undefined {
   const m = RUN_ID_RE.exec(runId);
   if (!m) return undefined;
   const jobId = m[1]!;
