@@ -55,8 +55,11 @@ export class ApplyTxn {
   private readonly rawRead = new Map<string, Uint8Array | undefined>();
   private readonly jobs = new Map<string, Tracked<JobRecord>>();
   private readonly runs = new Map<string, Tracked<RunRecord>>();
-  /** Tracked runs per job id, so per-job questions need not walk every tracked run. */
-  private readonly runsByJob = new Map<string, [string, Tracked<RunRecord>][]>();
+  /**
+   * Tracked runs per job id, so per-job questions need not walk every tracked run. Built on the
+   * first such question (cancel, trim, REPLACE): the run lifecycle never asks one.
+   */
+  private runsByJobIndex: Map<string, [string, Tracked<RunRecord>][]> | undefined;
 
   /** Per-state run counts this transaction's batch sets (to update the caller's cache after the write). */
   readonly countsAfter = new Map<number, number>();
@@ -230,12 +233,24 @@ export class ApplyTxn {
       admit: false,
     };
     this.runs.set(key, t);
+    if (this.runsByJobIndex) this.indexByJob(this.runsByJobIndex, key, t);
+    return t;
+  }
+
+  private indexByJob(index: Map<string, [string, Tracked<RunRecord>][]>, key: string, t: Tracked<RunRecord>): void {
     // "r\0<jobId>\0...": the job id is the second component of the key.
     const jobId = key.slice(2, key.indexOf('\0', 2));
-    const list = this.runsByJob.get(jobId);
+    const list = index.get(jobId);
     if (list) list.push([key, t]);
-    else this.runsByJob.set(jobId, [[key, t]]);
-    return t;
+    else index.set(jobId, [[key, t]]);
+  }
+
+  private trackedRunsOf(jobId: string): readonly [string, Tracked<RunRecord>][] {
+    if (!this.runsByJobIndex) {
+      this.runsByJobIndex = new Map();
+      for (const [key, t] of this.runs) this.indexByJob(this.runsByJobIndex, key, t);
+    }
+    return this.runsByJobIndex.get(jobId) ?? [];
   }
 
   async getRun(p: ParsedRunId): Promise<RunRecord | undefined> {
@@ -275,7 +290,7 @@ export class ApplyTxn {
         ids.add(runIdOfTail(k.slice(5)));
       }
     }
-    for (const [key, t] of this.runsByJob.get(jobId) ?? []) {
+    for (const [key, t] of this.trackedRunsOf(jobId)) {
       const before = t.originalState >= 0 && !isTerminal(t.originalState);
       const now = t.value !== undefined && !isTerminal(t.value.run.state);
       if (before === now) continue;
@@ -296,7 +311,7 @@ export class ApplyTxn {
     const prefix = jobRunsPrefix(jobId);
     const lt = prefix.slice(0, -1) + SEP_END;
     const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
-    for (const [k, t] of this.runsByJob.get(jobId) ?? []) {
+    for (const [k, t] of this.trackedRunsOf(jobId)) {
       if (k < prefix || k >= lt) continue;
       if (t.value === undefined) keys.delete(k);
       else keys.add(k);
@@ -329,16 +344,7 @@ export class ApplyTxn {
     const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
       if (!sameReadyEntry(before, after)) ready.push({ before, after });
     };
-    const indexDiff = (before: readonly string[], after: readonly string[]): void => {
-      if (before.length === 0) {
-        // New records (most of a fire batch): nothing to compare against.
-        for (const k of after) ops.push({ type: 'put', key: k, value: EMPTY });
-        return;
-      }
-      // A record has at most three index keys: a scan beats building sets.
-      for (const k of before) if (!after.includes(k)) ops.push({ type: 'del', key: k });
-      for (const k of after) if (!before.includes(k)) ops.push({ type: 'put', key: k, value: EMPTY });
-    };
+    const indexDiff = (before: readonly string[], after: readonly string[]): void => diffIndexKeys(ops, before, after);
     for (const [id, t] of this.jobs) {
       if (!t.dirty) continue;
       const key = jobKey(id);
@@ -390,6 +396,18 @@ export class ApplyTxn {
     }
     return ops;
   }
+}
+
+/** The batch operations that turn index keys `before` into `after`. */
+function diffIndexKeys(ops: BatchOp[], before: readonly string[], after: readonly string[]): void {
+  if (before.length === 0) {
+    // New records (most of a fire batch): nothing to compare against.
+    for (const k of after) ops.push({ type: 'put', key: k, value: EMPTY });
+    return;
+  }
+  // A record has at most three index keys: a scan beats building sets.
+  for (const k of before) if (!after.includes(k)) ops.push({ type: 'del', key: k });
+  for (const k of after) if (!before.includes(k)) ops.push({ type: 'put', key: k, value: EMPTY });
 }
 
 export function encodeCount(n: number): Uint8Array {
