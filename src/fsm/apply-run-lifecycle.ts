@@ -102,7 +102,7 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       continue;
     }
     run.attempt += 1;
-    run.attempts.push(Attempt.fromPartial({ number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: cmd.nowMs }));
+    run.attempts.push({ number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: cmd.nowMs, endedUnixMs: 0, outcome: AttemptOutcome.ATTEMPT_OUTCOME_UNSPECIFIED, error: undefined });
     if (run.attempt === 1) run.latenessMs = Math.max(0, cmd.nowMs - run.scheduledUnixMs);
     run.state = RunState.RUN_STATE_RUNNING;
     run.workerId = item.workerId;
