@@ -118,21 +118,24 @@ export class FsmReads {
   async getJobs(jobIds: readonly string[]): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();
     const missed: string[] = [];
-    for (const id of new Set(jobIds)) {
+    for (const id of jobIds) {
+      if (out.has(id)) continue;
       if (!isValidId(id)) {
         out.set(id, undefined);
         continue;
       }
       const v = this.records?.peek(jobKey(id));
-      if (v === undefined) missed.push(id);
-      else out.set(id, decodeJobRecord(v, true).job);
+      if (v === undefined) {
+        missed.push(id);
+        out.set(id, undefined); // its place, until read (and a repeat of it is skipped)
+      } else out.set(id, decodeJobRecord(v, true).job);
     }
     if (missed.length === 0) return out;
     const values = await this.db.getMany(missed.map(jobKey));
-    missed.forEach((id, i) => {
+    for (let i = 0; i < missed.length; i++) {
       const v = values[i];
-      out.set(id, v === undefined ? undefined : decodeJobRecord(v, true).job);
-    });
+      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, true).job);
+    }
     return out;
   }
 

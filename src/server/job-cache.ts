@@ -2,7 +2,8 @@
 // starting deadline): a herd of runs of the same jobs would otherwise read each job record again
 // on every dispatch round and deadline sweep. Entries are dropped when an applied entry changes
 // the job (put, update, pause, resume, delete); a read that raced with such a change is not
-// cached. Bounded: cleared wholesale when full (it refills from LevelDB on demand).
+// cached. Bounded: cleared wholesale when full (it refills from LevelDB on demand). One-off jobs
+// are not kept (see remember).
 import type { Job } from '../gen/herald/v1/job.js';
 import type { SchedulerStateMachine } from '../fsm/index.js';
 
@@ -10,8 +11,14 @@ const MAX_CACHED_PAYLOAD = 16 * 1024;
 
 export class JobCache {
   private readonly jobs = new Map<string, Job | undefined>();
-  /** Invalidation counters of jobs read while invalidated; `epoch` covers wholesale clears. */
-  private readonly generation = new Map<string, number>();
+  /**
+   * Invalidations so far, and the count at each job's latest one: a read that began at count N
+   * must not be kept for a job invalidated after N. Only consulted when the count moved while a
+   * read was in flight (rare: job changes), so a read costs no per-job bookkeeping otherwise.
+   * `epoch` covers wholesale clears.
+   */
+  private changes = 0;
+  private readonly changedAt = new Map<string, number>();
   private epoch = 0;
 
   constructor(
@@ -20,11 +27,12 @@ export class JobCache {
   ) {}
 
   async get(jobId: string): Promise<Job | undefined> {
-    if (this.jobs.has(jobId)) return this.jobs.get(jobId);
+    const hit = this.jobs.get(jobId);
+    if (hit !== undefined || this.jobs.has(jobId)) return hit;
     const epoch = this.epoch;
-    const gen = this.generation.get(jobId) ?? 0;
+    const since = this.changes;
     const job = await this.fsm.getJob(jobId);
-    this.remember(jobId, job, epoch, gen);
+    if (this.unchanged(epoch, since, jobId)) this.remember(jobId, job);
     return job;
   }
 
@@ -33,45 +41,53 @@ export class JobCache {
     return this.jobs.get(jobId);
   }
 
-  /** Many jobs: the misses are read with one getMany instead of one read each. */
+  /** Many jobs, in the order first asked for: the misses are read with one getJobs instead of one read each. */
   async getMany(jobIds: Iterable<string>): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();
-    const missing = new Set<string>();
+    const missing: string[] = [];
     for (const id of jobIds) {
-      if (this.jobs.has(id)) out.set(id, this.jobs.get(id));
-      else missing.add(id);
+      if (out.has(id)) continue;
+      const hit = this.jobs.get(id);
+      if (hit === undefined && !this.jobs.has(id)) missing.push(id);
+      out.set(id, hit); // a miss holds its place until read
     }
-    if (missing.size === 0) return out;
+    if (missing.length === 0) return out;
     const epoch = this.epoch;
-    const ids = [...missing];
-    const gens = ids.map((id) => this.generation.get(id) ?? 0);
-    const read = await this.fsm.getJobs(ids);
-    ids.forEach((id, i) => {
+    const since = this.changes;
+    const read = await this.fsm.getJobs(missing);
+    for (const id of missing) {
       const job = read.get(id);
-      this.remember(id, job, epoch, gens[i]!);
       out.set(id, job);
-    });
+      if (this.unchanged(epoch, since, id)) this.remember(id, job);
+    }
     return out;
   }
 
-  /** Caches a read unless the job changed (or the cache was cleared) while it was being read. */
-  private remember(jobId: string, job: Job | undefined, epoch: number, gen: number): void {
-    if (epoch !== this.epoch || gen !== (this.generation.get(jobId) ?? 0)) return;
-    // Large payloads are read again when needed rather than pinned in memory.
-    if ((job?.spec?.payload.length ?? 0) > MAX_CACHED_PAYLOAD) return;
-    if (this.jobs.size >= this.maxEntries) this.clear();
+  /** Neither the job nor the whole cache was invalidated since a read began (at `epoch`, `since`). */
+  private unchanged(epoch: number, since: number, jobId: string): boolean {
+    if (epoch !== this.epoch) return false;
+    return since === this.changes || (this.changedAt.get(jobId) ?? 0) <= since;
+  }
+
+  private remember(jobId: string, job: Job | undefined): void {
+    // Large payloads are read again when needed rather than pinned in memory. A one-off job's
+    // run is dispatched once (a retry reads it again): kept, it would only push out jobs that
+    // recur (a herd of 100k one-offs churned the whole cache ten times over).
+    if ((job?.spec?.payload.length ?? 0) > MAX_CACHED_PAYLOAD || job?.spec?.schedule?.kind?.$case === 'at') return;
+    // Full: start over. Only the entries go; what was invalidated when still matters to reads in flight.
+    if (this.jobs.size >= this.maxEntries) this.jobs.clear();
     this.jobs.set(jobId, job);
   }
 
   invalidate(jobId: string): void {
     this.jobs.delete(jobId);
-    this.generation.set(jobId, (this.generation.get(jobId) ?? 0) + 1);
-    if (this.generation.size > this.maxEntries) this.clear();
+    this.changedAt.set(jobId, ++this.changes);
+    if (this.changedAt.size > this.maxEntries) this.clear();
   }
 
   clear(): void {
     this.jobs.clear();
-    this.generation.clear();
+    this.changedAt.clear();
     this.epoch++;
   }
 }
