@@ -15,6 +15,7 @@ import {
   padTime,
   parseDueKey,
   RUN_PREFIX,
+  runIdOfTail,
   runKey,
   SEP,
   SEP_END,
@@ -228,11 +229,17 @@ export class FsmReads {
     return due.slice(0, limit);
   }
 
-  /** RUNNING runs (a new leader adopts them with a grace period), by job and slot. */
-  async runningRuns(limit = Number.MAX_SAFE_INTEGER): Promise<Run[]> {
+  /**
+   * RUNNING runs (a new leader adopts them with a grace period), by job and slot. `want`, when
+   * given, picks runs by id from the state index before any record is read: the leader's orphan
+   * sweep wants only the few its lease table lacks, out of every run in flight.
+   */
+  async runningRuns(limit = Number.MAX_SAFE_INTEGER, want?: (runId: string) => boolean): Promise<Run[]> {
     const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
     const keys = await this.db.keys({ gte: prefix, lt: upper(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
-    return this.runsFromKeys(keys.map((k) => `${RUN_PREFIX}${k.slice(prefix.length)}`));
+    const tails = keys.map((k) => k.slice(prefix.length));
+    const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
+    return this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`));
   }
 
   /**
@@ -251,6 +258,11 @@ export class FsmReads {
   private async runsFromKeys(runKeys: readonly string[]): Promise<Run[]> {
     const values = await this.db.getMany(runKeys as string[]);
     return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+  }
+
+  /** The runs that exist of `runIds`, in that order. */
+  async getRuns(runIds: readonly string[]): Promise<Run[]> {
+    return this.runsById(runIds);
   }
 
   private async runsById(runIds: readonly string[]): Promise<Run[]> {
