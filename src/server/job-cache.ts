@@ -2,8 +2,7 @@
 // starting deadline): a herd of runs of the same jobs would otherwise read each job record again
 // on every dispatch round and deadline sweep. Entries are dropped when an applied entry changes
 // the job (put, update, pause, resume, delete); a read that raced with such a change is not
-// cached. Bounded: cleared wholesale when full (it refills from LevelDB on demand). One-off jobs
-// are not kept (see remember).
+// cached. Bounded: cleared wholesale when full (it refills from LevelDB on demand).
 import type { Job } from '../gen/herald/v1/job.js';
 import type { SchedulerStateMachine } from '../fsm/index.js';
 
@@ -70,10 +69,10 @@ export class JobCache {
   }
 
   private remember(jobId: string, job: Job | undefined): void {
-    // Large payloads are read again when needed rather than pinned in memory. A one-off job's
-    // run is dispatched once (a retry reads it again): kept, it would only push out jobs that
-    // recur (a herd of 100k one-offs churned the whole cache ten times over).
-    if ((job?.spec?.payload.length ?? 0) > MAX_CACHED_PAYLOAD || job?.spec?.schedule?.kind?.$case === 'at') return;
+    // Large payloads are read again when needed rather than pinned in memory. One-off jobs are
+    // kept too: the starting-deadline sweep reads the jobs of the oldest ready runs, which the
+    // next dispatch rounds read again.
+    if ((job?.spec?.payload.length ?? 0) > MAX_CACHED_PAYLOAD) return;
     // Full: start over. Only the entries go; what was invalidated when still matters to reads in flight.
     if (this.jobs.size >= this.maxEntries) this.jobs.clear();
     this.jobs.set(jobId, job);

@@ -84,19 +84,4 @@ describe('JobCache.getMany', () => {
     await pending;
     expect(cache.peek('a')).toBeUndefined();
   });
-
-  it('does not keep one-off jobs (their run is dispatched once), only jobs that recur', async () => {
-    const oneOff = Job.fromPartial({ id: 'once', spec: { schedule: { kind: { $case: 'at', at: { atUnixMs: 5 } } } } });
-    const every = Job.fromPartial({ id: 'often', spec: { schedule: { kind: { $case: 'every', every: { intervalMs: 1000 } } } } });
-    const reads: string[][] = [];
-    const cache = new JobCache({
-      getJob: async () => undefined,
-      getJobs: async (ids: readonly string[]) => (reads.push([...ids]), new Map(ids.map((id) => [id, id === 'once' ? oneOff : every]))),
-    });
-    expect((await cache.getMany(['once', 'often'])).get('once')).toBe(oneOff);
-    expect(cache.peek('once')).toBeUndefined();
-    expect(cache.peek('often')).toBe(every);
-    await cache.getMany(['once', 'often']);
-    expect(reads).toEqual([['once', 'often'], ['once']]);
-  });
 });
