@@ -15,6 +15,7 @@ import {
   padTime,
   parseDueKey,
   RUN_PREFIX,
+  runIdOfTail,
   runKey,
   SEP,
   SEP_END,
@@ -118,21 +119,24 @@ export class FsmReads {
   async getJobs(jobIds: readonly string[]): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();
     const missed: string[] = [];
-    for (const id of new Set(jobIds)) {
+    for (const id of jobIds) {
+      if (out.has(id)) continue;
       if (!isValidId(id)) {
         out.set(id, undefined);
         continue;
       }
       const v = this.records?.peek(jobKey(id));
-      if (v === undefined) missed.push(id);
-      else out.set(id, decodeJobRecord(v, true).job);
+      if (v === undefined) {
+        missed.push(id);
+        out.set(id, undefined); // its place, until read (and a repeat of it is skipped)
+      } else out.set(id, decodeJobRecord(v, true).job);
     }
     if (missed.length === 0) return out;
     const values = await this.db.getMany(missed.map(jobKey));
-    missed.forEach((id, i) => {
+    for (let i = 0; i < missed.length; i++) {
       const v = values[i];
-      out.set(id, v === undefined ? undefined : decodeJobRecord(v, true).job);
-    });
+      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, true).job);
+    }
     return out;
   }
 
@@ -225,11 +229,17 @@ export class FsmReads {
     return due.slice(0, limit);
   }
 
-  /** RUNNING runs (a new leader adopts them with a grace period), by job and slot. */
-  async runningRuns(limit = Number.MAX_SAFE_INTEGER): Promise<Run[]> {
+  /**
+   * RUNNING runs (a new leader adopts them with a grace period), by job and slot. `want`, when
+   * given, picks runs by id from the state index before any record is read: the leader's orphan
+   * sweep wants only the few its lease table lacks, out of every run in flight.
+   */
+  async runningRuns(limit = Number.MAX_SAFE_INTEGER, want?: (runId: string) => boolean): Promise<Run[]> {
     const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
     const keys = await this.db.keys({ gte: prefix, lt: upper(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
-    return this.runsFromKeys(keys.map((k) => `${RUN_PREFIX}${k.slice(prefix.length)}`));
+    const tails = keys.map((k) => k.slice(prefix.length));
+    const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
+    return this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`));
   }
 
   /**
@@ -248,6 +258,11 @@ export class FsmReads {
   private async runsFromKeys(runKeys: readonly string[]): Promise<Run[]> {
     const values = await this.db.getMany(runKeys as string[]);
     return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+  }
+
+  /** The runs that exist of `runIds`, in that order. */
+  async getRuns(runIds: readonly string[]): Promise<Run[]> {
+    return this.runsById(runIds);
   }
 
   private async runsById(runIds: readonly string[]): Promise<Run[]> {

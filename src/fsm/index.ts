@@ -10,7 +10,7 @@ export { SchedulerStateMachine, type SchedulerFsmOptions } from './scheduler-sta
 export type * from './commands.js';
 export { finishFailure, finishSuccess } from './commands.js';
 export { encodeCommand, decodeCommand } from './command-codec.js';
-export { encodeResult, decodeResult, decodeJobHeads } from './result-codec.js';
+export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './result-codec.js';
 export type * from './results.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './fsm-reads.js';
 export type { ReadyEntry } from './ready-index.js';

@@ -6,7 +6,7 @@ import type { ErrorCode } from '../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import { readRun, writeRun } from './run-record-codec.js';
-import type { CancelSignal, FsmResult, ItemError } from './results.js';
+import type { CancelSignal, ClaimItemResult, FsmResult, ItemError } from './results.js';
 
 export const RESULT_FORMAT_VERSION = 1;
 
@@ -161,6 +161,91 @@ export function decodeJobHeads(bytes: Uint8Array): JobHead[] {
   return heads;
 }
 
+/**
+ * The type of an encoded result from its header alone: for callers that only check what came
+ * back (the leader's fire commands, whose effects it reads from the applied entry instead).
+ */
+export function resultTypeOf(bytes: Uint8Array): FsmResult['type'] {
+  if (bytes.length === 0) return 'empty';
+  if (bytes.length < 2 || bytes[0] !== RESULT_FORMAT_VERSION) throw new FsmDecodeError(`unknown result format version ${bytes[0]}`);
+  const type = TYPE_OF_TAG.get(bytes[1]!);
+  if (type === undefined) throw new FsmDecodeError(`unknown result tag ${bytes[1]}`);
+  return type;
+}
+
+function skipError(r: ByteReader): boolean {
+  if (!r.bool()) return false;
+  r.skipBytes(); // code, message, reason: strings are length-prefixed like bytes
+  r.skipBytes();
+  r.skipBytes();
+  return true;
+}
+
+/** Steps over a writeIds list, returning its length. */
+function skipIds(r: ByteReader): number {
+  const n = r.uint();
+  for (let i = 0; i < n; i++) r.skipBytes();
+  return n;
+}
+
+/** One item of a fire result as counts: what the leader's fire scheduler and metrics need. */
+export interface FireOutcome {
+  readonly failed: boolean;
+  readonly created: number;
+  readonly missed: number;
+  readonly skipped: number;
+  readonly nextFireMs: number;
+}
+
+/**
+ * The items of a fire result without their run ids (a herd's fire carries a thousand): the
+ * leader reads every applied fire to re-arm its wheel, and the ids would be garbage at once.
+ * Empty for any other result.
+ */
+export function decodeFireOutcomes(bytes: Uint8Array): FireOutcome[] {
+  if (bytes.length < 2 || bytes[0] !== RESULT_FORMAT_VERSION || bytes[1] !== TAGS.fire) return [];
+  const r = new ByteReader(bytes);
+  r.u8();
+  r.u8();
+  const n = r.uint();
+  const out: FireOutcome[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const failed = skipError(r);
+    const created = skipIds(r);
+    const missed = skipIds(r);
+    const skipped = skipIds(r);
+    out[i] = { failed, created, missed, skipped, nextFireMs: r.int() };
+  }
+  return out;
+}
+
+/**
+ * The cancel signals of a delete, fire or cancel result (empty for any other). A fire's items
+ * are stepped over rather than decoded: every fire is read for its signals, which it rarely has.
+ */
+export function decodeSignals(bytes: Uint8Array): readonly CancelSignal[] {
+  if (bytes.length < 2 || bytes[0] !== RESULT_FORMAT_VERSION) return [];
+  if (bytes[1] === TAGS.fire) {
+    const r = new ByteReader(bytes);
+    r.u8();
+    r.u8();
+    const n = r.uint();
+    for (let i = 0; i < n; i++) {
+      skipError(r);
+      skipIds(r);
+      skipIds(r);
+      skipIds(r);
+      r.int();
+    }
+    const signals = readSignals(r);
+    r.end();
+    return signals;
+  }
+  if (bytes[1] !== TAGS.delete && bytes[1] !== TAGS.cancel) return [];
+  const res = decodeResult(bytes);
+  return res.type === 'delete' || res.type === 'cancel' ? res.signals : [];
+}
+
 export function decodeResult(bytes: Uint8Array): FsmResult {
   if (bytes.length === 0) return { type: 'empty' };
   const r = new ByteReader(bytes);
@@ -217,10 +302,13 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
       break;
     }
     case 'claim': {
-      const items = r.list((r) => {
+      // Built without spreads: a claim carries thousands of items, decoded on the leader's
+      // dispatch path.
+      const items = r.list((r): ClaimItemResult => {
         const error = readError(r);
         const run = readOptRun(r);
-        return { ...(error && { error }), ...(run && { run }) };
+        if (error === undefined) return run === undefined ? {} : { run };
+        return run === undefined ? { error } : { error, run };
       });
       res = { type, items };
       break;
@@ -228,7 +316,8 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'runItems': {
       const items = r.list((r) => {
         const error = readError(r);
-        return { ...(error && { error }), state: r.uint() };
+        const state = r.uint();
+        return error === undefined ? { state } : { error, state };
       });
       res = { type, items };
       break;

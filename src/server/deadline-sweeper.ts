@@ -28,8 +28,13 @@ export class DeadlineSweeper {
     if (this.sweeping || now === undefined || !ctx.active()) return;
     this.sweeping = true;
     try {
-      const ready = (await ctx.fsm.readyRuns({ limit: SWEEP_LIMIT, nowMs: now })).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled);
-      const jobs = await ctx.jobs.getMany(ready.map((r) => r.jobId));
+      // The ready index first, the run records only of jobs that have a starting deadline: most
+      // have none, and the sweep runs every second over the runs a herd left waiting.
+      const entries = ctx.fsm.readyEntries({ limit: SWEEP_LIMIT, nowMs: now });
+      const jobs = await ctx.jobs.getMany(entries.map((e) => e.jobId));
+      const timed = entries.filter((e) => (jobs.get(e.jobId)?.spec?.startingDeadlineMs ?? 0) > 0);
+      if (timed.length === 0) return;
+      const ready = (await ctx.fsm.getRuns(timed.map((e) => e.runId))).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled);
       const items: MarkItem[] = [];
       for (const run of ready) {
         const deadline = jobs.get(run.jobId)?.spec?.startingDeadlineMs ?? 0;

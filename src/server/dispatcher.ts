@@ -22,6 +22,9 @@ import { planDispatch, type DispatchAssignment, type DispatchCandidate } from '.
 import type { LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
 
+/** Shared by assignments of jobs that are gone: the encoder only reads it. */
+const NO_PAYLOAD = Buffer.alloc(0);
+
 export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
   const ms = job?.spec?.leaseDurationMs ?? 0;
   return ms > 0 ? ms : defaultMs;
@@ -105,23 +108,19 @@ export class Dispatcher {
       this.backlog = runs.size > 0;
       if (runs.size === 0) return;
       // Credits may have changed while we read; plan against the sessions as they are now.
-      plan = this.plan(
-        [...runs.values()].map((r) => ({ runId: r.runId, taskType: r.taskType, priority: r.priority, notBeforeMs: r.notBeforeMs })),
-        this.openSessions(),
-        now,
-        limit,
-        reserved,
-      );
+      // Ready entries are candidates as they are (planDispatch only reads them).
+      plan = this.plan([...runs.values()], this.openSessions(), now, limit, reserved);
       this.backlog = plan.length < runs.size || plan.length === limit;
       if (plan.length === 0) return;
       more = plan.length === limit;
 
-      const jobs = await ctx.jobs.getMany(plan.map((a) => runs.get(a.runId)!.jobId));
+      const jobIds = plan.map((a) => runs.get(a.runId)!.jobId);
+      const jobs = await ctx.jobs.getMany(jobIds);
       const claimNow = Math.max(now, ctx.now() ?? now);
-      const items: ClaimItem[] = plan.map((a) => ({
+      const items: ClaimItem[] = plan.map((a, i) => ({
         runId: a.runId,
         workerId: a.workerId,
-        leaseDeadlineMs: claimNow + leaseMsOf(jobs.get(runs.get(a.runId)!.jobId), ctx.config.defaultLeaseMs),
+        leaseDeadlineMs: claimNow + leaseMsOf(jobs.get(jobIds[i]!), ctx.config.defaultLeaseMs),
       }));
       const tClaim = Date.now();
       const res = await ctx.propose({ type: 'claimRuns', nowMs: claimNow, items }, 'claim', 10_000);
@@ -245,14 +244,16 @@ export class Dispatcher {
     const ctx = this.ctx;
     // Per worker, in claim order: one write per worker per claim instead of one per run.
     const out = new Map<WorkerSession, { assignments: RunAssignment[]; leases: { deadlineMs: number }[] }>();
-    results.forEach((r, i) => {
+    let missed = 0;
+    for (let i = 0; i < results.length; i++) {
+      const r = results[i]!;
       const a = plan[i]!;
       const session = reserved.get(a.runId)!;
       reserved.delete(a.runId);
       if (!r.run) {
         session.credits++;
-        if (r.error?.reason === 'DEADLINE_PASSED') ctx.metrics.missedSlots.inc();
-        return;
+        if (r.error?.reason === 'DEADLINE_PASSED') missed++;
+        continue;
       }
       const run = r.run;
       const job = jobs.get(run.jobId);
@@ -273,12 +274,13 @@ export class Dispatcher {
         fencingToken: run.fencingToken,
         leaseDeadlineUnixMs: item.leaseDeadlineMs,
         leaseDurationMs: leaseMs,
-        payload: job?.spec?.payload ?? Buffer.alloc(0),
+        payload: job?.spec?.payload ?? NO_PAYLOAD,
         executionTimeoutMs: job?.spec?.executionTimeoutMs ?? 0,
         manual: run.manual,
         backfilled: run.backfilled,
       });
-    });
+    }
+    if (missed > 0) ctx.metrics.missedSlots.inc(missed);
     for (const [session, o] of out) {
       // The worker went away between plan and commit: it never saw the runs, so nothing runs
       // them. Expire their leases at the next sweep instead of waiting a whole lease duration.

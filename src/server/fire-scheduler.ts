@@ -12,7 +12,7 @@
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
 import { JobState } from '../gen/herald/v1/job.js';
-import { decodeCommand, decodeJobHeads, decodeResult, type FireItem } from '../fsm/index.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type FireItem } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import type { LeaderContext } from './leader-context.js';
 import { RESULT_TAG, type AppliedEntry } from './observed-state-machine.js';
@@ -76,7 +76,7 @@ export class FireScheduler {
       }
       if (items.length === 0 || this.stopped || !this.ctx.active()) return;
       this.ctx.log.warn({ slots: items.length }, 'UNSAFE skip-slot-check: firing the last fired slot of every due job again');
-      await this.ctx.propose({ type: 'fireRuns', nowMs, misfireThresholdMs: this.ctx.config.misfireThresholdMs, items }, 'fire', 10_000);
+      await this.ctx.proposeUnread({ type: 'fireRuns', nowMs, misfireThresholdMs: this.ctx.config.misfireThresholdMs, items }, 'fire', 10_000);
     } catch (e) {
       this.ctx.log.warn({ err: e }, 'UNSAFE skip-slot-check: re-fire failed');
     }
@@ -166,26 +166,32 @@ export class FireScheduler {
         for (const j of decodeJobHeads(e.result)) this.rearm(j.id, j.state === JobState.JOB_STATE_ACTIVE ? j.nextFireUnixMs : 0);
         continue;
       }
-      const res = decodeResult(e.result);
-      if (res.type === 'fire') {
-        const cmd = decodeCommand(e.data);
-        if (cmd.type !== 'fireRuns') continue;
-        let created = 0;
-        cmd.items.forEach((item, i) => {
-          const r = res.items[i];
-          if (!r) return;
-          this.inFlight.delete(item.jobId);
-          this.rearm(item.jobId, r.nextFireMs);
-          created += r.created.length;
-          if (r.created.length) m.firedSlots.inc({ outcome: 'created' }, r.created.length);
-          if (r.missed.length) {
-            m.firedSlots.inc({ outcome: 'missed' }, r.missed.length);
-            m.missedSlots.inc(r.missed.length);
-          }
-          if (r.skipped.length) m.firedSlots.inc({ outcome: 'skipped' }, r.skipped.length);
-        });
-        if (created > 0) this.ctx.wakeDispatcher();
+      // Counts, not run ids: the ids of a herd's fire would be garbage at once.
+      const outcomes = decodeFireOutcomes(e.result);
+      if (outcomes.length === 0) continue;
+      const cmd = decodeCommand(e.data);
+      if (cmd.type !== 'fireRuns') continue;
+      let created = 0;
+      let missed = 0;
+      let skipped = 0;
+      const n = Math.min(cmd.items.length, outcomes.length);
+      for (let i = 0; i < n; i++) {
+        const item = cmd.items[i]!;
+        const r = outcomes[i]!;
+        this.inFlight.delete(item.jobId);
+        this.rearm(item.jobId, r.nextFireMs);
+        created += r.created;
+        missed += r.missed;
+        skipped += r.skipped;
       }
+      // One metric update per entry rather than per item (labelled incs cost a label hash each).
+      if (created) m.firedSlots.inc({ outcome: 'created' }, created);
+      if (missed) {
+        m.firedSlots.inc({ outcome: 'missed' }, missed);
+        m.missedSlots.inc(missed);
+      }
+      if (skipped) m.firedSlots.inc({ outcome: 'skipped' }, skipped);
+      if (created > 0) this.ctx.wakeDispatcher();
     }
   }
 
@@ -217,7 +223,8 @@ export class FireScheduler {
         const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
         const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
         try {
-          const fired = this.ctx.propose({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
+          // The outcome is read from the applied entry (drainEvents), for any leader's fires alike.
+          const fired = this.ctx.proposeUnread({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
           // Appended already (propose is synchronous up to the append): the claim goes right behind.
           this.ctx.claimBehindFire(items, now);
           await fired;

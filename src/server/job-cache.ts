@@ -10,8 +10,14 @@ const MAX_CACHED_PAYLOAD = 16 * 1024;
 
 export class JobCache {
   private readonly jobs = new Map<string, Job | undefined>();
-  /** Invalidation counters of jobs read while invalidated; `epoch` covers wholesale clears. */
-  private readonly generation = new Map<string, number>();
+  /**
+   * Invalidations so far, and the count at each job's latest one: a read that began at count N
+   * must not be kept for a job invalidated after N. Only consulted when the count moved while a
+   * read was in flight (rare: job changes), so a read costs no per-job bookkeeping otherwise.
+   * `epoch` covers wholesale clears.
+   */
+  private changes = 0;
+  private readonly changedAt = new Map<string, number>();
   private epoch = 0;
 
   constructor(
@@ -20,11 +26,12 @@ export class JobCache {
   ) {}
 
   async get(jobId: string): Promise<Job | undefined> {
-    if (this.jobs.has(jobId)) return this.jobs.get(jobId);
+    const hit = this.jobs.get(jobId);
+    if (hit !== undefined || this.jobs.has(jobId)) return hit;
     const epoch = this.epoch;
-    const gen = this.generation.get(jobId) ?? 0;
+    const since = this.changes;
     const job = await this.fsm.getJob(jobId);
-    this.remember(jobId, job, epoch, gen);
+    if (this.unchanged(epoch, since, jobId)) this.remember(jobId, job);
     return job;
   }
 
@@ -33,45 +40,53 @@ export class JobCache {
     return this.jobs.get(jobId);
   }
 
-  /** Many jobs: the misses are read with one getMany instead of one read each. */
+  /** Many jobs, in the order first asked for: the misses are read with one getJobs instead of one read each. */
   async getMany(jobIds: Iterable<string>): Promise<Map<string, Job | undefined>> {
     const out = new Map<string, Job | undefined>();
-    const missing = new Set<string>();
+    const missing: string[] = [];
     for (const id of jobIds) {
-      if (this.jobs.has(id)) out.set(id, this.jobs.get(id));
-      else missing.add(id);
+      if (out.has(id)) continue;
+      const hit = this.jobs.get(id);
+      if (hit === undefined && !this.jobs.has(id)) missing.push(id);
+      out.set(id, hit); // a miss holds its place until read
     }
-    if (missing.size === 0) return out;
+    if (missing.length === 0) return out;
     const epoch = this.epoch;
-    const ids = [...missing];
-    const gens = ids.map((id) => this.generation.get(id) ?? 0);
-    const read = await this.fsm.getJobs(ids);
-    ids.forEach((id, i) => {
+    const since = this.changes;
+    const read = await this.fsm.getJobs(missing);
+    for (const id of missing) {
       const job = read.get(id);
-      this.remember(id, job, epoch, gens[i]!);
       out.set(id, job);
-    });
+      if (this.unchanged(epoch, since, id)) this.remember(id, job);
+    }
     return out;
   }
 
-  /** Caches a read unless the job changed (or the cache was cleared) while it was being read. */
-  private remember(jobId: string, job: Job | undefined, epoch: number, gen: number): void {
-    if (epoch !== this.epoch || gen !== (this.generation.get(jobId) ?? 0)) return;
-    // Large payloads are read again when needed rather than pinned in memory.
+  /** Neither the job nor the whole cache was invalidated since a read began (at `epoch`, `since`). */
+  private unchanged(epoch: number, since: number, jobId: string): boolean {
+    if (epoch !== this.epoch) return false;
+    return since === this.changes || (this.changedAt.get(jobId) ?? 0) <= since;
+  }
+
+  private remember(jobId: string, job: Job | undefined): void {
+    // Large payloads are read again when needed rather than pinned in memory. One-off jobs are
+    // kept too: the starting-deadline sweep reads the jobs of the oldest ready runs, which the
+    // next dispatch rounds read again.
     if ((job?.spec?.payload.length ?? 0) > MAX_CACHED_PAYLOAD) return;
-    if (this.jobs.size >= this.maxEntries) this.clear();
+    // Full: start over. Only the entries go; what was invalidated when still matters to reads in flight.
+    if (this.jobs.size >= this.maxEntries) this.jobs.clear();
     this.jobs.set(jobId, job);
   }
 
   invalidate(jobId: string): void {
     this.jobs.delete(jobId);
-    this.generation.set(jobId, (this.generation.get(jobId) ?? 0) + 1);
-    if (this.generation.size > this.maxEntries) this.clear();
+    this.changedAt.set(jobId, ++this.changes);
+    if (this.changedAt.size > this.maxEntries) this.clear();
   }
 
   clear(): void {
     this.jobs.clear();
-    this.generation.clear();
+    this.changedAt.clear();
     this.epoch++;
   }
 }

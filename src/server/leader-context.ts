@@ -2,7 +2,7 @@
 // machine's reads, cluster time, the lease table, the open worker sessions, metrics and a
 // propose helper for the leader's own time-driven commands.
 import type { Logger } from 'pino';
-import { decodeResult, encodeCommand, type FireItem, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
+import { decodeResult, encodeCommand, resultTypeOf, type FireItem, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
 import { HeraldError } from '../herald-error.js';
 import type { JobCache } from './job-cache.js';
 import type { LeaseTable } from './lease-table.js';
@@ -29,6 +29,11 @@ export interface LeaderContext {
   active(): boolean;
   /** Proposes a leader command here (never forwarded) and returns its decoded result. */
   propose<T extends FsmResult['type']>(cmd: FsmCommand, expect: T, timeoutMs?: number): Promise<Extract<FsmResult, { type: T }>>;
+  /**
+   * Like propose, but only checks the result's type (a rejection still fails it): for commands
+   * whose effects the leader reads from the applied entry anyway (fires, in its fire scheduler).
+   */
+  proposeUnread(cmd: FsmCommand, expect: FsmResult['type'], timeoutMs?: number): Promise<void>;
   /** Asks the dispatcher for a round soon (new ready runs or new capacity). */
   wakeDispatcher(): void;
   /** True while a claim of this run is being proposed (its lease is granted when it commits). */
@@ -37,15 +42,32 @@ export interface LeaderContext {
   claimBehindFire(fired: readonly FireItem[], nowMs: number): void;
 }
 
+/**
+ * Proposes a leader command here (never forwarded) and checks its result's type from the header:
+ * a rejection fails it with the rejection's error, any other unexpected type with INTERNAL.
+ */
+async function proposeChecked(node: HeraldNode, cmd: FsmCommand, expect: FsmResult['type'], timeoutMs: number): Promise<Uint8Array> {
+  const out = await node.propose(encodeCommand(cmd), { forward: false, timeoutMs });
+  const type = resultTypeOf(out.result);
+  if (type === 'rejected') {
+    const res = decodeResult(out.result);
+    const message = res.type === 'rejected' ? res.error.message : 'rejected';
+    throw new HeraldError(res.type === 'rejected' ? res.error.code : 'INTERNAL', `${cmd.type} rejected: ${message}`);
+  }
+  if (type !== expect) throw new HeraldError('INTERNAL', `${cmd.type} returned a ${type} result`);
+  return out.result;
+}
+
 export async function proposeCommand<T extends FsmResult['type']>(
   node: HeraldNode,
   cmd: FsmCommand,
   expect: T,
   timeoutMs: number,
 ): Promise<Extract<FsmResult, { type: T }>> {
-  const out = await node.propose(encodeCommand(cmd), { forward: false, timeoutMs });
-  const res = decodeResult(out.result);
-  if (res.type === 'rejected') throw new HeraldError(res.error.code, `${cmd.type} rejected: ${res.error.message}`);
-  if (res.type !== expect) throw new HeraldError('INTERNAL', `${cmd.type} returned a ${res.type} result`);
-  return res as Extract<FsmResult, { type: T }>;
+  return decodeResult(await proposeChecked(node, cmd, expect, timeoutMs)) as Extract<FsmResult, { type: T }>;
+}
+
+/** proposeCommand without decoding the result: its effects are read from the applied entry. */
+export async function proposeUnread(node: HeraldNode, cmd: FsmCommand, expect: FsmResult['type'], timeoutMs: number): Promise<void> {
+  await proposeChecked(node, cmd, expect, timeoutMs);
 }

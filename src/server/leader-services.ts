@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { AttemptOutcome } from '../gen/herald/v1/run.js';
 import type { HeldRun, WorkerHello } from '../gen/herald/v1/worker_service.js';
 import type { FsmCommand, FsmResult, SchedulerStateMachine } from '../fsm/index.js';
-import { decodeCommand, decodeJobHeads, decodeResult } from '../fsm/index.js';
+import { decodeCommand, decodeJobHeads, decodeSignals } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import { HeraldError } from '../herald-error.js';
 import { systemMonotonicClock } from '../raft/runtime/monotonic-clock.js';
@@ -19,7 +19,7 @@ import { DeadlineSweeper } from './deadline-sweeper.js';
 import { Dispatcher, leaseMsOf } from './dispatcher.js';
 import { FireScheduler } from './fire-scheduler.js';
 import { JobCache } from './job-cache.js';
-import { proposeCommand, type LeaderContext } from './leader-context.js';
+import { proposeCommand, proposeUnread, type LeaderContext } from './leader-context.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LeaseTable } from './lease-table.js';
 import type { NodeMetrics } from './metrics.js';
@@ -93,6 +93,10 @@ export class LeaderServices {
       propose: <T extends FsmResult['type']>(cmd: FsmCommand, expect: T, timeoutMs = 10_000) => {
         if (!this.activeFlag) return Promise.reject(new HeraldError('NOT_LEADER', 'leadership of this term is over'));
         return proposeCommand(node, cmd, expect, timeoutMs);
+      },
+      proposeUnread: (cmd: FsmCommand, expect: FsmResult['type'], timeoutMs = 10_000) => {
+        if (!this.activeFlag) return Promise.reject(new HeraldError('NOT_LEADER', 'leadership of this term is over'));
+        return proposeUnread(node, cmd, expect, timeoutMs);
       },
       wakeDispatcher: () => this.dispatcher.wake(),
       claimInFlight: (runId) => this.dispatcher.claimInFlight(runId),
@@ -300,9 +304,7 @@ export class LeaderServices {
   private deliverSignals(entries: readonly AppliedEntry[]): void {
     if (!this.activeFlag) return;
     for (const e of entries) {
-      const res = decodeResult(e.result);
-      const signals = res.type === 'delete' || res.type === 'fire' || res.type === 'cancel' ? res.signals : [];
-      for (const s of signals) {
+      for (const s of decodeSignals(e.result)) {
         if (this.leases.get(s.runId)?.fencingToken === s.fencingToken) this.leases.release(s.runId);
         this.sessions.ofWorker(s.workerId)?.send({
           message: { $case: 'cancel', cancel: { runId: s.runId, fencingToken: s.fencingToken, reason: SIGNAL_REASON[e.tag] ?? 'cancelled' } },

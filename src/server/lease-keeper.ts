@@ -42,7 +42,8 @@ export class LeaseKeeper {
     if (this.stopped || !ctx.active()) return 0;
     let adopted = 0;
     try {
-      const running = await ctx.fsm.runningRuns(MAX_ORPHAN_SCAN);
+      // Records are read only for runs the table lacks (ids come from the state index).
+      const running = await ctx.fsm.runningRuns(MAX_ORPHAN_SCAN, (id) => !ctx.leases.get(id) && !ctx.claimInFlight(id));
       for (const run of running) {
         if (this.stopped || !ctx.active()) break;
         if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;

@@ -89,7 +89,13 @@ export class ResultBatcher {
       const res = await ctx.propose({ type: 'finishRuns', nowMs: now, items: batch.map((b) => finishItemOf(b.result)) }, 'runItems', 10_000);
       if (!ctx.active()) return;
       const answers: Answers = new Map();
-      await Promise.all(res.items.map((r, i) => this.settle(answers, batch[i]!, r)));
+      // Only a stale-token answer reads the store; the rest settle without a promise each.
+      const reads: Promise<void>[] = [];
+      for (let i = 0; i < res.items.length; i++) {
+        const read = this.settle(answers, batch[i]!, res.items[i]!);
+        if (read) reads.push(read);
+      }
+      if (reads.length > 0) await Promise.all(reads);
       this.send(answers);
       ctx.wakeDispatcher();
     } catch (e) {
@@ -107,10 +113,11 @@ export class ResultBatcher {
     this.timer ??= setTimeout(() => void this.flush(), 20);
   }
 
-  private async settle(answers: Answers, p: Pending, r: RunItemResult): Promise<void> {
+  /** Answers one item; a promise only when the answer needs a read first (a stale token). */
+  private settle(answers: Answers, p: Pending, r: RunItemResult): Promise<void> | undefined {
     const { session, result } = p;
     const ctx = this.ctx;
-    const releaseIfOurs = () => {
+    const releaseIfOurs = (): void => {
       if (ctx.leases.get(result.runId)?.fencingToken === result.fencingToken) ctx.leases.release(result.runId);
     };
     if (!r.error) {
@@ -121,20 +128,18 @@ export class ResultBatcher {
       return;
     }
     if (r.error.code === 'STALE_FENCING_TOKEN') {
+      const message = r.error.message;
       // The same result delivered twice: the run's attempt with this token already ended the
       // way a result ends it. Acknowledge, so the worker stops re-sending.
-      const run = await ctx.fsm.getRun(result.runId);
-      const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
-      if (attempt && SETTLED.has(attempt.outcome)) {
+      return ctx.fsm.getRun(result.runId).then((run) => {
+        const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
         releaseIfOurs();
-        this.ack(answers, session, result, true, '', false);
-        return;
-      }
-      releaseIfOurs();
-      this.ack(answers, session, result, false, r.error.message, true);
-      return;
+        if (attempt && SETTLED.has(attempt.outcome)) this.ack(answers, session, result, true, '', false);
+        else this.ack(answers, session, result, false, message, true);
+      });
     }
     this.ack(answers, session, result, false, r.error.message, false);
+    return undefined;
   }
 
   private ack(answers: Answers, session: WorkerSession, result: RunResult, accepted: boolean, reason: string, leaseLost: boolean): void {

@@ -48,6 +48,22 @@ describe('readyRuns', () => {
   });
 });
 
+describe('runningRuns / getRuns', () => {
+  it('reads only the running runs `want` picks by id, and any runs by id in the order asked', async () => {
+    t = await openTestFsm();
+    await t.apply(put('a', 1000), put('b', 1000), put('c', 1000));
+    const slot = T0 + 1000;
+    await t.one({ type: 'fireRuns', nowMs: slot, misfireThresholdMs: 60_000, items: ['a', 'b', 'c'].map((jobId) => ({ jobId, slotMs: slot })) });
+    await t.one({ type: 'claimRuns', nowMs: slot, items: ['a', 'b'].map((j) => ({ runId: `${j}@${slot}`, workerId: 'w', leaseDeadlineMs: slot + 30_000 })) });
+    expect((await t.fsm.runningRuns()).map((r) => r.id)).toEqual([`a@${slot}`, `b@${slot}`]);
+    const asked: string[] = [];
+    const picked = await t.fsm.runningRuns(10, (id) => (asked.push(id), id.startsWith('b')));
+    expect(asked).toEqual([`a@${slot}`, `b@${slot}`]);
+    expect(picked.map((r) => [r.id, r.state, r.workerId])).toEqual([[`b@${slot}`, RunState.RUN_STATE_RUNNING, 'w']]);
+    expect((await t.fsm.getRuns([`c@${slot}`, 'nope@1', `a@${slot}`])).map((r) => r.id)).toEqual([`c@${slot}`, `a@${slot}`]);
+  });
+});
+
 describe('listJobs / listRuns', () => {
   it('pages through jobs in id order with filters', async () => {
     t = await openTestFsm();

@@ -56,5 +56,32 @@ describe('JobCache.getMany', () => {
     expect((await cache.getMany(['a'])).get('a')?.version).toBe(2);
     expect((await cache.get('b'))?.version).toBe(1);
     expect(store.manyReads).toEqual([['a', 'b'], ['a']]);
+    // b did not change: its read was kept.
+    expect(store.singleReads).toBe(0);
+  });
+
+  it('stays bounded: a full cache starts over, and reads go on being kept', async () => {
+    const ids = Array.from({ length: 25 }, (_, i) => `j${i}`);
+    const store = fakeStore(ids);
+    const cache = new JobCache(store, 10);
+    await cache.getMany(ids);
+    // The last ids read are held (the cache started over twice while keeping them).
+    expect(cache.peek('j24')?.id).toBe('j24');
+    expect(cache.peek('j0')).toBeUndefined();
+    await cache.getMany(['j24', 'j23']);
+    expect(store.manyReads).toHaveLength(1);
+  });
+
+  it('does not keep a read that raced with a clear', async () => {
+    const store = fakeStore(['a']);
+    const cache = new JobCache(store);
+    let release!: () => void;
+    store.hold = new Promise((r) => (release = r));
+    const pending = cache.getMany(['a']);
+    cache.clear();
+    release();
+    store.hold = undefined;
+    await pending;
+    expect(cache.peek('a')).toBeUndefined();
   });
 });

@@ -97,7 +97,10 @@ export class SchedulerCluster {
   }
 
   startWorker(id: string, o: { capacity?: number; sleepMs?: number; reportAfterLoss?: boolean; types?: string[]; quiet?: boolean; batches?: boolean } = {}): WorkerProc {
+    // HERALD_BENCH_WORKER_CPU_PROF=<dir> (benches): each worker writes a V8 CPU profile there on exit.
+    const prof = process.env.HERALD_BENCH_WORKER_CPU_PROF;
     const args = [
+      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
       '--import',
       'tsx',
       WORKER_SCRIPT,
