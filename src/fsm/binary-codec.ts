@@ -163,6 +163,8 @@ export class ByteWriter {
 
 export class ByteReader {
   private pos = 0;
+  /** The input as a Buffer, made on the first short string (its latin1 decode is native). */
+  private asBuffer: Buffer | undefined;
 
   constructor(private readonly buf: Uint8Array) {}
 
@@ -251,7 +253,11 @@ export class ByteReader {
           break;
         }
       }
-      if (ascii) return String.fromCharCode.apply(null, this.buf.subarray(start, start + n) as unknown as number[]);
+      if (ascii) {
+        // ASCII is latin1: Node's native decode, far cheaper than building a view per string.
+        this.asBuffer ??= Buffer.from(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+        return this.asBuffer.toString('latin1', start, start + n);
+      }
     }
     try {
       return textDecoder.decode(this.buf.subarray(start, start + n));

@@ -31,6 +31,8 @@ export function writeRun(w: ByteWriter, run: Run): void {
   w.int(run.priority).int(run.latenessMs);
 }
 
+const NO_OUTPUT = Buffer.alloc(0);
+
 export function readRun(r: ByteReader): Run {
   const id = r.str();
   const jobId = r.str();
@@ -49,8 +51,9 @@ export function readRun(r: ByteReader): Run {
   const fencingToken = r.uint();
   const leaseDeadlineUnixMs = r.int();
   const reason = r.str();
-  const out = r.bytes(); // already a copy: wrapped, not copied again
-  const output = Buffer.from(out.buffer, out.byteOffset, out.length);
+  const view = r.bytesView();
+  // Most runs have no output: they share one empty buffer (a finish replaces it, never fills it).
+  const output = view.length === 0 ? NO_OUTPUT : Buffer.from(view);
   const priority = r.int();
   const latenessMs = r.int();
   return {
