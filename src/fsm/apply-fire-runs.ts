@@ -106,7 +106,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
     const id = scheduledRunId(job.id, slot);
-    const p = parseRunId(id)!;
+    const p: ParsedRunId = { jobId: job.id, slotMs: slot, suffix: '', kind: 'scheduled' }; // what parseRunId(id) gives
     if (await txn.getRun(p)) continue; // I1: a slot has at most one run, ever
     const fate = fates[i]!;
     if (fate.kind === 'missed') {

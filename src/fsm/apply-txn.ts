@@ -225,7 +225,7 @@ export class ApplyTxn {
   private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {
     const value = bytes === undefined ? undefined : decodeRunRecord(bytes);
     const t: Tracked<RunRecord> = {
-      originalIndex: value ? runIndexKeys(value, key) : [],
+      originalIndex: value ? runIndexKeys(value, key, true) : [],
       originalState: value ? value.run.state : -1,
       originalReady: value ? readyEntryOf(value) : undefined,
       value,

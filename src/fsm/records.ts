@@ -121,10 +121,12 @@ export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, R
 
 /**
  * Secondary index keys of a run stored under `key` (its runKey): by state (the ready index lives
- * in memory, ready-index.ts). Built from the key, whose tail is the state key's tail.
+ * in memory, ready-index.ts). Built from the key, whose tail is the state key's tail. `stored`:
+ * the record was just read from the store (its id is checked).
  */
-export function runIndexKeys(rec: RunRecord, key: string): string[] {
-  if (!parseRunId(rec.run.id)) throw new FsmDecodeError(`stored run has a bad id ${rec.run.id}`);
+export function runIndexKeys(rec: RunRecord, key: string, stored = false): string[] {
+  // A record read back must carry an id this FSM could have made (a new one was built from one).
+  if (stored && !parseRunId(rec.run.id)) throw new FsmDecodeError(`stored run has a bad id ${rec.run.id}`);
   return [stateKeyOfRunKey(rec.run.state, key)];
 }
 
