@@ -97,20 +97,10 @@ export function runIdOfTail(tail: string): string {
   return suffix ? `${id}~${suffix}` : id;
 }
 
-/**
- * Run keys by parsed id: parsed ids are reused (run-id.ts), so a run's key is built once and the
- * same string instance (whose hash V8 keeps) is looked up on every command of its life.
- */
-const runKeys = new WeakMap<ParsedRunId, string>();
-
 export function runKey(p: ParsedRunId): string {
-  let k = runKeys.get(p);
-  if (k === undefined) {
-    k = `r${SEP}${runTail(p)}`;
-    runKeys.set(p, k);
-  }
-  return k;
+  return `r${SEP}${runTail(p)}`;
 }
+
 export const RUN_PREFIX = `r${SEP}`;
 
 export function jobRunsPrefix(jobId: string): string {

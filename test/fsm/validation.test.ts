@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 // The validation module the API layer calls before proposing: each failure is a HeraldError that
 // maps to INVALID_ARGUMENT, names the field and says what is wrong.
 import { status } from '@grpc/grpc-js';
@@ -5,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { HeraldError } from '../../src/herald-error.js';
 import { grpcStatusOf } from '../../src/server/grpc-status-map.js';
 import { requireRunId, validateId, validateIdempotencyKey, validateJobSpec, validateNote, parseRunId } from '../../src/fsm/index.js';
+import { RUN_ID_PATTERN } from '../../src/fsm/run-id.js';
 import { atSpec, everySpec, spec } from './fsm-test-kit.js';
 
 function errorOf(fn: () => void): HeraldError {
@@ -46,6 +48,30 @@ describe('run ids', () => {
       expect(parseRunId(bad), bad).toBeUndefined();
     }
     expect(errorOf(() => requireRunId('nope')).code).toBe('INVALID_ID');
+  });
+
+  it('accepts exactly what the run id grammar (RUN_ID_PATTERN) accepts, with the same parts', () => {
+    // Strings over the characters where the grammar has edges: id characters, the separators,
+    // digits (leading zeros), suffix letters, and characters no id may hold.
+    const char = fc.constantFrom('a', 'Z', '0', '1', '9', '.', '_', ':', '-', '@', '~', 'm', 'b', '/', ' ', 'é', '\0');
+    const noise = fc.array(char, { maxLength: 24 }).map((cs) => cs.join(''));
+    const digits = (max: number) => fc.array(fc.constantFrom('0', '1', '5', '9'), { minLength: 0, maxLength: max }).map((d) => d.join(''));
+    const shaped = fc
+      .tuple(fc.oneof(noise, fc.constantFrom('x'.repeat(128), 'x'.repeat(129), 'job-1')), digits(17), fc.constantFrom('', '~b', '~m', '~x', '~bb'), digits(17))
+      .map(([job, slot, suf, n]) => `${job}@${slot}${suf}${suf === '~m' ? n : ''}`);
+    fc.assert(
+      fc.property(fc.oneof(noise, shaped), (id) => {
+        const m = RUN_ID_PATTERN.exec(id);
+        const p = parseRunId(id);
+        if (!m) {
+          expect(p, id).toBeUndefined();
+        } else {
+          const suffix = m[3] ?? '';
+          expect(p, id).toEqual({ jobId: m[1], slotMs: Number(m[2]), suffix, kind: suffix === '' ? 'scheduled' : suffix === 'b' ? 'backfill' : 'manual' });
+        }
+      }),
+      { numRuns: 20_000 },
+    );
   });
 });
 
