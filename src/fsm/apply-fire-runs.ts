@@ -69,19 +69,22 @@ function slotFates(spec: JobSpec, slots: readonly number[], scheduled: readonly 
   return fates;
 }
 
+function noRuns(): { created: string[]; missed: string[]; skipped: string[] } {
+  return { created: [], missed: [], skipped: [] };
+}
+
 async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, signals: CancelSignal[], skipSlotCheck: boolean): Promise<FireItemResult> {
-  const empty = { created: [], missed: [], skipped: [] };
   try {
     validateId(item.jobId, 'job_id');
   } catch (e) {
-    return { ...empty, error: asItemError(e), nextFireMs: 0 };
+    return { ...noRuns(), error: asItemError(e), nextFireMs: 0 };
   }
   const rec = await txn.getJob(item.jobId);
-  if (!rec) return { ...empty, error: itemError('JOB_NOT_FOUND', `job "${item.jobId}" does not exist`), nextFireMs: 0 };
+  if (!rec) return { ...noRuns(), error: itemError('JOB_NOT_FOUND', `job "${item.jobId}" does not exist`), nextFireMs: 0 };
   const job = rec.job;
   const spec = job.spec;
   if (job.state !== JobState.JOB_STATE_ACTIVE || !spec) {
-    return { ...empty, error: itemError('INVALID_STATE', `job "${item.jobId}" is ${JobState[job.state]}`, 'NOT_ACTIVE'), nextFireMs: 0 };
+    return { ...noRuns(), error: itemError('INVALID_STATE', `job "${item.jobId}" is ${JobState[job.state]}`, 'NOT_ACTIVE'), nextFireMs: 0 };
   }
   if (skipSlotCheck && job.nextFireUnixMs > item.slotMs) {
     // Negative control: fire the slot again as if it were new.
@@ -90,10 +93,10 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     txn.putRun(newRun(rec, { id, slotMs: item.slotMs, scheduledMs: item.slotMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING }));
     if (!prior || isTerminal(prior.run.state)) addActive(rec);
     txn.putJob(rec);
-    return { ...empty, created: [id], nextFireMs: job.nextFireUnixMs };
+    return { ...noRuns(), created: [id], nextFireMs: job.nextFireUnixMs };
   }
   if (job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) {
-    return { ...empty, nextFireMs: job.nextFireUnixMs }; // already handled (I1)
+    return { ...noRuns(), nextFireMs: job.nextFireUnixMs }; // already handled (I1)
   }
   const upTo = Math.max(item.slotMs, cmd.nowMs);
   const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
@@ -143,7 +146,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   if (next === undefined) job.state = JobState.JOB_STATE_COMPLETED;
   job.updatedUnixMs = cmd.nowMs;
   txn.putJob(rec);
-  return { ...out, nextFireMs: job.nextFireUnixMs };
+  return { created: out.created, missed: out.missed, skipped: out.skipped, nextFireMs: job.nextFireUnixMs };
 }
 
 /** The scheduled runs a fire item will look at, for one getMany over the whole batch. */

@@ -48,8 +48,14 @@ export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
 export const META_RESTORING = `m${SEP}restoring`;
 
+/** The last time padded: the runs of a herd (and their keys) share one slot. */
+let lastPadded = { ms: -1, text: '' };
+
 export function padTime(ms: number): string {
-  return String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
+  if (ms === lastPadded.ms) return lastPadded.text;
+  const text = String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
+  lastPadded = { ms, text };
+  return text;
 }
 
 /** Two-digit state strings, built once: state keys are built on every run transition. */
