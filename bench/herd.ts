@@ -3,7 +3,7 @@
 // after the instant, with lateness percentiles as the workers saw them, and the CPU each process
 // used per run over the drain (drainCpuUsPerRun: the figure to compare on a shared machine, where
 // the drain time also counts waiting for a core).
-// Run: npx tsx bench/herd.ts [--runs 100000] [--workers 4] [--capacity 500]
+// Run: npx tsx bench/herd.ts [--runs 100000] [--workers 4] [--capacity 500] [--fire-batch N (server default)]
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
@@ -24,7 +24,13 @@ function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
 }
 
-const c = await SchedulerCluster.start({ leaseMs: 120_000, misfireThresholdMs: 600_000, heartbeatMs: 5000 });
+const FIRE_BATCH = arg('fire-batch', 0);
+const c = await SchedulerCluster.start({
+  leaseMs: 120_000,
+  misfireThresholdMs: 600_000,
+  heartbeatMs: 5000,
+  extraArgs: FIRE_BATCH > 0 ? ['--fire-batch', String(FIRE_BATCH)] : [],
+});
 try {
   const workers = Array.from({ length: WORKERS }, (_, i) => c.startWorker(`hw${i}`, { capacity: CAPACITY, sleepMs: 5, quiet: true }));
   await c.waitWorkersConnected(workers);

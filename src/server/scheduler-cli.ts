@@ -2,7 +2,7 @@
 // metrics listener) and the bridge from the CLI's node options to a scheduler node. Kept here so
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
-import { SchedulerStateMachine } from '../fsm/index.js';
+import { MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/unsafe-switches.js';
 import { enableUnsafeSkipFsync } from '../raft/runtime/unsafe-durability.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node.js';
@@ -18,7 +18,11 @@ const FLAGS: Array<[flag: string, key: keyof SchedulerConfig, help: string]> = [
   ['--horizon-ms <ms>', 'horizonMs', 'how far ahead the timing wheel holds fire times'],
   ['--watchdog-grace-ms <ms>', 'watchdogGraceMs', 'a due slot without a run record after this long is flagged'],
   ['--claim-batch <n>', 'claimBatchSize', 'most claims per dispatch round (admission limit)'],
+  ['--fire-batch <n>', 'fireBatchSize', 'most due slots per fireRuns command (one is in flight at a time)'],
 ];
+
+/** Flags that size one command: bounded by what one command may carry. */
+const BATCH_KEYS: ReadonlySet<keyof SchedulerConfig> = new Set(['claimBatchSize', 'fireBatchSize']);
 
 function camel(flag: string): string {
   return flag
@@ -70,6 +74,11 @@ function schedulerOverrides(flags: Record<string, unknown>): Partial<SchedulerCo
     const n = Number(v);
     if (!Number.isSafeInteger(n) || n <= 0) {
       process.stderr.write(`herald server: ${flag.split(' ')[0]} must be a positive integer (got "${String(v)}")\n`);
+      process.exit(2);
+    }
+    if (BATCH_KEYS.has(key) && n > MAX_ITEMS_PER_COMMAND) {
+      // A larger batch would make every command of it refused whole by the state machine.
+      process.stderr.write(`herald server: ${flag.split(' ')[0]} must be at most ${MAX_ITEMS_PER_COMMAND} (the items one command may carry; got ${n})\n`);
       process.exit(2);
     }
     out[key] = n;

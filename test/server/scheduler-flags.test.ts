@@ -1,0 +1,23 @@
+// The scheduler's sizing flags on `herald server`: a value the state machine would refuse (a batch
+// larger than one command may carry) stops the node at start with a message, rather than letting
+// every fire or claim command of that size fail later.
+import { afterEach, describe, expect, it } from 'vitest';
+import { TestCluster } from '../raft-runtime/helpers/cluster.js';
+
+let cluster: TestCluster | undefined;
+afterEach(async () => {
+  await cluster?.cleanup();
+  cluster = undefined;
+});
+
+describe('herald server scheduler flags', () => {
+  it('refuses batch sizes above what one command may carry, and non-positive ones; takes a valid one', async () => {
+    cluster = await TestCluster.create({ size: 1, extraArgs: ['--state-machine', 'scheduler', '--log-level', 'warn'] });
+    await expect(cluster.start('n1', ['--fire-batch', '100001'])).rejects.toThrow(/exited \(2\)/);
+    expect(cluster.nodes.get('n1')!.stderr).toContain('--fire-batch must be at most 100000');
+    await expect(cluster.start('n1', ['--claim-batch', '0'])).rejects.toThrow(/exited \(2\)/);
+    expect(cluster.nodes.get('n1')!.stderr).toContain('--claim-batch must be a positive integer (got "0")');
+    await cluster.start('n1', ['--fire-batch', '2000']);
+    await cluster.waitForLeader();
+  }, 60_000);
+});
