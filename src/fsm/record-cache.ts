@@ -8,7 +8,7 @@
 // for the commands that will read them again soon (admission is decided by the caller); finished
 // runs are dropped, not kept (their next reader is a history trim, much later). Bounded by the
 // bytes its entries keep alive (a value sliced from a shared slab counts the slab once), evicting
-// the oldest entry first.
+// the entry admitted first.
 
 /** The default budget: key and value bytes of the entries (the Map's own overhead comes on top). */
 export const DEFAULT_RECORD_CACHE_BYTES = 48 * 1024 * 1024;
@@ -78,11 +78,19 @@ export class RecordCache {
     for (const u of updates) {
       const old = this.entries.get(u.key);
       if (old !== undefined) {
+        if (u.value !== null) {
+          // Replaced in place: eviction goes by first admission, which for the run lifecycle
+          // (fire, claim, finish within seconds) is as good as by last write, and saves moving
+          // the entry on every write of a big map.
+          this.entries.set(u.key, u.value);
+          this.bytes += this.hold(u.value) - this.release(old);
+          continue;
+        }
         this.entries.delete(u.key);
         this.bytes -= u.key.length + this.release(old);
+        continue;
       }
-      if (u.value === null || (old === undefined && !u.admit)) continue;
-      // Re-inserted at the end: an entry written again is young again.
+      if (u.value === null || !u.admit) continue;
       this.entries.set(u.key, u.value);
       this.bytes += u.key.length + this.hold(u.value);
     }

@@ -22,16 +22,21 @@ describe('RecordCache', () => {
     expect(c.size).toBe(0);
   });
 
-  it('stays within its byte budget by dropping the entries written longest ago', () => {
+  it('stays within its byte budget by dropping the entries admitted longest ago', () => {
     const c = new RecordCache(100);
     for (let i = 0; i < 10; i++) c.publish([{ key: `k${i}`, value: bytes(18), admit: true }]); // 20 bytes each
     expect(c.size).toBeLessThanOrEqual(5);
     expect(c.get('k9')).toBeDefined();
     expect(c.get('k0')).toBeUndefined();
-    // Written again = young again.
-    c.publish([{ key: 'k6', value: bytes(18), admit: true }]);
+    // A rewrite replaces the value in place (the new bytes are what is read) but keeps the
+    // entry's age: the oldest admitted goes first.
+    const kept = ['k6', 'k7', 'k8', 'k9'].filter((k) => c.get(k) !== undefined);
+    c.publish([{ key: kept[0]!, value: bytes(18, 9), admit: true }]);
+    expect(c.get(kept[0]!)).toEqual(bytes(18, 9));
     c.publish([{ key: 'x', value: bytes(18), admit: true }, { key: 'y', value: bytes(18), admit: true }]);
-    expect(c.get('k6')).toBeDefined();
+    expect(c.get(kept[0]!)).toBeUndefined();
+    expect(c.get('y')).toBeDefined();
+    expect(c.retainedBytes).toBeLessThanOrEqual(100);
     c.clear();
     expect(c.size).toBe(0);
   });
