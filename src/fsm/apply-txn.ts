@@ -3,6 +3,7 @@
 // counters and the applied index — leaves in ONE LevelDB batch at commit. Nothing is written
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
+import { FsmDecodeError } from './binary-codec.js';
 import {
   counterKey,
   jobStatePrefix,
@@ -224,8 +225,10 @@ export class ApplyTxn {
 
   private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {
     const value = bytes === undefined ? undefined : decodeRunRecord(bytes);
+    // A record read back must carry an id this FSM could have made (new ones are built from one).
+    if (value && !parseRunId(value.run.id)) throw new FsmDecodeError(`stored run has a bad id ${value.run.id}`);
     const t: Tracked<RunRecord> = {
-      originalIndex: value ? runIndexKeys(value, key, true) : [],
+      originalIndex: value ? runIndexKeys(value, key) : [],
       originalState: value ? value.run.state : -1,
       originalReady: value ? readyEntryOf(value) : undefined,
       value,
@@ -344,7 +347,6 @@ export class ApplyTxn {
     const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
       if (!sameReadyEntry(before, after)) ready.push({ before, after });
     };
-    const indexDiff = (before: readonly string[], after: readonly string[]): void => diffIndexKeys(ops, before, after);
     for (const [id, t] of this.jobs) {
       if (!t.dirty) continue;
       const key = jobKey(id);
@@ -352,11 +354,11 @@ export class ApplyTxn {
         const value = encodeJobRecord(t.value);
         ops.push({ type: 'put', key, value });
         cached.push({ key, value, admit: t.admit });
-        indexDiff(t.originalIndex, jobIndexKeys(t.value.job));
+        diffIndexKeys(ops, t.originalIndex, jobIndexKeys(t.value.job));
       } else {
         ops.push({ type: 'del', key });
         cached.push({ key, value: null, admit: false });
-        indexDiff(t.originalIndex, []);
+        diffIndexKeys(ops, t.originalIndex, []);
       }
     }
     const counterDelta = new Map<number, number>();
@@ -371,13 +373,13 @@ export class ApplyTxn {
         ops.push({ type: 'put', key, value });
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
-        indexDiff(t.originalIndex, runIndexKeys(t.value, key));
+        diffIndexKeys(ops, t.originalIndex, runIndexKeys(t.value, key));
         readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {
         ops.push({ type: 'del', key });
         cached.push({ key, value: null, admit: false });
-        indexDiff(t.originalIndex, []);
+        diffIndexKeys(ops, t.originalIndex, []);
         readyDiff(t.originalReady, undefined);
       }
     }

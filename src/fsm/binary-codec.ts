@@ -216,11 +216,7 @@ export class ByteReader {
   }
 
   bytes(): Uint8Array {
-    const n = this.uint();
-    this.need(n);
-    const out = this.buf.slice(this.pos, this.pos + n);
-    this.pos += n;
-    return out;
+    return this.bytesView().slice();
   }
 
   /** A bytes field as a view of the input, no copy: only for bytes not kept beyond the input's life. */

@@ -17,6 +17,7 @@ import {
   RUN_PREFIX,
   runIdOfTail,
   runKey,
+  runKeyOfStateKey,
   SEP,
   SEP_END,
   statePrefix,
@@ -192,7 +193,7 @@ export class FsmReads {
     const keys = await this.db.keys({ gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
     const more = keys.length > size;
     const page = keys.slice(0, size);
-    const runKeys = q.state ? page.map((k) => `${RUN_PREFIX}${k.slice(statePrefix(q.state!).length)}`) : page;
+    const runKeys = q.state ? page.map(runKeyOfStateKey) : page;
     const values = await this.db.getMany(runKeys);
     const items = values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
     return { items, nextPageToken: more ? encodeToken(page[page.length - 1]!) : '' };

@@ -113,13 +113,14 @@ export function jobRunsPrefix(jobId: string): string {
   return `r${SEP}${jobId}${SEP}`;
 }
 
-export function stateKey(state: number, p: ParsedRunId): string {
-  return `s${SEP}${padState(state)}${SEP}${runTail(p)}`;
-}
-
-/** stateKey of the run stored under `runKeyStr` (a runKey): the same tail, no id to parse. */
+/** The state key of the run stored under `runKeyStr` (a runKey): the same tail behind "s\0<state>\0". */
 export function stateKeyOfRunKey(state: number, runKeyStr: string): string {
   return `s${SEP}${padState(state)}${SEP}${runKeyStr.slice(RUN_PREFIX.length)}`;
+}
+
+/** The run key a state key points at: "s\0<state:2>\0" is 5 characters, the rest is the run's tail. */
+export function runKeyOfStateKey(stateKeyStr: string): string {
+  return `${RUN_PREFIX}${stateKeyStr.slice(5)}`;
 }
 
 export function statePrefix(state: number): string {

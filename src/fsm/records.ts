@@ -7,7 +7,6 @@ import { Run, RunState } from '../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { dueKey, stateKeyOfRunKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
-import { parseRunId } from './run-id.js';
 import { readRun, writeRun } from './run-record-codec.js';
 import { readJob, specBytes, specOf, writeJob } from './job-record-codec.js';
 
@@ -121,12 +120,9 @@ export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, R
 
 /**
  * Secondary index keys of a run stored under `key` (its runKey): by state (the ready index lives
- * in memory, ready-index.ts). Built from the key, whose tail is the state key's tail. `stored`:
- * the record was just read from the store (its id is checked).
+ * in memory, ready-index.ts). Built from the key, whose tail is the state key's tail.
  */
-export function runIndexKeys(rec: RunRecord, key: string, stored = false): string[] {
-  // A record read back must carry an id this FSM could have made (a new one was built from one).
-  if (stored && !parseRunId(rec.run.id)) throw new FsmDecodeError(`stored run has a bad id ${rec.run.id}`);
+export function runIndexKeys(rec: RunRecord, key: string): string[] {
   return [stateKeyOfRunKey(rec.run.state, key)];
 }
 

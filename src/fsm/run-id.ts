@@ -29,7 +29,8 @@ export function backfillRunId(jobId: string, slotMs: number): string {
   return `${jobId}@${slotMs}~b`;
 }
 
-const RUN_ID_RE = /^([A-Za-z0-9._:-]{1,128})@(0|[1-9][0-9]{0,14})(?:~(b|m(?:0|[1-9][0-9]{0,14})))?$/;
+/** The run id grammar as a regex: the reference parseRunId's test holds it to. */
+export const RUN_ID_PATTERN = /^([A-Za-z0-9._:-]{1,128})@(0|[1-9][0-9]{0,14})(?:~(b|m(?:0|[1-9][0-9]{0,14})))?$/;
 
 /** [A-Za-z0-9._:-]: the characters of an id (validation.ts). */
 function isIdChar(c: number): boolean {
@@ -52,7 +53,7 @@ function canonicalNumber(s: string, from: number, to: number): number {
 
 /**
  * Parses a run id; undefined when it is not one this FSM could have made.
- * <jobId>@<slot>[~b|~m<n>] read by hand, exactly what RUN_ID_RE accepts (the test holds the two
+ * <jobId>@<slot>[~b|~m<n>] read by hand, exactly what RUN_ID_PATTERN accepts (the test holds the two
  * to each other): ids are parsed for every item of every run command, where a regex and then the
  * job id's own check cost more than the rest of looking the run up. (Memoizing parses instead
  * cost more than it saved once a herd's 100k ids were in the table.)
@@ -76,9 +77,6 @@ export function parseRunId(runId: string): ParsedRunId | undefined {
   }
   return { jobId, slotMs, suffix, kind: suffix === '' ? 'scheduled' : suffix === 'b' ? 'backfill' : 'manual' };
 }
-
-/** The grammar parseRunId implements, as a regex: the reference its test compares against. */
-export const RUN_ID_PATTERN = RUN_ID_RE;
 
 /** Like parseRunId, but throws INVALID_ID (for the API layer). */
 export function requireRunId(runId: string, field = 'run_id'): ParsedRunId {

@@ -31,7 +31,8 @@ export function writeRun(w: ByteWriter, run: Run): void {
   w.int(run.priority).int(run.latenessMs);
 }
 
-const NO_OUTPUT = Buffer.alloc(0);
+/** The output of a run without one, shared (never written into: a finish replaces the buffer). */
+export const NO_OUTPUT = Buffer.alloc(0);
 
 export function readRun(r: ByteReader): Run {
   const id = r.str();
@@ -52,7 +53,7 @@ export function readRun(r: ByteReader): Run {
   const leaseDeadlineUnixMs = r.int();
   const reason = r.str();
   const view = r.bytesView();
-  // Most runs have no output: they share one empty buffer (a finish replaces it, never fills it).
+  // Most runs have no output: they share one empty buffer.
   const output = view.length === 0 ? NO_OUTPUT : Buffer.from(view);
   const priority = r.int();
   const latenessMs = r.int();

@@ -8,6 +8,7 @@ import type { JobRecord, RunRecord } from './records.js';
 import { isTerminal } from './records.js';
 import type { CancelSignal, ItemError } from './results.js';
 import { parseRunId } from './run-id.js';
+import { NO_OUTPUT } from './run-record-codec.js';
 
 export function itemError(code: ErrorCode, message: string, reason = ''): ItemError {
   return { code, message, reason };
@@ -24,9 +25,6 @@ export interface NewRunFields {
   readonly backfilled?: boolean;
   readonly held?: boolean;
 }
-
-/** The output of a run without one (never written into: a finish replaces the buffer). */
-const NO_OUTPUT = Buffer.alloc(0);
 
 /** A new run record of `job`; terminal records (MISSED/SKIPPED) are finished at creation. */
 export function newRun(job: JobRecord, f: NewRunFields): RunRecord {

@@ -24,7 +24,7 @@ import {
   META_RESTORING,
   META_SCHEMA,
   READABLE_SCHEMAS,
-  RUN_PREFIX,
+  runKeyOfStateKey,
   SCHEMA_VERSION,
   statePrefix,
 } from './key-layout.js';
@@ -192,7 +192,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         for (;;) {
           const keys = await it.nextv(1000);
           if (keys.length === 0) break;
-          const values = await this.store.getMany(keys.map((k) => `${RUN_PREFIX}${k.slice(prefix.length)}`));
+          const values = await this.store.getMany(keys.map(runKeyOfStateKey));
           for (const v of values) {
             const e = v === undefined ? undefined : readyEntryOf(decodeRunRecord(v));
             if (e) this.ready.add(e);

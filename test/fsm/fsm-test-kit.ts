@@ -3,6 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach } from 'vitest';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
 import { decodeResult, encodeCommand, SchedulerStateMachine, type FsmCommand, type FsmResult, type SchedulerFsmOptions } from '../../src/fsm/index.js';
 import type { Entry } from '../../src/raft/types.js';
@@ -18,6 +19,27 @@ export interface TestFsm {
   raw(entry: Omit<Entry, 'index' | 'term'>): Promise<FsmResult>;
   nextIndex(): number;
   close(): Promise<void>;
+}
+
+/**
+ * Fresh stores for the tests of one file, each closed after its test (call once, at the top of
+ * the file). `release` hands one back to a test that closes it itself (to reopen its directory).
+ */
+export function freshFsmsPerTest(): { fresh(opts?: SchedulerFsmOptions): Promise<TestFsm>; release(t: TestFsm): void } {
+  const open: TestFsm[] = [];
+  afterEach(async () => {
+    for (const t of open.splice(0)) await t.close();
+  });
+  return {
+    async fresh(opts = {}) {
+      const t = await openTestFsm(opts);
+      open.push(t);
+      return t;
+    },
+    release(t) {
+      open.splice(open.indexOf(t), 1);
+    },
+  };
 }
 
 export async function openTestFsm(opts: SchedulerFsmOptions = {}, dir?: string): Promise<TestFsm> {

@@ -4,21 +4,13 @@
 // which still carries the old keys, must end up as the same state without them.
 import { rm } from 'node:fs/promises';
 import { ClassicLevel } from 'classic-level';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import { finishFailure, SchedulerStateMachine, type FsmCommand } from '../../src/fsm/index.js';
 import { ByteWriter } from '../../src/fsm/binary-codec.js';
-import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+import { everySpec, freshFsmsPerTest, T0 } from './fsm-test-kit.js';
 
-const open: TestFsm[] = [];
-afterEach(async () => {
-  for (const t of open.splice(0)) await t.close();
-});
-async function fresh(): Promise<TestFsm> {
-  const t = await openTestFsm();
-  open.push(t);
-  return t;
-}
+const { fresh, release } = freshFsmsPerTest();
 
 const fire = (nowMs: number, ...items: { jobId: string; slotMs: number }[]): FsmCommand => ({ type: 'fireRuns', nowMs, misfireThresholdMs: 600_000, items });
 
@@ -92,7 +84,7 @@ describe('ready index (schema 3)', () => {
       expect(allReady(again).map((e) => e.runId)).toEqual([`hi@${T0}`, `a@${T0 + 1000}`, `buf@${T0 + 1000}`, `a@${T0 + 2000}`, `retry@${T0}`]);
     } finally {
       await again.close();
-      open.splice(open.indexOf(t), 1);
+      release(t);
       await rm(t.dir, { recursive: true, force: true });
     }
   });
@@ -136,7 +128,7 @@ describe('ready index (schema 3)', () => {
       expect(allReady(again)).toEqual(ready);
     } finally {
       await again.close();
-      open.splice(open.indexOf(t), 1);
+      release(t);
       await rm(t.dir, { recursive: true, force: true });
     }
   });

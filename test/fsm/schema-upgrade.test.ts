@@ -2,20 +2,12 @@
 // deadline). A schema-1 store, or a schema-1 snapshot from an older leader, loses exactly those
 // keys and otherwise holds what schema 2 would have written.
 import { ClassicLevel } from 'classic-level';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SchedulerStateMachine, type FsmCommand } from '../../src/fsm/index.js';
 import { ByteWriter } from '../../src/fsm/binary-codec.js';
-import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+import { everySpec, freshFsmsPerTest, T0 } from './fsm-test-kit.js';
 
-const open: TestFsm[] = [];
-afterEach(async () => {
-  for (const t of open.splice(0)) await t.close();
-});
-async function fresh(): Promise<TestFsm> {
-  const t = await openTestFsm();
-  open.push(t);
-  return t;
-}
+const { fresh, release } = freshFsmsPerTest();
 
 const log: FsmCommand[] = [
   { type: 'putJob', nowMs: T0, jobId: 'j', spec: everySpec(1000, {}, T0), idempotencyKey: '' },
@@ -61,7 +53,7 @@ describe('schema 1 → 2', () => {
     expect((await again.runningRuns()).map((r) => r.id)).toEqual([`j@${T0}`]);
     expect((await again.expiringLeases(T0 + 30_001, 10)).map((r) => r.id)).toEqual([`j@${T0}`]);
     await again.close();
-    open.splice(open.indexOf(t), 1);
+    release(t);
     const { rm } = await import('node:fs/promises');
     await rm(t.dir, { recursive: true, force: true });
   });
@@ -83,7 +75,7 @@ describe('schema 1 → 2', () => {
       expect(del).toMatchObject({ type: 'delete', cancelledRuns: 2, signals: [{ runId: `j@${T0}`, workerId: 'w' }] });
     } finally {
       await again.close();
-      open.splice(open.indexOf(t), 1);
+      release(t);
       const { rm } = await import('node:fs/promises');
       await rm(t.dir, { recursive: true, force: true });
     }

@@ -1,19 +1,11 @@
 // The StateMachine contract: applied index, atomic batches, determinism, snapshot/restore.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeCommand, SchedulerStateMachine, type FsmCommand } from '../../src/fsm/index.js';
 import { ByteWriter } from '../../src/fsm/binary-codec.js';
 import type { Entry } from '../../src/raft/types.js';
-import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+import { everySpec, freshFsmsPerTest, T0 } from './fsm-test-kit.js';
 
-const open: TestFsm[] = [];
-afterEach(async () => {
-  for (const t of open.splice(0)) await t.close();
-});
-async function fresh(opts = {}) {
-  const t = await openTestFsm(opts);
-  open.push(t);
-  return t;
-}
+const { fresh, release } = freshFsmsPerTest();
 
 /** A small but varied log: jobs, fires, claims, finishes, cancels, trims. */
 function sampleLog(): FsmCommand[] {
@@ -58,7 +50,7 @@ describe('SchedulerStateMachine contract', () => {
       expect(await again.getJob('a')).toBeDefined();
     } finally {
       await again.close();
-      open.splice(open.indexOf(t), 1);
+      release(t);
       const { rm } = await import('node:fs/promises');
       await rm(t.dir, { recursive: true, force: true });
     }
@@ -159,7 +151,7 @@ describe('SchedulerStateMachine contract', () => {
     expect(await reopened.appliedIndex()).toBe(0);
     expect((await reopened.listJobs()).items).toEqual([]);
     await reopened.close();
-    open.splice(open.indexOf(b), 1);
+    release(b);
     const { rm } = await import('node:fs/promises');
     await rm(b.dir, { recursive: true, force: true });
   });
@@ -198,7 +190,7 @@ describe('no half-apply', () => {
       expect(await fsm.stateHash()).not.toBe(hashBefore);
     } finally {
       await fsm.close();
-      open.splice(open.indexOf(t), 1);
+      release(t);
       const { rm } = await import('node:fs/promises');
       await rm(t.dir, { recursive: true, force: true });
     }
