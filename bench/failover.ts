@@ -4,16 +4,17 @@
 // the kill, over the median lateness before it), and lost / doubled slots (both must be 0).
 //
 // Run: npm run bench -- failover [--jobs 200] [--workers 2] [--capacity 200] [--warmup-seconds 4]
-//      [--before-seconds 5] [--after-seconds 10] [--tick-ms 100] [--election-ticks 10]
-// Lateness = assignment receipt at the worker − slot time (what a handler sees). lost = a slot in
-// the window with no run record; missed = a slot recorded MISSED/SKIPPED (explicit, but counted);
-// doubled = a run delivered to workers more than once, or two runs for one (job, slot);
-// notStarted = a run never delivered by the end. The last stdout line is JSON.
+//      [--before-seconds 5] [--after-seconds 10] [--tick-ms 100] [--election-ticks 10] [--handler-ms 10]
+// Workers are Worker-library processes (bench-worker-process.ts). Lateness = handler start − slot
+// time. lost = a slot in the window with no run record; missed = a slot recorded MISSED/SKIPPED
+// (explicit, but counted); doubled = a run whose handler started more than once, or two runs for
+// one (job, slot); notStarted = a run never started by the end. The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
 import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { allRuns, createJobsReliably, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { numArg } from './lib/args.js';
+import { BenchWorkers } from './lib/bench-workers.js';
 import { useBenchPortBlock } from './lib/ports.js';
 import { machineLoad } from './lib/machine.js';
 import { p50p99max } from './lib/percentiles.js';
@@ -21,6 +22,7 @@ import { p50p99max } from './lib/percentiles.js';
 const JOBS = numArg('jobs', 200);
 const WORKERS = numArg('workers', 2);
 const CAPACITY = numArg('capacity', 200);
+const HANDLER_MS = numArg('handler-ms', 10);
 const WARMUP_S = numArg('warmup-seconds', 4);
 const BEFORE_S = numArg('before-seconds', 5);
 const AFTER_S = numArg('after-seconds', 10);
@@ -31,9 +33,9 @@ const log = (m: string) => process.stderr.write(`[failover] ${m}\n`);
 useBenchPortBlock();
 const loadAtStart = machineLoad();
 const c = await SchedulerCluster.start({ tickMs: TICK_MS, electionTicks: ELECTION_TICKS, leaseMs: 10_000, heartbeatMs: 1000, misfireThresholdMs: 60_000 });
+let workers: BenchWorkers | undefined;
 try {
-  const workers = Array.from({ length: WORKERS }, (_, i) => c.startWorker(`fw${i}`, { capacity: CAPACITY, sleepMs: 10, quiet: true }));
-  await c.waitWorkersConnected(workers);
+  workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'fw' });
   const base = Math.ceil(Date.now() / 1000) * 1000 + 2000;
   // Slots spread evenly over each second, so a kill always lands among due slots.
   await createJobsReliably(
@@ -59,10 +61,7 @@ try {
 
   // Grace after the window: runs of its last slots still reach workers.
   await sleep(Math.max(0, to - Date.now()) + 3000);
-  for (const w of workers) w.signal('SIGTERM');
-  await Promise.all(workers.map((w) => w.exit));
-
-  const assigned = workers.flatMap((w) => w.of('assigned'));
+  const { starts: assigned } = await workers.finish();
   const deliveries = new Map<string, number>();
   const firstSeen = new Map<string, { at: number; scheduledMs: number; slotMs: number }>();
   for (const a of assigned) {
@@ -112,6 +111,7 @@ try {
       bench: 'failover',
       jobs: JOBS,
       workers: WORKERS,
+      handlerMs: HANDLER_MS,
       windowSeconds: BEFORE_S + AFTER_S,
       slots: all.length,
       killed: oldLeader,
@@ -138,5 +138,6 @@ try {
     }),
   );
 } finally {
+  workers?.kill();
   await c.cleanup();
 }

@@ -1,15 +1,16 @@
 // Steady-load fire lateness on a real 3-node cluster with worker processes.
-// Run: npx tsx bench/steady.ts [--jobs 1000] [--seconds 60] [--workers 2] [--capacity 200]
+// Run: npx tsx bench/steady.ts [--jobs 1000] [--seconds 60] [--workers 2] [--capacity 200] [--handler-ms 0]
 // Jobs fire every second, their slots spread evenly over the second. After a warm-up, every slot
-// in the measured window is checked: latenessMs = handler start (the worker process receiving
-// the assignment; its handler is a no-op) − slot time, and claimLatenessMs = claim time − slot
-// time (the FSM's run.latenessMs); lost = a slot
-// with no run record at all; notStarted = a run not started when the bench stopped (dispatch
-// backlog: the cluster cannot sustain the rate); doubled = a run assigned more than once.
+// in the measured window is checked: latenessMs = handler start (a Worker-library process whose
+// handler is a no-op, bench-worker-process.ts) − slot time, and claimLatenessMs = claim time −
+// slot time (the FSM's run.latenessMs); lost = a slot with no run record at all; notStarted = a
+// run not started when the bench stopped (dispatch backlog: the cluster cannot sustain the
+// rate); doubled = a run whose handler started more than once.
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { allRuns, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
+import { BenchWorkers } from './lib/bench-workers.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -19,6 +20,7 @@ const JOBS = arg('jobs', 1000);
 const SECONDS = arg('seconds', 60);
 const WORKERS = arg('workers', 2);
 const CAPACITY = arg('capacity', 200);
+const HANDLER_MS = arg('handler-ms', 0);
 const WARMUP_MS = 5_000;
 
 function pct(sorted: number[], p: number): number {
@@ -26,9 +28,9 @@ function pct(sorted: number[], p: number): number {
 }
 
 const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000 });
+let workers: BenchWorkers | undefined;
 try {
-  const workers = Array.from({ length: WORKERS }, (_, i) => c.startWorker(`sw${i}`, { capacity: CAPACITY, sleepMs: 10, quiet: true }));
-  await c.waitWorkersConnected(workers);
+  workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'sw' });
   const base = Math.ceil(Date.now() / 1000) * 1000 + 2000;
   for (let i = 0; i < JOBS; i += 500) {
     const items = Array.from({ length: Math.min(500, JOBS - i) }, (_, k) => ({
@@ -45,10 +47,8 @@ try {
   const from = Math.max(Date.now(), base) + WARMUP_MS;
   const to = from + SECONDS * 1000;
   await sleep(to - Date.now() + 3000);
-  for (const w of workers) w.signal('SIGTERM');
-  await Promise.all(workers.map((w) => w.exit));
+  const { starts: assigned } = await workers.finish();
 
-  const assigned = workers.flatMap((w) => w.of('assigned'));
   const seen = new Map<string, number>();
   for (const a of assigned) seen.set(a.runId, (seen.get(a.runId) ?? 0) + 1);
   const doubled = [...seen.values()].filter((n) => n > 1).length;
@@ -87,6 +87,7 @@ try {
       jobs: JOBS,
       seconds: SECONDS,
       workers: WORKERS,
+      handlerMs: HANDLER_MS,
       runs,
       lost,
       notStarted,
@@ -96,5 +97,6 @@ try {
     }),
   );
 } finally {
+  workers?.kill();
   await c.cleanup();
 }

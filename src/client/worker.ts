@@ -75,11 +75,24 @@ interface HeldRunState {
   timer: NodeJS.Timeout | undefined;
 }
 
-/** Events: 'connected' (address, nodeId), 'disconnected' (address, error?), 'stopped'. */
+/**
+ * Events: 'connected' (address, nodeId), 'disconnected' (address, error?), 'stopped', and
+ * 'settled' when the cluster acknowledged a run's result: accepted (the outcome is committed) or
+ * not (reason says why, e.g. the lease had moved on). A run is settled at most once per attempt.
+ */
 export interface WorkerEvents {
   connected: [address: string, nodeId: string];
   disconnected: [address: string, error: Error | undefined];
   stopped: [];
+  settled: [settlement: RunSettlement];
+}
+
+export interface RunSettlement {
+  runId: string;
+  fencingToken: number;
+  accepted: boolean;
+  /** Why the result was not accepted ('' when it was). */
+  reason: string;
 }
 
 const MAX_MESSAGE_CHARS = 4_096;
@@ -521,6 +534,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (!h || h.assignment.fencingToken !== ack.fencingToken || h.phase !== 'reporting') return;
     if (!ack.accepted) this.logger.warn({ runId: ack.runId, reason: ack.reason }, 'result not accepted');
     this.dropRun(ack.runId);
+    if (this.listenerCount('settled') > 0) this.emit('settled', { runId: ack.runId, fencingToken: ack.fencingToken, accepted: ack.accepted, reason: ack.reason });
   }
 
   private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {

@@ -390,6 +390,34 @@ describe('Worker: connection', () => {
     await waitFor(() => w.heldRuns.length === 0, 'run released after ack');
   });
 
+  it("emits 'settled' once per acknowledged result, accepted or not, and never for a stale ack", async () => {
+    const s = await server({ autoAck: false });
+    const w = worker({ endpoints: [s.address], concurrency: 2, handlers: { work: () => 'ok' } });
+    const settled: { runId: string; fencingToken: number; accepted: boolean; reason: string }[] = [];
+    w.on('settled', (x) => settled.push(x));
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'kept' });
+    const b = conn.assign({ runId: 'refused' });
+    const results = await s.waitForResults(2);
+    const byId = new Map(results.map((r) => [r.runId, r]));
+    // An ack for a token the worker does not hold settles nothing.
+    conn.ack({ ...byId.get('kept')!, fencingToken: a.fencingToken + 100 });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(settled).toEqual([]);
+    conn.ack(byId.get('kept')!);
+    conn.ack(byId.get('refused')!, false, 'lease moved to another worker');
+    await waitFor(() => settled.length === 2, 'both results settled');
+    // A duplicate ack of a settled run is not a second settlement.
+    conn.ack(byId.get('kept')!);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(settled).toEqual([
+      { runId: 'kept', fencingToken: a.fencingToken, accepted: true, reason: '' },
+      { runId: 'refused', fencingToken: b.fencingToken, accepted: false, reason: 'lease moved to another worker' },
+    ]);
+    expect(w.heldRuns).toEqual([]);
+  });
+
   it('aborts runs the new leader rejects in welcome, without reporting them', async () => {
     const s = await server({ reattach: (held) => ({ adopted: [], rejected: held }) });
     let reason: RunAbortedError | undefined;
