@@ -3,6 +3,9 @@
 //   npx tsx bench/cpu-profile-report.ts top FILE [--from S] [--to S] [--limit N]
 //       self time per function, optionally only in a time window (seconds since the profile began;
 //       e.g. a herd's drain, not its start-up)
+//   npx tsx bench/cpu-profile-report.ts inclusive FILE [--from S] [--to S] [--limit N] [--match TEXT]
+//       time with the function anywhere on the stack (itself and what it called), optionally only
+//       functions whose name or file contains TEXT (e.g. --match server/)
 //   npx tsx bench/cpu-profile-report.ts timeline FILE [--bucket MS]
 //       per time bucket, the share of idle, GC, FSM apply, server, Raft and gRPC work
 import { readFileSync } from 'node:fs';
@@ -24,8 +27,8 @@ const flag = (name: string, def: number): number => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
-if ((command !== 'top' && command !== 'timeline') || !file) {
-  process.stderr.write('usage: cpu-profile-report.ts top|timeline FILE [--from S] [--to S] [--limit N] [--bucket MS]\n');
+if ((command !== 'top' && command !== 'inclusive' && command !== 'timeline') || !file) {
+  process.stderr.write('usage: cpu-profile-report.ts top|inclusive|timeline FILE [--from S] [--to S] [--limit N] [--match TEXT] [--bucket MS]\n');
   process.exit(2);
 }
 
@@ -87,6 +90,26 @@ if (command === 'top') {
   const idle = self.get(nameOf(profile.nodes.find((n) => n.callFrame.functionName === '(idle)') ?? profile.nodes[0]!)) ?? 0;
   console.log(`window ${(total / 1e6).toFixed(1)} s, busy ${((total - idle) / 1e6).toFixed(1)} s`);
   for (const [k, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, flag('limit', 40))) {
+    console.log(`${(us / 1e6).toFixed(2).padStart(7)} s ${pct(us, total).padStart(6)}  ${k}`);
+  }
+} else if (command === 'inclusive') {
+  const fromUs = flag('from', 0) * 1e6;
+  const toUs = flag('to', Infinity) * 1e6;
+  const mi = process.argv.indexOf('--match');
+  const match = mi >= 0 ? process.argv[mi + 1]! : '';
+  const incl = new Map<string, number>();
+  let total = 0;
+  for (const s of samples()) {
+    if (s.atUs < fromUs || s.atUs > toUs) continue;
+    total += s.us;
+    // Each function once per sample, however often it recurses.
+    const seen = new Set<string>();
+    for (let id: number | undefined = s.node.id; id !== undefined; id = parentOf.get(id)) seen.add(nameOf(byId.get(id)!));
+    for (const k of seen) incl.set(k, (incl.get(k) ?? 0) + s.us);
+  }
+  console.log(`window ${(total / 1e6).toFixed(1)} s`);
+  const rows = [...incl].filter(([k]) => k.includes(match) && !k.startsWith('(root)'));
+  for (const [k, us] of rows.sort((a, b) => b[1] - a[1]).slice(0, flag('limit', 40))) {
     console.log(`${(us / 1e6).toFixed(2).padStart(7)} s ${pct(us, total).padStart(6)}  ${k}`);
   }
 } else {

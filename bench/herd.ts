@@ -12,7 +12,7 @@ import { RunState } from '../src/gen/herald/v1/run.js';
 import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
 import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { BenchWorkers } from './lib/bench-workers.js';
-import { processCpuMs } from './lib/process-cpu.js';
+import { processCpuMs, processThreadCpuMs } from './lib/process-cpu.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -61,17 +61,28 @@ try {
   const leaderId = await c.raft.waitForLeader();
   const servers = [...c.raft.nodes.values()].map((n) => ({ role: n.id === leaderId ? 'leader' : 'follower', pid: n.proc!.pid! }));
   const pids = [...servers.map((s) => s.pid), ...workers.pids];
+  const index0 = Number((await c.client.status()).commitIndex);
   const cpu0 = await Promise.all(pids.map(processCpuMs));
+  const threads0 = await Promise.all(servers.map((s) => processThreadCpuMs(s.pid)));
   // Every result settled (the calibration jobs are a day away: only herd runs execute).
   const running = workers;
   await waitFor('the herd to drain', async () => (await running.settled()) >= N, 30 * 60_000, 100);
   const drainMs = Date.now() - at;
   const cpu1 = await Promise.all(pids.map(processCpuMs));
+  const threads1 = await Promise.all(servers.map((s) => processThreadCpuMs(s.pid)));
+  // Raft entries over the drain: how many runs each replicated command carried on average.
+  const drainEntries = Number((await c.client.status()).commitIndex) - index0;
   const usPerRun = (i: number) => Math.round(((cpu1[i]! - cpu0[i]!) * 1000) / N);
   const drainCpuUsPerRun = {
     leader: usPerRun(servers.findIndex((s) => s.role === 'leader')),
     followers: servers.flatMap((s, i) => (s.role === 'follower' ? [usPerRun(i)] : [])),
     workers: workers.pids.reduce((sum, _, i) => sum + usPerRun(servers.length + i), 0),
+  };
+  // Of the servers' figures, what ran off the JavaScript thread (LevelDB writes and compaction, GC helpers).
+  const offMain = (i: number) => Math.round(((threads1[i]!.other - threads0[i]!.other) * 1000) / N);
+  const drainOffMainThreadUsPerRun = {
+    leader: offMain(servers.findIndex((s) => s.role === 'leader')),
+    followers: servers.flatMap((s, i) => (s.role === 'follower' ? [offMain(i)] : [])),
   };
   const { starts, accepted, refused } = await workers.finish();
   const herd = starts.filter((a) => a.runId.startsWith('herd-'));
@@ -90,6 +101,8 @@ try {
       createdBeforeInstant,
       drainMs,
       drainCpuUsPerRun,
+      drainOffMainThreadUsPerRun,
+      drainEntries,
       succeeded: counts.get(RunState.RUN_STATE_SUCCEEDED) ?? 0,
       resultsAccepted: accepted,
       resultsRefused: refused,

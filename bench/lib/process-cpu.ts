@@ -1,6 +1,6 @@
 // CPU time a process has used so far (user + system, every thread), from /proc on Linux: how
 // benches tell which process a scenario's cost lands on.
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux this runs on
 
@@ -13,5 +13,36 @@ export async function processCpuMs(pid: number): Promise<number> {
     return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
   } catch {
     return NaN;
+  }
+}
+
+/**
+ * CPU of `pid` split by thread: the main (JavaScript) thread, and the rest — libuv's pool (where
+ * LevelDB batches are written), LevelDB's compaction thread, V8's GC helpers. NaN where /proc is
+ * not readable.
+ */
+export async function processThreadCpuMs(pid: number): Promise<{ main: number; other: number }> {
+  try {
+    const tids = await readdir(`/proc/${pid}/task`);
+    let main = 0;
+    let other = 0;
+    for (const tid of tids) {
+      const ms = await threadCpuMs(pid, tid);
+      if (tid === String(pid)) main += ms;
+      else other += ms;
+    }
+    return { main, other };
+  } catch {
+    return { main: NaN, other: NaN };
+  }
+}
+
+async function threadCpuMs(pid: number, tid: string): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0; // the thread ended meanwhile
   }
 }
