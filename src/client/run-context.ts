@@ -63,19 +63,29 @@ export function runInfo(a: RunAssignment): RunInfo {
   };
 }
 
+/**
+ * The context a handler gets. Its signal and logger are made on first use (`signal` from the
+ * run's RunAbort, `logger` by `makeLogger`): most handlers touch neither, and a child logger and an
+ * AbortSignal per run cost more than running a short handler.
+ */
 export function createRunContext(
   a: RunAssignment,
-  signal: AbortSignal,
-  logger: ClientLogger,
+  abort: { readonly signal: AbortSignal },
+  makeLogger: () => ClientLogger,
   heartbeat: () => void,
 ): RunContext {
   const run = runInfo(a);
+  let logger: ClientLogger | undefined;
   return {
     run,
     attempt: a.attempt,
     fencingToken: a.fencingToken,
-    signal,
-    logger,
+    get signal() {
+      return abort.signal;
+    },
+    get logger() {
+      return (logger ??= makeLogger());
+    },
     heartbeat,
     json<T>(): T {
       return JSON.parse(run.payload.toString('utf8')) as T;
@@ -83,9 +93,12 @@ export function createRunContext(
   };
 }
 
+/** The output of a handler that returned nothing (shared: outputs are only read). */
+const NO_OUTPUT = Buffer.alloc(0);
+
 /** Encodes a handler's return value as the run's output bytes. */
 export function encodeOutput(value: HandlerOutput): Buffer {
-  if (value === undefined || value === null) return Buffer.alloc(0);
+  if (value === undefined || value === null) return NO_OUTPUT;
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   if (typeof value === 'string') return Buffer.from(value, 'utf8');
   return Buffer.from(JSON.stringify(value) ?? '', 'utf8');

@@ -32,10 +32,11 @@ import type {
   WorkerWelcome,
 } from '../gen/herald/v1/worker_service.js';
 import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
-import { HandlerError, RunAbortedError, type AbortCause } from './handler-errors.js';
+import { HandlerError, type AbortCause } from './handler-errors.js';
 import { childLogger, silentLogger, type ClientLogger } from './logger.js';
 import { Backoff, type RetryOptions } from './retry-policy.js';
-import { createRunContext, encodeOutput, type Handler, type HandlerOutput } from './run-context.js';
+import { createRunContext, encodeOutput, type Handler, type RunContext } from './run-context.js';
+import { RunAbort } from './run-abort.js';
 import { WorkerStream } from './worker-stream.js';
 
 export interface WorkerOptions extends ConnectionOptions {
@@ -69,7 +70,7 @@ interface HeldRunState {
   assignment: RunAssignment;
   /** Monotonic time (performance.now) of the last sign that the cluster still knows our lease. */
   lastContact: number;
-  controller: AbortController;
+  abort: RunAbort;
   phase: Phase;
   result: RunResult | undefined;
   timer: NodeJS.Timeout | undefined;
@@ -574,7 +575,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const h: HeldRunState = {
       assignment: a,
       lastContact: performance.now(),
-      controller: new AbortController(),
+      abort: new RunAbort(),
       phase: 'queued',
       result: undefined,
       timer: undefined,
@@ -650,48 +651,45 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const handler = this.handlers[a.taskType]!;
     h.phase = 'executing';
     this.running += 1;
-    const logger = childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
     if (a.executionTimeoutMs > 0) {
       h.timer = setTimeout(() => this.abortRun(h, 'timeout', `execution timeout of ${a.executionTimeoutMs}ms exceeded`), a.executionTimeoutMs);
     }
-    const ctx = createRunContext(a, h.controller.signal, logger, () => this.heartbeatRun(h));
-    logger.debug({ taskType: a.taskType }, 'run started');
-    let outcome: RunResult['outcome'];
-    Promise.resolve()
-      .then(() => handler(ctx))
-      .then(
-        (value: HandlerOutput) => {
-          const reason = this.abortCause(h);
-          if (reason === 'timeout') {
-            outcome = { $case: 'failure', failure: failureOf(new Error('execution timeout exceeded'), 'timeout') };
-            return;
-          }
-          const output = encodeOutput(value);
-          outcome =
-            output.length > MAX_OUTPUT_BYTES
-              ? { $case: 'failure', failure: { retryable: false, errorType: 'OutputTooLarge', message: `output of ${output.length} bytes exceeds ${MAX_OUTPUT_BYTES}` } }
-              : { $case: 'success', success: { output } };
-        },
-        (err: unknown) => {
-          outcome = { $case: 'failure', failure: failureOf(err, this.abortCause(h)) };
-          logger.debug({ err: String(err) }, 'handler failed');
-        },
-      )
-      .finally(() => {
-        clearTimeout(h.timer);
-        this.running -= 1;
-        // Only a run still held reports: after lease loss or cancel the outcome is not ours.
-        if (this.held.get(a.runId) === h) this.finishRun(h, outcome);
-        this.startQueued();
-        this.topUp();
-        this.checkIdle();
-      })
-      .catch((err: unknown) => this.logger.error({ err: String(err) }, 'worker bookkeeping failed'));
+    const runLogger = () => childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
+    const ctx = createRunContext(a, h.abort, runLogger, () => this.heartbeatRun(h));
+    this.logger.debug({ runId: a.runId, attempt: a.attempt, taskType: a.taskType }, 'run started');
+    void this.runHandler(h, handler, ctx, runLogger);
   }
 
-  private abortCause(h: HeldRunState): AbortCause | undefined {
-    const reason: unknown = h.controller.signal.reason;
-    return h.controller.signal.aborted && reason instanceof RunAbortedError ? reason.reason : undefined;
+  /** Runs the handler (never inside the caller's turn) and reports what it did. */
+  private async runHandler(h: HeldRunState, handler: Handler, ctx: RunContext, runLogger: () => ClientLogger): Promise<void> {
+    let outcome: RunResult['outcome'];
+    try {
+      await undefined;
+      const value = await handler(ctx);
+      if (h.abort.cause === 'timeout') {
+        outcome = { $case: 'failure', failure: failureOf(new Error('execution timeout exceeded'), 'timeout') };
+      } else {
+        const output = encodeOutput(value);
+        outcome =
+          output.length > MAX_OUTPUT_BYTES
+            ? { $case: 'failure', failure: { retryable: false, errorType: 'OutputTooLarge', message: `output of ${output.length} bytes exceeds ${MAX_OUTPUT_BYTES}` } }
+            : { $case: 'success', success: { output } };
+      }
+    } catch (err) {
+      outcome = { $case: 'failure', failure: failureOf(err, h.abort.cause) };
+      runLogger().debug({ err: String(err) }, 'handler failed');
+    }
+    try {
+      clearTimeout(h.timer);
+      this.running -= 1;
+      // Only a run still held reports: after lease loss or cancel the outcome is not ours.
+      if (this.held.get(h.assignment.runId) === h) this.finishRun(h, outcome);
+      this.startQueued();
+      this.topUp();
+      this.checkIdle();
+    } catch (err) {
+      this.logger.error({ err: String(err) }, 'worker bookkeeping failed');
+    }
   }
 
   private startQueued(): void {
@@ -712,7 +710,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private abortRun(h: HeldRunState, reason: AbortCause, message: string): void {
-    if (!h.controller.signal.aborted) h.controller.abort(new RunAbortedError(reason, message));
+    h.abort.abort(reason, message);
   }
 
   /** Forgets a run: no more heartbeats, no report. Its handler may still be settling. */
