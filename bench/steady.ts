@@ -1,5 +1,6 @@
 // Steady-load fire lateness on a real 3-node cluster with worker processes.
 // Run: npx tsx bench/steady.ts [--jobs 1000] [--seconds 60] [--workers 2] [--capacity 200] [--handler-ms 0]
+//      [--server-flags "--fires-in-flight 2 ..."]
 // Jobs fire every second, their slots spread evenly over the second. After a warm-up, every slot
 // in the measured window is checked: latenessMs = handler start (a Worker-library process whose
 // handler is a no-op, bench-worker-process.ts) − slot time, and claimLatenessMs = claim time −
@@ -10,6 +11,7 @@
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { allRuns, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
+import { strArg } from './lib/args.js';
 import { BenchWorkers } from './lib/bench-workers.js';
 
 function arg(name: string, def: number): number {
@@ -27,7 +29,9 @@ function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
 }
 
-const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000 });
+// --server-flags "<flags>": extra `herald server` flags for every node (scheduler tuning).
+const SERVER_FLAGS = strArg('server-flags', '').split(' ').filter((f) => f !== '');
+const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000, extraArgs: SERVER_FLAGS });
 let workers: BenchWorkers | undefined;
 try {
   workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'sw' });

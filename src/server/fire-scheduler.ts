@@ -31,7 +31,7 @@ export class FireScheduler {
   private events: AppliedEntry[] = [];
   /** Due slots waiting for the fireRuns command in flight to finish. */
   private toFire: WheelEntry[] = [];
-  private firing = false;
+  private firesInFlight = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -204,31 +204,30 @@ export class FireScheduler {
   }
 
   /**
-   * Queues due slots for firing. One fireRuns command is in flight at a time: slots coming due
-   * meanwhile ride in the next command, so under load there are fewer, larger log entries (each
-   * entry costs a replicated write and an apply on every node) instead of one per tick.
+   * Queues due slots for firing. At most `maxFiresInFlight` fireRuns commands are in flight:
+   * slots coming due meanwhile ride in the next command, so under load there are fewer, larger
+   * log entries (each entry costs a replicated write and an apply on every node) instead of one
+   * per tick — while one slow commit (an fsync stall) does not hold back every slot behind it.
    */
   private fire(due: readonly WheelEntry[], nowMs: number): void {
     for (const e of due) this.inFlight.add(e.jobId);
     this.toFire.push(...due);
-    if (!this.firing) void this.flushFires(nowMs);
+    this.pumpFires(nowMs);
   }
 
-  private async flushFires(nowMs: number): Promise<void> {
+  private pumpFires(nowMs: number): void {
     const c = this.ctx.config;
-    this.firing = true;
-    try {
-      while (this.toFire.length > 0 && !this.stopped && this.ctx.active()) {
-        const chunk = this.toFire.splice(0, c.fireBatchSize);
-        const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
-        const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
-        try {
-          // The outcome is read from the applied entry (drainEvents), for any leader's fires alike.
-          const fired = this.ctx.proposeUnread({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
-          // Appended already (propose is synchronous up to the append): the claim goes right behind.
-          this.ctx.claimBehindFire(items, now);
-          await fired;
-        } catch (e) {
+    while (this.toFire.length > 0 && this.firesInFlight < c.maxFiresInFlight && !this.stopped && this.ctx.active()) {
+      const chunk = this.toFire.splice(0, c.fireBatchSize);
+      const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
+      const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
+      this.firesInFlight++;
+      // The outcome is read from the applied entry (drainEvents), for any leader's fires alike.
+      const fired = this.ctx.proposeUnread({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
+      // Appended already (propose is synchronous up to the append): the claim goes right behind.
+      this.ctx.claimBehindFire(items, now);
+      fired
+        .catch((e: unknown) => {
           if (this.stopped || !this.ctx.active()) return;
           this.ctx.log.warn({ err: e, items: items.length }, 'fireRuns failed; retrying the slots');
           const at = (this.ctx.now() ?? now) + RETRY_DELAY_MS;
@@ -236,10 +235,11 @@ export class FireScheduler {
             this.inFlight.delete(it.jobId);
             if (!this.wheel?.has(it.jobId)) this.wheel?.schedule({ jobId: it.jobId, slotMs: it.slotMs, fireAtMs: at });
           }
-        }
-      }
-    } finally {
-      this.firing = false;
+        })
+        .finally(() => {
+          this.firesInFlight--;
+          this.pumpFires(this.ctx.now() ?? now);
+        });
     }
   }
 }

@@ -18,7 +18,10 @@ const FLAGS: Array<[flag: string, key: keyof SchedulerConfig, help: string]> = [
   ['--horizon-ms <ms>', 'horizonMs', 'how far ahead the timing wheel holds fire times'],
   ['--watchdog-grace-ms <ms>', 'watchdogGraceMs', 'a due slot without a run record after this long is flagged'],
   ['--claim-batch <n>', 'claimBatchSize', 'most claims per dispatch round (admission limit)'],
-  ['--fire-batch <n>', 'fireBatchSize', 'most due slots per fireRuns command (one is in flight at a time)'],
+  ['--fire-batch <n>', 'fireBatchSize', 'most due slots per fireRuns command'],
+  ['--fires-in-flight <n>', 'maxFiresInFlight', 'fireRuns commands in flight at once'],
+  ['--scheduler-tick-ms <ms>', 'tickMs', 'how often the scheduler looks at the timing wheel'],
+  ['--wheel-resolution-ms <ms>', 'wheelResolutionMs', 'bucket width of the timing wheel'],
 ];
 
 /** Flags that size one command: bounded by what one command may carry. */

@@ -16,6 +16,8 @@ export interface SchedulerConfig {
    * commands of 1,000 (30k herd, interleaved: 8.4–9.1 s vs 9.1–9.7 s; 500 and 2,000 were slower).
    */
   fireBatchSize: number;
+  /** fireRuns commands in flight at once. */
+  maxFiresInFlight: number;
   /** Lease duration for jobs that do not set one (ms). */
   defaultLeaseMs: number;
   /** Heartbeat period told to workers in their welcome (ms). */
@@ -44,6 +46,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   tickMs: 10,
   misfireThresholdMs: 5_000,
   fireBatchSize: 1_000,
+  maxFiresInFlight: 1,
   defaultLeaseMs: 30_000,
   heartbeatIntervalMs: 5_000,
   claimBatchSize: 2_000,

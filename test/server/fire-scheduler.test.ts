@@ -1,0 +1,110 @@
+// The fire scheduler against a fake leader context: due slots go out as fireRuns commands, at most
+// maxFiresInFlight at a time, slots coming due meanwhile wait for the next command, and a failed
+// fire puts its slots back in the wheel.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import pino from 'pino';
+import type { FireItem, FsmCommand } from '../../src/fsm/index.js';
+import { FireScheduler } from '../../src/server/fire-scheduler.js';
+import type { LeaderContext } from '../../src/server/leader-context.js';
+import { createNodeMetrics } from '../../src/server/metrics.js';
+import { schedulerConfig, type SchedulerConfig } from '../../src/server/scheduler-config.js';
+
+const T0 = Date.UTC(2030, 0, 1);
+
+interface Proposed {
+  items: FireItem[];
+  settle: (ok: boolean) => void;
+}
+
+function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[]) {
+  let now = T0;
+  const proposed: Proposed[] = [];
+  const behind: FireItem[][] = [];
+  const ctx = {
+    config: schedulerConfig({ tickMs: 10, wheelResolutionMs: 10, horizonMs: 60_000, ...config }),
+    metrics: createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false }),
+    log: pino({ level: 'silent' }),
+    fsm: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to) },
+    now: () => now,
+    active: () => true,
+    wakeDispatcher: () => undefined,
+    claimBehindFire: (items: readonly FireItem[]) => void behind.push([...items]),
+    proposeUnread: (cmd: FsmCommand) =>
+      new Promise<void>((resolve, reject) => {
+        if (cmd.type !== 'fireRuns') throw new Error(`unexpected ${cmd.type}`);
+        proposed.push({ items: cmd.items, settle: (ok) => (ok ? resolve() : reject(new Error('commit failed'))) });
+      }),
+  } as unknown as LeaderContext;
+  return { ctx, proposed, behind, advance: (ms: number) => (now += ms) };
+}
+
+async function tick(advance: (ms: number) => void, ms: number): Promise<void> {
+  advance(ms);
+  await vi.advanceTimersByTimeAsync(ms);
+}
+
+beforeEach(() => vi.useFakeTimers());
+afterEach(() => vi.useRealTimers());
+
+describe('FireScheduler', () => {
+  it('keeps one fire in flight by default: slots due meanwhile ride in the next command', async () => {
+    const due = [0, 1, 2].map((i) => ({ jobId: `j${i}`, slotMs: T0 + 20 + i * 10 }));
+    const f = fakeContext({ fireBatchSize: 100 }, due);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 25);
+    expect(f.proposed.map((p) => p.items.map((i) => i.jobId))).toEqual([['j0']]);
+    // j1 and j2 come due while j0's fire is in flight: nothing more is proposed.
+    await tick(f.advance, 30);
+    expect(f.proposed).toHaveLength(1);
+    f.proposed[0]!.settle(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.proposed.map((p) => p.items.map((i) => i.jobId))).toEqual([['j0'], ['j1', 'j2']]);
+    // Each fire's claim is proposed right behind it.
+    expect(f.behind).toEqual(f.proposed.map((p) => p.items));
+    s.stop();
+  });
+
+  it('with maxFiresInFlight = 2, a second fire goes out while the first is still in flight', async () => {
+    const due = [0, 1, 2].map((i) => ({ jobId: `j${i}`, slotMs: T0 + 20 + i * 10 }));
+    const f = fakeContext({ fireBatchSize: 100, maxFiresInFlight: 2 }, due);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 25);
+    await tick(f.advance, 10);
+    expect(f.proposed.map((p) => p.items.map((i) => i.jobId))).toEqual([['j0'], ['j1']]);
+    await tick(f.advance, 10);
+    expect(f.proposed).toHaveLength(2); // j2 waits: two are in flight
+    f.proposed[1]!.settle(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.proposed.map((p) => p.items.map((i) => i.jobId))).toEqual([['j0'], ['j1'], ['j2']]);
+    s.stop();
+  });
+
+  it('cuts due slots into commands of fireBatchSize', async () => {
+    const due = Array.from({ length: 5 }, (_, i) => ({ jobId: `j${i}`, slotMs: T0 + 20 }));
+    const f = fakeContext({ fireBatchSize: 2, maxFiresInFlight: 3 }, due);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 30);
+    expect(f.proposed.map((p) => p.items.length)).toEqual([2, 2, 1]);
+    s.stop();
+  });
+
+  it('puts the slots of a failed fire back in the wheel and fires them again', async () => {
+    const f = fakeContext({ fireBatchSize: 100 }, [{ jobId: 'j0', slotMs: T0 + 20 }]);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 25);
+    expect(f.proposed).toHaveLength(1);
+    f.proposed[0]!.settle(false);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(s.holds('j0')).toBe(true);
+    await tick(f.advance, 150);
+    expect(f.proposed.map((p) => p.items)).toEqual([
+      [{ jobId: 'j0', slotMs: T0 + 20 }],
+      [{ jobId: 'j0', slotMs: T0 + 20 }],
+    ]);
+    s.stop();
+  });
+});
