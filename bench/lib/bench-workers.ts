@@ -30,32 +30,43 @@ export interface BenchRunStart {
 }
 
 class BenchWorkerProc {
-  private readonly waiting = new Map<string, ((m: BenchWorkerMessage) => void)[]>();
+  /** Replies awaited, by message type: settled by the next message of that type, or by exit. */
+  private readonly waiting = new Map<string, { resolve: (m: BenchWorkerMessage) => void; reject: (e: Error) => void }[]>();
   readonly exit: Promise<void>;
+  private exited = false;
 
   constructor(readonly proc: ChildProcess) {
-    this.exit = new Promise((resolve) => proc.once('exit', () => resolve()));
+    this.exit = new Promise((resolve) =>
+      proc.once('exit', () => {
+        this.exited = true;
+        for (const [type, list] of this.waiting) for (const w of list) w.reject(new Error(`bench worker ${proc.pid} exited before sending ${type}`));
+        this.waiting.clear();
+        resolve();
+      }),
+    );
     proc.on('message', (m: BenchWorkerMessage) => {
       const list = this.waiting.get(m.type);
       this.waiting.delete(m.type);
-      for (const f of list ?? []) f(m);
+      for (const w of list ?? []) w.resolve(m);
     });
   }
 
   next<T extends BenchWorkerMessage['type']>(type: T, timeoutMs: number): Promise<Extract<BenchWorkerMessage, { type: T }>> {
+    if (this.exited) return Promise.reject(new Error(`bench worker ${this.proc.pid} has exited`));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`bench worker ${this.proc.pid}: no ${type} within ${timeoutMs} ms`)), timeoutMs);
-      const settle = (m: BenchWorkerMessage) => {
-        clearTimeout(timer);
-        resolve(m as Extract<BenchWorkerMessage, { type: T }>);
-      };
       const list = this.waiting.get(type) ?? [];
-      list.push(settle);
-      this.waiting.set(type, list);
-      void this.exit.then(() => {
-        clearTimeout(timer);
-        reject(new Error(`bench worker ${this.proc.pid} exited before sending ${type}`));
+      list.push({
+        resolve: (m) => {
+          clearTimeout(timer);
+          resolve(m as Extract<BenchWorkerMessage, { type: T }>);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
       });
+      this.waiting.set(type, list);
     });
   }
 

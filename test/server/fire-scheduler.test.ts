@@ -12,7 +12,7 @@ import { schedulerConfig, type SchedulerConfig } from '../../src/server/schedule
 const T0 = Date.UTC(2030, 0, 1);
 
 interface Proposed {
-  items: FireItem[];
+  items: readonly FireItem[];
   settle: (ok: boolean) => void;
 }
 
