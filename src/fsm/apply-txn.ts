@@ -33,7 +33,14 @@ import { parseRunId, type ParsedRunId } from './run-id.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
 
-export type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
+/**
+ * Where the batch goes: a LevelDB chained batch. Written into directly rather than through a list
+ * of op objects (level-batch-write.ts), which cost an object per write of every replica.
+ */
+export interface BatchSink {
+  put(key: string, value: Uint8Array): unknown;
+  del(key: string): unknown;
+}
 
 const EMPTY = new Uint8Array();
 
@@ -339,9 +346,8 @@ export class ApplyTxn {
 
   // ---- commit ----
 
-  /** The batch: records, index diffs, counter deltas and `extra` (the applied index). */
-  async batchOps(): Promise<BatchOp[]> {
-    const ops: BatchOp[] = [];
+  /** Puts the batch into `ops`: records, index diffs and counter deltas (the caller adds the applied index). */
+  async fillBatch(ops: BatchSink): Promise<void> {
     const cached: CacheUpdate[] = (this.cacheUpdates = []);
     const ready: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = (this.readyChanges = []);
     const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
@@ -352,11 +358,11 @@ export class ApplyTxn {
       const key = jobKey(id);
       if (t.value) {
         const value = encodeJobRecord(t.value);
-        ops.push({ type: 'put', key, value });
+        ops.put(key, value);
         cached.push({ key, value, admit: t.admit });
         diffIndexKeys(ops, t.originalIndex, jobIndexKeys(t.value.job));
       } else {
-        ops.push({ type: 'del', key });
+        ops.del(key);
         cached.push({ key, value: null, admit: false });
         diffIndexKeys(ops, t.originalIndex, []);
       }
@@ -370,14 +376,14 @@ export class ApplyTxn {
       bump(t.originalState, -1);
       if (t.value) {
         const value = encodeRunRecord(t.value);
-        ops.push({ type: 'put', key, value });
+        ops.put(key, value);
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
         diffIndexKeys(ops, t.originalIndex, runIndexKeys(t.value, key));
         readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {
-        ops.push({ type: 'del', key });
+        ops.del(key);
         cached.push({ key, value: null, admit: false });
         diffIndexKeys(ops, t.originalIndex, []);
         readyDiff(t.originalReady, undefined);
@@ -393,23 +399,22 @@ export class ApplyTxn {
       this.raw.set(k, next === 0 ? null : encodeCount(next));
     }
     for (const [key, v] of this.raw) {
-      if (v === null) ops.push({ type: 'del', key });
-      else ops.push({ type: 'put', key, value: v });
+      if (v === null) ops.del(key);
+      else ops.put(key, v);
     }
-    return ops;
   }
 }
 
 /** The batch operations that turn index keys `before` into `after`. */
-function diffIndexKeys(ops: BatchOp[], before: readonly string[], after: readonly string[]): void {
+function diffIndexKeys(ops: BatchSink, before: readonly string[], after: readonly string[]): void {
   if (before.length === 0) {
     // New records (most of a fire batch): nothing to compare against.
-    for (const k of after) ops.push({ type: 'put', key: k, value: EMPTY });
+    for (const k of after) ops.put(k, EMPTY);
     return;
   }
   // A record has at most three index keys: a scan beats building sets.
-  for (const k of before) if (!after.includes(k)) ops.push({ type: 'del', key: k });
-  for (const k of after) if (!before.includes(k)) ops.push({ type: 'put', key: k, value: EMPTY });
+  for (const k of before) if (!after.includes(k)) ops.del(k);
+  for (const k of after) if (!before.includes(k)) ops.put(k, EMPTY);
 }
 
 export function encodeCount(n: number): Uint8Array {
