@@ -57,12 +57,24 @@ interface Tracked<T> {
   admit: boolean;
 }
 
+/** A run id's parse and the key its record is stored under. */
+export interface RunIdKey {
+  readonly p: ParsedRunId;
+  readonly key: string;
+}
+
 export class ApplyTxn {
   private readonly raw = new Map<string, Uint8Array | null>();
   /** Raw values read ahead (prefetchRaw), not written: undefined = absent in the store. */
   private readonly rawRead = new Map<string, Uint8Array | undefined>();
   private readonly jobs = new Map<string, Tracked<JobRecord>>();
   private readonly runs = new Map<string, Tracked<RunRecord>>();
+  /**
+   * Run id -> its parse and run key (null: not a run id), for this transaction. A run command
+   * looks its run up by id in the prefetch, the item, the read-back check and putRun: parsing the
+   * id and building the key once, and using one flat key string, saves ~5 of each per run.
+   */
+  private readonly idKeys = new Map<string, RunIdKey | null>();
   /**
    * Tracked runs per job id, so per-job questions need not walk every tracked run. Built on the
    * first such question (cancel, trim, REPLACE): the run lifecycle never asks one.
@@ -217,8 +229,24 @@ export class ApplyTxn {
 
   // ---- runs ----
 
+  /** runKey(parseRunId(runId)), remembered for the transaction; undefined when it is not a run id. */
+  runIdKey(runId: string): RunIdKey | undefined {
+    let v = this.idKeys.get(runId);
+    if (v === undefined) {
+      const p = parseRunId(runId);
+      v = p ? { p, key: runKey(p) } : null;
+      this.idKeys.set(runId, v);
+    }
+    return v ?? undefined;
+  }
+
   async prefetchRuns(ids: readonly ParsedRunId[]): Promise<void> {
-    const keys = [...new Set(ids.map(runKey))].filter((k) => !this.runs.has(k));
+    await this.prefetchRunKeys(ids.map(runKey));
+  }
+
+  /** Loads many runs by key with one getMany (duplicates and tracked ones skipped). */
+  async prefetchRunKeys(runKeys: readonly string[]): Promise<void> {
+    const keys = [...new Set(runKeys)].filter((k) => !this.runs.has(k));
     if (keys.length === 0) return;
     const values = await this.readRecords(keys);
     keys.forEach((k, i) => {
@@ -233,7 +261,7 @@ export class ApplyTxn {
   private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {
     const value = bytes === undefined ? undefined : decodeRunRecord(bytes);
     // A record read back must carry an id this FSM could have made (new ones are built from one).
-    if (value && !parseRunId(value.run.id)) throw new FsmDecodeError(`stored run has a bad id ${value.run.id}`);
+    if (value && !this.runIdKey(value.run.id)) throw new FsmDecodeError(`stored run has a bad id ${value.run.id}`);
     const t: Tracked<RunRecord> = {
       originalIndex: value ? runIndexKeys(value, key) : [],
       originalState: value ? value.run.state : -1,
@@ -264,16 +292,20 @@ export class ApplyTxn {
   }
 
   async getRun(p: ParsedRunId): Promise<RunRecord | undefined> {
-    const key = runKey(p);
+    return this.getRunAt(runKey(p));
+  }
+
+  /** The run stored under `key` (a runKey). */
+  async getRunAt(key: string): Promise<RunRecord | undefined> {
     const t = this.runs.get(key) ?? this.trackRun(key, await this.readRecord(key));
     return t.value;
   }
 
   /** Stores a run; the caller has read it (or checked it is absent) with getRun first. */
   putRun(rec: RunRecord): void {
-    const p = parseRunId(rec.run.id);
-    if (!p) throw new Error(`bad run id ${rec.run.id}`);
-    const t = this.runs.get(runKey(p));
+    const k = this.runIdKey(rec.run.id);
+    if (!k) throw new Error(`bad run id ${rec.run.id}`);
+    const t = this.runs.get(k.key);
     if (!t) throw new Error(`putRun before getRun: ${rec.run.id}`);
     t.value = rec;
     t.dirty = true;
