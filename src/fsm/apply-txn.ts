@@ -23,7 +23,7 @@ import {
   isTerminal,
   jobIndexKeys,
   readyEntryOf,
-  runIndexKeys,
+  runIndexKey,
   type JobRecord,
   type RunRecord,
 } from './records.js';
@@ -43,9 +43,10 @@ export interface BatchSink {
 }
 
 const EMPTY = new Uint8Array();
+const NO_KEYS: readonly string[] = [];
 
 interface Tracked<T> {
-  /** Index keys of the stored version (empty when the record did not exist). */
+  /** Index keys of the stored version (empty when the record did not exist; runs: see originalState). */
   readonly originalIndex: readonly string[];
   /** Run state of the stored version, for the per-state counters (-1 when none / a job). */
   readonly originalState: number;
@@ -263,7 +264,7 @@ export class ApplyTxn {
     // A record read back must carry an id this FSM could have made (new ones are built from one).
     if (value && !this.runIdKey(value.run.id)) throw new FsmDecodeError(`stored run has a bad id ${value.run.id}`);
     const t: Tracked<RunRecord> = {
-      originalIndex: value ? runIndexKeys(value, key) : [],
+      originalIndex: NO_KEYS, // a run's one index key follows from originalState (runIndexKey)
       originalState: value ? value.run.state : -1,
       originalReady: value ? readyEntryOf(value) : undefined,
       value,
@@ -411,13 +412,13 @@ export class ApplyTxn {
         ops.put(key, value);
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
-        diffIndexKeys(ops, t.originalIndex, runIndexKeys(t.value, key));
+        diffRunIndex(ops, key, t.originalState, t.value.run.state);
         readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {
         ops.del(key);
         cached.push({ key, value: null, admit: false });
-        diffIndexKeys(ops, t.originalIndex, []);
+        diffRunIndex(ops, key, t.originalState, -1);
         readyDiff(t.originalReady, undefined);
       }
     }
@@ -447,6 +448,13 @@ function diffIndexKeys(ops: BatchSink, before: readonly string[], after: readonl
   // A record has at most three index keys: a scan beats building sets.
   for (const k of before) if (!after.includes(k)) ops.del(k);
   for (const k of after) if (!before.includes(k)) ops.put(k, EMPTY);
+}
+
+/** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
+function diffRunIndex(ops: BatchSink, key: string, before: number, after: number): void {
+  if (before === after) return;
+  if (before >= 0) ops.del(runIndexKey(before, key));
+  if (after >= 0) ops.put(runIndexKey(after, key), EMPTY);
 }
 
 export function encodeCount(n: number): Uint8Array {
