@@ -34,14 +34,7 @@ import { parseRunId, type ParsedRunId } from './run-id.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
 
-/**
- * Where the batch goes: a LevelDB chained batch. Written into directly rather than through a list
- * of op objects (level-batch-write.ts), which cost an object per write of every replica.
- */
-export interface BatchSink {
-  put(key: string, value: Uint8Array): unknown;
-  del(key: string): unknown;
-}
+export type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
 
 const EMPTY = new Uint8Array();
 const NO_KEYS: readonly string[] = [];
@@ -395,8 +388,9 @@ export class ApplyTxn {
 
   // ---- commit ----
 
-  /** Puts the batch into `ops`: records, index diffs and counter deltas (the caller adds the applied index). */
-  async fillBatch(ops: BatchSink): Promise<void> {
+  /** The batch: records, index diffs and counter deltas (the caller adds the applied index). */
+  async batchOps(): Promise<BatchOp[]> {
+    const ops: BatchOp[] = [];
     const cached: CacheUpdate[] = (this.cacheUpdates = []);
     const ready: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = (this.readyChanges = []);
     const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
@@ -407,11 +401,11 @@ export class ApplyTxn {
       const key = jobKey(id);
       if (t.value) {
         const value = encodeJobRecord(t.value);
-        ops.put(key, value);
+        ops.push({ type: 'put', key, value });
         cached.push({ key, value, admit: t.admit });
         diffIndexKeys(ops, t.originalIndex, jobIndexKeys(t.value.job));
       } else {
-        ops.del(key);
+        ops.push({ type: 'del', key });
         cached.push({ key, value: null, admit: false });
         diffIndexKeys(ops, t.originalIndex, []);
       }
@@ -433,14 +427,14 @@ export class ApplyTxn {
       }
       if (t.value) {
         const value = encodeRunRecord(t.value);
-        ops.put(key, value);
+        ops.push({ type: 'put', key, value });
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
         diffRunIndex(ops, key, t.originalState, t.value.run.state);
         readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {
-        ops.del(key);
+        ops.push({ type: 'del', key });
         cached.push({ key, value: null, admit: false });
         diffRunIndex(ops, key, t.originalState, -1);
         readyDiff(t.originalReady, undefined);
@@ -456,29 +450,30 @@ export class ApplyTxn {
       this.raw.set(k, next === 0 ? null : encodeCount(next));
     }
     for (const [key, v] of this.raw) {
-      if (v === null) ops.del(key);
-      else ops.put(key, v);
+      if (v === null) ops.push({ type: 'del', key });
+      else ops.push({ type: 'put', key, value: v });
     }
+    return ops;
   }
 }
 
 /** The batch operations that turn index keys `before` into `after`. */
-function diffIndexKeys(ops: BatchSink, before: readonly string[], after: readonly string[]): void {
+function diffIndexKeys(ops: BatchOp[], before: readonly string[], after: readonly string[]): void {
   if (before.length === 0) {
     // New records (most of a fire batch): nothing to compare against.
-    for (const k of after) ops.put(k, EMPTY);
+    for (const k of after) ops.push({ type: 'put', key: k, value: EMPTY });
     return;
   }
   // A record has at most three index keys: a scan beats building sets.
-  for (const k of before) if (!after.includes(k)) ops.del(k);
-  for (const k of after) if (!before.includes(k)) ops.put(k, EMPTY);
+  for (const k of before) if (!after.includes(k)) ops.push({ type: 'del', key: k });
+  for (const k of after) if (!before.includes(k)) ops.push({ type: 'put', key: k, value: EMPTY });
 }
 
 /** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
-function diffRunIndex(ops: BatchSink, key: string, before: number, after: number): void {
+function diffRunIndex(ops: BatchOp[], key: string, before: number, after: number): void {
   if (before === after) return;
-  if (before >= 0) ops.del(runIndexKey(before, key));
-  if (after >= 0) ops.put(runIndexKey(after, key), EMPTY);
+  if (before >= 0) ops.push({ type: 'del', key: runIndexKey(before, key) });
+  if (after >= 0) ops.push({ type: 'put', key: runIndexKey(after, key), value: EMPTY });
 }
 
 export function encodeCount(n: number): Uint8Array {

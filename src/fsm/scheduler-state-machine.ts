@@ -39,6 +39,7 @@ import type { FsmCommand } from './commands.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
+import { writeLevelBatch } from '../raft/runtime/level-batch-write.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
 
 const UNWANTED = new Uint8Array(0);
@@ -184,7 +185,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       } else if (READABLE_SCHEMAS.includes(schema)) {
         // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
         // every replica does the same. Schema 4 stores 0 as a job's active runs (active-runs.ts):
-        // job records are rewritten so, in one batch with the new schema version.
+        // job records are rewritten so, then the new schema version is recorded.
         for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
         await upgradeJobRecords(db);
       } else {
@@ -301,16 +302,10 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
-      const batch = this.store.batch();
+      const ops = await txn.batchOps();
+      ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
       try {
-        await txn.fillBatch(batch);
-        batch.put(META_APPLIED, enc.encode(String(last)));
-      } catch (e) {
-        await batch.close();
-        throw e;
-      }
-      try {
-        await batch.write();
+        await writeLevelBatch(this.store, ops);
       } catch (e) {
         // What the store holds now is unknown: the cache must not vouch for it, and the ready
         // index is read again from the store (now, or before the next apply if that fails too).
