@@ -421,7 +421,6 @@ export class ApplyTxn {
       const wasActive = t.originalState >= 0 && !isTerminal(t.originalState);
       const isActive = t.value !== undefined && !isTerminal(t.value.run.state);
       if (wasActive !== isActive) {
-        // ActiveRuns is a count of s\0 keys in the non-terminal states: it moves when one comes or goes.
         // "r\0<jobId>\0...": the job id is the second component of the key.
         const jobId = key.slice(2, key.indexOf('\0', 2));
         activeDeltas.set(jobId, (activeDeltas.get(jobId) ?? 0) + (isActive ? 1 : -1));

@@ -115,11 +115,8 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
   RunState.RUN_STATE_MISSED,
 ]);
 
-/** TERMINAL_STATES by state number: isTerminal runs several times per run transition. */
-const TERMINAL_BY_STATE: readonly boolean[] = Array.from({ length: 32 }, (_, s) => TERMINAL_STATES.has(s));
-
 export function isTerminal(state: RunState): boolean {
-  return TERMINAL_BY_STATE[state] === true;
+  return TERMINAL_STATES.has(state);
 }
 
 /** Waiting for a worker: PENDING, or FAILED with a retry scheduled. */
