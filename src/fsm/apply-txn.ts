@@ -88,14 +88,16 @@ export class ApplyTxn {
   /** Ready-index changes of the batch (batchOps), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
+  /**
+   * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
+   * machine does: it is their only writer), saving a read per touched state in every apply.
+   */
   /** Active runs per job this transaction's batch adds or removes (published with publishActive). */
   private activeDeltas = new Map<string, number>();
 
   /**
    * `active`: the stored active-run counts per job (active-runs.ts), which job records no longer
-   * carry: a job read into the transaction gets its count from there. `counts`: the stored
-   * per-state run counts when the caller keeps them in memory (the state machine does: it is
-   * their only writer), saving a read per touched state in every apply.
+   * carry: a job read into the transaction gets its count from there.
    */
   constructor(
     private readonly db: Db,

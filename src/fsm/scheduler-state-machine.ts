@@ -140,7 +140,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private lock: Promise<unknown> = Promise.resolve();
   /** Bytes of live job and run records, for apply's reads (undefined when disabled). */
   readonly recordCache: RecordCache | undefined;
-  /** The ready index and active counts no longer match the store (a batch write failed): rebuilt before the next apply. */
+  /** The ready index no longer matches the store (a batch write failed): rebuilt before the next apply. */
   private readyStale = false;
 
   private constructor(
@@ -208,16 +208,16 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     }
   }
 
-  /** The in-memory state derived from the store: the active runs per job and the ready index. */
+  /**
+   * The in-memory ready index from the store: the dispatchable runs among the PENDING and FAILED
+   * ones (their s\0 ranges), read in pages. Costs a read per waiting run, at open and restore only.
+   */
+  /** The in-memory state derived from the store: the ready index and the active runs per job. */
   private async rebuildDerived(): Promise<void> {
     await this.active.rebuild(this.store);
     await this.rebuildReady();
   }
 
-  /**
-   * The in-memory ready index from the store: the dispatchable runs among the PENDING and FAILED
-   * ones (their s\0 ranges), read in pages. Costs a read per waiting run, at open and restore only.
-   */
   private async rebuildReady(): Promise<void> {
     this.ready.clear();
     for (const state of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_FAILED]) {

@@ -105,27 +105,6 @@ describe('active runs per job (schema 4)', () => {
     expect(await activeOf(t.fsm)).toEqual(expected);
   });
 
-  it('after a batch write that failed with an unknown outcome, they are counted again from the store', async () => {
-    const t = await fresh();
-    await t.apply(...log);
-    // The write reaches the store, then reports failure (the outcome a caller cannot know).
-    type Chained = { write: (o?: unknown) => Promise<void> };
-    const store = (t.fsm as unknown as { store: { batch: () => Chained } }).store;
-    const batch = store.batch.bind(store);
-    store.batch = () => {
-      const b = batch();
-      const write = b.write.bind(b);
-      b.write = async (o?: unknown) => {
-        await write(o);
-        throw new Error('disk said no');
-      };
-      return b;
-    };
-    await expect(t.apply(...ends)).rejects.toThrow('disk said no');
-    store.batch = batch;
-    expect(await activeOf(t.fsm)).toEqual(expected);
-  });
-
   it('come back whole when the store is opened again, and keep deciding overlap', async () => {
     const t = await fresh();
     await t.apply(...log, ...ends);
