@@ -67,8 +67,8 @@ async function finishFor(txn: ApplyTxn, rec: RunRecord, state: RunState, nowMs: 
   const signal = endRun(rec, state, nowMs, reason, outcome);
   txn.putRun(rec);
   const job = await txn.getJob(rec.run.jobId);
-  // Most ends change only the job's active count, which its record does not keep: no rewrite.
-  if (await onRunEnded(txn, job, rec.run.id)) txn.putJob(job!);
+  await onRunEnded(txn, job, rec.run.id);
+  if (job) txn.putJob(job);
   return signal;
 }
 

@@ -27,7 +27,6 @@ import {
   type JobRecord,
   type RunRecord,
 } from './records.js';
-import type { ActiveRuns } from './active-runs.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from './run-id.js';
@@ -92,16 +91,8 @@ export class ApplyTxn {
    * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
    * machine does: it is their only writer), saving a read per touched state in every apply.
    */
-  /** Active runs per job this transaction's batch adds or removes (published with publishActive). */
-  private activeDeltas = new Map<string, number>();
-
-  /**
-   * `active`: the stored active-run counts per job (active-runs.ts), which job records no longer
-   * carry: a job read into the transaction gets its count from there.
-   */
   constructor(
     private readonly db: Db,
-    private readonly active: ActiveRuns,
     private readonly counts?: ReadonlyMap<number, number>,
     private readonly cache?: RecordCache,
   ) {}
@@ -139,11 +130,6 @@ export class ApplyTxn {
       if (before) index.remove(before);
       if (after) index.add(after);
     }
-  }
-
-  /** After the batch is in the store: the active-run counts follow the runs it wrote. */
-  publishActive(): void {
-    this.active.add(this.activeDeltas);
   }
 
   // ---- raw keys (meta, idempotency) ----
@@ -202,8 +188,6 @@ export class ApplyTxn {
 
   private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
     const value = bytes === undefined ? undefined : decodeJobRecord(bytes, true);
-    // The record holds 0 here (schema 4): the stored count is the in-memory one.
-    if (value) value.job.activeRuns = this.active.get(jobId);
     const t: Tracked<JobRecord> = {
       originalIndex: value ? jobIndexKeys(value.job) : [],
       originalState: -1,
@@ -414,17 +398,9 @@ export class ApplyTxn {
     const bump = (state: number, d: number): void => {
       if (state >= 0) counterDelta.set(state, (counterDelta.get(state) ?? 0) + d);
     };
-    const activeDeltas = (this.activeDeltas = new Map());
     for (const [key, t] of this.runs) {
       if (!t.dirty) continue;
       bump(t.originalState, -1);
-      const wasActive = t.originalState >= 0 && !isTerminal(t.originalState);
-      const isActive = t.value !== undefined && !isTerminal(t.value.run.state);
-      if (wasActive !== isActive) {
-        // "r\0<jobId>\0...": the job id is the second component of the key.
-        const jobId = key.slice(2, key.indexOf('\0', 2));
-        activeDeltas.set(jobId, (activeDeltas.get(jobId) ?? 0) + (isActive ? 1 : -1));
-      }
       if (t.value) {
         const value = encodeRunRecord(t.value);
         ops.push({ type: 'put', key, value });

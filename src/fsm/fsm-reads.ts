@@ -23,7 +23,6 @@ import {
   statePrefix,
 } from './key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from './records.js';
-import type { ActiveRuns } from './active-runs.js';
 import type { ReadyEntry, ReadyIndex } from './ready-index.js';
 import type { RecordCache } from './record-cache.js';
 import { parseRunId } from './run-id.js';
@@ -101,22 +100,13 @@ export class FsmReads {
   constructor(
     private readonly db: Db,
     protected readonly ready: ReadyIndex,
-    /** Active runs per job, which job records do not keep (active-runs.ts): merged into every job read. */
-    protected readonly active: ActiveRuns,
     private readonly records?: RecordCache,
   ) {}
-
-  /** A stored job record as the API sees it: with its active-run count. */
-  private jobOf(v: Uint8Array, shared = false): Job {
-    const job = decodeJobRecord(v, shared).job;
-    job.activeRuns = this.active.get(job.id);
-    return job;
-  }
 
   async getJob(jobId: string): Promise<Job | undefined> {
     if (!isValidId(jobId)) return undefined;
     const v = await this.db.get(jobKey(jobId));
-    return v === undefined ? undefined : this.jobOf(v);
+    return v === undefined ? undefined : decodeJobRecord(v).job;
   }
 
   /**
@@ -140,13 +130,13 @@ export class FsmReads {
       if (v === undefined) {
         missed.push(id);
         out.set(id, undefined); // its place, until read (and a repeat of it is skipped)
-      } else out.set(id, this.jobOf(v, true));
+      } else out.set(id, decodeJobRecord(v, true).job);
     }
     if (missed.length === 0) return out;
     const values = await this.db.getMany(missed.map(jobKey));
     for (let i = 0; i < missed.length; i++) {
       const v = values[i];
-      out.set(missed[i]!, v === undefined ? undefined : this.jobOf(v, true));
+      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, true).job);
     }
     return out;
   }
@@ -176,7 +166,7 @@ export class FsmReads {
       for await (const [key, value] of it) {
         lastKey = key;
         scanned++;
-        const job = this.jobOf(value);
+        const job = decodeJobRecord(value).job;
         const ok =
           (!q.state || job.state === q.state) &&
           (!q.taskType || job.spec?.taskType === q.taskType) &&

@@ -79,11 +79,10 @@ export function specOf(bytes: Uint8Array): JobSpec | undefined {
   return spec;
 }
 
-/** `activeRuns`: what to write for it (job records write 0: the count is kept in memory, active-runs.ts). */
-export function writeJob(w: ByteWriter, job: Job, activeRuns = job.activeRuns): void {
+export function writeJob(w: ByteWriter, job: Job): void {
   w.str(job.id).bytes(specBytes(job.spec)).uint(job.state).uint(job.version);
   w.int(job.createdUnixMs).int(job.updatedUnixMs).int(job.nextFireUnixMs).int(job.lastSlotUnixMs);
-  w.str(job.pauseNote).uint(activeRuns);
+  w.str(job.pauseNote).uint(job.activeRuns);
 }
 
 /** What the leader's timing wheel and caches need of a job: no spec (the costly part to decode). */

@@ -32,19 +32,15 @@
 // schema 3 keeps that index in memory on every replica (ready-index.ts), rebuilt from the s\0
 // PENDING and FAILED ranges at open and restore. That cut 4 of the remaining 15 writes per run;
 // a schema-1 or -2 store or snapshot loses those keys when opened.
-// Schema 4 keeps the key layout; job records store 0 as the job's active runs, which every
-// replica counts in memory from the s\0 ranges of the non-terminal states (active-runs.ts), so
-// ending a run no longer rewrites its job (1 of the 8 writes of a herd's run). Older stores and
-// snapshots get their job records rewritten so when opened or restored.
 import type { ParsedRunId } from './run-id.js';
 
 export const SEP = '\0';
 /** One past SEP: the exclusive upper bound of a "<prefix>\0" range. */
 export const SEP_END = '\x01';
 
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 3;
 /** Schema versions whose stores and snapshots this build reads (upgrading them on the way in). */
-export const READABLE_SCHEMAS: readonly number[] = [1, 2, 3, 4];
+export const READABLE_SCHEMAS: readonly number[] = [1, 2, 3];
 /** Prefixes of indexes that older schemas kept and this one dropped (deleted on upgrade). */
 export const DROPPED_INDEX_PREFIXES = [`a${SEP}`, `l${SEP}`, `q${SEP}`, `t${SEP}`] as const;
 

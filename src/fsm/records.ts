@@ -33,26 +33,11 @@ export interface RunRecord {
  */
 const JOB_RECORD_FORMAT_VERSION = 2;
 
-/**
- * Schema 4: the record's active_runs is always 0 — the count lives in memory (active-runs.ts), so
- * ending a run need not rewrite its job. Readers take it from there.
- */
 export function encodeJobRecord(rec: JobRecord): Uint8Array {
   const w = new ByteWriter(160 + specBytes(rec.job.spec).length);
   w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
-  writeJob(w, rec.job, 0);
+  writeJob(w, rec.job);
   return w.finish();
-}
-
-/**
- * A job record of an older schema as schema 4 stores it (active_runs 0, format 2): upgrades and
- * restores of older snapshots pass their job records through this, so the store holds exactly
- * what this build would have written. Records already in that form come back unchanged.
- */
-export function jobRecordOfSchema4(bytes: Uint8Array): Uint8Array {
-  const rec = decodeJobRecord(bytes);
-  if (bytes[0] === JOB_RECORD_FORMAT_VERSION && rec.job.activeRuns === 0) return bytes;
-  return encodeJobRecord(rec);
 }
 
 /** The rest of the record: the protobuf message. */

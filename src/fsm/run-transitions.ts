@@ -64,26 +64,22 @@ export function addActive(job: JobRecord): void {
 /**
  * Bookkeeping after a run of `job` reached a terminal state: it leaves the active set, and a
  * BUFFER_ONE run held behind it becomes dispatchable once no other (unheld) run is active.
- * The caller has stored the run; it stores the job afterwards when this returns true (what the
- * record keeps changed). The active count alone is not in the record (active-runs.ts): it follows
- * from the stored runs.
+ * The caller has stored the run and stores the job afterwards.
  */
-export async function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<boolean> {
-  if (!job) return false;
+export async function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> {
+  if (!job) return;
   job.job.activeRuns = Math.max(0, job.job.activeRuns - 1);
-  const held = job.heldRunId;
   if (job.heldRunId === runId) job.heldRunId = '';
   // The held run is itself active: when it is the only one left, its turn has come.
   if (job.heldRunId !== '' && job.job.activeRuns <= 1) {
     const p = parseRunId(job.heldRunId);
-    const heldRun = p ? await txn.getRun(p) : undefined;
+    const held = p ? await txn.getRun(p) : undefined;
     job.heldRunId = '';
-    if (heldRun && heldRun.held) {
-      heldRun.held = false;
-      txn.putRun(heldRun);
+    if (held && held.held) {
+      held.held = false;
+      txn.putRun(held);
     }
   }
-  return job.heldRunId !== held;
 }
 
 /**

@@ -20,7 +20,6 @@ import { FsmReads } from './fsm-reads.js';
 import {
   COUNTER_PREFIX,
   DROPPED_INDEX_PREFIXES,
-  JOB_PREFIX,
   META_APPLIED,
   META_RESTORING,
   META_SCHEMA,
@@ -30,8 +29,7 @@ import {
   statePrefix,
 } from './key-layout.js';
 import { RunState } from '../gen/herald/v1/run.js';
-import { decodeRunRecord, jobRecordOfSchema4, readyEntryOf } from './records.js';
-import { ActiveRuns } from './active-runs.js';
+import { decodeRunRecord, readyEntryOf } from './records.js';
 import { ReadyIndex } from './ready-index.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
@@ -92,32 +90,6 @@ async function clearAllButMarker(db: Db): Promise<void> {
   await db.clear({ gt: META_RESTORING });
 }
 
-/**
- * Upgrade of an older store to schema 4: every job record rewritten with active_runs 0
- * (jobRecordOfSchema4), read in pages, then the schema version, synced. A crash part way leaves
- * the old version and records that are already in the new form, which the next open rewrites as
- * no-ops.
- */
-async function upgradeJobRecords(db: Db): Promise<void> {
-  const it = db.iterator({ gte: JOB_PREFIX, lt: upper(JOB_PREFIX) });
-  try {
-    for (;;) {
-      const page = await it.nextv(1000);
-      if (page.length === 0) break;
-      const batch = db.batch();
-      for (const [k, v] of page) {
-        const next = jobRecordOfSchema4(v);
-        if (next !== v) batch.put(k, next);
-      }
-      if (batch.length > 0) await batch.write();
-      else await batch.close();
-    }
-  } finally {
-    await it.close();
-  }
-  await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
-}
-
 type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 
 /** Decodes the command entries once (undefined for no-op/config and already applied entries). */
@@ -149,7 +121,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     recordCacheBytes: number,
   ) {
     const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
-    super(store, new ReadyIndex(), new ActiveRuns(), cache);
+    super(store, new ReadyIndex(), cache);
     this.recordCache = cache;
   }
 
@@ -184,16 +156,15 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         // Current: nothing to do.
       } else if (READABLE_SCHEMAS.includes(schema)) {
         // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
-        // every replica does the same. Schema 4 stores 0 as a job's active runs (active-runs.ts):
-        // job records are rewritten so, then the new schema version is recorded.
+        // every replica does the same.
         for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
-        await upgradeJobRecords(db);
+        await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
       } else {
         throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(stored!)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
       }
       fsm.applied = Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0')));
       await fsm.loadCounts();
-      await fsm.rebuildDerived();
+      await fsm.rebuildReady();
     } catch (e) {
       await db.close();
       throw e;
@@ -212,12 +183,6 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
    * The in-memory ready index from the store: the dispatchable runs among the PENDING and FAILED
    * ones (their s\0 ranges), read in pages. Costs a read per waiting run, at open and restore only.
    */
-  /** The in-memory state derived from the store: the ready index and the active runs per job. */
-  private async rebuildDerived(): Promise<void> {
-    await this.active.rebuild(this.store);
-    await this.rebuildReady();
-  }
-
   private async rebuildReady(): Promise<void> {
     this.ready.clear();
     for (const state of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_FAILED]) {
@@ -257,9 +222,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const decoded = decodeEntries(entries, this.applied);
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
-    if (this.readyStale) await this.rebuildDerived();
+    if (this.readyStale) await this.rebuildReady();
     for (;;) {
-      const txn = new ApplyTxn(this.store, this.active, this.counts, this.recordCache);
+      const txn = new ApplyTxn(this.store, this.counts, this.recordCache);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
@@ -311,12 +276,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         // index is read again from the store (now, or before the next apply if that fails too).
         this.recordCache?.clear();
         this.readyStale = true;
-        await this.rebuildDerived().catch(() => undefined);
+        await this.rebuildReady().catch(() => undefined);
         throw e;
       }
       txn.publishToCache();
       txn.publishReady(this.ready);
-      txn.publishActive();
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       return results;
@@ -374,7 +338,6 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.applied = 0;
       this.recordCache?.clear();
       this.ready.clear();
-      this.active.clear();
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.readyStale = true;
       await clearAllButMarker(this.store);
@@ -401,10 +364,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         }
         // A schema-1 or -2 snapshot (older leader) carries indexes this schema dropped.
         if (DROPPED_INDEX_PREFIXES.some((p) => key.startsWith(p))) continue;
-        // One of schema 3 or older carries active-run counts in its job records (the schema key
-        // comes after them in key order, so every job record is put in schema 4's form; those of
-        // a schema-4 snapshot come back unchanged).
-        batch.put(key, key.startsWith(JOB_PREFIX) ? jobRecordOfSchema4(part.value) : part.value);
+        batch.put(key, part.value);
         pending += 1;
         if (pending >= 10_000) {
           await batch.write();
@@ -418,7 +378,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await batch.write({ sync: true });
       this.applied = meta.index;
       await this.loadCounts();
-      await this.rebuildDerived();
+      await this.rebuildReady();
     });
   }
 

@@ -1,11 +1,9 @@
 // Job records: the positional format 2 round-trips every field of Job (a proto field added later
-// fails here until the codec writes it) but active_runs, which schema 4 stores as 0 (the count is
-// kept in memory, active-runs.ts); format-1 records (protobuf Job) still read.
+// fails here until the codec writes it), and format-1 records (protobuf Job) still read.
 import { describe, expect, it } from 'vitest';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
-import { ByteReader, ByteWriter } from '../../src/fsm/binary-codec.js';
-import { decodeJobRecord, encodeJobRecord, jobRecordOfSchema4, type JobRecord } from '../../src/fsm/records.js';
-import { readJob, writeJob } from '../../src/fsm/job-record-codec.js';
+import { ByteWriter } from '../../src/fsm/binary-codec.js';
+import { decodeJobRecord, encodeJobRecord, type JobRecord } from '../../src/fsm/records.js';
 import { everySpec } from './fsm-test-kit.js';
 
 const full = Job.fromPartial({
@@ -30,34 +28,14 @@ describe('job record codec', () => {
     for (const [k, v] of Object.entries(Job.fromPartial({}))) expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
   });
 
-  it('round-trips every field exactly, active_runs stored as 0', () => {
+  it('round-trips every field exactly', () => {
     const bytes = encodeJobRecord(rec);
     expect(bytes[0]).toBe(2);
     const back = decodeJobRecord(bytes);
-    expect(back).toEqual({ ...rec, job: { ...full, activeRuns: 0 } });
+    expect(back).toEqual(rec);
     expect(encodeJobRecord(back)).toEqual(bytes);
-    // The positional Job itself (results) keeps the count.
-    const w = new ByteWriter();
-    writeJob(w, full);
-    expect(readJob(new ByteReader(w.finish())).activeRuns).toBe(3);
     const bare = { job: Job.fromPartial({ id: 'j' }), manualSeq: 0, heldRunId: '' };
     expect(decodeJobRecord(encodeJobRecord(bare))).toEqual(bare);
-  });
-
-  it('older records come to schema 4 form (active_runs 0, format 2); records in that form stay as they are', () => {
-    // What schema 3 wrote: format 2 with the count in the record.
-    const w = new ByteWriter().u8(2).uint(rec.manualSeq).str(rec.heldRunId);
-    writeJob(w, full);
-    const schema3 = w.finish();
-    expect(decodeJobRecord(schema3).job.activeRuns).toBe(3);
-    const upgraded = jobRecordOfSchema4(schema3);
-    expect(upgraded).toEqual(encodeJobRecord(rec));
-    expect(decodeJobRecord(upgraded).job.activeRuns).toBe(0);
-    const current = encodeJobRecord(rec);
-    expect(jobRecordOfSchema4(current)).toBe(current);
-    const header = new ByteWriter().u8(1).uint(rec.manualSeq).str(rec.heldRunId).bytes(JobSpec.encode(full.spec!).finish()).finish();
-    const format1 = Uint8Array.of(...header, ...Job.encode({ ...full, spec: undefined }).finish());
-    expect(jobRecordOfSchema4(format1)).toEqual(encodeJobRecord(rec));
   });
 
   it('reads format-1 records written before', () => {
