@@ -2,9 +2,10 @@
 // machine (its own src/fsm, imported from its directory) applies the same herd, step by step in
 // turn (fire+claim calls, then finish calls, as bench/fsm-apply.ts models them), so a noisy
 // neighbour slows both sides alike. On a shared VM the same build's CPU per run varies by ±20%
-// from one process to the next; paired steps a few tens of ms apart compare to about 1–2%.
+// from one process to the next; here one run's b/a ratio of the same build is 1 ± ~5%, so
+// compare the mean of several short runs, swapping the sides (e.g. 8 runs: ± ~2–3%).
 //
-//   npx tsx bench/fsm-apply-ab.ts --a /work/wt-base --b . [--runs 20000] [--rounds 3] [--fire-batch 1000] [--finish-batch 1000] [--results]
+//   npx tsx bench/fsm-apply-ab.ts --a ../wt-base --b . [--runs 20000] [--rounds 3] [--fire-batch 1000] [--finish-batch 1000] [--results]
 //
 // Reported per side: main-thread CPU per run (Linux schedstat: apply's JavaScript and the GC work
 // on the main thread) and the ratio b/a over all steps and per step kind. Process-wide CPU (LevelDB
