@@ -4,13 +4,21 @@
 // replica pays for every slot of a herd. Profile with:
 //   node --import tsx --cpu-prof bench/fsm-apply.ts --runs 20000
 //
-//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates]
+//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates] [--phases] [--follower]
+//
+// By default fire and claim go as the cluster applies them: the leader proposes a claimRuns of
+// the fired runs right behind each fireRuns (dispatcher.ts claimBehindFire), so every replica
+// usually gets both entries in one apply call (one transaction, one batch: the run is written
+// once, already RUNNING). The "fireClaim" figure is that call per run. --phases applies all fires,
+// then all claims in batches of --claim-batch, as separate calls (the older model).
 // Creates go as putJobs entries of --create-batch jobs (CreateJobs), or with --single-creates as
 // one putJob entry per job, --create-batch entries per apply call.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JobSpec } from '../src/gen/herald/v1/job.js';
+import { RunState } from '../src/gen/herald/v1/run.js';
 import { decodeResult, encodeCommand, finishSuccess, SchedulerStateMachine, type FsmCommand, type FsmResult } from '../src/fsm/index.js';
 import type { Entry } from '../src/raft/types.js';
 
@@ -25,13 +33,32 @@ const CLAIM_BATCH = num('claim-batch', 2000);
 const FINISH_BATCH = num('finish-batch', 1000);
 const CREATE_BATCH = num('create-batch', 1000);
 const SINGLE_CREATES = args.includes('--single-creates');
+const PHASES = args.includes('--phases');
+const FOLLOWER = args.includes('--follower');
 const T0 = Date.UTC(2030, 0, 1);
 
 interface Phase {
   applyMs: number;
   cpuMs: number;
+  /** CPU of the main thread alone (apply's JavaScript), without LevelDB's and V8's helper threads. */
+  mainCpuMs: number;
   items: number;
   writes: number;
+}
+
+interface Applied {
+  p: Phase;
+  results: FsmResult[];
+  entries: Entry[][];
+}
+
+/** ns the main thread has run (Linux schedstat): the helpers' share (LevelDB compaction, V8's concurrent GC) comes and goes with timing. */
+function mainThreadNs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return NaN;
+  }
 }
 
 async function main(): Promise<void> {
@@ -50,8 +77,9 @@ async function main(): Promise<void> {
       const b = out as Chained;
       const put = b.put.bind(b);
       const del = b.del.bind(b);
-      b.put = (...x: unknown[]) => (writes++, put(...x));
-      b.del = (...x: unknown[]) => (writes++, del(...x));
+      // Fixed arity: a rest-args wrapper cost ~4% of the timed apply.
+      b.put = (k: unknown, v: unknown) => (writes++, put(k, v));
+      b.del = (k: unknown) => (writes++, del(k));
     }
     return out;
   };
@@ -59,19 +87,24 @@ async function main(): Promise<void> {
   // Commands are encoded before and results decoded after the clock runs: only apply is timed.
   // CPU time (process.cpuUsage, LevelDB's threads included) is the figure to compare on a
   // shared machine: wall time also counts waiting for a core.
-  const phase = async (items: number, cmds: () => FsmCommand[][]): Promise<{ p: Phase; results: FsmResult[] }> => {
+  // With --follower the run path is applied as a follower does (no result wanted, none encoded):
+  // its results are not there to read, so the claims' fencing tokens come from the entry indexes.
+  const phase = async (items: number, cmds: () => FsmCommand[][], results = true): Promise<Applied> => {
     const groups = cmds().map((g) => g.map((c): Entry => ({ term: 1, index: ++index, type: 'normal', data: encodeCommand(c) })));
+    const wanted = results ? undefined : () => false;
     const w0 = writes;
     let ms = 0;
     const raw: Uint8Array[] = [];
     const cpu0 = process.cpuUsage();
+    const main0 = mainThreadNs();
     for (const g of groups) {
       const t = performance.now();
-      raw.push(...(await fsm.apply(g)));
+      raw.push(...(await fsm.apply(g, wanted)));
       ms += performance.now() - t;
     }
     const cpu = process.cpuUsage(cpu0);
-    return { p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, items, writes: writes - w0 }, results: raw.map(decodeResult) };
+    const mainMs = (mainThreadNs() - main0) / 1e6;
+    return { p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0 }, results: results ? raw.map(decodeResult) : [], entries: groups };
   };
   const chunks = <T>(xs: T[], n: number): T[][] => {
     const out: T[][] = [];
@@ -89,31 +122,53 @@ async function main(): Promise<void> {
           : [{ type: 'putJobs', nowMs: T0, items: g.map((id) => ({ jobId: id, spec, idempotencyKey: `k-${id}` })) }],
       ),
     );
-    const fire = await phase(N, () =>
-      chunks(ids, FIRE_BATCH).map((g) => [{ type: 'fireRuns', nowMs: at + 5, misfireThresholdMs: 600_000, items: g.map((jobId) => ({ jobId, slotMs: at })) }]),
-    );
-    const runIds = fire.results.flatMap((r) => (r.type === 'fire' ? r.items.flatMap((i) => i.created) : []));
-    if (runIds.length !== N) throw new Error(`fired ${runIds.length} runs, expected ${N}`);
-    const claim = await phase(N, () =>
-      chunks(runIds, CLAIM_BATCH).map((g) => [{ type: 'claimRuns', nowMs: at + 10, items: g.map((runId) => ({ runId, workerId: 'w1', leaseDeadlineMs: at + 120_000 })) }]),
-    );
+    const fireCmd = (g: string[]): FsmCommand => ({ type: 'fireRuns', nowMs: at + 5, misfireThresholdMs: 600_000, items: g.map((jobId) => ({ jobId, slotMs: at })) });
+    const claimCmd = (g: string[]): FsmCommand => ({ type: 'claimRuns', nowMs: at + 10, items: g.map((runId) => ({ runId, workerId: 'w1', leaseDeadlineMs: at + 120_000 })) });
+    const runIdOf = (jobId: string): string => `${jobId}@${at}`;
+    const runIds = ids.map(runIdOf);
+    let fire: Applied | undefined;
+    let claim: Applied;
+    if (PHASES) {
+      fire = await phase(N, () => chunks(ids, FIRE_BATCH).map((g) => [fireCmd(g)]));
+      const fired = fire.results.flatMap((r) => (r.type === 'fire' ? r.items.flatMap((i) => i.created) : []));
+      if (fired.length !== N) throw new Error(`fired ${fired.length} runs, expected ${N}`);
+      claim = await phase(N, () => chunks(runIds, CLAIM_BATCH).map((g) => [claimCmd(g)]));
+    } else {
+      // [fireRuns(batch), claimRuns(its runs)] per apply call, as claimBehindFire proposes them.
+      claim = await phase(N, () => chunks(ids, FIRE_BATCH).map((g) => [fireCmd(g), claimCmd(g.map(runIdOf))]), !FOLLOWER);
+      if (!FOLLOWER) {
+        const fired = claim.results.flatMap((r) => (r.type === 'fire' ? r.items.flatMap((i) => i.created) : []));
+        if (fired.length !== N) throw new Error(`fired ${fired.length} runs, expected ${N}`);
+      }
+    }
     const tokens = new Map<string, number>();
     for (const r of claim.results) {
       if (r.type !== 'claim') continue;
       for (const i of r.items) if (i.run) tokens.set(i.run.id, i.run.fencingToken);
     }
+    if (FOLLOWER && !PHASES) {
+      // A claim's token is the index of its entry (the second of each call).
+      claim.entries.forEach((g, i) => {
+        for (const id of runIds.slice(i * FIRE_BATCH, (i + 1) * FIRE_BATCH)) tokens.set(id, g[1]!.index);
+      });
+    }
     if (tokens.size !== N) throw new Error(`claimed ${tokens.size} runs, expected ${N}`);
-    const finish = await phase(N, () =>
-      chunks(runIds, FINISH_BATCH).map((g) => [{ type: 'finishRuns', nowMs: at + 20, items: g.map((id) => finishSuccess(id, tokens.get(id)!)) }]),
+    const finish = await phase(
+      N,
+      () => chunks(runIds, FINISH_BATCH).map((g) => [{ type: 'finishRuns', nowMs: at + 20, items: g.map((id) => finishSuccess(id, tokens.get(id)!)) }]),
+      !FOLLOWER,
     );
-    const ok = finish.results.every((r) => r.type === 'runItems' && r.items.every((i) => !i.error));
+    const ok = FOLLOWER
+      ? (await fsm.runCounts()).get(RunState.RUN_STATE_SUCCEEDED) === N
+      : finish.results.every((r) => r.type === 'runItems' && r.items.every((i) => !i.error));
     if (!ok) throw new Error('a finish failed');
     const per = (p: Phase) => ({
       usPerItem: +((p.applyMs * 1000) / p.items).toFixed(1),
       cpuUsPerItem: +((p.cpuMs * 1000) / p.items).toFixed(1),
+      mainCpuUsPerItem: +((p.mainCpuMs * 1000) / p.items).toFixed(1),
       writesPerItem: +(p.writes / p.items).toFixed(2),
     });
-    const f = per(fire.p);
+    const f = fire ? per(fire.p) : { usPerItem: 0, cpuUsPerItem: 0, mainCpuUsPerItem: 0, writesPerItem: 0 };
     const c = per(claim.p);
     const d = per(finish.p);
     console.log(
@@ -121,12 +176,13 @@ async function main(): Promise<void> {
         bench: 'fsm-apply',
         runs: N,
         creates: SINGLE_CREATES ? 'putJob' : 'putJobs',
-        batches: { create: CREATE_BATCH, fire: FIRE_BATCH, claim: CLAIM_BATCH, finish: FINISH_BATCH },
+        mode: PHASES ? 'phases' : 'claimBehindFire',
+        results: FOLLOWER ? 'none (follower)' : 'all',
+        batches: { create: CREATE_BATCH, fire: FIRE_BATCH, claim: PHASES ? CLAIM_BATCH : FIRE_BATCH, finish: FINISH_BATCH },
         create: per(create.p),
-        fire: f,
-        claim: c,
+        ...(PHASES ? { fire: f, claim: c } : { fireClaim: c }),
         finish: d,
-        perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2) },
+        perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), mainCpuUs: +(f.mainCpuUsPerItem + c.mainCpuUsPerItem + d.mainCpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2) },
         recordCache: fsm.recordCache ? { ...fsm.recordCache.stats } : null,
         loadAvg1m: +loadavg()[0]!.toFixed(2),
         node: process.version,

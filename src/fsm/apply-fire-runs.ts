@@ -35,7 +35,9 @@ export function jitteredSlot(jobId: string, spec: JobSpec, found: readonly numbe
   return slot + jitterOffsetMs(jobId, slot, spec.jitterMs, next);
 }
 
-type SlotFate = { kind: 'run' } | { kind: 'missed'; reason: string };
+type SlotFate = { readonly kind: 'run' } | { readonly kind: 'missed'; readonly reason: string };
+/** Most slots run: they share one fate (fates are replaced, never changed). */
+const RUN: SlotFate = { kind: 'run' };
 
 function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
   return spec.misfirePolicy === MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED ? MisfirePolicy.MISFIRE_POLICY_RUN_ONCE : spec.misfirePolicy;
@@ -47,7 +49,7 @@ function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
  * the leader's deadline sweep do; downtime (the misfire threshold) counts from the slot.
  */
 function slotFates(spec: JobSpec, slots: readonly number[], scheduled: readonly number[], nowMs: number, thresholdMs: number, truncated: boolean): SlotFate[] {
-  const fates: SlotFate[] = slots.map(() => ({ kind: 'run' }));
+  const fates: SlotFate[] = slots.map(() => RUN);
   const misfired: number[] = [];
   slots.forEach((s, i) => {
     if (spec.startingDeadlineMs > 0 && nowMs > scheduled[i]! + spec.startingDeadlineMs) {
@@ -69,8 +71,14 @@ function slotFates(spec: JobSpec, slots: readonly number[], scheduled: readonly 
   return fates;
 }
 
-function noRuns(): { created: string[]; missed: string[]; skipped: string[] } {
-  return { created: [], missed: [], skipped: [] };
+/**
+ * An empty id list, shared: fire results are encoded inside apply and never change after, and a
+ * herd's items each allocated three arrays, two of them always empty.
+ */
+const NONE: readonly string[] = Object.freeze([]);
+
+function noRuns(): { created: readonly string[]; missed: readonly string[]; skipped: readonly string[] } {
+  return { created: NONE, missed: NONE, skipped: NONE };
 }
 
 async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, signals: CancelSignal[], skipSlotCheck: boolean): Promise<FireItemResult> {
@@ -104,7 +112,9 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
   const scheduled = slots.map((_, i) => jitteredSlot(job.id, spec, found, i, job.createdUnixMs));
   const fates = slotFates(spec, slots, scheduled, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
-  const out = { created: [] as string[], missed: [] as string[], skipped: [] as string[] };
+  let created: string[] | undefined;
+  let missed: string[] | undefined;
+  let skipped: string[] | undefined;
   const policy = overlapOf(spec);
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
@@ -114,7 +124,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     const fate = fates[i]!;
     if (fate.kind === 'missed') {
       txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason: fate.reason }));
-      out.missed.push(id);
+      (missed ??= []).push(id);
       continue;
     }
     let held = false;
@@ -122,7 +132,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
       if (policy === OverlapPolicy.OVERLAP_POLICY_FORBID || (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && rec.heldRunId !== '')) {
         const reason = `overlap policy ${OverlapPolicy[policy]}: ${job.activeRuns} run(s) of the job still active`;
         txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_SKIPPED, reason }));
-        out.skipped.push(id);
+        (skipped ??= []).push(id);
         continue;
       }
       if (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE) held = true;
@@ -133,7 +143,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
     addActive(rec);
     if (held) rec.heldRunId = id;
-    out.created.push(id);
+    (created ??= []).push(id);
   }
   const last = slots.length > 0 ? slots[slots.length - 1]! : undefined;
   if (last !== undefined) job.lastSlotUnixMs = last;
@@ -146,7 +156,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   if (next === undefined) job.state = JobState.JOB_STATE_COMPLETED;
   job.updatedUnixMs = cmd.nowMs;
   txn.putJob(rec);
-  return { created: out.created, missed: out.missed, skipped: out.skipped, nextFireMs: job.nextFireUnixMs };
+  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs: job.nextFireUnixMs };
 }
 
 /** The scheduled runs a fire item will look at, for one getMany over the whole batch. */

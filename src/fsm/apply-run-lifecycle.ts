@@ -19,14 +19,14 @@ import type {
 import { isDispatchable, isTerminal, type RunRecord } from './records.js';
 import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from './results.js';
 import { endRun, itemError, onRunEnded } from './run-transitions.js';
-import { parseRunId } from './run-id.js';
+import { NO_OUTPUT } from './run-record-codec.js';
 import { effectiveRetry, retryBackoffMs } from './schedule/index.js';
 import { MAX_OUTPUT_BYTES, validateId, validateNote } from './validation.js';
 
 async function loadRun(txn: ApplyTxn, runId: string): Promise<RunRecord | ItemError> {
-  const p = parseRunId(runId);
-  if (!p) return itemError('INVALID_ID', `"${runId.slice(0, 200)}" is not a run id`);
-  const rec = await txn.getRun(p);
+  const k = txn.runIdKey(runId);
+  if (!k) return itemError('INVALID_ID', `"${runId.slice(0, 200)}" is not a run id`);
+  const rec = await txn.getRunAt(k.key);
   return rec ?? itemError('RUN_NOT_FOUND', `run "${runId}" does not exist`, 'UNKNOWN_RUN');
 }
 
@@ -50,9 +50,16 @@ function currentAttempt(rec: RunRecord): Attempt | undefined {
 }
 
 async function prefetch(txn: ApplyTxn, runIds: readonly string[]): Promise<void> {
-  const parsed = runIds.map(parseRunId).filter((p) => p !== undefined);
-  await txn.prefetchRuns(parsed);
-  await txn.prefetchJobs(parsed.map((p) => p.jobId));
+  const keys: string[] = [];
+  const jobIds: string[] = [];
+  for (const id of runIds) {
+    const k = txn.runIdKey(id);
+    if (!k) continue;
+    keys.push(k.key);
+    jobIds.push(k.p.jobId);
+  }
+  await txn.prefetchRunKeys(keys);
+  await txn.prefetchJobs(jobIds);
 }
 
 /** Ends a run for good and updates its job (active set, BUFFER_ONE release). */
@@ -124,7 +131,8 @@ async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem, acceptS
   const run = rec.run;
   const attempt = currentAttempt(rec);
   if (item.succeeded) {
-    run.output = Buffer.from(item.output);
+    // Copied (the command's bytes are not the run's to keep); most runs share the empty one.
+    run.output = item.output.length === 0 ? NO_OUTPUT : Buffer.from(item.output);
     if (attempt) attempt.outcome = AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED;
     await finishFor(txn, rec, RunState.RUN_STATE_SUCCEEDED, nowMs, '', AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED);
     return { state: run.state };

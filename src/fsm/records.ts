@@ -1,6 +1,6 @@
 // Stored records: the public Job / Run messages plus the few internal fields the FSM needs,
 // behind a record-format version byte. Index keys are a pure function of a record
-// (jobIndexKeys / runIndexKeys), so the transaction (apply-txn.ts) keeps every index exact by
+// (jobIndexKeys / runIndexKey), so the transaction (apply-txn.ts) keeps every index exact by
 // diffing the keys of a record before and after a change — no index is updated by hand.
 import { Job, JobState } from '../gen/herald/v1/job.js';
 import { Run, RunState } from '../gen/herald/v1/run.js';
@@ -119,11 +119,12 @@ export function jobIndexKeys(job: Job): string[] {
 export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];
 
 /**
- * Secondary index keys of a run stored under `key` (its runKey): by state (the ready index lives
- * in memory, ready-index.ts). Built from the key, whose tail is the state key's tail.
+ * The one secondary index key of a run in `state` stored under `key` (its runKey): by state (the
+ * ready index lives in memory, ready-index.ts). Built from the key, whose tail is the state key's
+ * tail. A function of the state alone, so the transaction diffs states, not key lists.
  */
-export function runIndexKeys(rec: RunRecord, key: string): string[] {
-  return [stateKeyOfRunKey(rec.run.state, key)];
+export function runIndexKey(state: RunState, key: string): string {
+  return stateKeyOfRunKey(state, key);
 }
 
 /** The run's entry in the in-memory ready index while it is dispatchable. */
