@@ -53,11 +53,11 @@ try {
   const oldLeader = await c.raft.waitForLeader();
   const killedAt = Date.now();
   await c.raft.kill(oldLeader, 'SIGKILL');
-  log(`killed leader ${oldLeader}`);
+  log(`killed leader ${oldLeader} at ${killedAt}`);
   const survivors = c.raft.runningIds();
   const newLeader = await c.raft.waitForLeader(30_000, survivors);
   const newLeaderMs = Date.now() - killedAt;
-  log(`new leader ${newLeader} after ${newLeaderMs} ms`);
+  log(`new leader ${newLeader} after ${newLeaderMs} ms (${c.endpoints.join(',')})`);
 
   // Grace after the window: runs of its last slots still reach workers.
   await sleep(Math.max(0, to - Date.now()) + 3000);

@@ -529,6 +529,47 @@ describe('Worker: connection', () => {
     expect(s1.results).toEqual([]);
   });
 
+  it('keeps asking at least once a second while live followers know no leader (an election), then finds it', { timeout: 15_000 }, async () => {
+    const leader = await server({ nodeId: 'L' });
+    let leaderKnown = false;
+    const asked: number[] = [];
+    // Followers that answer but know no leader yet: a redirect without an address.
+    const answer = () => (asked.push(Date.now()), leaderKnown ? leader.address : '');
+    const f1 = await server({ redirectTo: answer });
+    const f2 = await server({ redirectTo: answer });
+    // The library's default reconnect backoff (100 ms growing to 5 s), not the tests' short one.
+    const w = worker({ endpoints: [f1.address, f2.address], reconnect: { initialBackoffMs: 100, maxBackoffMs: 5_000 }, handlers: { work: () => 'ok' } });
+    w.start();
+    await new Promise((r) => setTimeout(r, 3_000));
+    const electionOver = Date.now();
+    leaderKnown = true;
+    await leader.waitForConn(1);
+    const found = Date.now();
+    // Backing off as from dead nodes would leave gaps of 1.6–3.2 s by now and find the leader
+    // seconds late; asking live nodes again stays within half a second or so.
+    const gaps = asked.slice(1).map((t, i) => t - asked[i]!);
+    expect(asked.length).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...gaps)).toBeLessThan(1_300);
+    expect(found - electionOver).toBeLessThan(1_300);
+  });
+
+  it('after a leader dies, followers that still point at it do not push the worker into a long backoff', { timeout: 15_000 }, async () => {
+    const dead = await FakeWorkerServer.start({});
+    const deadAddress = dead.address;
+    await dead.stop();
+    const leader = await server({ nodeId: 'L' });
+    let leaderKnown = false;
+    const f1 = await server({ redirectTo: () => (leaderKnown ? leader.address : deadAddress) });
+    const w = worker({ endpoints: [f1.address], reconnect: { initialBackoffMs: 100, maxBackoffMs: 5_000 }, handlers: { work: () => 'ok' } });
+    w.start();
+    await new Promise((r) => setTimeout(r, 3_000));
+    const electionOver = Date.now();
+    leaderKnown = true;
+    await leader.waitForConn(1);
+    expect(Date.now() - electionOver).toBeLessThan(1_300);
+    expect(f1.conns.length).toBeGreaterThanOrEqual(5);
+  });
+
   it('reaches the leader once followers stop bouncing it between each other', async () => {
     const leader = await server({ nodeId: 'L' });
     let leaderKnown = false;
