@@ -453,8 +453,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.emit('disconnected', stream.address, err);
     this.startWatchdog();
     if (!wasWelcomed) {
-      // The node did not take us in: it is down or unreachable. Stop preferring it. One a live
-      // node sent us to (a dead leader it still believes in) says nothing about the rest.
+      // The node did not take us in: it is down or unreachable. Stop preferring it. When a live
+      // follower sent us there (to a dead leader it still believes in), the cluster is still up:
+      // retries stay short. A partition between this worker and a live leader loops the same way,
+      // at most two streams a second.
       if (this.leaderHint === stream.address) this.leaderHint = undefined;
       else {
         this.cursor += 1;
