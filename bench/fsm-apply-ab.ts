@@ -11,13 +11,13 @@
 // on the main thread) and the ratio b/a over all steps and per step kind. Process-wide CPU (LevelDB
 // and V8 helper threads) cannot be told apart per side here: use bench/fsm-apply.ts for it.
 // Followers apply without results (the default); --results encodes every result as a leader does.
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Entry } from '../src/raft/types.js';
 import type * as FsmIndex from '../src/fsm/index.js';
 import type * as JobGen from '../src/gen/herald/v1/job.js';
+import { mainThreadCpuNs } from './lib/process-cpu.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, def: string): string => {
@@ -30,10 +30,6 @@ const FIRE_BATCH = Number(opt('fire-batch', '1000'));
 const FINISH_BATCH = Number(opt('finish-batch', '1000'));
 const RESULTS = args.includes('--results');
 const T0 = Date.UTC(2030, 0, 1);
-
-function mainThreadNs(): number {
-  return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-}
 
 interface Side {
   name: string;
@@ -73,9 +69,9 @@ async function main(): Promise<void> {
     const took = [0, 0];
     for (const i of order) {
       const s = sides[i]!;
-      const t = mainThreadNs();
+      const t = mainThreadCpuNs();
       await s.fsm.apply(prepared[i]!, wanted);
-      took[i] = mainThreadNs() - t;
+      took[i] = mainThreadCpuNs() - t;
       s.ns[kind] += took[i]!;
     }
     stepRatios[kind].push(took[1]! / took[0]!);

@@ -13,7 +13,6 @@
 // then all claims in batches of --claim-batch, as separate calls (the older model).
 // Creates go as putJobs entries of --create-batch jobs (CreateJobs), or with --single-creates as
 // one putJob entry per job, --create-batch entries per apply call.
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +20,7 @@ import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
 import { decodeResult, encodeCommand, finishSuccess, SchedulerStateMachine, type FsmCommand, type FsmResult } from '../src/fsm/index.js';
 import type { Entry } from '../src/raft/types.js';
+import { mainThreadCpuNs } from './lib/process-cpu.js';
 
 const args = process.argv.slice(2);
 const num = (name: string, def: number): number => {
@@ -50,15 +50,6 @@ interface Applied {
   p: Phase;
   results: FsmResult[];
   entries: Entry[][];
-}
-
-/** ns the main thread has run (Linux schedstat): the helpers' share (LevelDB compaction, V8's concurrent GC) comes and goes with timing. */
-function mainThreadNs(): number {
-  try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-  } catch {
-    return NaN;
-  }
 }
 
 async function main(): Promise<void> {
@@ -96,14 +87,14 @@ async function main(): Promise<void> {
     let ms = 0;
     const raw: Uint8Array[] = [];
     const cpu0 = process.cpuUsage();
-    const main0 = mainThreadNs();
+    const main0 = mainThreadCpuNs();
     for (const g of groups) {
       const t = performance.now();
       raw.push(...(await fsm.apply(g, wanted)));
       ms += performance.now() - t;
     }
     const cpu = process.cpuUsage(cpu0);
-    const mainMs = (mainThreadNs() - main0) / 1e6;
+    const mainMs = (mainThreadCpuNs() - main0) / 1e6;
     return { p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0 }, results: results ? raw.map(decodeResult) : [], entries: groups };
   };
   const chunks = <T>(xs: T[], n: number): T[][] => {

@@ -1,5 +1,6 @@
 // CPU time a process has used so far (user + system, every thread), from /proc on Linux: how
 // benches tell which process a scenario's cost lands on.
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux this runs on
@@ -7,13 +8,17 @@ const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux this runs on
 /** Milliseconds of CPU used by `pid` so far; NaN where /proc is not readable. */
 export async function processCpuMs(pid: number): Promise<number> {
   try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may contain spaces) start after its closing paren.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
+    return cpuMsOfStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return NaN;
   }
+}
+
+/** User + system time in a /proc stat line (a process's or a thread's: the same layout). */
+function cpuMsOfStat(stat: string): number {
+  // Fields after the command name (which may contain spaces) start after its closing paren.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
 }
 
 /**
@@ -39,10 +44,21 @@ export async function processThreadCpuMs(pid: number): Promise<{ main: number; o
 
 async function threadCpuMs(pid: number, tid: string): Promise<number> {
   try {
-    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
+    return cpuMsOfStat(await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8'));
   } catch {
     return 0; // the thread ended meanwhile
+  }
+}
+
+/**
+ * Nanoseconds this process's main thread has run (Linux schedstat), read synchronously: what an
+ * in-process bench times, without the helpers' share (LevelDB compaction, V8's concurrent GC),
+ * which comes and goes with timing. NaN where it is not readable.
+ */
+export function mainThreadCpuNs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return NaN;
   }
 }
