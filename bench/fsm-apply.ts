@@ -4,7 +4,12 @@
 // replica pays for every slot of a herd. Profile with:
 //   node --import tsx --cpu-prof bench/fsm-apply.ts --runs 20000
 //
-//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates] [--phases] [--follower]
+//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates] [--phases] [--follower] [--alloc [--alloc-top N]]
+//
+// --alloc adds allocBytesPerItem to each step: the bytes apply allocated per item, from V8's
+// sampling heap profiler with collected objects kept. Unlike CPU time it hardly moves with the
+// neighbours, and every allocated byte is GC work later (the largest single cost in a herd).
+// --alloc-top N prints each step's N largest allocating functions to stderr.
 //
 // By default fire and claim go as the cluster applies them: the leader proposes a claimRuns of
 // the fired runs right behind each fireRuns (dispatcher.ts claimBehindFire), so every replica
@@ -14,6 +19,7 @@
 // Creates go as putJobs entries of --create-batch jobs (CreateJobs), or with --single-creates as
 // one putJob entry per job, --create-batch entries per apply call.
 import { mkdtemp, rm } from 'node:fs/promises';
+import { Session } from 'node:inspector';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JobSpec } from '../src/gen/herald/v1/job.js';
@@ -35,7 +41,44 @@ const CREATE_BATCH = num('create-batch', 1000);
 const SINGLE_CREATES = args.includes('--single-creates');
 const PHASES = args.includes('--phases');
 const FOLLOWER = args.includes('--follower');
+const ALLOC = args.includes('--alloc');
+const ALLOC_TOP = num('alloc-top', 0);
 const T0 = Date.UTC(2030, 0, 1);
+
+interface ProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: ProfileNode[];
+}
+
+/** Bytes allocated between start() and stop() (sampled every 4 KiB, collected objects included). */
+class AllocationSampler {
+  private readonly session = new Session();
+  constructor() {
+    this.session.connect();
+  }
+  private post<T>(method: string, params?: object): Promise<T> {
+    return new Promise((resolve, reject) => this.session.post(method, params, (err, r) => (err ? reject(err) : resolve(r as T))));
+  }
+  async start(): Promise<void> {
+    await this.post('HeapProfiler.enable');
+    await this.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
+  async stop(): Promise<{ bytes: number; top: [string, number][] }> {
+    const { profile } = await this.post<{ profile: { head: ProfileNode } }>('HeapProfiler.stopSampling');
+    const byFunction = new Map<string, number>();
+    let bytes = 0;
+    const walk = (n: ProfileNode): void => {
+      const f = n.callFrame;
+      const name = `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber + 1}`;
+      byFunction.set(name, (byFunction.get(name) ?? 0) + n.selfSize);
+      bytes += n.selfSize;
+      n.children.forEach(walk);
+    };
+    walk(profile.head);
+    return { bytes, top: [...byFunction].sort((a, b) => b[1] - a[1]) };
+  }
+}
 
 interface Phase {
   applyMs: number;
@@ -44,6 +87,8 @@ interface Phase {
   mainCpuMs: number;
   items: number;
   writes: number;
+  /** Bytes allocated by the step (--alloc only). */
+  allocBytes: number | undefined;
 }
 
 interface Applied {
@@ -80,12 +125,14 @@ async function main(): Promise<void> {
   // shared machine: wall time also counts waiting for a core.
   // With --follower the run path is applied as a follower does (no result wanted, none encoded):
   // its results are not there to read, so the claims' fencing tokens come from the entry indexes.
-  const phase = async (items: number, cmds: () => FsmCommand[][], results = true): Promise<Applied> => {
+  const sampler = ALLOC ? new AllocationSampler() : undefined;
+  const phase = async (items: number, cmds: () => FsmCommand[][], results = true, name = ''): Promise<Applied> => {
     const groups = cmds().map((g) => g.map((c): Entry => ({ term: 1, index: ++index, type: 'normal', data: encodeCommand(c) })));
     const wanted = results ? undefined : () => false;
     const w0 = writes;
     let ms = 0;
     const raw: Uint8Array[] = [];
+    await sampler?.start();
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuNs();
     for (const g of groups) {
@@ -95,7 +142,16 @@ async function main(): Promise<void> {
     }
     const cpu = process.cpuUsage(cpu0);
     const mainMs = (mainThreadCpuNs() - main0) / 1e6;
-    return { p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0 }, results: results ? raw.map(decodeResult) : [], entries: groups };
+    const alloc = await sampler?.stop();
+    if (alloc && ALLOC_TOP > 0) {
+      process.stderr.write(`${name}: ${(alloc.bytes / items).toFixed(0)} bytes allocated per item; largest allocators (bytes per item):\n`);
+      for (const [f, b] of alloc.top.slice(0, ALLOC_TOP)) process.stderr.write(`  ${(b / items).toFixed(0).padStart(6)}  ${f}\n`);
+    }
+    return {
+      p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0, allocBytes: alloc?.bytes },
+      results: results ? raw.map(decodeResult) : [],
+      entries: groups,
+    };
   };
   const chunks = <T>(xs: T[], n: number): T[][] => {
     const out: T[][] = [];
@@ -112,6 +168,8 @@ async function main(): Promise<void> {
           ? g.map((id) => ({ type: 'putJob', nowMs: T0, jobId: id, spec, idempotencyKey: `k-${id}` }))
           : [{ type: 'putJobs', nowMs: T0, items: g.map((id) => ({ jobId: id, spec, idempotencyKey: `k-${id}` })) }],
       ),
+      true,
+      'create',
     );
     const fireCmd = (g: string[]): FsmCommand => ({ type: 'fireRuns', nowMs: at + 5, misfireThresholdMs: 600_000, items: g.map((jobId) => ({ jobId, slotMs: at })) });
     const claimCmd = (g: string[]): FsmCommand => ({ type: 'claimRuns', nowMs: at + 10, items: g.map((runId) => ({ runId, workerId: 'w1', leaseDeadlineMs: at + 120_000 })) });
@@ -120,13 +178,13 @@ async function main(): Promise<void> {
     let fire: Applied | undefined;
     let claim: Applied;
     if (PHASES) {
-      fire = await phase(N, () => chunks(ids, FIRE_BATCH).map((g) => [fireCmd(g)]));
+      fire = await phase(N, () => chunks(ids, FIRE_BATCH).map((g) => [fireCmd(g)]), true, 'fire');
       const fired = fire.results.flatMap((r) => (r.type === 'fire' ? r.items.flatMap((i) => i.created) : []));
       if (fired.length !== N) throw new Error(`fired ${fired.length} runs, expected ${N}`);
-      claim = await phase(N, () => chunks(runIds, CLAIM_BATCH).map((g) => [claimCmd(g)]));
+      claim = await phase(N, () => chunks(runIds, CLAIM_BATCH).map((g) => [claimCmd(g)]), true, 'claim');
     } else {
       // [fireRuns(batch), claimRuns(its runs)] per apply call, as claimBehindFire proposes them.
-      claim = await phase(N, () => chunks(ids, FIRE_BATCH).map((g) => [fireCmd(g), claimCmd(g.map(runIdOf))]), !FOLLOWER);
+      claim = await phase(N, () => chunks(ids, FIRE_BATCH).map((g) => [fireCmd(g), claimCmd(g.map(runIdOf))]), !FOLLOWER, 'fireClaim');
       if (!FOLLOWER) {
         const fired = claim.results.flatMap((r) => (r.type === 'fire' ? r.items.flatMap((i) => i.created) : []));
         if (fired.length !== N) throw new Error(`fired ${fired.length} runs, expected ${N}`);
@@ -148,6 +206,7 @@ async function main(): Promise<void> {
       N,
       () => chunks(runIds, FINISH_BATCH).map((g) => [{ type: 'finishRuns', nowMs: at + 20, items: g.map((id) => finishSuccess(id, tokens.get(id)!)) }]),
       !FOLLOWER,
+      'finish',
     );
     const ok = FOLLOWER
       ? (await fsm.runCounts()).get(RunState.RUN_STATE_SUCCEEDED) === N
@@ -158,8 +217,9 @@ async function main(): Promise<void> {
       cpuUsPerItem: +((p.cpuMs * 1000) / p.items).toFixed(1),
       mainCpuUsPerItem: +((p.mainCpuMs * 1000) / p.items).toFixed(1),
       writesPerItem: +(p.writes / p.items).toFixed(2),
+      ...(p.allocBytes === undefined ? {} : { allocBytesPerItem: Math.round(p.allocBytes / p.items) }),
     });
-    const f = fire ? per(fire.p) : { usPerItem: 0, cpuUsPerItem: 0, mainCpuUsPerItem: 0, writesPerItem: 0 };
+    const f = fire ? per(fire.p) : { usPerItem: 0, cpuUsPerItem: 0, mainCpuUsPerItem: 0, writesPerItem: 0, allocBytesPerItem: 0 };
     const c = per(claim.p);
     const d = per(finish.p);
     console.log(
@@ -173,7 +233,7 @@ async function main(): Promise<void> {
         create: per(create.p),
         ...(PHASES ? { fire: f, claim: c } : { fireClaim: c }),
         finish: d,
-        perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), mainCpuUs: +(f.mainCpuUsPerItem + c.mainCpuUsPerItem + d.mainCpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2) },
+        perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), mainCpuUs: +(f.mainCpuUsPerItem + c.mainCpuUsPerItem + d.mainCpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2), ...(ALLOC ? { allocBytes: (f.allocBytesPerItem ?? 0) + (c.allocBytesPerItem ?? 0) + (d.allocBytesPerItem ?? 0) } : {}) },
         recordCache: fsm.recordCache ? { ...fsm.recordCache.stats } : null,
         loadAvg1m: +loadavg()[0]!.toFixed(2),
         node: process.version,

@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 // Real `herald server` processes on 127.0.0.1 with ephemeral ports and temp data dirs, for the
 // multi-process Raft tests and benches. Everything started here is killed by cleanup().
 
@@ -137,7 +138,10 @@ export class TestCluster {
     });
     let out = '';
     await new Promise<void>((resolve, reject) => {
+      // HERALD_BENCH_STDOUT_DIR=<dir> (benches): each server's stdout is kept there, e.g. for --trace-gc.
+      const tee = process.env.HERALD_BENCH_STDOUT_DIR;
       proc.stdout!.on('data', (d: Buffer) => {
+        if (tee) appendFileSync(`${tee}/${id}-${proc.pid}.log`, d);
         out += d.toString();
         const line = out.split('\n').find((l) => l.includes('"listening"'));
         if (line) {
