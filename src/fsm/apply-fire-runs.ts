@@ -8,7 +8,7 @@
 // never from now.
 import { JobState, MisfirePolicy, OverlapPolicy, type JobSpec } from '../gen/herald/v1/job.js';
 import { RunState } from '../gen/herald/v1/run.js';
-import type { ApplyTxn } from './apply-txn.js';
+import { NOT_READ, type ApplyTxn } from './apply-txn.js';
 import { asItemError } from './apply-jobs.js';
 import type { FireItem, FireRunsCommand } from './commands.js';
 import { isTerminal } from './records.js';
@@ -87,7 +87,8 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   } catch (e) {
     return { ...noRuns(), error: asItemError(e), nextFireMs: 0 };
   }
-  const rec = await txn.getJob(item.jobId);
+  const loaded = txn.loadedJob(item.jobId);
+  const rec = loaded === NOT_READ ? await txn.getJob(item.jobId) : loaded;
   if (!rec) return { ...noRuns(), error: itemError('JOB_NOT_FOUND', `job "${item.jobId}" does not exist`), nextFireMs: 0 };
   const job = rec.job;
   const spec = job.spec;
@@ -119,8 +120,9 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
     const id = scheduledRunId(job.id, slot);
-    const p: ParsedRunId = { jobId: job.id, slotMs: slot, suffix: '', kind: 'scheduled' }; // what parseRunId(id) gives
-    if (await txn.getRun(p)) continue; // I1: a slot has at most one run, ever
+    const { key } = txn.knownRunIdKey(id, scheduledParse(job.id, slot));
+    const stored = txn.loadedRunAt(key);
+    if (stored === NOT_READ ? await txn.getRunAt(key) : stored) continue; // I1: a slot has at most one run, ever
     const fate = fates[i]!;
     if (fate.kind === 'missed') {
       txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason: fate.reason }));
@@ -159,19 +161,25 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs: job.nextFireUnixMs };
 }
 
+/** What parseRunId(scheduledRunId(jobId, slotMs)) gives. */
+function scheduledParse(jobId: string, slotMs: number): ParsedRunId {
+  return { jobId, slotMs, suffix: '', kind: 'scheduled' };
+}
+
 /** The scheduled runs a fire item will look at, for one getMany over the whole batch. */
 async function prefetchSlots(txn: ApplyTxn, cmd: FireRunsCommand): Promise<void> {
   await txn.prefetchJobs(cmd.items.map((i) => i.jobId).filter(isValidId));
-  const wanted: ParsedRunId[] = [];
+  const wanted: string[] = [];
   for (const item of cmd.items) {
-    if (!isValidId(item.jobId)) continue;
-    const job = (await txn.getJob(item.jobId))?.job;
+    // Jobs that did not load (bad id, corrupt record) fail in fireItem on their own.
+    const rec = txn.loadedJob(item.jobId);
+    const job = rec === NOT_READ ? undefined : rec?.job;
     if (!job?.spec || job.state !== JobState.JOB_STATE_ACTIVE || job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) continue;
     const upTo = Math.max(item.slotMs, cmd.nowMs);
     const slots = slotsInRange(job.spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM);
-    for (const s of slots) wanted.push({ jobId: job.id, slotMs: s, suffix: '', kind: 'scheduled' });
+    for (const s of slots) wanted.push(txn.knownRunIdKey(scheduledRunId(job.id, s), scheduledParse(job.id, s)).key);
   }
-  await txn.prefetchRuns(wanted);
+  await txn.prefetchRunKeys(wanted);
 }
 
 export async function applyFireRuns(txn: ApplyTxn, cmd: FireRunsCommand, skipSlotCheck = false): Promise<FireResult> {

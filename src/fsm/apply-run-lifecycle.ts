@@ -5,7 +5,7 @@
 // with STALE_FENCING_TOKEN and a reason (STALE_TOKEN: a newer claim exists; NOT_RUNNING: the run
 // ended, was cancelled or its lease expired) so the worker learns it lost the lease.
 import { Attempt, AttemptOutcome, RunError, RunState } from '../gen/herald/v1/run.js';
-import type { ApplyTxn } from './apply-txn.js';
+import { NOT_READ, type ApplyTxn, type NotRead } from './apply-txn.js';
 import { asItemError } from './apply-jobs.js';
 import type {
   CancelRunsCommand,
@@ -18,21 +18,36 @@ import type {
 } from './commands.js';
 import { isDispatchable, isTerminal, type RunRecord } from './records.js';
 import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from './results.js';
-import { endRun, itemError, onRunEnded } from './run-transitions.js';
+import { endRun, itemError, storeEndedRun } from './run-transitions.js';
 import { NO_OUTPUT } from './run-record-codec.js';
 import { effectiveRetry, retryBackoffMs } from './schedule/index.js';
 import { MAX_OUTPUT_BYTES, validateId, validateNote } from './validation.js';
 
-async function loadRun(txn: ApplyTxn, runId: string): Promise<RunRecord | ItemError> {
+function runNotFound(runId: string): ItemError {
+  return itemError('RUN_NOT_FOUND', `run "${runId}" does not exist`, 'UNKNOWN_RUN');
+}
+
+/**
+ * The run as the transaction has it (commands prefetch their runs), or its typed refusal; NOT_READ
+ * when it has not been read (then loadRun reads it). Items of the hot commands (claim, finish) go
+ * through this first: an async read per item cost more than the item's own work.
+ */
+function loadedRun(txn: ApplyTxn, runId: string): RunRecord | ItemError | NotRead {
   const k = txn.runIdKey(runId);
   if (!k) return itemError('INVALID_ID', `"${runId.slice(0, 200)}" is not a run id`);
-  const rec = await txn.getRunAt(k.key);
-  return rec ?? itemError('RUN_NOT_FOUND', `run "${runId}" does not exist`, 'UNKNOWN_RUN');
+  const rec = txn.loadedRunAt(k.key);
+  if (rec === NOT_READ) return NOT_READ;
+  return rec ?? runNotFound(runId);
+}
+
+async function loadRun(txn: ApplyTxn, runId: string): Promise<RunRecord | ItemError> {
+  const loaded = loadedRun(txn, runId);
+  if (loaded !== NOT_READ) return loaded;
+  return (await txn.getRunAt(txn.runIdKey(runId)!.key)) ?? runNotFound(runId);
 }
 
 /** The run, if it is RUNNING under `token`; otherwise the typed refusal. */
-async function loadFenced(txn: ApplyTxn, runId: string, token: number, acceptStale = false): Promise<RunRecord | ItemError> {
-  const rec = await loadRun(txn, runId);
+function fenced(rec: RunRecord | ItemError, runId: string, token: number, acceptStale: boolean): RunRecord | ItemError {
   if (!('run' in rec)) return rec;
   const run = rec.run;
   if (acceptStale && run.state === RunState.RUN_STATE_RUNNING) return rec; // negative control only
@@ -43,6 +58,10 @@ async function loadFenced(txn: ApplyTxn, runId: string, token: number, acceptSta
     return itemError('STALE_FENCING_TOKEN', `run "${runId}" is ${RunState[run.state]}, no longer running under token ${token}`, 'NOT_RUNNING');
   }
   return rec;
+}
+
+async function loadFenced(txn: ApplyTxn, runId: string, token: number, acceptStale = false): Promise<RunRecord | ItemError> {
+  return fenced(await loadRun(txn, runId), runId, token, acceptStale);
 }
 
 function currentAttempt(rec: RunRecord): Attempt | undefined {
@@ -62,14 +81,13 @@ async function prefetch(txn: ApplyTxn, runIds: readonly string[]): Promise<void>
   await txn.prefetchJobs(jobIds);
 }
 
-/** Ends a run for good and updates its job (active set, BUFFER_ONE release). */
-async function finishFor(txn: ApplyTxn, rec: RunRecord, state: RunState, nowMs: number, reason: string, outcome?: AttemptOutcome): Promise<CancelSignal | undefined> {
-  const signal = endRun(rec, state, nowMs, reason, outcome);
-  txn.putRun(rec);
-  const job = await txn.getJob(rec.run.jobId);
-  await onRunEnded(txn, job, rec.run.id);
-  if (job) txn.putJob(job);
-  return signal;
+/**
+ * Ends a run for good and updates its job (active set, BUFFER_ONE release). Synchronous when the
+ * records are loaded; otherwise the returned promise settles once done.
+ */
+function finishFor(txn: ApplyTxn, rec: RunRecord, state: RunState, nowMs: number, reason: string, outcome?: AttemptOutcome): Promise<void> | undefined {
+  endRun(rec, state, nowMs, reason, outcome);
+  return storeEndedRun(txn, rec);
 }
 
 export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token: number): Promise<ClaimResult> {
@@ -82,7 +100,8 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       items.push({ error: asItemError(e) });
       continue;
     }
-    const rec = await loadRun(txn, item.runId);
+    const loaded = loadedRun(txn, item.runId);
+    const rec = loaded === NOT_READ ? await loadRun(txn, item.runId) : loaded;
     if (!('run' in rec)) {
       items.push({ error: rec });
       continue;
@@ -101,7 +120,8 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       items.push({ error: itemError('INVALID_ARGUMENT', `lease deadline ${item.leaseDeadlineMs} is not after now (${cmd.nowMs})`) });
       continue;
     }
-    const job = await txn.getJob(run.jobId);
+    const loadedJob = txn.loadedJob(run.jobId);
+    const job = loadedJob === NOT_READ ? await txn.getJob(run.jobId) : loadedJob;
     const deadline = job?.job.spec?.startingDeadlineMs ?? 0;
     if (run.attempt === 0 && !run.manual && !run.backfilled && deadline > 0 && cmd.nowMs > run.scheduledUnixMs + deadline) {
       await finishFor(txn, rec, RunState.RUN_STATE_MISSED, cmd.nowMs, `not started within the starting deadline of ${deadline} ms`);
@@ -126,7 +146,8 @@ async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem, acceptS
   if (item.succeeded && item.output.length > MAX_OUTPUT_BYTES) {
     return { error: itemError('INVALID_ARGUMENT', `output is ${item.output.length} bytes; the limit is ${MAX_OUTPUT_BYTES}`), state: unspecified };
   }
-  const rec = await loadFenced(txn, item.runId, item.fencingToken, acceptStale);
+  const loaded = loadedRun(txn, item.runId);
+  const rec = fenced(loaded === NOT_READ ? await loadRun(txn, item.runId) : loaded, item.runId, item.fencingToken, acceptStale);
   if (!('run' in rec)) return { error: rec, state: unspecified };
   const run = rec.run;
   const attempt = currentAttempt(rec);
@@ -134,7 +155,8 @@ async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem, acceptS
     // Copied (the command's bytes are not the run's to keep); most runs share the empty one.
     run.output = item.output.length === 0 ? NO_OUTPUT : Buffer.from(item.output);
     if (attempt) attempt.outcome = AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED;
-    await finishFor(txn, rec, RunState.RUN_STATE_SUCCEEDED, nowMs, '', AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED);
+    const reading = finishFor(txn, rec, RunState.RUN_STATE_SUCCEEDED, nowMs, '', AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED);
+    if (reading) await reading;
     return { state: run.state };
   }
   const error = RunError.fromPartial({ type: item.errorType, message: item.errorMessage, retryable: item.retryable || item.timedOut });
@@ -239,7 +261,8 @@ export async function applyCancelRuns(txn: ApplyTxn, cmd: CancelRunsCommand): Pr
       items.push({ error: itemError('INVALID_STATE', `run "${rec.run.id}" already ended (${RunState[rec.run.state]})`) });
       continue;
     }
-    const signal = await finishFor(txn, rec, RunState.RUN_STATE_CANCELLED, cmd.nowMs, item.reason || 'cancelled');
+    const signal = endRun(rec, RunState.RUN_STATE_CANCELLED, cmd.nowMs, item.reason || 'cancelled');
+    await storeEndedRun(txn, rec);
     if (signal) signals.push(signal);
     items.push({ run: rec.run });
   }

@@ -139,7 +139,8 @@ export class ByteWriter {
   /** An array with a length prefix, each item written by `fn`. */
   list<T>(items: readonly T[], fn: (w: this, item: T) => void): this {
     this.uint(items.length);
-    for (const item of items) fn(this, item);
+    // Indexed: a for-of here allocated an iterator result per item wherever it was not optimized.
+    for (let i = 0; i < items.length; i++) fn(this, items[i]!);
     return this;
   }
 

@@ -110,10 +110,14 @@ export function isDispatchable(rec: RunRecord): boolean {
   return !rec.held && (s === RunState.RUN_STATE_PENDING || s === RunState.RUN_STATE_FAILED);
 }
 
+/** Shared by every job without index keys (each fired one-off job, every paused one). */
+const NO_INDEX_KEYS: readonly string[] = Object.freeze([]);
+
 /** Secondary index keys of a job: the due index entry while ACTIVE with a next fire time. */
-export function jobIndexKeys(job: Job): string[] {
-  return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : [];
+export function jobIndexKeys(job: Job): readonly string[] {
+  return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
 }
+
 
 /** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */
 export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];

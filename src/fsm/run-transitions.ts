@@ -3,7 +3,7 @@
 import { OverlapPolicy, type JobSpec } from '../gen/herald/v1/job.js';
 import { AttemptOutcome, RunState, type Run } from '../gen/herald/v1/run.js';
 import type { ErrorCode } from '../herald-error.js';
-import type { ApplyTxn } from './apply-txn.js';
+import { NOT_READ, type ApplyTxn } from './apply-txn.js';
 import type { JobRecord, RunRecord } from './records.js';
 import { isTerminal } from './records.js';
 import type { CancelSignal, ItemError } from './results.js';
@@ -64,22 +64,49 @@ export function addActive(job: JobRecord): void {
 /**
  * Bookkeeping after a run of `job` reached a terminal state: it leaves the active set, and a
  * BUFFER_ONE run held behind it becomes dispatchable once no other (unheld) run is active.
- * The caller has stored the run and stores the job afterwards.
+ * The caller has stored the run and stores the job afterwards. Synchronous unless the held run
+ * has to be read: then the returned promise settles once it is released.
  */
-export async function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> {
-  if (!job) return;
+export function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> | undefined {
+  if (!job) return undefined;
   job.job.activeRuns = Math.max(0, job.job.activeRuns - 1);
   if (job.heldRunId === runId) job.heldRunId = '';
   // The held run is itself active: when it is the only one left, its turn has come.
-  if (job.heldRunId !== '' && job.job.activeRuns <= 1) {
-    const p = parseRunId(job.heldRunId);
-    const held = p ? await txn.getRun(p) : undefined;
-    job.heldRunId = '';
-    if (held && held.held) {
-      held.held = false;
-      txn.putRun(held);
-    }
+  if (job.heldRunId === '' || job.job.activeRuns > 1) return undefined;
+  const k = txn.runIdKey(job.heldRunId);
+  job.heldRunId = '';
+  if (!k) return undefined;
+  const loaded = txn.loadedRunAt(k.key);
+  if (loaded !== NOT_READ) return releaseHeld(txn, loaded);
+  return txn.getRunAt(k.key).then((held) => releaseHeld(txn, held));
+}
+
+function releaseHeld(txn: ApplyTxn, held: RunRecord | undefined): undefined {
+  if (held && held.held) {
+    held.held = false;
+    txn.putRun(held);
   }
+  return undefined;
+}
+
+/**
+ * Stores a run that endRun just ended and updates its job (active set, BUFFER_ONE release).
+ * Synchronous when the transaction has the records (commands prefetch them); otherwise the
+ * returned promise settles once done.
+ */
+export function storeEndedRun(txn: ApplyTxn, rec: RunRecord): Promise<void> | undefined {
+  txn.putRun(rec);
+  const loaded = txn.loadedJob(rec.run.jobId);
+  if (loaded === NOT_READ) return txn.getJob(rec.run.jobId).then((job) => updateJobOfEndedRun(txn, job, rec.run.id));
+  return updateJobOfEndedRun(txn, loaded, rec.run.id);
+}
+
+function updateJobOfEndedRun(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> | undefined {
+  const reading = onRunEnded(txn, job, runId);
+  if (!job) return reading;
+  if (reading) return reading.then(() => txn.putJob(job));
+  txn.putJob(job);
+  return undefined;
 }
 
 /**

@@ -16,7 +16,8 @@ export interface ChainedBatchDb<K, V> {
 export async function writeLevelBatch<K, V>(db: ChainedBatchDb<K, V>, ops: readonly LevelBatchOp<K, V>[], options: { sync?: boolean } = {}): Promise<void> {
   if (ops.length === 0) return;
   const batch = db.batch();
-  for (const op of ops) {
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
     if (op.type === 'put') batch.put(op.key, op.value);
     else batch.del(op.key);
   }
