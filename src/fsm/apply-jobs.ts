@@ -1,10 +1,10 @@
 // Job commands: put (create), update, delete, pause, resume.
 import { Job, JobState, type JobSpec } from '../gen/herald/v1/job.js';
 import { HeraldError, isHeraldError } from '../herald-error.js';
-import type { ApplyTxn } from './apply-txn.js';
+import { NOT_READ, type ApplyTxn } from './apply-txn.js';
 import type { DeleteJobCommand, PauseJobCommand, PutJobCommand, ResumeJobCommand, UpdateJobCommand } from './commands.js';
 import { createIdemKey } from './key-layout.js';
-import { lookupIdem, storeIdem } from './idempotency.js';
+import { loadedIdem, lookupIdem, storeIdem } from './idempotency.js';
 import type { JobRecord } from './records.js';
 import type { DeleteResult, ItemError, JobResult } from './results.js';
 import { cancelActiveRuns, itemError } from './run-transitions.js';
@@ -55,7 +55,9 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
   }
   const idemKey = cmd.idempotencyKey === '' ? undefined : createIdemKey(cmd.idempotencyKey);
   if (idemKey) {
-    const prior = await lookupIdem(txn, idemKey, cmd.nowMs);
+    // Reads of what a putJobs prefetched are synchronous: no promise per item of a create batch.
+    const loadedPrior = loadedIdem(txn, idemKey, cmd.nowMs);
+    const prior = loadedPrior === NOT_READ ? await lookupIdem(txn, idemKey, cmd.nowMs) : loadedPrior;
     if (prior?.error) return { type: 'job', error: itemError(prior.error.code, prior.error.message), created: false };
     if (prior) {
       const rec = await txn.getJob(prior.target);
@@ -63,23 +65,30 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
       return { type: 'job', job: jobOut(rec), created: false };
     }
   }
-  if (await txn.getJob(cmd.jobId)) {
+  const existing = txn.loadedJob(cmd.jobId);
+  if (existing === NOT_READ ? await txn.getJob(cmd.jobId) : existing) {
     const error = itemError('ALREADY_EXISTS', `job "${cmd.jobId}" already exists`);
     // The key answers this from now on (see idempotency.ts): a late attempt of the same request
     // must not create the job after the client was told it exists.
     if (idemKey) storeIdem(txn, idemKey, '', cmd.nowMs, error);
     return { type: 'job', error, created: false };
   }
-  const job = Job.fromPartial({
+  // Every field spelled out (the type checker fails here when Job grows one), not fromPartial's
+  // generic merge. The command's own spec object, not a copy: it carries the bytes it was decoded
+  // from, so the record is written without encoding the spec again (job-record-codec.ts). Apply
+  // never mutates it.
+  const job: Job = {
     id: cmd.jobId,
+    spec: cmd.spec,
     state: JobState.JOB_STATE_ACTIVE,
     version: 1,
     createdUnixMs: cmd.nowMs,
     updatedUnixMs: cmd.nowMs,
-  });
-  // The command's own spec object, not a copy: it carries the bytes it was decoded from, so the
-  // record is written without encoding the spec again (job-record-codec.ts). Apply never mutates it.
-  job.spec = cmd.spec;
+    nextFireUnixMs: 0,
+    lastSlotUnixMs: 0,
+    pauseNote: '',
+    activeRuns: 0,
+  };
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '' };
   txn.putJob(rec);

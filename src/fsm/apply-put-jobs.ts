@@ -27,7 +27,8 @@ export async function applyPutJobs(txn: ApplyTxn, cmd: PutJobsCommand, limits: S
   const items: JobItemResult[] = [];
   for (const item of cmd.items) {
     const r = await applyPutJob(txn, { type: 'putJob', nowMs: cmd.nowMs, jobId: item.jobId, spec: item.spec, idempotencyKey: item.idempotencyKey }, limits);
-    items.push({ ...(r.error && { error: r.error }), ...(r.job && { job: r.job }), created: r.created });
+    // Only the fields that are set (as before), without the spreads' temporary objects.
+    items.push(r.error ? (r.job ? { error: r.error, job: r.job, created: r.created } : { error: r.error, created: r.created }) : r.job ? { job: r.job, created: r.created } : { created: r.created });
   }
   return { type: 'jobs', items };
 }

@@ -149,6 +149,14 @@ export class ApplyTxn {
     return this.db.get(key);
   }
 
+  /** The raw value as this transaction has it (written or prefetched), without reading: NOT_READ if it has not. */
+  loadedRaw(key: string): Uint8Array | undefined | NotRead {
+    const v = this.raw.get(key);
+    if (v !== undefined) return v ?? undefined;
+    if (this.rawRead.has(key)) return this.rawRead.get(key);
+    return NOT_READ;
+  }
+
   /** Loads many raw keys with one getMany (idempotency records of a create batch). */
   async prefetchRaw(keys: readonly string[]): Promise<void> {
     const missing = [...new Set(keys)].filter((k) => !this.raw.has(k) && !this.rawRead.has(k));

@@ -5,7 +5,7 @@
 // the job was deleted) and create the job the client was told was not created (chaos seed 311).
 // Likewise a keyed trigger refused with JOB_NOT_FOUND.
 // Expired keys read as absent at once and are removed by trimHistory in bounded steps.
-import type { ApplyTxn } from './apply-txn.js';
+import { NOT_READ, type ApplyTxn, type NotRead } from './apply-txn.js';
 import { ByteReader, ByteWriter } from './binary-codec.js';
 import { expiryKey } from './key-layout.js';
 import type { ErrorCode } from '../herald-error.js';
@@ -30,7 +30,17 @@ export function decodeIdem(v: Uint8Array): IdemRecord {
 
 /** The live record under `recordKey`, or undefined when absent or expired at `nowMs`. */
 export async function lookupIdem(txn: ApplyTxn, recordKey: string, nowMs: number): Promise<IdemRecord | undefined> {
-  const v = await txn.getRaw(recordKey);
+  const loaded = txn.loadedRaw(recordKey);
+  return liveIdem(loaded === NOT_READ ? await txn.getRaw(recordKey) : loaded, nowMs);
+}
+
+/** lookupIdem when the transaction has the record (a create batch prefetches its keys); NOT_READ otherwise. */
+export function loadedIdem(txn: ApplyTxn, recordKey: string, nowMs: number): IdemRecord | undefined | NotRead {
+  const loaded = txn.loadedRaw(recordKey);
+  return loaded === NOT_READ ? NOT_READ : liveIdem(loaded, nowMs);
+}
+
+function liveIdem(v: Uint8Array | undefined, nowMs: number): IdemRecord | undefined {
   if (v === undefined) return undefined;
   const rec = decodeIdem(v);
   return rec.expiresMs > nowMs ? rec : undefined;
