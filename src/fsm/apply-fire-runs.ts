@@ -38,6 +38,7 @@ export function jitteredSlot(jobId: string, spec: JobSpec, found: readonly numbe
 type SlotFate = { readonly kind: 'run' } | { readonly kind: 'missed'; readonly reason: string };
 /** Most slots run: they share one fate (fates are replaced, never changed). */
 const RUN: SlotFate = { kind: 'run' };
+const ONE_ON_TIME: readonly SlotFate[] = Object.freeze([RUN]);
 
 function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
   return spec.misfirePolicy === MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED ? MisfirePolicy.MISFIRE_POLICY_RUN_ONCE : spec.misfirePolicy;
@@ -48,7 +49,11 @@ function misfirePolicyOf(spec: JobSpec): MisfirePolicy {
  * The starting deadline counts from the scheduled instant (slot + jitter), as the claim check and
  * the leader's deadline sweep do; downtime (the misfire threshold) counts from the slot.
  */
-function slotFates(spec: JobSpec, slots: readonly number[], scheduled: readonly number[], nowMs: number, thresholdMs: number, truncated: boolean): SlotFate[] {
+function slotFates(spec: JobSpec, slots: readonly number[], scheduled: readonly number[], nowMs: number, thresholdMs: number, truncated: boolean): readonly SlotFate[] {
+  // The common case, one slot on time (every slot of a herd, most of steady load): shared.
+  if (slots.length === 1 && !(spec.startingDeadlineMs > 0 && nowMs > scheduled[0]! + spec.startingDeadlineMs) && !(nowMs > slots[0]! + thresholdMs)) {
+    return ONE_ON_TIME;
+  }
   const fates: SlotFate[] = slots.map(() => RUN);
   const misfired: number[] = [];
   slots.forEach((s, i) => {
@@ -81,6 +86,16 @@ function noRuns(): { created: readonly string[]; missed: readonly string[]; skip
   return { created: NONE, missed: NONE, skipped: NONE };
 }
 
+/**
+ * `list` with `id` at the end; a new one-element list when there is none. Most items fire one
+ * slot: a push onto an empty array reserves room for 16.
+ */
+function appended(list: string[] | undefined, id: string): string[] {
+  if (!list) return [id];
+  list.push(id);
+  return list;
+}
+
 async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, signals: CancelSignal[], skipSlotCheck: boolean): Promise<FireItemResult> {
   try {
     validateId(item.jobId, 'job_id');
@@ -111,7 +126,8 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
   const truncated = found.length > MAX_SLOTS_PER_FIRE_ITEM;
   const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
-  const scheduled = slots.map((_, i) => jitteredSlot(job.id, spec, found, i, job.createdUnixMs));
+  // Without jitter every slot is scheduled at itself (jitteredSlot): no second list.
+  const scheduled = spec.jitterMs > 0 ? slots.map((_, i) => jitteredSlot(job.id, spec, found, i, job.createdUnixMs)) : slots;
   const fates = slotFates(spec, slots, scheduled, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
   let created: string[] | undefined;
   let missed: string[] | undefined;
@@ -126,7 +142,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     const fate = fates[i]!;
     if (fate.kind === 'missed') {
       txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason: fate.reason }));
-      (missed ??= []).push(id);
+      missed = appended(missed, id);
       continue;
     }
     let held = false;
@@ -134,7 +150,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
       if (policy === OverlapPolicy.OVERLAP_POLICY_FORBID || (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && rec.heldRunId !== '')) {
         const reason = `overlap policy ${OverlapPolicy[policy]}: ${job.activeRuns} run(s) of the job still active`;
         txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_SKIPPED, reason }));
-        (skipped ??= []).push(id);
+        skipped = appended(skipped, id);
         continue;
       }
       if (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE) held = true;
@@ -145,7 +161,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
     addActive(rec);
     if (held) rec.heldRunId = id;
-    (created ??= []).push(id);
+    created = appended(created, id);
   }
   const last = slots.length > 0 ? slots[slots.length - 1]! : undefined;
   if (last !== undefined) job.lastSlotUnixMs = last;

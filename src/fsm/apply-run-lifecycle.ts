@@ -129,7 +129,10 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       continue;
     }
     run.attempt += 1;
-    run.attempts.push({ number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: cmd.nowMs, endedUnixMs: 0, outcome: AttemptOutcome.ATTEMPT_OUTCOME_UNSPECIFIED, error: undefined });
+    const attempt: Attempt = { number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: cmd.nowMs, endedUnixMs: 0, outcome: AttemptOutcome.ATTEMPT_OUTCOME_UNSPECIFIED, error: undefined };
+    // A first attempt gets a list of exactly one (a push onto an empty array reserves room for 16).
+    if (run.attempts.length === 0) run.attempts = [attempt];
+    else run.attempts.push(attempt);
     if (run.attempt === 1) run.latenessMs = Math.max(0, cmd.nowMs - run.scheduledUnixMs);
     run.state = RunState.RUN_STATE_RUNNING;
     run.workerId = item.workerId;
