@@ -34,6 +34,9 @@ const FINISHED = new Uint8Array(0);
 export const SLAB_BYTES = 8192;
 /** Larger results get an exact buffer of their own. */
 export const MAX_SLAB_SLICE = 1024;
+/** What an empty bytes field reads as: one shared, zero-length (so nothing can be written into it). */
+const NO_BYTES = new Uint8Array(0);
+
 let slab = new Uint8Array(SLAB_BYTES);
 let slabPos = 0;
 
@@ -217,12 +220,15 @@ export class ByteReader {
   }
 
   bytes(): Uint8Array {
-    return this.bytesView().slice();
+    const view = this.bytesView();
+    return view.length === 0 ? NO_BYTES : view.slice();
   }
 
   /** A bytes field as a view of the input, no copy: only for bytes not kept beyond the input's life. */
   bytesView(): Uint8Array {
     const n = this.uint();
+    // Empty fields (most outputs, payloads and notes) share one: a view or a copy each cost ~100 bytes.
+    if (n === 0) return NO_BYTES;
     this.need(n);
     const out = this.buf.subarray(this.pos, this.pos + n);
     this.pos += n;
