@@ -35,7 +35,7 @@ import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
 import { HandlerError, type AbortCause } from './handler-errors.js';
 import { childLogger, silentLogger, type ClientLogger } from './logger.js';
 import { Backoff, type RetryOptions } from './retry-policy.js';
-import { createRunContext, encodeOutput, type Handler, type RunContext } from './run-context.js';
+import { HandlerContext, encodeOutput, type Handler, type HandlerOutput, type RunContext, type RunContextOwner } from './run-context.js';
 import { RunAbort } from './run-abort.js';
 import { WorkerStream } from './worker-stream.js';
 
@@ -102,6 +102,12 @@ const DEFAULT_LEASE_MS = 30_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
 /** A WorkerBatch is cut at about this many bytes of outputs and messages. */
 const MAX_BATCH_BYTES = 1 << 20;
+/** The outcome of a handler that returned nothing: shared, as outcomes are only read (encoded). */
+const EMPTY_SUCCESS: RunResult['outcome'] = { $case: 'success', success: { output: encodeOutput(undefined) } };
+
+function isPromiseLike(v: HandlerOutput | Promise<HandlerOutput>): v is PromiseLike<HandlerOutput> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
 
 function defaultWorkerId(): string {
   const host = hostname().replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 80) || 'worker';
@@ -171,6 +177,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private idleWaiters: Array<() => void> = [];
   private stopping: Promise<void> | undefined;
   private cutGrace: (() => void) | undefined;
+  /** What handler contexts call back into; one for all runs, so a run costs no closures. */
+  private readonly contextOwner: RunContextOwner = {
+    runLogger: (a) => this.runLogger(a),
+    heartbeat: (a) => this.heartbeatRun(a),
+  };
 
   constructor(options: WorkerOptions) {
     super();
@@ -674,18 +685,23 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (a.executionTimeoutMs > 0) {
       h.timer = setTimeout(() => this.abortRun(h, 'timeout', `execution timeout of ${a.executionTimeoutMs}ms exceeded`), a.executionTimeoutMs);
     }
-    const runLogger = () => childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
-    const ctx = createRunContext(a, h.abort, runLogger, () => this.heartbeatRun(h));
+    const ctx = new HandlerContext(a, h.abort, this.contextOwner);
     this.logger.debug({ runId: a.runId, attempt: a.attempt, taskType: a.taskType }, 'run started');
-    void this.runHandler(h, handler, ctx, runLogger);
+    void this.runHandler(h, handler, ctx);
+  }
+
+  private runLogger(a: RunAssignment): ClientLogger {
+    return childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
   }
 
   /** Runs the handler (never inside the caller's turn) and reports what it did. */
-  private async runHandler(h: HeldRunState, handler: Handler, ctx: RunContext, runLogger: () => ClientLogger): Promise<void> {
+  private async runHandler(h: HeldRunState, handler: Handler, ctx: RunContext): Promise<void> {
     let outcome: RunResult['outcome'];
     try {
       await undefined;
-      const value = await handler(ctx);
+      const returned = handler(ctx);
+      // Most handlers return no promise: awaiting the value anyway cost a promise per run.
+      const value = isPromiseLike(returned) ? await returned : returned;
       if (h.abort.cause === 'timeout') {
         outcome = { $case: 'failure', failure: failureOf(new Error('execution timeout exceeded'), 'timeout') };
       } else {
@@ -693,11 +709,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
         outcome =
           output.length > MAX_OUTPUT_BYTES
             ? { $case: 'failure', failure: { retryable: false, errorType: 'OutputTooLarge', message: `output of ${output.length} bytes exceeds ${MAX_OUTPUT_BYTES}` } }
-            : { $case: 'success', success: { output } };
+            : output.length === 0
+              ? EMPTY_SUCCESS
+              : { $case: 'success', success: { output } };
       }
     } catch (err) {
       outcome = { $case: 'failure', failure: failureOf(err, h.abort.cause) };
-      runLogger().debug({ err: String(err) }, 'handler failed');
+      this.runLogger(h.assignment).debug({ err: String(err) }, 'handler failed');
     }
     try {
       clearTimeout(h.timer);
@@ -800,7 +818,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (![...this.held.values()].some((h) => h.phase !== 'reporting')) this.stopWatchdog();
   }
 
-  private heartbeatRun(h: HeldRunState): void {
-    if (this.held.get(h.assignment.runId) === h) this.sendHeartbeat([heldRun(h.assignment)]);
+  /** ctx.heartbeat(): only while the run is still held under that assignment (claim). */
+  private heartbeatRun(a: RunAssignment): void {
+    if (this.held.get(a.runId)?.assignment === a) this.sendHeartbeat([heldRun(a)]);
   }
 }
