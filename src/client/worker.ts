@@ -35,7 +35,7 @@ import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
 import { HandlerError, type AbortCause } from './handler-errors.js';
 import { childLogger, silentLogger, type ClientLogger } from './logger.js';
 import { Backoff, type RetryOptions } from './retry-policy.js';
-import { HandlerContext, encodeOutput, type Handler, type HandlerOutput, type RunContext, type RunContextOwner } from './run-context.js';
+import { HandlerContext, encodeOutput, type Handler, type HandlerOutput, type RunContextOwner } from './run-context.js';
 import { RunAbort } from './run-abort.js';
 import { WorkerStream } from './worker-stream.js';
 
@@ -177,6 +177,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private idleWaiters: Array<() => void> = [];
   private stopping: Promise<void> | undefined;
   private cutGrace: (() => void) | undefined;
+  /** Runs whose handler starts in the next microtask (execute). */
+  private starting: HeldRunState[] = [];
   /** What handler contexts call back into; one for all runs, so a run costs no closures. */
   private readonly contextOwner: RunContextOwner = {
     runLogger: (a) => this.runLogger(a),
@@ -679,29 +681,55 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private execute(h: HeldRunState): void {
     const a = h.assignment;
-    const handler = this.handlers[a.taskType]!;
     h.phase = 'executing';
     this.running += 1;
     if (a.executionTimeoutMs > 0) {
       h.timer = setTimeout(() => this.abortRun(h, 'timeout', `execution timeout of ${a.executionTimeoutMs}ms exceeded`), a.executionTimeoutMs);
     }
-    const ctx = new HandlerContext(a, h.abort, this.contextOwner);
     this.logger.debug({ runId: a.runId, attempt: a.attempt, taskType: a.taskType }, 'run started');
-    void this.runHandler(h, handler, ctx);
+    // Never inside the caller's turn: the handlers of this turn start together in one microtask
+    // (an async function and an await per run cost more than running a no-op handler).
+    this.starting.push(h);
+    if (this.starting.length === 1) queueMicrotask(this.startHandlers);
   }
+
+  private readonly startHandlers = (): void => {
+    const starting = this.starting;
+    this.starting = [];
+    for (const h of starting) {
+      try {
+        this.runHandler(h);
+      } catch (err) {
+        // One run's failed bookkeeping must not keep the others of its turn from starting.
+        this.logger.error({ err: String(err) }, 'worker bookkeeping failed');
+      }
+    }
+  };
 
   private runLogger(a: RunAssignment): ClientLogger {
     return childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
   }
 
-  /** Runs the handler (never inside the caller's turn) and reports what it did. */
-  private async runHandler(h: HeldRunState, handler: Handler, ctx: RunContext): Promise<void> {
+  /** Runs the handler and reports what it did (at once when it returns no promise). */
+  private runHandler(h: HeldRunState): void {
+    const ctx = new HandlerContext(h.assignment, h.abort, this.contextOwner);
+    let returned: HandlerOutput | Promise<HandlerOutput>;
+    try {
+      returned = this.handlers[h.assignment.taskType]!(ctx);
+    } catch (err) {
+      return this.handlerFailed(h, err);
+    }
+    if (!isPromiseLike(returned)) return this.handlerReturned(h, returned);
+    // Promise.resolve: a foreign thenable settles it at most once, as an await would.
+    Promise.resolve(returned).then(
+      (value) => this.handlerReturned(h, value),
+      (err: unknown) => this.handlerFailed(h, err),
+    );
+  }
+
+  private handlerReturned(h: HeldRunState, value: HandlerOutput): void {
     let outcome: RunResult['outcome'];
     try {
-      await undefined;
-      const returned = handler(ctx);
-      // Most handlers return no promise: awaiting the value anyway cost a promise per run.
-      const value = isPromiseLike(returned) ? await returned : returned;
       if (h.abort.cause === 'timeout') {
         outcome = { $case: 'failure', failure: failureOf(new Error('execution timeout exceeded'), 'timeout') };
       } else {
@@ -714,9 +742,18 @@ export class Worker extends EventEmitter<WorkerEvents> {
               : { $case: 'success', success: { output } };
       }
     } catch (err) {
-      outcome = { $case: 'failure', failure: failureOf(err, h.abort.cause) };
-      this.runLogger(h.assignment).debug({ err: String(err) }, 'handler failed');
+      return this.handlerFailed(h, err);
     }
+    this.handlerSettled(h, outcome);
+  }
+
+  private handlerFailed(h: HeldRunState, err: unknown): void {
+    const outcome: RunResult['outcome'] = { $case: 'failure', failure: failureOf(err, h.abort.cause) };
+    this.runLogger(h.assignment).debug({ err: String(err) }, 'handler failed');
+    this.handlerSettled(h, outcome);
+  }
+
+  private handlerSettled(h: HeldRunState, outcome: RunResult['outcome']): void {
     try {
       clearTimeout(h.timer);
       this.running -= 1;
