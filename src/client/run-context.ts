@@ -63,34 +63,54 @@ export function runInfo(a: RunAssignment): RunInfo {
   };
 }
 
+/** What a run's context asks of its worker, only when the handler uses it. */
+export interface RunContextOwner {
+  /** A logger bound to the run (ctx.logger, made on first use). */
+  runLogger(a: RunAssignment): ClientLogger;
+  /** Sends a heartbeat for the run now (ctx.heartbeat()). */
+  heartbeat(a: RunAssignment): void;
+}
+
 /**
- * The context a handler gets. Its signal and logger are made on first use (`signal` from the
- * run's RunAbort, `logger` by `makeLogger`): most handlers touch neither, and a child logger and an
- * AbortSignal per run cost more than running a short handler.
+ * The context a handler gets. A class, not an object literal: a literal with getters and methods
+ * made an accessor pair and a closure each per run, which cost more than running a no-op handler.
+ * Its signal and logger are made on first use (`signal` from the run's RunAbort, `logger` by the
+ * owner): most handlers touch neither. `heartbeat` and `json` are getters handing out functions
+ * bound to the run (made on first use), so they still work destructured from the context.
  */
-export function createRunContext(
-  a: RunAssignment,
-  abort: { readonly signal: AbortSignal },
-  makeLogger: () => ClientLogger,
-  heartbeat: () => void,
-): RunContext {
-  const run = runInfo(a);
-  let logger: ClientLogger | undefined;
-  return {
-    run,
-    attempt: a.attempt,
-    fencingToken: a.fencingToken,
-    get signal() {
-      return abort.signal;
-    },
-    get logger() {
-      return (logger ??= makeLogger());
-    },
-    heartbeat,
-    json<T>(): T {
-      return JSON.parse(run.payload.toString('utf8')) as T;
-    },
-  };
+export class HandlerContext implements RunContext {
+  readonly run: RunInfo;
+  readonly attempt: number;
+  readonly fencingToken: number;
+  private loggerValue: ClientLogger | undefined;
+  private heartbeatFn: (() => void) | undefined;
+  private jsonFn: (<T = unknown>() => T) | undefined;
+
+  constructor(
+    private readonly assignment: RunAssignment,
+    private readonly abort: { readonly signal: AbortSignal },
+    private readonly owner: RunContextOwner,
+  ) {
+    this.run = runInfo(assignment);
+    this.attempt = assignment.attempt;
+    this.fencingToken = assignment.fencingToken;
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get logger(): ClientLogger {
+    return (this.loggerValue ??= this.owner.runLogger(this.assignment));
+  }
+
+  get heartbeat(): () => void {
+    return (this.heartbeatFn ??= () => this.owner.heartbeat(this.assignment));
+  }
+
+  get json(): <T = unknown>() => T {
+    return (this.jsonFn ??= <T>(): T => JSON.parse(this.run.payload.toString('utf8')) as T);
+  }
 }
 
 /** The output of a handler that returned nothing (shared: outputs are only read). */

@@ -35,7 +35,7 @@ import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
 import { HandlerError, type AbortCause } from './handler-errors.js';
 import { childLogger, silentLogger, type ClientLogger } from './logger.js';
 import { Backoff, type RetryOptions } from './retry-policy.js';
-import { createRunContext, encodeOutput, type Handler, type RunContext } from './run-context.js';
+import { HandlerContext, encodeOutput, type Handler, type HandlerOutput, type RunContextOwner } from './run-context.js';
 import { RunAbort } from './run-abort.js';
 import { WorkerStream } from './worker-stream.js';
 
@@ -102,6 +102,12 @@ const DEFAULT_LEASE_MS = 30_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
 /** A WorkerBatch is cut at about this many bytes of outputs and messages. */
 const MAX_BATCH_BYTES = 1 << 20;
+/** The outcome of a handler that returned nothing: shared, as outcomes are only read (encoded). */
+const EMPTY_SUCCESS: RunResult['outcome'] = { $case: 'success', success: { output: encodeOutput(undefined) } };
+
+function isPromiseLike(v: HandlerOutput | Promise<HandlerOutput>): v is PromiseLike<HandlerOutput> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
 
 function defaultWorkerId(): string {
   const host = hostname().replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 80) || 'worker';
@@ -171,6 +177,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private idleWaiters: Array<() => void> = [];
   private stopping: Promise<void> | undefined;
   private cutGrace: (() => void) | undefined;
+  /** Runs whose handler starts in the next microtask (execute). */
+  private starting: HeldRunState[] = [];
+  /** What handler contexts call back into; one for all runs, so a run costs no closures. */
+  private readonly contextOwner: RunContextOwner = {
+    runLogger: (a) => this.runLogger(a),
+    heartbeat: (a) => this.heartbeatRun(a),
+  };
 
   constructor(options: WorkerOptions) {
     super();
@@ -668,24 +681,55 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private execute(h: HeldRunState): void {
     const a = h.assignment;
-    const handler = this.handlers[a.taskType]!;
     h.phase = 'executing';
     this.running += 1;
     if (a.executionTimeoutMs > 0) {
       h.timer = setTimeout(() => this.abortRun(h, 'timeout', `execution timeout of ${a.executionTimeoutMs}ms exceeded`), a.executionTimeoutMs);
     }
-    const runLogger = () => childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
-    const ctx = createRunContext(a, h.abort, runLogger, () => this.heartbeatRun(h));
     this.logger.debug({ runId: a.runId, attempt: a.attempt, taskType: a.taskType }, 'run started');
-    void this.runHandler(h, handler, ctx, runLogger);
+    // Never inside the caller's turn: the handlers of this turn start together in one microtask
+    // (an async function and an await per run cost more than running a no-op handler).
+    this.starting.push(h);
+    if (this.starting.length === 1) queueMicrotask(this.startHandlers);
   }
 
-  /** Runs the handler (never inside the caller's turn) and reports what it did. */
-  private async runHandler(h: HeldRunState, handler: Handler, ctx: RunContext, runLogger: () => ClientLogger): Promise<void> {
+  private readonly startHandlers = (): void => {
+    const starting = this.starting;
+    this.starting = [];
+    for (const h of starting) {
+      try {
+        this.runHandler(h);
+      } catch (err) {
+        // One run's failed bookkeeping must not keep the others of its turn from starting.
+        this.logger.error({ err: String(err) }, 'worker bookkeeping failed');
+      }
+    }
+  };
+
+  private runLogger(a: RunAssignment): ClientLogger {
+    return childLogger(this.logger, { runId: a.runId, attempt: a.attempt, fencingToken: a.fencingToken });
+  }
+
+  /** Runs the handler and reports what it did (at once when it returns no promise). */
+  private runHandler(h: HeldRunState): void {
+    const ctx = new HandlerContext(h.assignment, h.abort, this.contextOwner);
+    let returned: HandlerOutput | Promise<HandlerOutput>;
+    try {
+      returned = this.handlers[h.assignment.taskType]!(ctx);
+    } catch (err) {
+      return this.handlerFailed(h, err);
+    }
+    if (!isPromiseLike(returned)) return this.handlerReturned(h, returned);
+    // Promise.resolve: a foreign thenable settles it at most once, as an await would.
+    Promise.resolve(returned).then(
+      (value) => this.handlerReturned(h, value),
+      (err: unknown) => this.handlerFailed(h, err),
+    );
+  }
+
+  private handlerReturned(h: HeldRunState, value: HandlerOutput): void {
     let outcome: RunResult['outcome'];
     try {
-      await undefined;
-      const value = await handler(ctx);
       if (h.abort.cause === 'timeout') {
         outcome = { $case: 'failure', failure: failureOf(new Error('execution timeout exceeded'), 'timeout') };
       } else {
@@ -693,12 +737,23 @@ export class Worker extends EventEmitter<WorkerEvents> {
         outcome =
           output.length > MAX_OUTPUT_BYTES
             ? { $case: 'failure', failure: { retryable: false, errorType: 'OutputTooLarge', message: `output of ${output.length} bytes exceeds ${MAX_OUTPUT_BYTES}` } }
-            : { $case: 'success', success: { output } };
+            : output.length === 0
+              ? EMPTY_SUCCESS
+              : { $case: 'success', success: { output } };
       }
     } catch (err) {
-      outcome = { $case: 'failure', failure: failureOf(err, h.abort.cause) };
-      runLogger().debug({ err: String(err) }, 'handler failed');
+      return this.handlerFailed(h, err);
     }
+    this.handlerSettled(h, outcome);
+  }
+
+  private handlerFailed(h: HeldRunState, err: unknown): void {
+    const outcome: RunResult['outcome'] = { $case: 'failure', failure: failureOf(err, h.abort.cause) };
+    this.runLogger(h.assignment).debug({ err: String(err) }, 'handler failed');
+    this.handlerSettled(h, outcome);
+  }
+
+  private handlerSettled(h: HeldRunState, outcome: RunResult['outcome']): void {
     try {
       clearTimeout(h.timer);
       this.running -= 1;
@@ -800,7 +855,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (![...this.held.values()].some((h) => h.phase !== 'reporting')) this.stopWatchdog();
   }
 
-  private heartbeatRun(h: HeldRunState): void {
-    if (this.held.get(h.assignment.runId) === h) this.sendHeartbeat([heldRun(h.assignment)]);
+  /** ctx.heartbeat(): only while the run is still held under that assignment (claim). */
+  private heartbeatRun(a: RunAssignment): void {
+    if (this.held.get(a.runId)?.assignment === a) this.sendHeartbeat([heldRun(a)]);
   }
 }

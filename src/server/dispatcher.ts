@@ -25,6 +25,13 @@ import type { WorkerSession } from './worker-session.js';
 /** Shared by assignments of jobs that are gone: the encoder only reads it. */
 const NO_PAYLOAD = Buffer.alloc(0);
 
+/**
+ * The sessions whose credits a plan took, by the run's place in the plan (an array, not a map by
+ * run id: no hashing or map growth per run); a delivered run's place is cleared, so settling gives
+ * back only the credits of runs that were not delivered.
+ */
+type Reserved = (WorkerSession | undefined)[];
+
 export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
   const ms = job?.spec?.leaseDurationMs ?? 0;
   return ms > 0 ? ms : defaultMs;
@@ -49,7 +56,12 @@ export class Dispatcher {
   /** Counters for benches and debugging. */
   readonly stats = { rounds: 0, claims: 0, claimed: 0, claimMs: 0, readMs: 0, claimsBehindFire: 0 };
 
-  constructor(private readonly ctx: LeaderContext) {}
+  /** The lateness histogram's (only) series, looked up once: observe() on the metric costs a closure and a label object per run. */
+  private readonly fireLateness: { observe(value: number): void };
+
+  constructor(private readonly ctx: LeaderContext) {
+    this.fireLateness = ctx.metrics.fireLateness.labels({});
+  }
 
   start(): void {
     this.poll = setInterval(() => this.wake(), this.ctx.config.dispatchPollMs);
@@ -96,7 +108,7 @@ export class Dispatcher {
     const limit = Math.min(total, ctx.config.claimBatchSize);
     this.inFlight++;
     let plan: DispatchAssignment[] = [];
-    const reserved = new Map<string, WorkerSession>();
+    const reserved: Reserved = [];
     let more = false;
     try {
       this.stats.rounds++;
@@ -128,7 +140,7 @@ export class Dispatcher {
       this.stats.claimed += items.length;
       this.stats.claimMs += Date.now() - tClaim;
       if (!ctx.active()) return;
-      this.deliver(res.items, plan, items, jobs, reserved);
+      this.deliver(res.items, items, jobs, reserved);
     } catch (e) {
       if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'dispatch round failed');
       // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
@@ -170,7 +182,7 @@ export class Dispatcher {
     if (candidates.length === 0) return;
     let total = 0;
     for (const s of workers) total += s.credits;
-    const reserved = new Map<string, WorkerSession>();
+    const reserved: Reserved = [];
     const plan = this.plan(candidates, workers, nowMs, Math.min(total, ctx.config.claimBatchSize), reserved);
     // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
     if (plan.length < candidates.length) this.backlog = true;
@@ -189,7 +201,7 @@ export class Dispatcher {
         (res) => {
           this.stats.claimed += items.length;
           refused = res.items.some((r) => !r.run);
-          if (ctx.active()) this.deliver(res.items, plan, items, jobs, reserved);
+          if (ctx.active()) this.deliver(res.items, items, jobs, reserved);
         },
         (e: unknown) => {
           if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
@@ -209,9 +221,10 @@ export class Dispatcher {
 
   /**
    * Plans `candidates` over `workers` (planDispatch) and reserves the plan: a credit per planned
-   * run taken from its worker (recorded in `reserved`), the run marked as being claimed.
+   * run taken from its worker (recorded in `reserved`, at the run's place in the plan), the run
+   * marked as being claimed.
    */
-  private plan(candidates: readonly DispatchCandidate[], workers: readonly WorkerSession[], nowMs: number, limit: number, reserved: Map<string, WorkerSession>): DispatchAssignment[] {
+  private plan(candidates: readonly DispatchCandidate[], workers: readonly WorkerSession[], nowMs: number, limit: number, reserved: Reserved): DispatchAssignment[] {
     const plan = planDispatch(
       candidates,
       workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
@@ -221,25 +234,24 @@ export class Dispatcher {
     for (const a of plan) {
       const s = bySession.get(a.workerId)!;
       s.credits--;
-      reserved.set(a.runId, s);
+      reserved.push(s);
       this.claiming.add(a.runId);
     }
     return plan;
   }
 
   /** A claim settled: credits of runs not delivered go back; the ready index now says where its runs are. */
-  private settle(plan: readonly DispatchAssignment[], reserved: ReadonlyMap<string, WorkerSession>): void {
-    for (const s of reserved.values()) s.credits++;
+  private settle(plan: readonly DispatchAssignment[], reserved: Reserved): void {
+    for (const s of reserved) if (s) s.credits++;
     for (const a of plan) this.claiming.delete(a.runId);
   }
 
   /** Claim results: assignments for the runs claimed, credits back for the rest. */
   private deliver(
     results: readonly { run?: Run; error?: { reason?: string } }[],
-    plan: readonly DispatchAssignment[],
     items: readonly ClaimItem[],
     jobs: ReadonlyMap<string, Job | undefined>,
-    reserved: Map<string, WorkerSession>,
+    reserved: Reserved,
   ): void {
     const ctx = this.ctx;
     // Per worker, in claim order: one write per worker per claim instead of one per run.
@@ -247,9 +259,8 @@ export class Dispatcher {
     let missed = 0;
     for (let i = 0; i < results.length; i++) {
       const r = results[i]!;
-      const a = plan[i]!;
-      const session = reserved.get(a.runId)!;
-      reserved.delete(a.runId);
+      const session = reserved[i]!;
+      reserved[i] = undefined;
       if (!r.run) {
         session.credits++;
         if (r.error?.reason === 'DEADLINE_PASSED') missed++;
@@ -260,7 +271,7 @@ export class Dispatcher {
       const item = items[i]!;
       const leaseMs = leaseMsOf(job, ctx.config.defaultLeaseMs);
       const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
-      if (run.attempt === 1) ctx.metrics.fireLateness.observe(run.latenessMs / 1000);
+      if (run.attempt === 1) this.fireLateness.observe(run.latenessMs / 1000);
       let o = out.get(session);
       if (!o) out.set(session, (o = { assignments: [], leases: [] }));
       o.leases.push(lease);

@@ -117,11 +117,8 @@ export class ResultBatcher {
   private settle(answers: Answers, p: Pending, r: RunItemResult): Promise<void> | undefined {
     const { session, result } = p;
     const ctx = this.ctx;
-    const releaseIfOurs = (): void => {
-      if (ctx.leases.get(result.runId)?.fencingToken === result.fencingToken) ctx.leases.release(result.runId);
-    };
     if (!r.error) {
-      releaseIfOurs();
+      this.releaseIfOurs(result);
       const at = result.runId.indexOf('@');
       if (at > 0) this.trims.noteFinished(result.runId.slice(0, at));
       this.ack(answers, session, result, true, '', false);
@@ -133,13 +130,18 @@ export class ResultBatcher {
       // way a result ends it. Acknowledge, so the worker stops re-sending.
       return ctx.fsm.getRun(result.runId).then((run) => {
         const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
-        releaseIfOurs();
+        this.releaseIfOurs(result);
         if (attempt && SETTLED.has(attempt.outcome)) this.ack(answers, session, result, true, '', false);
         else this.ack(answers, session, result, false, message, true);
       });
     }
     this.ack(answers, session, result, false, r.error.message, false);
     return undefined;
+  }
+
+  /** The result's lease goes, unless a newer claim of the run holds it by now. */
+  private releaseIfOurs(result: RunResult): void {
+    if (this.ctx.leases.get(result.runId)?.fencingToken === result.fencingToken) this.ctx.leases.release(result.runId);
   }
 
   private ack(answers: Answers, session: WorkerSession, result: RunResult, accepted: boolean, reason: string, leaseLost: boolean): void {
