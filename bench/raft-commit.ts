@@ -24,6 +24,7 @@ import { RaftServiceClient } from '../src/gen/herald/raft/v1/raft.js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../src/gen/herald/v1/cluster_service.js';
 import { encodeKvCommand } from '../src/raft/kv/kv-command.js';
 import { ProposeStreamClient } from '../src/server/propose-stream-client.js';
+import { SERVER_NODE_FLAGS } from '../src/server/server-node-flags.js';
 
 const args = process.argv.slice(2);
 function opt(name: string, def: string): string {
@@ -172,7 +173,7 @@ async function startCluster(root: string): Promise<Node[]> {
         new Promise<void>((resolve, reject) => {
           // HERALD_BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there on exit.
           const prof = process.env.HERALD_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HERALD_BENCH_CPU_PROF}`] : [];
-          const p = spawn(process.execPath, [...prof, BIN, 'server', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
+          const p = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...prof, BIN, 'server', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
             stdio: ['ignore', 'pipe', 'inherit'],
           });
           n.proc = p;

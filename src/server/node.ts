@@ -47,6 +47,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
   logger: Logger;
   snapshotEntries?: number;
   compactionKeepEntries?: number;
+  snapshotBytes?: number;
+  compactionKeepBytes?: number;
   maxSizePerMsg?: number;
   maxInflightMsgs?: number;
   defaultProposalTimeoutMs?: number;
@@ -176,6 +178,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         heartbeatTicks: o.heartbeatTicks,
         snapshotEntries: o.snapshotEntries,
         compactionKeepEntries: o.compactionKeepEntries,
+        snapshotBytes: o.snapshotBytes,
+        compactionKeepBytes: o.compactionKeepBytes,
         maxSizePerMsg: o.maxSizePerMsg,
         maxInflightMsgs: o.maxInflightMsgs,
         defaultProposalTimeoutMs: o.defaultProposalTimeoutMs,

@@ -53,4 +53,28 @@ describe('herald server: log compaction and InstallSnapshot', () => {
       expect(missing).toEqual([]);
     });
   }, 120_000);
+
+  it('big commands trigger snapshots by bytes, and the log kept behind one is bounded by bytes too', async () => {
+    // Entry counts alone would never snapshot here (100,000) and would keep every entry (5,000):
+    // only the byte limits (300 KB applied, 100 KB kept) can make the stopped follower need a snapshot.
+    cluster = await TestCluster.create({ size: 3, snapshotEntries: 100_000, snapshotBytes: 300_000, compactionKeepBytes: 100_000 });
+    await cluster.startAll();
+    const leader = await cluster.waitForLeader();
+    const lagger = ['n1', 'n2', 'n3'].find((id) => id !== leader)!;
+    await cluster.kv.forward(leader, { op: 'put', key: 'first', value: Buffer.from('x') });
+    await cluster.waitConverged();
+    await cluster.kill(lagger, 'SIGKILL');
+
+    for (let i = 0; i < 20; i++) await cluster.kv.forward(leader, { op: 'put', key: `big${i}`, value: Buffer.alloc(60_000, i) });
+    await waitFor('the leader to snapshot by bytes', async () => ((await cluster!.status(leader)).snapshotIndex > 0) || undefined, 30_000);
+
+    await cluster.start(lagger);
+    await cluster.waitConverged();
+    // 1.2 MB behind, with at most 100 KB of log kept: it can only have caught up from a snapshot.
+    expect(cluster.nodes.get(lagger)!.stderr).toContain('"msg":"snapshot installed"');
+    await cluster.stopAll();
+    await cluster.withStateMachine(lagger, async (sm) => {
+      expect((await sm.getLocal('big19'))!.equals(Buffer.alloc(60_000, 19))).toBe(true);
+    });
+  }, 120_000);
 });

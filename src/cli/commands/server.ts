@@ -38,6 +38,8 @@ interface ServerFlags {
   heartbeatTicks: string;
   snapshotEntries: string;
   compactionKeep: string;
+  snapshotBytes: string;
+  compactionKeepBytes: string;
   pretty?: boolean;
   logLevel: string;
 }
@@ -61,6 +63,8 @@ export function registerServerCommand(program: Command): void {
     .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', '1')
     .option('--snapshot-entries <n>', 'snapshot and compact the log every n applied entries', '10000')
     .option('--compaction-keep <n>', 'entries kept behind the snapshot for slow followers', '5000')
+    .option('--snapshot-bytes <n>', 'also snapshot once the entries applied since the last one hold n bytes of commands', String(64 * 1024 * 1024))
+    .option('--compaction-keep-bytes <n>', 'most bytes of entries kept behind the snapshot', String(32 * 1024 * 1024))
     .option('--pretty', 'human-readable logs instead of JSON')
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (flags: ServerFlags) => {
@@ -116,6 +120,8 @@ async function runServer(flags: ServerFlags): Promise<void> {
       heartbeatTicks: int('--heartbeat-ticks', flags.heartbeatTicks, 1),
       snapshotEntries: int('--snapshot-entries', flags.snapshotEntries, 1),
       compactionKeepEntries: int('--compaction-keep', flags.compactionKeep, 0),
+      snapshotBytes: int('--snapshot-bytes', flags.snapshotBytes, 1),
+      compactionKeepBytes: int('--compaction-keep-bytes', flags.compactionKeepBytes, 0),
     });
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);

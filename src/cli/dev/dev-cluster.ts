@@ -7,6 +7,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DevNodePorts } from './dev-ports.js';
+import { SERVER_NODE_FLAGS } from '../../server/server-node-flags.js';
 
 export interface DevClusterOptions {
   dataDir: string;
@@ -73,6 +74,7 @@ export class DevCluster extends EventEmitter<DevClusterEvents> {
   private startNode(n: DevNode, timeoutMs: number): Promise<void> {
     const logFd = openSync(n.logPath, 'a');
     const args = [
+      ...SERVER_NODE_FLAGS,
       '--import',
       GUARD,
       BIN,

@@ -48,6 +48,14 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   snapshotEntries?: number;
   /** Entries kept behind the snapshot point for slow followers (default 5000). */
   compactionKeepEntries?: number;
+  /**
+   * Also snapshot once the entries applied since the last snapshot carry this many bytes of
+   * commands (default 64 MiB), and keep at most `compactionKeepBytes` (default 32 MiB) of them
+   * behind the snapshot point: the log is held in memory, and batched commands are large (a
+   * CreateJobs of 1,000 jobs is ~100 KB), so a count alone let a node hold hundreds of MB.
+   */
+  snapshotBytes?: number;
+  compactionKeepBytes?: number;
   maxSizePerMsg?: number;
   maxInflightMsgs?: number;
   defaultProposalTimeoutMs?: number;
@@ -141,6 +149,10 @@ export class RaftDriver {
   private readonly clock: MonotonicClock;
   private readonly snapshotEntries: number;
   private readonly keepEntries: number;
+  private readonly snapshotBytes: number;
+  private readonly keepBytes: number;
+  /** Command bytes applied since the last snapshot point (the byte trigger of maybeCompact). */
+  private appliedBytesSinceSnapshot = 0;
   private readonly defaultTimeoutMs: number;
   private ticker: NodeJS.Timeout | undefined;
   private loopRunning = false;
@@ -178,6 +190,8 @@ export class RaftDriver {
     };
     this.snapshotEntries = opts.snapshotEntries ?? 10_000;
     this.keepEntries = opts.compactionKeepEntries ?? 5_000;
+    this.snapshotBytes = opts.snapshotBytes ?? 64 * 1024 * 1024;
+    this.keepBytes = opts.compactionKeepBytes ?? 32 * 1024 * 1024;
     this.defaultTimeoutMs = opts.defaultProposalTimeoutMs ?? 10_000;
     for (const m of opts.members) this.addresses.set(m.id, m);
     this.applied = applied;
@@ -585,6 +599,7 @@ export class RaftDriver {
     this.stats.applyMs += dt;
     if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
     this.stats.entriesApplied += todo.length;
+    for (let i = 0; i < todo.length; i++) this.appliedBytesSinceSnapshot += todo[i]!.data.length;
     this.setApplied(todo[todo.length - 1]!.index);
     await this.resolveProposals(todo, results);
   }
@@ -677,25 +692,42 @@ export class RaftDriver {
   }
 
   /**
-   * Log compaction: every `snapshotEntries` applied entries, make the state machine durable,
-   * record a snapshot point at the applied index and drop entries older than the trailing
-   * window (slow followers within it still catch up from the log, not a snapshot).
+   * Log compaction: every `snapshotEntries` applied entries (or `snapshotBytes` of them), make the
+   * state machine durable, record a snapshot point at the applied index and drop entries older
+   * than the trailing window (slow followers within it still catch up from the log, not a snapshot).
    */
   private async maybeCompact(): Promise<void> {
     const storage = this.opts.storage;
     const snapIndex = storage.snapshot().index;
-    if (this.applied - snapIndex < this.snapshotEntries) return;
+    if (this.applied - snapIndex < this.snapshotEntries && this.appliedBytesSinceSnapshot < this.snapshotBytes) return;
     // sync() must not race an apply batch in flight (both write the applied index).
     await this.applyChain;
     const index = this.applied;
     await this.opts.stateMachine.sync();
     const meta = storage.createSnapshot(index);
-    const base = Math.max(storage.firstIndex() - 1, index - this.keepEntries);
+    this.appliedBytesSinceSnapshot = 0;
+    const base = this.compactionBase(index);
     const baseTerm = storage.term(base);
     await this.opts.logStore.compact(meta, { index: base, term: baseTerm });
     storage.compact(base);
     this.stats.compactions++;
     this.opts.logger.debug({ snapshot: index, compactedTo: base }, 'log compacted');
+  }
+
+  /** The last index compaction drops up to: a window of at most keepEntries entries and keepBytes bytes behind `index`. */
+  private compactionBase(index: number): number {
+    const storage = this.opts.storage;
+    const lowest = Math.max(storage.firstIndex() - 1, index - this.keepEntries);
+    if (index <= lowest) return lowest;
+    const window = storage.entries(lowest + 1, index + 1);
+    let base = index;
+    let bytes = 0;
+    for (let i = window.length - 1; i >= 0; i--) {
+      bytes += window[i]!.data.length;
+      if (bytes > this.keepBytes) break;
+      base = window[i]!.index - 1;
+    }
+    return base;
   }
 
   private onSoftState(leader: NodeId, role: Role): void {

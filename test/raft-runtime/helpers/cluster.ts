@@ -19,6 +19,7 @@ import { KvClient } from './kv-client.js';
 export const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'herald.mjs');
 
 import { freePort } from '../../../chaos/orchestrator/free-port.js';
+import { SERVER_NODE_FLAGS } from '../../../src/server/server-node-flags.js';
 
 export { freePort };
 
@@ -28,6 +29,8 @@ export interface ClusterOptions {
   electionTicks?: number;
   snapshotEntries?: number;
   compactionKeep?: number;
+  snapshotBytes?: number;
+  compactionKeepBytes?: number;
   extraArgs?: string[];
   /** Keep stderr (JSON logs) of each node in memory for assertions. */
 }
@@ -115,6 +118,8 @@ export class TestCluster {
       String(this.electionTicks),
       ...(o.snapshotEntries ? ['--snapshot-entries', String(o.snapshotEntries)] : []),
       ...(o.compactionKeep !== undefined ? ['--compaction-keep', String(o.compactionKeep)] : []),
+      ...(o.snapshotBytes ? ['--snapshot-bytes', String(o.snapshotBytes)] : []),
+      ...(o.compactionKeepBytes !== undefined ? ['--compaction-keep-bytes', String(o.compactionKeepBytes)] : []),
       ...(o.extraArgs ?? []),
       ...extra,
     ];
@@ -129,7 +134,7 @@ export class TestCluster {
     const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
     // HERALD_BENCH_NODE_ARGS (benches): extra node flags for every server, e.g. GC tuning or tracing.
     const nodeArgs = (process.env.HERALD_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-    const proc = spawn(process.execPath, [...nodeArgs, ...prof, ...this.args(id, extra)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...nodeArgs, ...prof, ...this.args(id, extra)], { stdio: ['ignore', 'pipe', 'pipe'] });
     n.proc = proc;
     n.exit = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
     proc.stderr!.on('data', (d: Buffer) => {
