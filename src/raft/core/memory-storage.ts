@@ -89,6 +89,12 @@ export class MemoryStorage implements LogStorage {
     if (start > this.lastIndex() + 1) {
       throw storageError('unavailable', `append at ${start} leaves a gap after ${this.lastIndex()}`);
     }
+    if (start === this.lastIndex() + 1) {
+      // The usual case, entries following the last: appended in place. Rebuilding the array
+      // copied the whole in-memory log (up to snapshot + keep entries) on every Ready.
+      for (let i = 0; i < es.length; i++) this.ents.push(es[i]!);
+      return;
+    }
     this.ents = this.ents.slice(0, start - first).concat(es);
   }
 
