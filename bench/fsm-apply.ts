@@ -52,7 +52,6 @@ interface ProfileNode {
 }
 
 /** Bytes allocated between start() and stop() (sampled every 4 KiB, collected objects included). */
-let dumps = 0;
 class AllocationSampler {
   private readonly session = new Session();
   constructor() {
@@ -67,7 +66,6 @@ class AllocationSampler {
   }
   async stop(): Promise<{ bytes: number; top: [string, number][] }> {
     const { profile } = await this.post<{ profile: { head: ProfileNode } }>('HeapProfiler.stopSampling');
-    if (process.env.ALLOC_DUMP) (await import('node:fs')).writeFileSync(`${process.env.ALLOC_DUMP}-${++dumps}.heapprofile`, JSON.stringify(profile));
     const byFunction = new Map<string, number>();
     let bytes = 0;
     const walk = (n: ProfileNode): void => {

@@ -266,10 +266,6 @@ export class ApplyTxn {
     return v;
   }
 
-  async prefetchRuns(ids: readonly ParsedRunId[]): Promise<void> {
-    await this.prefetchRunKeys(ids.map(runKey));
-  }
-
   /** Loads many runs by key with one getMany (duplicates and tracked ones skipped). */
   async prefetchRunKeys(runKeys: readonly string[]): Promise<void> {
     const keys = untracked(runKeys, this.runs);

@@ -30,8 +30,7 @@ export function decodeIdem(v: Uint8Array): IdemRecord {
 
 /** The live record under `recordKey`, or undefined when absent or expired at `nowMs`. */
 export async function lookupIdem(txn: ApplyTxn, recordKey: string, nowMs: number): Promise<IdemRecord | undefined> {
-  const loaded = txn.loadedRaw(recordKey);
-  return liveIdem(loaded === NOT_READ ? await txn.getRaw(recordKey) : loaded, nowMs);
+  return liveIdem(await txn.getRaw(recordKey), nowMs);
 }
 
 /** lookupIdem when the transaction has the record (a create batch prefetches its keys); NOT_READ otherwise. */

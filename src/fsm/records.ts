@@ -118,7 +118,6 @@ export function jobIndexKeys(job: Job): readonly string[] {
   return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
 }
 
-
 /** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */
 export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];
 
