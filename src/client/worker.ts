@@ -63,7 +63,8 @@ export interface WorkerOptions extends ConnectionOptions {
 
 export type WorkerState = 'new' | 'running' | 'draining' | 'stopped';
 
-type Phase = 'queued' | 'executing' | 'reporting';
+/** waiting: claimed ahead of its instant (start_delay_ms), held until then; queued: waiting for a free slot. */
+type Phase = 'waiting' | 'queued' | 'executing' | 'reporting';
 
 /** A run whose lease this worker holds. */
 interface HeldRunState {
@@ -97,6 +98,8 @@ export interface RunSettlement {
 }
 
 const MAX_MESSAGE_CHARS = 4_096;
+/** A start delay is at most this (the server's lead is ≤ 1 s; a bogus one must not park a run for long). */
+const MAX_START_DELAY_MS = 60_000;
 /** The lease duration the server applies when a job does not set one (JobSpec.lease_duration_ms). */
 const DEFAULT_LEASE_MS = 30_000;
 const MAX_OUTPUT_BYTES = 64 * 1024;
@@ -156,6 +159,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly queue: string[] = [];
   /** Handlers not yet settled, including ones whose run was dropped but which ignore the signal. */
   private running = 0;
+  /** Runs in phase 'waiting': each holds the credit it came with until it starts. */
+  private waiting = 0;
 
   private stream: WorkerStream | undefined;
   private welcomed = false;
@@ -365,8 +370,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       for (const [, h] of this.held) {
         if (h.phase !== 'reporting') this.abortRun(h, 'shutdown', 'worker shutting down');
       }
-      // Queued runs never started: leave them to lease expiry rather than spend an attempt.
+      // Queued and waiting runs never started: leave them to lease expiry rather than spend an attempt.
       for (const id of this.queue.splice(0)) this.dropRun(id);
+      for (const [id, h] of [...this.held]) if (h.phase === 'waiting') this.dropRun(id);
       await this.within(this.idle(), this.abortWaitMs);
     }
     this.stateValue = 'stopped';
@@ -622,10 +628,30 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.topUp();
       return;
     }
+    if (a.startDelayMs > 0) {
+      // Handed out ahead of its instant: held (and heartbeated) until then, on the monotonic clock.
+      h.phase = 'waiting';
+      this.waiting += 1;
+      h.timer = setTimeout(() => this.startTimeReached(h), Math.min(a.startDelayMs, MAX_START_DELAY_MS));
+      return;
+    }
+    this.admit(h);
+  }
+
+  private startTimeReached(h: HeldRunState): void {
+    h.timer = undefined;
+    this.waiting -= 1;
+    if (this.held.get(h.assignment.runId) !== h) return;
+    h.phase = 'queued';
+    this.admit(h);
+  }
+
+  /** Starts the run, or queues it when every slot is busy. */
+  private admit(h: HeldRunState): void {
     if (this.running + this.queue.length >= this.concurrency) {
       // More assignments than credits: keep the lease (heartbeats) and run it when a slot frees.
-      this.logger.warn({ runId: a.runId }, 'assignment beyond capacity; queued');
-      this.queue.push(a.runId);
+      this.logger.warn({ runId: h.assignment.runId }, 'assignment beyond capacity; queued');
+      this.queue.push(h.assignment.runId);
       return;
     }
     this.execute(h);
@@ -634,7 +660,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   // ---- execution -------------------------------------------------------------------------
 
   private freeSlots(): number {
-    return Math.max(0, this.concurrency - this.running - this.queue.length);
+    return Math.max(0, this.concurrency - this.running - this.queue.length - this.waiting);
   }
 
   /** Grants credits for free slots not yet granted (never beyond concurrency). */
@@ -795,7 +821,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     clearTimeout(h.timer);
     this.held.delete(runId);
     const q = this.queue.indexOf(runId);
-    if (q >= 0) {
+    if (h.phase === 'waiting') {
+      // Its start timer is cleared above: give back the credit it held.
+      this.waiting -= 1;
+      this.topUp();
+    } else if (q >= 0) {
       this.queue.splice(q, 1);
       this.topUp();
     }

@@ -16,6 +16,7 @@ import type {
   MarkRunsCommand,
   RenewLeasesCommand,
 } from './commands.js';
+import { MAX_CLAIM_AHEAD_MS } from './commands.js';
 import { isDispatchable, isTerminal, type RunRecord } from './records.js';
 import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from './results.js';
 import { endRun, itemError, storeEndedRun } from './run-transitions.js';
@@ -93,6 +94,8 @@ function finishFor(txn: ApplyTxn, rec: RunRecord, state: RunState, nowMs: number
 export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token: number): Promise<ClaimResult> {
   await prefetch(txn, cmd.items.map((i) => i.runId));
   const items: ClaimItemResult[] = [];
+  const ahead = cmd.aheadMs ?? 0;
+  const dueBy = cmd.nowMs + (ahead > 0 && ahead <= MAX_CLAIM_AHEAD_MS ? ahead : 0);
   for (const item of cmd.items) {
     try {
       validateId(item.workerId, 'worker_id');
@@ -112,10 +115,12 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       items.push({ error: itemError('INVALID_STATE', `run "${run.id}" is not waiting for a worker (${why})`, 'NOT_READY') });
       continue;
     }
-    if (run.notBeforeUnixMs > cmd.nowMs) {
+    if (run.notBeforeUnixMs > dueBy) {
       items.push({ error: itemError('INVALID_STATE', `run "${run.id}" may not start before ${run.notBeforeUnixMs}`, 'NOT_DUE') });
       continue;
     }
+    // Claimed ahead (dispatch lead): the attempt starts when the worker is told to start it.
+    const startMs = Math.max(cmd.nowMs, run.notBeforeUnixMs);
     if (item.leaseDeadlineMs <= cmd.nowMs) {
       items.push({ error: itemError('INVALID_ARGUMENT', `lease deadline ${item.leaseDeadlineMs} is not after now (${cmd.nowMs})`) });
       continue;
@@ -129,11 +134,11 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       continue;
     }
     run.attempt += 1;
-    const attempt: Attempt = { number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: cmd.nowMs, endedUnixMs: 0, outcome: AttemptOutcome.ATTEMPT_OUTCOME_UNSPECIFIED, error: undefined };
+    const attempt: Attempt = { number: run.attempt, workerId: item.workerId, fencingToken: token, startedUnixMs: startMs, endedUnixMs: 0, outcome: AttemptOutcome.ATTEMPT_OUTCOME_UNSPECIFIED, error: undefined };
     // A first attempt gets a list of exactly one (a push onto an empty array reserves room for 16).
     if (run.attempts.length === 0) run.attempts = [attempt];
     else run.attempts.push(attempt);
-    if (run.attempt === 1) run.latenessMs = Math.max(0, cmd.nowMs - run.scheduledUnixMs);
+    if (run.attempt === 1) run.latenessMs = Math.max(0, startMs - run.scheduledUnixMs);
     run.state = RunState.RUN_STATE_RUNNING;
     run.workerId = item.workerId;
     run.fencingToken = token;

@@ -76,6 +76,8 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'claimRuns':
       w.list(cmd.items, (w, i) => w.str(i.runId).str(i.workerId).int(i.leaseDeadlineMs));
+      // Trailing and only when set: entries written before the field existed decode as 0.
+      if (cmd.aheadMs) w.uint(cmd.aheadMs);
       break;
     case 'finishRuns':
       w.list(cmd.items, (w, i) => {
@@ -149,7 +151,10 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       };
       break;
     case 'claimRuns':
-      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), workerId: r.str(), leaseDeadlineMs: r.int() })) };
+      {
+        const items = r.list((r) => ({ runId: r.str(), workerId: r.str(), leaseDeadlineMs: r.int() }));
+        cmd = r.more ? { type, nowMs, items, aheadMs: r.uint() } : { type, nowMs, items };
+      }
       break;
     case 'finishRuns':
       cmd = {

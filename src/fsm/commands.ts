@@ -108,7 +108,16 @@ export interface ClaimRunsCommand {
   readonly type: 'claimRuns';
   readonly nowMs: number;
   readonly items: readonly ClaimItem[];
+  /**
+   * Runs whose not-before time is at most this far past nowMs may be claimed too (the leader's
+   * dispatch lead; the worker holds them until then). 0 = only runs due now. At most
+   * MAX_CLAIM_AHEAD_MS: a larger value claims nothing early.
+   */
+  readonly aheadMs?: number;
 }
+
+/** The largest ClaimRunsCommand.aheadMs apply honours. */
+export const MAX_CLAIM_AHEAD_MS = 1_000;
 
 export interface FinishItem {
   readonly runId: string;

@@ -8,7 +8,7 @@
 // SchedulerStateMachine's read methods (fsm-reads.ts) straight from LevelDB.
 export { SchedulerStateMachine, type SchedulerFsmOptions } from './scheduler-state-machine.js';
 export type * from './commands.js';
-export { finishFailure, finishSuccess } from './commands.js';
+export { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from './commands.js';
 export { encodeCommand, decodeCommand } from './command-codec.js';
 export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './result-codec.js';
 export type * from './results.js';
@@ -24,3 +24,4 @@ export { UNSAFE_ENV, type UnsafeSwitches } from './unsafe-switches.js';
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';
 export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply-manual-runs.js';
 export { FsmDecodeError } from './binary-codec.js';
+export { overlapOf } from './run-transitions.js';

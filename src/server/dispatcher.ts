@@ -14,10 +14,15 @@
 // always (exists, pending, due, deadline); a run the fire did not create as pending (missed,
 // skipped, jittered) is simply refused and its credit returned. With a backlog the ready index
 // decides, so priorities and not-before order hold.
+//
+// Dispatch lead: runs due within dispatchLeadMs are claimed now, the claim saying so (aheadMs);
+// the assignment tells the worker how long to hold the run (start_delay_ms, from cluster time),
+// and the lease counts from then. A fire and its claim are an fsynced commit round plus a tick
+// late otherwise, on every run.
 import type { Job } from '../gen/herald/v1/job.js';
 import type { Run } from '../gen/herald/v1/run.js';
 import type { RunAssignment } from '../gen/herald/v1/worker_service.js';
-import { scheduledRunId, type ClaimItem, type FireItem, type ReadyEntry } from '../fsm/index.js';
+import { scheduledRunId, type ClaimItem, type ClaimRunsCommand, type FireItem, type ReadyEntry } from '../fsm/index.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
 import type { LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
@@ -31,6 +36,11 @@ const NO_PAYLOAD = Buffer.alloc(0);
  * back only the credits of runs that were not delivered.
  */
 type Reserved = (WorkerSession | undefined)[];
+
+/** A claimRuns command; `aheadMs` only when there is a lead (older followers' logs never carry it otherwise). */
+function claimCommand(nowMs: number, items: ClaimItem[], aheadMs: number): ClaimRunsCommand {
+  return aheadMs > 0 ? { type: 'claimRuns', nowMs, items, aheadMs } : { type: 'claimRuns', nowMs, items };
+}
 
 export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
   const ms = job?.spec?.leaseDurationMs ?? 0;
@@ -113,7 +123,9 @@ export class Dispatcher {
     try {
       this.stats.rounds++;
       const tRead = Date.now();
-      const ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now });
+      // Runs due within the dispatch lead go now: the worker holds each until its instant.
+      const lead = ctx.config.dispatchLeadMs;
+      const ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now + lead });
       this.stats.readMs += Date.now() - tRead;
       const runs = new Map<string, ReadyEntry>();
       for (const r of ready) if (!this.claiming.has(r.runId)) runs.set(r.runId, r);
@@ -121,7 +133,7 @@ export class Dispatcher {
       if (runs.size === 0) return;
       // Credits may have changed while we read; plan against the sessions as they are now.
       // Ready entries are candidates as they are (planDispatch only reads them).
-      plan = this.plan([...runs.values()], this.openSessions(), now, limit, reserved);
+      plan = this.plan([...runs.values()], this.openSessions(), now + lead, limit, reserved);
       this.backlog = plan.length < runs.size || plan.length === limit;
       if (plan.length === 0) return;
       more = plan.length === limit;
@@ -129,13 +141,14 @@ export class Dispatcher {
       const jobIds = plan.map((a) => runs.get(a.runId)!.jobId);
       const jobs = await ctx.jobs.getMany(jobIds);
       const claimNow = Math.max(now, ctx.now() ?? now);
+      // A lease runs from when the run may start (a run claimed ahead is held until then).
       const items: ClaimItem[] = plan.map((a, i) => ({
         runId: a.runId,
         workerId: a.workerId,
-        leaseDeadlineMs: claimNow + leaseMsOf(jobs.get(jobIds[i]!), ctx.config.defaultLeaseMs),
+        leaseDeadlineMs: Math.max(claimNow, runs.get(a.runId)!.notBeforeMs) + leaseMsOf(jobs.get(jobIds[i]!), ctx.config.defaultLeaseMs),
       }));
       const tClaim = Date.now();
-      const res = await ctx.propose({ type: 'claimRuns', nowMs: claimNow, items }, 'claim', 10_000);
+      const res = await ctx.propose(claimCommand(claimNow, items, lead), 'claim', 10_000);
       this.stats.claims++;
       this.stats.claimed += items.length;
       this.stats.claimMs += Date.now() - tClaim;
@@ -168,6 +181,7 @@ export class Dispatcher {
     if (workers.length === 0) return;
     const jobs = new Map<string, Job | undefined>();
     const jobOf = new Map<string, string>();
+    const slotOf = new Map<string, number>();
     const candidates: DispatchCandidate[] = [];
     for (const f of fired) {
       const job = ctx.jobs.peek(f.jobId);
@@ -177,23 +191,25 @@ export class Dispatcher {
       if (this.claiming.has(runId)) continue;
       jobs.set(f.jobId, job);
       jobOf.set(runId, f.jobId);
+      slotOf.set(runId, f.slotMs);
       candidates.push({ runId, taskType: spec.taskType, priority: spec.priority, notBeforeMs: f.slotMs });
     }
     if (candidates.length === 0) return;
     let total = 0;
     for (const s of workers) total += s.credits;
     const reserved: Reserved = [];
-    const plan = this.plan(candidates, workers, nowMs, Math.min(total, ctx.config.claimBatchSize), reserved);
+    const lead = ctx.config.dispatchLeadMs;
+    const plan = this.plan(candidates, workers, nowMs + lead, Math.min(total, ctx.config.claimBatchSize), reserved);
     // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
     if (plan.length < candidates.length) this.backlog = true;
     if (plan.length === 0) return;
     const items: ClaimItem[] = plan.map((a) => ({
       runId: a.runId,
       workerId: a.workerId,
-      leaseDeadlineMs: nowMs + leaseMsOf(jobs.get(jobOf.get(a.runId)!), ctx.config.defaultLeaseMs),
+      leaseDeadlineMs: Math.max(nowMs, slotOf.get(a.runId)!) + leaseMsOf(jobs.get(jobOf.get(a.runId)!), ctx.config.defaultLeaseMs),
     }));
     // Appended now, right behind the fire (the propose path is synchronous up to the append).
-    const claim = ctx.propose({ type: 'claimRuns', nowMs, items }, 'claim', 10_000);
+    const claim = ctx.propose(claimCommand(nowMs, items, lead), 'claim', 10_000);
     this.stats.claimsBehindFire++;
     let refused = true;
     void claim
@@ -257,6 +273,7 @@ export class Dispatcher {
     // Per worker, in claim order: one write per worker per claim instead of one per run.
     const out = new Map<WorkerSession, { assignments: RunAssignment[]; leases: { deadlineMs: number }[] }>();
     let missed = 0;
+    const now = ctx.now() ?? 0;
     for (let i = 0; i < results.length; i++) {
       const r = results[i]!;
       const session = reserved[i]!;
@@ -270,7 +287,10 @@ export class Dispatcher {
       const job = jobs.get(run.jobId);
       const item = items[i]!;
       const leaseMs = leaseMsOf(job, ctx.config.defaultLeaseMs);
+      // Claimed ahead of its instant (dispatch lead): the worker holds it until then.
+      const startDelayMs = now > 0 ? Math.max(0, run.notBeforeUnixMs - now) : 0;
       const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
+      lease.deadlineMs += startDelayMs;
       if (run.attempt === 1) this.fireLateness.observe(run.latenessMs / 1000);
       let o = out.get(session);
       if (!o) out.set(session, (o = { assignments: [], leases: [] }));
@@ -289,6 +309,7 @@ export class Dispatcher {
         executionTimeoutMs: job?.spec?.executionTimeoutMs ?? 0,
         manual: run.manual,
         backfilled: run.backfilled,
+        startDelayMs,
       });
     }
     if (missed > 0) ctx.metrics.missedSlots.inc(missed);

@@ -11,8 +11,8 @@
 // update, pause, resume) are picked up from applied results in log order, so a job created while
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
-import { JobState } from '../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type FireItem } from '../fsm/index.js';
+import { JobState, OverlapPolicy } from '../gen/herald/v1/job.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, overlapOf, type FireItem } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import type { LeaderContext } from './leader-context.js';
 import { RESULT_TAG, type AppliedEntry } from './observed-state-machine.js';
@@ -146,7 +146,7 @@ export class FireScheduler {
         items = page.filter((s) => s.slotMs < last);
       }
       for (const s of items) {
-        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: s.slotMs });
+        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: s.slotMs - this.leadOf(s.jobId) });
       }
       this.loadedUpTo = upTo;
       // Anything applied while the page was read is newer than the page: apply it on top.
@@ -199,8 +199,20 @@ export class FireScheduler {
   private rearm(jobId: string, nextFireMs: number): void {
     const wheel = this.wheel;
     if (!wheel) return;
-    if (nextFireMs > 0 && nextFireMs < this.loadedUpTo) wheel.schedule({ jobId, slotMs: nextFireMs, fireAtMs: nextFireMs });
+    if (nextFireMs > 0 && nextFireMs < this.loadedUpTo) wheel.schedule({ jobId, slotMs: nextFireMs, fireAtMs: nextFireMs - this.leadOf(jobId) });
     else wheel.cancel(jobId); // none, or a later due-window read brings it in
+  }
+
+  /**
+   * How long before its slot a job is fired (SchedulerConfig.dispatchLeadMs): only jobs whose
+   * fire depends on nothing but the slot (overlap ALLOW, no jitter), known from the job cache
+   * (filled by dispatch; a job not in it fires at the slot, as with no lead).
+   */
+  private leadOf(jobId: string): number {
+    const lead = this.ctx.config.dispatchLeadMs;
+    if (lead === 0) return 0;
+    const spec = this.ctx.jobs.peek(jobId)?.spec;
+    return spec && spec.jitterMs === 0 && overlapOf(spec) === OverlapPolicy.OVERLAP_POLICY_ALLOW ? lead : 0;
   }
 
   /**

@@ -2,7 +2,7 @@
 // metrics listener) and the bridge from the CLI's node options to a scheduler node. Kept here so
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
-import { MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
+import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/unsafe-switches.js';
 import { enableUnsafeSkipFsync } from '../raft/runtime/unsafe-durability.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node.js';
@@ -22,6 +22,7 @@ const FLAGS: Array<[flag: string, key: keyof SchedulerConfig, help: string]> = [
   ['--fires-in-flight <n>', 'maxFiresInFlight', 'fireRuns commands in flight at once'],
   ['--scheduler-tick-ms <ms>', 'tickMs', 'how often the scheduler looks at the timing wheel'],
   ['--wheel-resolution-ms <ms>', 'wheelResolutionMs', 'bucket width of the timing wheel'],
+  ['--dispatch-lead-ms <ms>', 'dispatchLeadMs', `fire and claim runs up to this long before their instant; workers hold them until then (0 = off, at most ${MAX_CLAIM_AHEAD_MS})`],
 ];
 
 /** Flags that size one command: bounded by what one command may carry. */
@@ -75,8 +76,13 @@ function schedulerOverrides(flags: Record<string, unknown>): Partial<SchedulerCo
     const v = flags[camel(flag)];
     if (v === undefined) continue;
     const n = Number(v);
-    if (!Number.isSafeInteger(n) || n <= 0) {
-      process.stderr.write(`herald server: ${flag.split(' ')[0]} must be a positive integer (got "${String(v)}")\n`);
+    const zeroOk = key === 'dispatchLeadMs';
+    if (!Number.isSafeInteger(n) || n < 0 || (n === 0 && !zeroOk)) {
+      process.stderr.write(`herald server: ${flag.split(' ')[0]} must be a ${zeroOk ? 'non-negative' : 'positive'} integer (got "${String(v)}")\n`);
+      process.exit(2);
+    }
+    if (key === 'dispatchLeadMs' && n > MAX_CLAIM_AHEAD_MS) {
+      process.stderr.write(`herald server: --dispatch-lead-ms must be at most ${MAX_CLAIM_AHEAD_MS} (got ${n})\n`);
       process.exit(2);
     }
     if (BATCH_KEYS.has(key) && n > MAX_ITEMS_PER_COMMAND) {

@@ -1,5 +1,6 @@
 // Settings of the leader's scheduler, dispatcher and worker streams. Defaults suit production;
 // tests shorten the time constants through the same options (and `herald server` flags).
+import { MAX_CLAIM_AHEAD_MS } from '../fsm/index.js';
 
 export interface SchedulerConfig {
   /** How far ahead the timing wheel holds fire times (ms). */
@@ -38,7 +39,20 @@ export interface SchedulerConfig {
   watchdogIntervalMs: number;
   /** How often run history is trimmed to each job's retention (ms). */
   trimIntervalMs: number;
+  /**
+   * Runs are fired and claimed up to this long before their scheduled instant, and the worker
+   * holds each until then (RunAssignment.start_delay_ms): a fire and its claim cost a replicated,
+   * fsynced commit round plus a tick, so without a lead every run starts that much late. 0 turns
+   * it off. Only jobs that allow overlap and have no jitter are fired early (their fire decides
+   * nothing that depends on the moment: FORBID, BUFFER_ONE and REPLACE look at the runs still
+   * active, so they fire at the slot); the claim of any run due within the lead may go early.
+   * At most MAX_CLAIM_AHEAD_MS.
+   */
+  dispatchLeadMs: number;
 }
+
+/** Keys that may be 0 (off). */
+const MAY_BE_ZERO: ReadonlySet<keyof SchedulerConfig> = new Set(['dispatchLeadMs']);
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   horizonMs: 60_000,
@@ -57,12 +71,18 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   watchdogGraceMs: 10_000,
   watchdogIntervalMs: 1_000,
   trimIntervalMs: 100,
+  dispatchLeadMs: 100,
 };
 
 export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {
   const c = { ...DEFAULT_SCHEDULER_CONFIG, ...partial };
   for (const [k, v] of Object.entries(c)) {
-    if (!Number.isFinite(v) || v <= 0) throw new RangeError(`scheduler config ${k} must be a positive number (got ${v})`);
+    if (MAY_BE_ZERO.has(k as keyof SchedulerConfig) ? !Number.isFinite(v) || v < 0 : !Number.isFinite(v) || v <= 0) {
+      throw new RangeError(`scheduler config ${k} must be a ${MAY_BE_ZERO.has(k as keyof SchedulerConfig) ? 'non-negative' : 'positive'} number (got ${v})`);
+    }
+  }
+  if (c.dispatchLeadMs > MAX_CLAIM_AHEAD_MS) {
+    throw new RangeError(`scheduler config dispatchLeadMs must be at most ${MAX_CLAIM_AHEAD_MS} (got ${c.dispatchLeadMs})`);
   }
   return c;
 }

@@ -353,6 +353,60 @@ describe('Worker: executing runs', () => {
   });
 });
 
+describe('Worker: runs handed out ahead of their instant (start_delay_ms)', () => {
+  it('holds a run until its start delay has passed, heartbeating it meanwhile, with its credit taken', async () => {
+    const s = await server();
+    const startedAt: number[] = [];
+    const w = worker({ endpoints: [s.address], concurrency: 1, handlers: { work: () => void startedAt.push(performance.now()) } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const sent = performance.now();
+    conn.assign({ runId: 'early', startDelayMs: 150 });
+    await waitFor(() => w.heldRuns.length === 1, 'run held');
+    // Held, not started, and its slot is taken: no credit is granted for it.
+    await new Promise((r) => setTimeout(r, 60));
+    expect(startedAt).toEqual([]);
+    expect(conn.outstanding).toBe(0);
+    const heartbeats = conn.received.filter((m) => m.message?.$case === 'heartbeat' && m.message.heartbeat.runs.some((r) => r.runId === 'early'));
+    expect(heartbeats.length).toBeGreaterThan(0);
+    await s.waitForResults(1);
+    expect(startedAt[0]! - sent).toBeGreaterThanOrEqual(145);
+    await waitFor(() => conn.outstanding === 1, 'credit back after the run');
+  });
+
+  it('a run cancelled while held never starts, reports nothing, and gives its credit back', async () => {
+    const s = await server();
+    const started: string[] = [];
+    const w = worker({ endpoints: [s.address], concurrency: 1, handlers: { work: (ctx) => void started.push(ctx.run.id) } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    const a = conn.assign({ runId: 'held', startDelayMs: 200 });
+    await waitFor(() => w.heldRuns.length === 1, 'run held');
+    conn.cancel('held', a.fencingToken, 'job deleted');
+    await waitFor(() => w.heldRuns.length === 0, 'run dropped');
+    await waitFor(() => conn.outstanding === 1, 'credit given back');
+    conn.assign({ runId: 'next' });
+    await s.waitForResults(1);
+    await new Promise((r) => setTimeout(r, 250)); // past the cancelled run's start time
+    expect(started).toEqual(['next']);
+    expect(s.results.map((r) => r.runId)).toEqual(['next']);
+  });
+
+  it('shutdown leaves held runs that have not started to lease expiry, without running them', async () => {
+    const s = await server();
+    const started: string[] = [];
+    const w = worker({ endpoints: [s.address], handlers: { work: (ctx) => void started.push(ctx.run.id) } });
+    w.start();
+    const conn = await s.waitForConn(1);
+    conn.assign({ runId: 'later', startDelayMs: 5_000 });
+    await waitFor(() => w.heldRuns.length === 1, 'run held');
+    await w.shutdown({ graceMs: 0 });
+    expect(w.state).toBe('stopped');
+    expect(started).toEqual([]);
+    expect(s.results).toEqual([]);
+  });
+});
+
 describe('Worker: connection', () => {
   it('reconnects after a dropped stream and re-attaches held runs in hello', async () => {
     const s = await server();

@@ -33,6 +33,7 @@ const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('backfillJob' as const), nowMs: time, jobId: id, fromMs: time, toMs: time, maxRuns: uint }),
   fc.record({ type: fc.constant('fireRuns' as const), nowMs: time, misfireThresholdMs: uint, items: fc.array(fc.record({ jobId: id, slotMs: time })) }),
   fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })) }),
+  fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })), aheadMs: fc.integer({ min: 1, max: 2_000 }) }),
   fc.record({ type: fc.constant('finishRuns' as const), nowMs: time, items: fc.array(finishItem) }),
   fc.record({ type: fc.constant('renewLeases' as const), nowMs: time, items: fc.array(fc.record({ runId: str, fencingToken: uint, leaseDeadlineMs: time })) }),
   fc.record({ type: fc.constant('expireLeases' as const), nowMs: time, items: fc.array(fc.record({ runId: str, fencingToken: uint })) }),
@@ -53,6 +54,14 @@ describe('command codec', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('decodes a claim written before aheadMs existed (no trailing field) as one without a lead', () => {
+    const items = [{ runId: 'a@1', workerId: 'w', leaseDeadlineMs: 30_000 }];
+    const old = encodeCommand({ type: 'claimRuns', nowMs: 5, items });
+    expect(encodeCommand({ type: 'claimRuns', nowMs: 5, items, aheadMs: 0 })).toEqual(old);
+    expect(decodeCommand(old)).toEqual({ type: 'claimRuns', nowMs: 5, items });
+    expect(decodeCommand(encodeCommand({ type: 'claimRuns', nowMs: 5, items, aheadMs: 100 }))).toMatchObject({ aheadMs: 100 });
   });
 
   it('is compact: a 10,000-slot fire batch stays near 20 bytes per item', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttemptOutcome, RunState } from '../../src/gen/herald/v1/run.js';
-import { finishFailure, finishSuccess } from '../../src/fsm/index.js';
+import { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from '../../src/fsm/index.js';
 import { retryBackoffMs } from '../../src/fsm/schedule/index.js';
 import { RUN_PREFIX } from '../../src/fsm/key-layout.js';
 import { everySpec, openTestFsm, T0, type SpecInput, type TestFsm } from './fsm-test-kit.js';
@@ -46,6 +46,22 @@ describe('claim', () => {
     expect(twice.item.error).toMatchObject({ code: 'INVALID_STATE', reason: 'NOT_READY' });
     const unknown = await claim(T0, 'w', 'a@123');
     expect(unknown.item.error?.code).toBe('RUN_NOT_FOUND');
+  });
+
+  it('claims ahead within aheadMs (dispatch lead): the attempt starts at the run\'s instant, never more than MAX_CLAIM_AHEAD_MS early', async () => {
+    t = await openTestFsm();
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'a', spec: everySpec(60_000, {}, T0), idempotencyKey: '' });
+    // Fired 80 ms before its slot: the run waits, due at T0.
+    await t.one({ type: 'fireRuns', nowMs: T0 - 80, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 }] });
+    const ahead = (nowMs: number, aheadMs: number) =>
+      t.one({ type: 'claimRuns', nowMs, aheadMs, items: [{ runId: RUN, workerId: 'w1', leaseDeadlineMs: T0 + 30_000 }] }, 'claim');
+    expect((await ahead(T0 - 80, 50)).items[0]!.error?.reason).toBe('NOT_DUE'); // 80 ms out, 50 ms lead
+    expect((await ahead(T0 - 80, MAX_CLAIM_AHEAD_MS + 1)).items[0]!.error?.reason).toBe('NOT_DUE'); // an oversized lead counts as none
+    const token = t.nextIndex();
+    const ok = (await ahead(T0 - 80, 100)).items[0]!;
+    expect(ok.error).toBeUndefined();
+    expect(ok.run).toMatchObject({ state: RunState.RUN_STATE_RUNNING, fencingToken: token, latenessMs: 0 });
+    expect(ok.run!.attempts[0]!.startedUnixMs).toBe(T0);
   });
 
   it('past the starting deadline the claim is refused and the run recorded MISSED', async () => {

@@ -3,6 +3,7 @@
 // fire puts its slots back in the wheel.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
+import { Job, JobSpec, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import type { FireItem, FsmCommand } from '../../src/fsm/index.js';
 import { FireScheduler } from '../../src/server/fire-scheduler.js';
 import type { LeaderContext } from '../../src/server/leader-context.js';
@@ -16,7 +17,7 @@ interface Proposed {
   settle: (ok: boolean) => void;
 }
 
-function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[]) {
+function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[], cached = new Map<string, Job>()) {
   let now = T0;
   const proposed: Proposed[] = [];
   const behind: FireItem[][] = [];
@@ -26,6 +27,7 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     log: pino({ level: 'silent' }),
     fsm: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to) },
     now: () => now,
+    jobs: { peek: (id: string) => cached.get(id) },
     active: () => true,
     wakeDispatcher: () => undefined,
     claimBehindFire: (items: readonly FireItem[]) => void behind.push([...items]),
@@ -88,6 +90,38 @@ describe('FireScheduler', () => {
     await s.start(T0);
     await tick(f.advance, 30);
     expect(f.proposed.map((p) => p.items.length)).toEqual([2, 2, 1]);
+    s.stop();
+  });
+
+  it('fires a cached job that allows overlap dispatchLeadMs before its slot; FORBID, jittered and uncached jobs at the slot', async () => {
+    const slot = T0 + 200;
+    const due = ['allow', 'forbid', 'jitter', 'uncached'].map((jobId) => ({ jobId, slotMs: slot }));
+    const job = (id: string, spec: Partial<JobSpec>) => Job.fromPartial({ id, spec: JobSpec.fromPartial({ taskType: 't', ...spec }) });
+    const cached = new Map([
+      ['allow', job('allow', {})],
+      ['forbid', job('forbid', { overlapPolicy: OverlapPolicy.OVERLAP_POLICY_FORBID })],
+      ['jitter', job('jitter', { jitterMs: 1_000 })],
+    ]);
+    const f = fakeContext({ fireBatchSize: 100, maxFiresInFlight: 4, dispatchLeadMs: 100 }, due, cached);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 90);
+    expect(f.proposed).toEqual([]); // 110 ms before the slot: not yet
+    await tick(f.advance, 20);
+    expect(f.proposed.map((p) => p.items)).toEqual([[{ jobId: 'allow', slotMs: slot }]]); // the slot is still 90 ms away
+    await tick(f.advance, 90);
+    expect(f.proposed.slice(1).flatMap((p) => p.items.map((i) => i.jobId))).toEqual(['forbid', 'jitter', 'uncached']);
+    s.stop();
+  });
+
+  it('with dispatchLeadMs 0 fires every job at its slot', async () => {
+    const f = fakeContext({ fireBatchSize: 100, dispatchLeadMs: 0 }, [{ jobId: 'allow', slotMs: T0 + 200 }], new Map([['allow', Job.fromPartial({ id: 'allow', spec: JobSpec.fromPartial({ taskType: 't' }) })]]));
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 190);
+    expect(f.proposed).toEqual([]);
+    await tick(f.advance, 20);
+    expect(f.proposed).toHaveLength(1);
     s.stop();
   });
 

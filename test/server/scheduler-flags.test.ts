@@ -20,4 +20,14 @@ describe('herald server scheduler flags', () => {
     await cluster.start('n1', ['--fire-batch', '2000']);
     await cluster.waitForLeader();
   }, 60_000);
+
+  it('takes --dispatch-lead-ms 0 (off), refuses a lead above 1000 ms or below 0', async () => {
+    cluster = await TestCluster.create({ size: 1, extraArgs: ['--state-machine', 'scheduler', '--log-level', 'warn'] });
+    await expect(cluster.start('n1', ['--dispatch-lead-ms', '1001'])).rejects.toThrow(/exited \(2\)/);
+    expect(cluster.nodes.get('n1')!.stderr).toContain('--dispatch-lead-ms must be at most 1000 (got 1001)');
+    await expect(cluster.start('n1', ['--dispatch-lead-ms', '-5'])).rejects.toThrow(/exited \(2\)/);
+    expect(cluster.nodes.get('n1')!.stderr).toContain('--dispatch-lead-ms must be a non-negative integer (got "-5")');
+    await cluster.start('n1', ['--dispatch-lead-ms', '0']);
+    await cluster.waitForLeader();
+  }, 60_000);
 });

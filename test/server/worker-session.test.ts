@@ -38,6 +38,7 @@ const assignment = (i: number, payloadBytes = 0): RunAssignment => ({
   executionTimeoutMs: 0,
   manual: false,
   backfilled: false,
+  startDelayMs: 0,
 });
 
 describe('WorkerSession batched writes', () => {

@@ -176,6 +176,7 @@ export class FakeWorkerServer {
       executionTimeoutMs: 0,
       manual: false,
       backfilled: false,
+      startDelayMs: 0,
       ...partial,
     };
   }

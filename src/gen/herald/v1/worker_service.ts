@@ -231,6 +231,12 @@ export interface RunAssignment {
   manual: boolean;
   /** Created by BackfillJob. */
   backfilled: boolean;
+  /**
+   * Start the handler this long after the assignment arrives (0: at once). The leader hands runs
+   * out a little ahead of their scheduled instant (its dispatch lead), so that they start on time
+   * rather than a commit round late; the worker holds them, under lease, until then.
+   */
+  startDelayMs: number;
 }
 
 /** Stop a run. */
@@ -1549,6 +1555,7 @@ function createBaseRunAssignment(): RunAssignment {
     executionTimeoutMs: 0,
     manual: false,
     backfilled: false,
+    startDelayMs: 0,
   };
 }
 
@@ -1592,6 +1599,9 @@ export const RunAssignment: MessageFns<RunAssignment> = {
     }
     if (message.backfilled !== false) {
       writer.uint32(104).bool(message.backfilled);
+    }
+    if (message.startDelayMs !== 0) {
+      writer.uint32(112).int64(message.startDelayMs);
     }
     return writer;
   },
@@ -1713,6 +1723,14 @@ export const RunAssignment: MessageFns<RunAssignment> = {
             message.backfilled = reader.bool();
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.startDelayMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1743,6 +1761,7 @@ export const RunAssignment: MessageFns<RunAssignment> = {
     message.executionTimeoutMs = object.executionTimeoutMs ?? 0;
     message.manual = object.manual ?? false;
     message.backfilled = object.backfilled ?? false;
+    message.startDelayMs = object.startDelayMs ?? 0;
     return message;
   },
 };
