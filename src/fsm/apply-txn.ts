@@ -329,6 +329,15 @@ export class ApplyTxn {
     return t ? t.value : NOT_READ;
   }
 
+  /**
+   * The caller knows that no run is stored under `key` (a runKey) without reading it: a scheduled
+   * slot after its job's last handled one (apply-fire-runs.ts). A key the transaction already
+   * tracks keeps what it has.
+   */
+  knownAbsentRun(key: string): void {
+    if (!this.runs.has(key)) this.trackRun(key, undefined);
+  }
+
   /** Stores a run; the caller has read it (or checked it is absent) with getRun first. */
   putRun(rec: RunRecord): void {
     const k = this.runIdKey(rec.run.id);
