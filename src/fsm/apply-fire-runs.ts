@@ -183,7 +183,10 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   if (next === undefined) job.state = JobState.JOB_STATE_COMPLETED;
   job.updatedUnixMs = cmd.nowMs;
   txn.putJob(rec);
-  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs: job.nextFireUnixMs };
+  const nextFireMs = job.nextFireUnixMs;
+  if (nextFireMs === 0) return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs };
+  const dispatch = { taskType: spec.taskType, priority: spec.priority, jittered: spec.jitterMs > 0, allowsOverlap: policy === OverlapPolicy.OVERLAP_POLICY_ALLOW };
+  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs, dispatch };
 }
 
 /** What parseRunId(scheduledRunId(jobId, slotMs)) gives. */

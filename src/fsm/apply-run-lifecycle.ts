@@ -121,13 +121,17 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
     }
     // Claimed ahead (dispatch lead): the attempt starts when the worker is told to start it.
     const startMs = Math.max(cmd.nowMs, run.notBeforeUnixMs);
-    if (item.leaseDeadlineMs <= cmd.nowMs) {
-      items.push({ error: itemError('INVALID_ARGUMENT', `lease deadline ${item.leaseDeadlineMs} is not after now (${cmd.nowMs})`) });
-      continue;
-    }
     const loadedJob = txn.loadedJob(run.jobId);
     const job = loadedJob === NOT_READ ? await txn.getJob(run.jobId) : loadedJob;
-    const deadline = job?.job.spec?.startingDeadlineMs ?? 0;
+    const spec = job?.job.spec;
+    const leaseMs = spec && spec.leaseDurationMs > 0 ? spec.leaseDurationMs : (cmd.defaultLeaseMs ?? 0);
+    const leaseDeadline = item.leaseDeadlineMs === 0 && leaseMs > 0 ? startMs + leaseMs : item.leaseDeadlineMs;
+    if (leaseDeadline <= cmd.nowMs) {
+      const what = item.leaseDeadlineMs === 0 ? 'no lease deadline and no lease duration (job or command default)' : `lease deadline ${item.leaseDeadlineMs} is not after now (${cmd.nowMs})`;
+      items.push({ error: itemError('INVALID_ARGUMENT', what) });
+      continue;
+    }
+    const deadline = spec?.startingDeadlineMs ?? 0;
     if (run.attempt === 0 && !run.manual && !run.backfilled && deadline > 0 && cmd.nowMs > run.scheduledUnixMs + deadline) {
       await finishFor(txn, rec, RunState.RUN_STATE_MISSED, cmd.nowMs, `not started within the starting deadline of ${deadline} ms`);
       items.push({ error: itemError('INVALID_STATE', `run "${run.id}" missed its starting deadline; recorded MISSED`, 'DEADLINE_PASSED') });
@@ -142,9 +146,27 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
     run.state = RunState.RUN_STATE_RUNNING;
     run.workerId = item.workerId;
     run.fencingToken = token;
-    run.leaseDeadlineUnixMs = item.leaseDeadlineMs;
+    run.leaseDeadlineUnixMs = leaseDeadline;
     txn.putRun(rec);
-    items.push({ run });
+    items.push({
+      run: {
+        id: run.id,
+        jobId: run.jobId,
+        taskType: run.taskType,
+        slotUnixMs: run.slotUnixMs,
+        scheduledUnixMs: run.scheduledUnixMs,
+        notBeforeUnixMs: run.notBeforeUnixMs,
+        attempt: run.attempt,
+        fencingToken: token,
+        latenessMs: run.latenessMs,
+        leaseDeadlineUnixMs: leaseDeadline,
+        leaseDurationMs: leaseMs,
+        executionTimeoutMs: spec?.executionTimeoutMs ?? 0,
+        payload: spec?.payload ?? NO_OUTPUT,
+        manual: run.manual,
+        backfilled: run.backfilled,
+      },
+    });
   }
   return { type: 'claim', items };
 }

@@ -76,8 +76,8 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'claimRuns':
       w.list(cmd.items, (w, i) => w.str(i.runId).str(i.workerId).int(i.leaseDeadlineMs));
-      // Trailing and only when set: entries written before the field existed decode as 0.
-      if (cmd.aheadMs) w.uint(cmd.aheadMs);
+      // Trailing and only when set: entries written before the fields existed decode as 0.
+      if (cmd.aheadMs || cmd.defaultLeaseMs) w.uint(cmd.aheadMs ?? 0).uint(cmd.defaultLeaseMs ?? 0);
       break;
     case 'finishRuns':
       w.list(cmd.items, (w, i) => {
@@ -153,7 +153,7 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
     case 'claimRuns':
       {
         const items = r.list((r) => ({ runId: r.str(), workerId: r.str(), leaseDeadlineMs: r.int() }));
-        cmd = r.more ? { type, nowMs, items, aheadMs: r.uint() } : { type, nowMs, items };
+        cmd = r.more ? { type, nowMs, items, aheadMs: r.uint(), defaultLeaseMs: r.uint() } : { type, nowMs, items };
       }
       break;
     case 'finishRuns':

@@ -100,6 +100,10 @@ export interface FireRunsCommand {
 export interface ClaimItem {
   readonly runId: string;
   readonly workerId: string;
+  /**
+   * When the lease expires unless renewed; 0 = the run's start plus its job's lease duration
+   * (ClaimRunsCommand.defaultLeaseMs when the job sets none), so the leader need not read the job.
+   */
   readonly leaseDeadlineMs: number;
 }
 
@@ -114,6 +118,8 @@ export interface ClaimRunsCommand {
    * MAX_CLAIM_AHEAD_MS: a larger value claims nothing early.
    */
   readonly aheadMs?: number;
+  /** The lease duration of items with leaseDeadlineMs 0 whose job sets none (0 = such items are refused). */
+  readonly defaultLeaseMs?: number;
 }
 
 /** The largest ClaimRunsCommand.aheadMs apply honours. */

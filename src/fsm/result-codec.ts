@@ -6,7 +6,7 @@ import type { ErrorCode } from '../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import { readRun, writeRun } from './run-record-codec.js';
-import type { CancelSignal, ClaimItemResult, FsmResult, ItemError } from './results.js';
+import type { CancelSignal, ClaimedRun, ClaimItemResult, DispatchHint, FsmResult, ItemError } from './results.js';
 
 export const RESULT_FORMAT_VERSION = 1;
 
@@ -58,6 +58,26 @@ function writeOptRun(w: ByteWriter, x: Run | undefined): void {
 function readOptRun(r: ByteReader): Run | undefined {
   return r.bool() ? readRun(r) : undefined;
 }
+function readClaimedRun(r: ByteReader): ClaimedRun | undefined {
+  if (!r.bool()) return undefined;
+  return {
+    id: r.str(),
+    jobId: r.str(),
+    taskType: r.str(),
+    slotUnixMs: r.int(),
+    scheduledUnixMs: r.int(),
+    notBeforeUnixMs: r.int(),
+    attempt: r.uint(),
+    fencingToken: r.uint(),
+    latenessMs: r.uint(),
+    leaseDeadlineUnixMs: r.int(),
+    leaseDurationMs: r.uint(),
+    executionTimeoutMs: r.uint(),
+    payload: r.bytes(),
+    manual: r.bool(),
+    backfilled: r.bool(),
+  };
+}
 
 function writeSignals(w: ByteWriter, s: readonly CancelSignal[]): void {
   w.list(s, (w, x) => w.str(x.runId).str(x.workerId).uint(x.fencingToken));
@@ -108,13 +128,22 @@ export function encodeResult(res: FsmResult): Uint8Array {
         writeIds(w, i.missed);
         writeIds(w, i.skipped);
         w.int(i.nextFireMs);
+        const d = i.dispatch;
+        if (d === undefined) w.bool(false);
+        else w.bool(true).str(d.taskType).int(d.priority).bool(d.jittered).bool(d.allowsOverlap);
       });
       writeSignals(w, res.signals);
       break;
     case 'claim':
       w.list(res.items, (w, i) => {
         writeError(w, i.error);
-        writeOptRun(w, i.run);
+        const c = i.run;
+        if (c === undefined) w.bool(false);
+        else {
+          w.bool(true).str(c.id).str(c.jobId).str(c.taskType).int(c.slotUnixMs).int(c.scheduledUnixMs).int(c.notBeforeUnixMs);
+          w.uint(c.attempt).uint(c.fencingToken).uint(c.latenessMs).int(c.leaseDeadlineUnixMs).uint(c.leaseDurationMs).uint(c.executionTimeoutMs);
+          w.bytes(c.payload).bool(c.manual).bool(c.backfilled);
+        }
       });
       break;
     case 'runItems':
@@ -195,6 +224,11 @@ export interface FireOutcome {
   readonly missed: number;
   readonly skipped: number;
   readonly nextFireMs: number;
+  readonly dispatch: DispatchHint | undefined;
+}
+
+function readDispatchHint(r: ByteReader): DispatchHint | undefined {
+  return r.bool() ? { taskType: r.str(), priority: r.int(), jittered: r.bool(), allowsOverlap: r.bool() } : undefined;
 }
 
 /**
@@ -214,7 +248,8 @@ export function decodeFireOutcomes(bytes: Uint8Array): FireOutcome[] {
     const created = skipIds(r);
     const missed = skipIds(r);
     const skipped = skipIds(r);
-    out[i] = { failed, created, missed, skipped, nextFireMs: r.int() };
+    const nextFireMs = r.int();
+    out[i] = { failed, created, missed, skipped, nextFireMs, dispatch: readDispatchHint(r) };
   }
   return out;
 }
@@ -236,6 +271,7 @@ export function decodeSignals(bytes: Uint8Array): readonly CancelSignal[] {
       skipIds(r);
       skipIds(r);
       r.int();
+      readDispatchHint(r);
     }
     const signals = readSignals(r);
     r.end();
@@ -290,13 +326,12 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'fire': {
       const items = r.list((r) => {
         const error = readError(r);
-        return {
-          ...(error && { error }),
-          created: readIds(r),
-          missed: readIds(r),
-          skipped: readIds(r),
-          nextFireMs: r.int(),
-        };
+        const created = readIds(r);
+        const missed = readIds(r);
+        const skipped = readIds(r);
+        const nextFireMs = r.int();
+        const dispatch = readDispatchHint(r);
+        return { ...(error && { error }), created, missed, skipped, nextFireMs, ...(dispatch && { dispatch }) };
       });
       res = { type, items, signals: readSignals(r) };
       break;
@@ -306,7 +341,7 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
       // dispatch path.
       const items = r.list((r): ClaimItemResult => {
         const error = readError(r);
-        const run = readOptRun(r);
+        const run = readClaimedRun(r);
         if (error === undefined) return run === undefined ? {} : { run };
         return run === undefined ? { error } : { error, run };
       });

@@ -75,6 +75,22 @@ export interface FireItemResult {
   readonly skipped: readonly string[];
   /** The job's next slot after this command (0 = none, or the job is not active): re-arm the wheel. */
   readonly nextFireMs: number;
+  /** With a next slot: how its run will be dispatched, while the job stays as it is. */
+  readonly dispatch?: DispatchHint;
+}
+
+/**
+ * What the leader needs to fire a job's next slot ahead and claim its run behind the fire without
+ * reading the job (fire-scheduler.ts). Good until the job changes: any applied change to the job
+ * drops it there.
+ */
+export interface DispatchHint {
+  readonly taskType: string;
+  readonly priority: number;
+  /** Its runs start at slot + jitter (not at the slot). */
+  readonly jittered: boolean;
+  /** Overlap policy ALLOW: firing decides nothing that depends on the runs still active. */
+  readonly allowsOverlap: boolean;
 }
 
 export interface FireResult {
@@ -84,10 +100,36 @@ export interface FireResult {
   readonly signals: readonly CancelSignal[];
 }
 
+/**
+ * A claimed run as its assignment needs it: the run's fields after the claim and its job's
+ * (payload, lease duration, execution timeout) at the claim, so the leader reads no job to hand
+ * it out. The run record itself is ListRuns / GetRun's.
+ */
+export interface ClaimedRun {
+  readonly id: string;
+  readonly jobId: string;
+  readonly taskType: string;
+  readonly slotUnixMs: number;
+  readonly scheduledUnixMs: number;
+  /** When it may start: a run claimed ahead (ClaimRunsCommand.aheadMs) is held until then. */
+  readonly notBeforeUnixMs: number;
+  readonly attempt: number;
+  readonly fencingToken: number;
+  readonly latenessMs: number;
+  readonly leaseDeadlineUnixMs: number;
+  /** The job's lease duration, or the command's default. */
+  readonly leaseDurationMs: number;
+  /** The job's (0: none, or the job is gone). */
+  readonly executionTimeoutMs: number;
+  readonly payload: Uint8Array;
+  readonly manual: boolean;
+  readonly backfilled: boolean;
+}
+
 export interface ClaimItemResult {
   readonly error?: ItemError;
   /** The run after the claim (RUNNING, with its fencing token and attempt). */
-  readonly run?: Run;
+  readonly run?: ClaimedRun;
 }
 
 export interface ClaimResult {

@@ -20,14 +20,13 @@
 // and the lease counts from then. A fire and its claim are an fsynced commit round plus a tick
 // late otherwise, on every run.
 import type { Job } from '../gen/herald/v1/job.js';
-import type { Run } from '../gen/herald/v1/run.js';
 import type { RunAssignment } from '../gen/herald/v1/worker_service.js';
-import { scheduledRunId, type ClaimItem, type ClaimRunsCommand, type FireItem, type ReadyEntry } from '../fsm/index.js';
+import { scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../fsm/index.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
 import type { LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
 
-/** Shared by assignments of jobs that are gone: the encoder only reads it. */
+/** Shared by assignments without a payload: the encoder only reads it. */
 const NO_PAYLOAD = Buffer.alloc(0);
 
 /**
@@ -36,11 +35,6 @@ const NO_PAYLOAD = Buffer.alloc(0);
  * back only the credits of runs that were not delivered.
  */
 type Reserved = (WorkerSession | undefined)[];
-
-/** A claimRuns command; `aheadMs` only when there is a lead (older followers' logs never carry it otherwise). */
-function claimCommand(nowMs: number, items: ClaimItem[], aheadMs: number): ClaimRunsCommand {
-  return aheadMs > 0 ? { type: 'claimRuns', nowMs, items, aheadMs } : { type: 'claimRuns', nowMs, items };
-}
 
 export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
   const ms = job?.spec?.leaseDurationMs ?? 0;
@@ -138,22 +132,17 @@ export class Dispatcher {
       if (plan.length === 0) return;
       more = plan.length === limit;
 
-      const jobIds = plan.map((a) => runs.get(a.runId)!.jobId);
-      const jobs = await ctx.jobs.getMany(jobIds);
       const claimNow = Math.max(now, ctx.now() ?? now);
-      // A lease runs from when the run may start (a run claimed ahead is held until then).
-      const items: ClaimItem[] = plan.map((a, i) => ({
-        runId: a.runId,
-        workerId: a.workerId,
-        leaseDeadlineMs: Math.max(claimNow, runs.get(a.runId)!.notBeforeMs) + leaseMsOf(jobs.get(jobIds[i]!), ctx.config.defaultLeaseMs),
-      }));
+      // Lease deadline 0: the claim's apply sets it from the run's start and its job's lease
+      // duration, and its result carries what the assignment needs of the job (no job read here).
+      const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
       const tClaim = Date.now();
-      const res = await ctx.propose(claimCommand(claimNow, items, lead), 'claim', 10_000);
+      const res = await ctx.propose(this.claimCommand(claimNow, items), 'claim', 10_000);
       this.stats.claims++;
       this.stats.claimed += items.length;
       this.stats.claimMs += Date.now() - tClaim;
       if (!ctx.active()) return;
-      this.deliver(res.items, items, jobs, reserved);
+      this.deliver(res.items, items, reserved);
     } catch (e) {
       if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'dispatch round failed');
       // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
@@ -171,28 +160,21 @@ export class Dispatcher {
   /**
    * Claims the runs a fireRuns command just proposed will create, with a claimRuns entry right
    * behind it. Must be called synchronously after proposing the fire (nothing here waits), so
-   * the claim follows the fire in the log; only without a known backlog, and only for cached jobs
-   * without jitter (their runs are due at the slot).
+   * the claim follows the fire in the log; only without a known backlog, and only for jobs whose
+   * dispatch hint (their last fire's) says no jitter: their runs are due at the slot.
    */
-  claimBehindFire(fired: readonly FireItem[], nowMs: number): void {
+  claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): void {
     const ctx = this.ctx;
     if (this.stopped || this.backlog || !ctx.active()) return;
     const workers = this.openSessions();
     if (workers.length === 0) return;
-    const jobs = new Map<string, Job | undefined>();
-    const jobOf = new Map<string, string>();
-    const slotOf = new Map<string, number>();
     const candidates: DispatchCandidate[] = [];
     for (const f of fired) {
-      const job = ctx.jobs.peek(f.jobId);
-      const spec = job?.spec;
-      if (!spec || spec.jitterMs > 0) continue;
+      const hint = hintOf(f.jobId);
+      if (!hint || hint.jittered) continue;
       const runId = scheduledRunId(f.jobId, f.slotMs);
       if (this.claiming.has(runId)) continue;
-      jobs.set(f.jobId, job);
-      jobOf.set(runId, f.jobId);
-      slotOf.set(runId, f.slotMs);
-      candidates.push({ runId, taskType: spec.taskType, priority: spec.priority, notBeforeMs: f.slotMs });
+      candidates.push({ runId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: f.slotMs });
     }
     if (candidates.length === 0) return;
     let total = 0;
@@ -203,13 +185,9 @@ export class Dispatcher {
     // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
     if (plan.length < candidates.length) this.backlog = true;
     if (plan.length === 0) return;
-    const items: ClaimItem[] = plan.map((a) => ({
-      runId: a.runId,
-      workerId: a.workerId,
-      leaseDeadlineMs: Math.max(nowMs, slotOf.get(a.runId)!) + leaseMsOf(jobs.get(jobOf.get(a.runId)!), ctx.config.defaultLeaseMs),
-    }));
+    const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
     // Appended now, right behind the fire (the propose path is synchronous up to the append).
-    const claim = ctx.propose(claimCommand(nowMs, items, lead), 'claim', 10_000);
+    const claim = ctx.propose(this.claimCommand(nowMs, items), 'claim', 10_000);
     this.stats.claimsBehindFire++;
     let refused = true;
     void claim
@@ -217,7 +195,7 @@ export class Dispatcher {
         (res) => {
           this.stats.claimed += items.length;
           refused = res.items.some((r) => !r.run);
-          if (ctx.active()) this.deliver(res.items, items, jobs, reserved);
+          if (ctx.active()) this.deliver(res.items, items, reserved);
         },
         (e: unknown) => {
           if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
@@ -228,6 +206,11 @@ export class Dispatcher {
         // A refused run that is pending after all (not due, say) is the ready index's again.
         if (refused) this.wake();
       });
+  }
+
+  /** A claimRuns command of `items` (lease deadlines 0: from each job, or our default). */
+  private claimCommand(nowMs: number, items: ClaimItem[]): ClaimRunsCommand {
+    return { type: 'claimRuns', nowMs, items, aheadMs: this.ctx.config.dispatchLeadMs, defaultLeaseMs: this.ctx.config.defaultLeaseMs };
   }
 
   /** Sessions that may be given runs now. */
@@ -263,12 +246,7 @@ export class Dispatcher {
   }
 
   /** Claim results: assignments for the runs claimed, credits back for the rest. */
-  private deliver(
-    results: readonly { run?: Run; error?: { reason?: string } }[],
-    items: readonly ClaimItem[],
-    jobs: ReadonlyMap<string, Job | undefined>,
-    reserved: Reserved,
-  ): void {
+  private deliver(results: readonly ClaimItemResult[], items: readonly ClaimItem[], reserved: Reserved): void {
     const ctx = this.ctx;
     // Per worker, in claim order: one write per worker per claim instead of one per run.
     const out = new Map<WorkerSession, { assignments: RunAssignment[]; leases: { deadlineMs: number }[] }>();
@@ -284,9 +262,8 @@ export class Dispatcher {
         continue;
       }
       const run = r.run;
-      const job = jobs.get(run.jobId);
       const item = items[i]!;
-      const leaseMs = leaseMsOf(job, ctx.config.defaultLeaseMs);
+      const leaseMs = run.leaseDurationMs > 0 ? run.leaseDurationMs : ctx.config.defaultLeaseMs;
       // Claimed ahead of its instant (dispatch lead): the worker holds it until then.
       const startDelayMs = now > 0 ? Math.max(0, run.notBeforeUnixMs - now) : 0;
       const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
@@ -303,10 +280,10 @@ export class Dispatcher {
         scheduledUnixMs: run.scheduledUnixMs,
         attempt: run.attempt,
         fencingToken: run.fencingToken,
-        leaseDeadlineUnixMs: item.leaseDeadlineMs,
+        leaseDeadlineUnixMs: run.leaseDeadlineUnixMs,
         leaseDurationMs: leaseMs,
-        payload: job?.spec?.payload ?? NO_PAYLOAD,
-        executionTimeoutMs: job?.spec?.executionTimeoutMs ?? 0,
+        payload: run.payload.length === 0 ? NO_PAYLOAD : Buffer.from(run.payload.buffer, run.payload.byteOffset, run.payload.byteLength),
+        executionTimeoutMs: run.executionTimeoutMs,
         manual: run.manual,
         backfilled: run.backfilled,
         startDelayMs,

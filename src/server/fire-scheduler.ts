@@ -11,14 +11,21 @@
 // update, pause, resume) are picked up from applied results in log order, so a job created while
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
-import { JobState, OverlapPolicy } from '../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, overlapOf, type FireItem } from '../fsm/index.js';
+import { JobState } from '../gen/herald/v1/job.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type DispatchHint, type FireItem, type FireOutcome } from '../fsm/index.js';
 import { unsafeSwitches } from '../fsm/unsafe-switches.js';
 import type { LeaderContext } from './leader-context.js';
 import { RESULT_TAG, type AppliedEntry } from './observed-state-machine.js';
 import { TimingWheel, type WheelEntry } from './timing-wheel.js';
 
 const FIRST_PAGE = 10_000;
+/** Dispatch hints kept at most; cleared wholesale when full (a job without one fires at its slot). */
+const MAX_HINTS = 100_000;
+
+/** An applied job or fire result, decoded once as it is applied and handled on the next tick. */
+type SchedulerEvent =
+  | { readonly kind: 'jobs'; readonly heads: readonly { id: string; state: JobState; nextFireUnixMs: number }[] }
+  | { readonly kind: 'fire'; readonly items: readonly FireItem[]; readonly outcomes: readonly FireOutcome[] };
 /** A failed fire proposal is retried this much later (it is idempotent either way). */
 const RETRY_DELAY_MS = 100;
 
@@ -28,7 +35,13 @@ export class FireScheduler {
   private loadedUpTo = 0;
   /** Jobs whose fire command is in flight: a due-window read must not queue them again. */
   private readonly inFlight = new Set<string>();
-  private events: AppliedEntry[] = [];
+  private events: SchedulerEvent[] = [];
+  /**
+   * How each job's next run is dispatched (from its last fire's result), kept in log order: set
+   * as a fire applies, dropped as any change to the job applies. The lead (leadOf) and the claim
+   * behind the fire need it; the job record is not read for either.
+   */
+  private readonly hints = new Map<string, DispatchHint>();
   /** Due slots waiting for the fireRuns command in flight to finish. */
   private toFire: WheelEntry[] = [];
   private firesInFlight = 0;
@@ -41,8 +54,21 @@ export class FireScheduler {
   onApplied(entries: readonly AppliedEntry[]): void {
     let fired = false;
     for (const e of entries) {
-      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs || e.tag === RESULT_TAG.fire) this.events.push(e);
-      if (e.tag === RESULT_TAG.fire) fired = true;
+      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs) {
+        // Heads only: decoding every created job's spec here cost the leader more than the create.
+        const heads = decodeJobHeads(e.result);
+        for (const h of heads) this.hints.delete(h.id);
+        this.events.push({ kind: 'jobs', heads });
+      } else if (e.tag === RESULT_TAG.fire) {
+        fired = true;
+        // Counts, not run ids: the ids of a herd's fire would be garbage at once.
+        const outcomes = decodeFireOutcomes(e.result);
+        if (outcomes.length === 0) continue;
+        const cmd = decodeCommand(e.data);
+        if (cmd.type !== 'fireRuns') continue;
+        this.noteHints(cmd.items, outcomes);
+        this.events.push({ kind: 'fire', items: cmd.items, outcomes });
+      }
     }
     // New runs are in the store now: the dispatcher reads them at once rather than after the
     // next tick's drainEvents (up to a tick of lateness on every run). A fire that created
@@ -84,6 +110,7 @@ export class FireScheduler {
 
   stop(): void {
     this.stopped = true;
+    this.hints.clear();
     clearTimeout(this.timer);
     this.wheel?.clear();
     this.events = [];
@@ -155,28 +182,40 @@ export class FireScheduler {
     }
   }
 
+  private noteHints(items: readonly FireItem[], outcomes: readonly FireOutcome[]): void {
+    const n = Math.min(items.length, outcomes.length);
+    for (let i = 0; i < n; i++) {
+      const hint = outcomes[i]!.dispatch;
+      const jobId = items[i]!.jobId;
+      if (hint === undefined) {
+        this.hints.delete(jobId);
+        continue;
+      }
+      if (this.hints.size >= MAX_HINTS && !this.hints.has(jobId)) this.hints.clear();
+      this.hints.set(jobId, hint);
+    }
+  }
+
+  /** The job's dispatch hint, if its last fire left one and it has not changed since. */
+  readonly hintOf = (jobId: string): DispatchHint | undefined => this.hints.get(jobId);
+
   private drainEvents(): void {
     if (this.events.length === 0) return;
     const events = this.events;
     this.events = [];
     const m = this.ctx.metrics;
     for (const e of events) {
-      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs) {
-        // Heads only: decoding every created job's spec here cost the leader more than the create.
-        for (const j of decodeJobHeads(e.result)) this.rearm(j.id, j.state === JobState.JOB_STATE_ACTIVE ? j.nextFireUnixMs : 0);
+      if (e.kind === 'jobs') {
+        for (const j of e.heads) this.rearm(j.id, j.state === JobState.JOB_STATE_ACTIVE ? j.nextFireUnixMs : 0);
         continue;
       }
-      // Counts, not run ids: the ids of a herd's fire would be garbage at once.
-      const outcomes = decodeFireOutcomes(e.result);
-      if (outcomes.length === 0) continue;
-      const cmd = decodeCommand(e.data);
-      if (cmd.type !== 'fireRuns') continue;
+      const { items, outcomes } = e;
       let created = 0;
       let missed = 0;
       let skipped = 0;
-      const n = Math.min(cmd.items.length, outcomes.length);
+      const n = Math.min(items.length, outcomes.length);
       for (let i = 0; i < n; i++) {
-        const item = cmd.items[i]!;
+        const item = items[i]!;
         const r = outcomes[i]!;
         this.inFlight.delete(item.jobId);
         this.rearm(item.jobId, r.nextFireMs);
@@ -205,14 +244,14 @@ export class FireScheduler {
 
   /**
    * How long before its slot a job is fired (SchedulerConfig.dispatchLeadMs): only jobs whose
-   * fire depends on nothing but the slot (overlap ALLOW, no jitter), known from the job cache
-   * (filled by dispatch; a job not in it fires at the slot, as with no lead).
+   * fire depends on nothing but the slot (overlap ALLOW, no jitter), known from the dispatch hint
+   * of their last fire (a job without one, as at its first fire, fires at the slot).
    */
   private leadOf(jobId: string): number {
     const lead = this.ctx.config.dispatchLeadMs;
     if (lead === 0) return 0;
-    const spec = this.ctx.jobs.peek(jobId)?.spec;
-    return spec && spec.jitterMs === 0 && overlapOf(spec) === OverlapPolicy.OVERLAP_POLICY_ALLOW ? lead : 0;
+    const hint = this.hints.get(jobId);
+    return hint && !hint.jittered && hint.allowsOverlap ? lead : 0;
   }
 
   /**
@@ -237,7 +276,7 @@ export class FireScheduler {
       // The outcome is read from the applied entry (drainEvents), for any leader's fires alike.
       const fired = this.ctx.proposeUnread({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
       // Appended already (propose is synchronous up to the append): the claim goes right behind.
-      this.ctx.claimBehindFire(items, now);
+      this.ctx.claimBehindFire(items, now, this.hintOf);
       fired
         .catch((e: unknown) => {
           if (this.stopped || !this.ctx.active()) return;

@@ -2,7 +2,7 @@
 // machine's reads, cluster time, the lease table, the open worker sessions, metrics and a
 // propose helper for the leader's own time-driven commands.
 import type { Logger } from 'pino';
-import { decodeResult, encodeCommand, resultTypeOf, type FireItem, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
+import { decodeResult, encodeCommand, resultTypeOf, type DispatchHint, type FireItem, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../fsm/index.js';
 import { HeraldError } from '../herald-error.js';
 import type { JobCache } from './job-cache.js';
 import type { LeaseTable } from './lease-table.js';
@@ -19,7 +19,7 @@ export interface LeaderContext {
   readonly log: Logger;
   readonly leases: LeaseTable;
   readonly sessions: SessionRegistry;
-  /** Job records for dispatch, invalidated by applied job changes. */
+  /** Job records (lease adoption, deadline sweeps), invalidated by applied job changes. */
   readonly jobs: JobCache;
   /** The term these services were started for. */
   readonly term: number;
@@ -38,8 +38,11 @@ export interface LeaderContext {
   wakeDispatcher(): void;
   /** True while a claim of this run is being proposed (its lease is granted when it commits). */
   claimInFlight(runId: string): boolean;
-  /** Right after proposing a fireRuns command: claim its runs in the entry behind it (Dispatcher). */
-  claimBehindFire(fired: readonly FireItem[], nowMs: number): void;
+  /**
+   * Right after proposing a fireRuns command: claim its runs in the entry behind it (Dispatcher),
+   * those of jobs with a dispatch hint (the fire scheduler's, from each job's last fire).
+   */
+  claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): void;
 }
 
 /**

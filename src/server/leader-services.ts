@@ -100,7 +100,7 @@ export class LeaderServices {
       },
       wakeDispatcher: () => this.dispatcher.wake(),
       claimInFlight: (runId) => this.dispatcher.claimInFlight(runId),
-      claimBehindFire: (fired, nowMs) => this.dispatcher.claimBehindFire(fired, nowMs),
+      claimBehindFire: (fired, nowMs, hintOf) => this.dispatcher.claimBehindFire(fired, nowMs, hintOf),
     };
     this.fire = new FireScheduler(this.ctx);
     this.dispatcher = new Dispatcher(this.ctx);

@@ -33,7 +33,7 @@ const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('backfillJob' as const), nowMs: time, jobId: id, fromMs: time, toMs: time, maxRuns: uint }),
   fc.record({ type: fc.constant('fireRuns' as const), nowMs: time, misfireThresholdMs: uint, items: fc.array(fc.record({ jobId: id, slotMs: time })) }),
   fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })) }),
-  fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })), aheadMs: fc.integer({ min: 1, max: 2_000 }) }),
+  fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })), aheadMs: fc.integer({ min: 0, max: 2_000 }), defaultLeaseMs: fc.integer({ min: 1, max: 100_000 }) }),
   fc.record({ type: fc.constant('finishRuns' as const), nowMs: time, items: fc.array(finishItem) }),
   fc.record({ type: fc.constant('renewLeases' as const), nowMs: time, items: fc.array(fc.record({ runId: str, fencingToken: uint, leaseDeadlineMs: time })) }),
   fc.record({ type: fc.constant('expireLeases' as const), nowMs: time, items: fc.array(fc.record({ runId: str, fencingToken: uint })) }),
@@ -61,7 +61,8 @@ describe('command codec', () => {
     const old = encodeCommand({ type: 'claimRuns', nowMs: 5, items });
     expect(encodeCommand({ type: 'claimRuns', nowMs: 5, items, aheadMs: 0 })).toEqual(old);
     expect(decodeCommand(old)).toEqual({ type: 'claimRuns', nowMs: 5, items });
-    expect(decodeCommand(encodeCommand({ type: 'claimRuns', nowMs: 5, items, aheadMs: 100 }))).toMatchObject({ aheadMs: 100 });
+    expect(decodeCommand(encodeCommand({ type: 'claimRuns', nowMs: 5, items, aheadMs: 100 }))).toMatchObject({ aheadMs: 100, defaultLeaseMs: 0 });
+    expect(decodeCommand(encodeCommand({ type: 'claimRuns', nowMs: 5, items, defaultLeaseMs: 30_000 }))).toMatchObject({ aheadMs: 0, defaultLeaseMs: 30_000 });
   });
 
   it('is compact: a 10,000-slot fire batch stays near 20 bytes per item', () => {
@@ -95,6 +96,10 @@ describe('command codec', () => {
 describe('result codec', () => {
   const job = Job.fromPartial({ id: 'j', spec: everySpec(1000), state: JobState.JOB_STATE_ACTIVE, version: 3, activeRuns: 2 });
   const run = Run.fromPartial({ id: 'j@5', jobId: 'j', state: RunState.RUN_STATE_RUNNING, fencingToken: 42, attempts: [{ number: 1, workerId: 'w', fencingToken: 42 }] });
+  const claimed = {
+    id: 'j@5', jobId: 'j', taskType: 't', slotUnixMs: 5, scheduledUnixMs: 6, notBeforeUnixMs: 7, attempt: 1, fencingToken: 42, latenessMs: 3,
+    leaseDeadlineUnixMs: 30_007, leaseDurationMs: 30_000, executionTimeoutMs: 100, payload: Uint8Array.of(1, 2), manual: false, backfilled: true,
+  };
   const err = { code: 'STALE_FENCING_TOKEN' as const, message: 'm', reason: 'STALE_TOKEN' };
   const results: FsmResult[] = [
     { type: 'empty' },
@@ -104,8 +109,8 @@ describe('result codec', () => {
     { type: 'delete', cancelledRuns: 2, signals: [{ runId: 'j@5', workerId: 'w', fencingToken: 42 }] },
     { type: 'trigger', run, created: false },
     { type: 'backfill', runIds: ['j@1~b', 'j@2~b'] },
-    { type: 'fire', items: [{ created: ['j@5'], missed: ['j@1'], skipped: [], nextFireMs: 9 }, { error: err, created: [], missed: [], skipped: [], nextFireMs: 0 }], signals: [] },
-    { type: 'claim', items: [{ run }, { error: err }] },
+    { type: 'fire', items: [{ created: ['j@5'], missed: ['j@1'], skipped: [], nextFireMs: 9, dispatch: { taskType: 't', priority: -3, jittered: false, allowsOverlap: true } }, { error: err, created: [], missed: [], skipped: [], nextFireMs: 0 }], signals: [] },
+    { type: 'claim', items: [{ run: claimed }, { error: err }] },
     { type: 'runItems', items: [{ state: RunState.RUN_STATE_SUCCEEDED }, { error: err, state: RunState.RUN_STATE_UNSPECIFIED }] },
     { type: 'cancel', items: [{ run }], signals: [{ runId: 'j@5', workerId: 'w', fencingToken: 42 }] },
     { type: 'trim', runsTrimmed: 3, idempotencyKeysTrimmed: 4 },

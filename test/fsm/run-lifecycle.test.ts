@@ -26,8 +26,10 @@ describe('claim', () => {
   it('gives a fencing token equal to the entry index, records the attempt and lateness, moves ready → lease index', async () => {
     await setup();
     const { token, item } = await claim(T0 + 250);
-    expect(item.run).toMatchObject({ state: RunState.RUN_STATE_RUNNING, attempt: 1, fencingToken: token, workerId: 'w1', leaseDeadlineUnixMs: T0 + 30_250, latenessMs: 250 });
-    expect(item.run!.attempts).toEqual([expect.objectContaining({ number: 1, workerId: 'w1', fencingToken: token, startedUnixMs: T0 + 250 })]);
+    expect(item.run).toMatchObject({ id: RUN, jobId: 'a', attempt: 1, fencingToken: token, leaseDeadlineUnixMs: T0 + 30_250, latenessMs: 250, leaseDurationMs: 0 });
+    const stored = (await t.fsm.getRun(RUN))!;
+    expect(stored).toMatchObject({ state: RunState.RUN_STATE_RUNNING, attempt: 1, fencingToken: token, workerId: 'w1', leaseDeadlineUnixMs: T0 + 30_250, latenessMs: 250 });
+    expect(stored.attempts).toEqual([expect.objectContaining({ number: 1, workerId: 'w1', fencingToken: token, startedUnixMs: T0 + 250 })]);
     expect(await t.fsm.readyRuns({ limit: 10 })).toEqual([]);
     expect((await t.fsm.expiringLeases(T0 + 30_251, 10)).map((r) => r.id)).toEqual([RUN]);
     expect(await t.fsm.expiringLeases(T0 + 30_250, 10)).toEqual([]);
@@ -60,8 +62,26 @@ describe('claim', () => {
     const token = t.nextIndex();
     const ok = (await ahead(T0 - 80, 100)).items[0]!;
     expect(ok.error).toBeUndefined();
-    expect(ok.run).toMatchObject({ state: RunState.RUN_STATE_RUNNING, fencingToken: token, latenessMs: 0 });
-    expect(ok.run!.attempts[0]!.startedUnixMs).toBe(T0);
+    expect(ok.run).toMatchObject({ fencingToken: token, latenessMs: 0, notBeforeUnixMs: T0 });
+    const stored = (await t.fsm.getRun(RUN))!;
+    expect(stored.state).toBe(RunState.RUN_STATE_RUNNING);
+    expect(stored.attempts[0]!.startedUnixMs).toBe(T0);
+  });
+
+  it('lease deadline 0: from the run\'s start plus the job\'s lease duration, else the command default; with neither, refused', async () => {
+    t = await openTestFsm();
+    const payload = Buffer.from('{"n":1}');
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'a', spec: everySpec(60_000, { leaseDurationMs: 7_000, executionTimeoutMs: 900, payload }, T0), idempotencyKey: '' });
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'b', spec: everySpec(60_000, {}, T0), idempotencyKey: '' });
+    await t.one({ type: 'fireRuns', nowMs: T0 - 50, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 }, { jobId: 'b', slotMs: T0 }] });
+    const zero = (runId: string) => ({ runId, workerId: 'w1', leaseDeadlineMs: 0 });
+    const none = await t.one({ type: 'claimRuns', nowMs: T0 + 10, items: [zero(`b@${T0}`)] }, 'claim');
+    expect(none.items[0]!.error).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('no lease deadline') });
+    // Claimed 50 ms ahead: the lease counts from the run's instant, not from the claim.
+    const r = await t.one({ type: 'claimRuns', nowMs: T0 - 50, aheadMs: 100, defaultLeaseMs: 30_000, items: [zero(RUN), zero(`b@${T0}`)] }, 'claim');
+    expect(r.items[0]!.run).toMatchObject({ leaseDeadlineUnixMs: T0 + 7_000, leaseDurationMs: 7_000, executionTimeoutMs: 900, payload: new Uint8Array(payload) });
+    expect(r.items[1]!.run).toMatchObject({ leaseDeadlineUnixMs: T0 + 30_000, leaseDurationMs: 30_000, executionTimeoutMs: 0 });
+    expect((await t.fsm.getRun(RUN))!.leaseDeadlineUnixMs).toBe(T0 + 7_000);
   });
 
   it('past the starting deadline the claim is refused and the run recorded MISSED', async () => {
@@ -142,7 +162,8 @@ describe('leases', () => {
     expect((await t.fsm.getRun(RUN))?.attempts[0]?.outcome).toBe(AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED);
     expect(await t.fsm.runningRuns()).toEqual([]);
     const c2 = await claim(T0 + 40_001, 'w2');
-    expect(c2.item.run).toMatchObject({ attempt: 2, workerId: 'w2' });
+    expect(c2.item.run).toMatchObject({ attempt: 2, fencingToken: c2.token });
+    expect((await t.fsm.getRun(RUN))!.workerId).toBe('w2');
     expect(c2.token).toBeGreaterThan(c1.token);
     const late = await finish(T0 + 40_002, finishSuccess(RUN, c1.token));
     expect(late.items[0]!.error?.code).toBe('STALE_FENCING_TOKEN');
@@ -253,7 +274,8 @@ describe('results within one apply call', () => {
       { type: 'claimRuns', nowMs: T0 + 1, items: [{ runId: RUN, workerId: 'w', leaseDeadlineMs: T0 + 30_000 }] },
       { type: 'finishRuns', nowMs: T0 + 2, items: [finishSuccess(RUN, claimToken)] },
     );
-    expect(claim).toMatchObject({ type: 'claim', items: [{ run: { state: RunState.RUN_STATE_RUNNING, fencingToken: claimToken } }] });
+    // The claim's result is the run as claimed (the finish right after does not show through).
+    expect(claim).toMatchObject({ type: 'claim', items: [{ run: { attempt: 1, fencingToken: claimToken, leaseDeadlineUnixMs: T0 + 30_000 } }] });
     expect(finished).toMatchObject({ type: 'runItems', items: [{ state: RunState.RUN_STATE_SUCCEEDED }] });
   });
 });

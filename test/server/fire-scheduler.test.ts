@@ -3,8 +3,9 @@
 // fire puts its slots back in the wheel.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
-import { Job, JobSpec, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
-import type { FireItem, FsmCommand } from '../../src/fsm/index.js';
+import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
+import { encodeCommand, encodeResult, type DispatchHint, type FireItem, type FsmCommand } from '../../src/fsm/index.js';
+import { RESULT_TAG } from '../../src/server/observed-state-machine.js';
 import { FireScheduler } from '../../src/server/fire-scheduler.js';
 import type { LeaderContext } from '../../src/server/leader-context.js';
 import { createNodeMetrics } from '../../src/server/metrics.js';
@@ -17,7 +18,7 @@ interface Proposed {
   settle: (ok: boolean) => void;
 }
 
-function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[], cached = new Map<string, Job>()) {
+function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[]) {
   let now = T0;
   const proposed: Proposed[] = [];
   const behind: FireItem[][] = [];
@@ -27,7 +28,6 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     log: pino({ level: 'silent' }),
     fsm: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to) },
     now: () => now,
-    jobs: { peek: (id: string) => cached.get(id) },
     active: () => true,
     wakeDispatcher: () => undefined,
     claimBehindFire: (items: readonly FireItem[]) => void behind.push([...items]),
@@ -93,31 +93,49 @@ describe('FireScheduler', () => {
     s.stop();
   });
 
-  it('fires a cached job that allows overlap dispatchLeadMs before its slot; FORBID, jittered and uncached jobs at the slot', async () => {
+  it('fires a job ahead of its slot by dispatchLeadMs once its last fire said it allows overlap and has no jitter; others at the slot', async () => {
     const slot = T0 + 200;
-    const due = ['allow', 'forbid', 'jitter', 'uncached'].map((jobId) => ({ jobId, slotMs: slot }));
-    const job = (id: string, spec: Partial<JobSpec>) => Job.fromPartial({ id, spec: JobSpec.fromPartial({ taskType: 't', ...spec }) });
-    const cached = new Map([
-      ['allow', job('allow', {})],
-      ['forbid', job('forbid', { overlapPolicy: OverlapPolicy.OVERLAP_POLICY_FORBID })],
-      ['jitter', job('jitter', { jitterMs: 1_000 })],
-    ]);
-    const f = fakeContext({ fireBatchSize: 100, maxFiresInFlight: 4, dispatchLeadMs: 100 }, due, cached);
+    const f = fakeContext({ fireBatchSize: 100, maxFiresInFlight: 4, dispatchLeadMs: 100 }, []);
     const s = new FireScheduler(f.ctx);
     await s.start(T0);
+    // The previous fire of each job (as applied): its next slot, and how that run will be dispatched.
+    const hint = (p: Partial<DispatchHint>): DispatchHint => ({ taskType: 't', priority: 0, jittered: false, allowsOverlap: true, ...p });
+    const jobs = ['allow', 'forbid', 'jitter', 'none', 'changed'];
+    const dispatch = [hint({}), hint({ allowsOverlap: false }), hint({ jittered: true }), undefined, hint({})];
+    s.onApplied([
+      {
+        index: 7,
+        tag: RESULT_TAG.fire,
+        data: encodeCommand({ type: 'fireRuns', nowMs: T0 - 1000, misfireThresholdMs: 60_000, items: jobs.map((jobId) => ({ jobId, slotMs: T0 - 1000 })) }),
+        result: encodeResult({ type: 'fire', items: jobs.map((_, i) => ({ created: [], missed: [], skipped: [], nextFireMs: slot, ...(dispatch[i] && { dispatch: dispatch[i] }) })), signals: [] }),
+      },
+    ]);
+    expect(s.hintOf('allow')).toEqual(hint({}));
+    // Any applied change to a job drops its hint ("changed" was updated after that fire).
+    const job = Job.fromPartial({ id: 'changed', state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 't' }) });
+    s.onApplied([{ index: 8, tag: RESULT_TAG.job, data: new Uint8Array(), result: encodeResult({ type: 'job', job, created: false }) }]);
+    expect(s.hintOf('changed')).toBeUndefined();
     await tick(f.advance, 90);
     expect(f.proposed).toEqual([]); // 110 ms before the slot: not yet
     await tick(f.advance, 20);
     expect(f.proposed.map((p) => p.items)).toEqual([[{ jobId: 'allow', slotMs: slot }]]); // the slot is still 90 ms away
     await tick(f.advance, 90);
-    expect(f.proposed.slice(1).flatMap((p) => p.items.map((i) => i.jobId))).toEqual(['forbid', 'jitter', 'uncached']);
+    expect(f.proposed.slice(1).flatMap((p) => p.items.map((i) => i.jobId)).sort()).toEqual(['changed', 'forbid', 'jitter', 'none']);
     s.stop();
   });
 
   it('with dispatchLeadMs 0 fires every job at its slot', async () => {
-    const f = fakeContext({ fireBatchSize: 100, dispatchLeadMs: 0 }, [{ jobId: 'allow', slotMs: T0 + 200 }], new Map([['allow', Job.fromPartial({ id: 'allow', spec: JobSpec.fromPartial({ taskType: 't' }) })]]));
+    const f = fakeContext({ fireBatchSize: 100, dispatchLeadMs: 0 }, []);
     const s = new FireScheduler(f.ctx);
     await s.start(T0);
+    s.onApplied([
+      {
+        index: 7,
+        tag: RESULT_TAG.fire,
+        data: encodeCommand({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'allow', slotMs: T0 - 1000 }] }),
+        result: encodeResult({ type: 'fire', items: [{ created: [], missed: [], skipped: [], nextFireMs: T0 + 200, dispatch: { taskType: 't', priority: 0, jittered: false, allowsOverlap: true } }], signals: [] }),
+      },
+    ]);
     await tick(f.advance, 190);
     expect(f.proposed).toEqual([]);
     await tick(f.advance, 20);
