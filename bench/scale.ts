@@ -12,7 +12,7 @@
 //
 // Run: npm run bench -- scale [--jobs 1000000] [--batch 1000] [--inflight 4]
 //      [--max-create-seconds 600] [--snapshot-entries 2000] [--compaction-keep 500]
-//      [--install-timeout-seconds 300] [--wiped-timeout-seconds <same>]
+//      [--install-timeout-seconds 300] [--wiped-timeout-seconds <same>] [--server-flags "--snapshot-bytes 33554432 ..."]
 // The last stdout line is JSON.
 import { spawnSync } from 'node:child_process';
 import { cp, mkdir, rm } from 'node:fs/promises';
@@ -22,7 +22,7 @@ import { SchedulerStateMachine } from '../src/fsm/index.js';
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
 import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
-import { numArg } from './lib/args.js';
+import { numArg, strArg } from './lib/args.js';
 import { HealthProbe } from './lib/health.js';
 import { useBenchPortBlock } from './lib/ports.js';
 import { machineLoad, rssMiB } from './lib/machine.js';
@@ -91,7 +91,7 @@ const loadAtStart = machineLoad();
 const c = await SchedulerCluster.start({
   leaseMs: 30_000,
   heartbeatMs: 2000,
-  extraArgs: ['--snapshot-entries', String(SNAPSHOT_ENTRIES), '--compaction-keep', String(COMPACTION_KEEP)],
+  extraArgs: ['--snapshot-entries', String(SNAPSHOT_ENTRIES), '--compaction-keep', String(COMPACTION_KEEP), ...strArg('server-flags', '').split(' ').filter((f) => f !== '')],
 });
 try {
   const nodePid = (id: string) => c.raft.nodes.get(id)!.proc?.pid;
