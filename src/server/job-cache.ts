@@ -1,6 +1,7 @@
-// The leader's cache of job specs for dispatch (payload, lease duration, execution timeout,
-// starting deadline): a herd of runs of the same jobs would otherwise read each job record again
-// on every dispatch round and deadline sweep. Entries are dropped when an applied entry changes
+// The leader's cache of job specs for the deadline sweep (starting deadlines) and lease adoption
+// at takeover (lease durations): a herd of runs of the same jobs would otherwise read each job
+// record again on every sweep. Dispatch reads no job (claim results carry what an assignment
+// needs; fire results carry each job's dispatch hint). Entries are dropped when an applied entry changes
 // the job (put, update, pause, resume, delete); a read that raced with such a change is not
 // cached. Bounded: cleared wholesale when full (it refills from LevelDB on demand).
 import type { Job } from '../gen/herald/v1/job.js';
