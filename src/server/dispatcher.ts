@@ -142,7 +142,7 @@ export class Dispatcher {
       this.stats.claimed += items.length;
       this.stats.claimMs += Date.now() - tClaim;
       if (!ctx.active()) return;
-      this.deliver(res.items, items, reserved);
+      this.deliver(res.items, items, reserved, claimNow);
     } catch (e) {
       if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'dispatch round failed');
       // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
@@ -195,7 +195,7 @@ export class Dispatcher {
         (res) => {
           this.stats.claimed += items.length;
           refused = res.items.some((r) => !r.run);
-          if (ctx.active()) this.deliver(res.items, items, reserved);
+          if (ctx.active()) this.deliver(res.items, items, reserved, nowMs);
         },
         (e: unknown) => {
           if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
@@ -246,12 +246,13 @@ export class Dispatcher {
   }
 
   /** Claim results: assignments for the runs claimed, credits back for the rest. */
-  private deliver(results: readonly ClaimItemResult[], items: readonly ClaimItem[], reserved: Reserved): void {
+  private deliver(results: readonly ClaimItemResult[], items: readonly ClaimItem[], reserved: Reserved, claimNowMs: number): void {
     const ctx = this.ctx;
     // Per worker, in claim order: one write per worker per claim instead of one per run.
     const out = new Map<WorkerSession, { assignments: RunAssignment[]; leases: { deadlineMs: number }[] }>();
     let missed = 0;
-    const now = ctx.now() ?? 0;
+    // Without a cluster time now, the claim's: earlier than now, so a held run starts late, never early.
+    const now = ctx.now() ?? claimNowMs;
     for (let i = 0; i < results.length; i++) {
       const r = results[i]!;
       const session = reserved[i]!;
@@ -265,7 +266,7 @@ export class Dispatcher {
       const item = items[i]!;
       const leaseMs = run.leaseDurationMs > 0 ? run.leaseDurationMs : ctx.config.defaultLeaseMs;
       // Claimed ahead of its instant (dispatch lead): the worker holds it until then.
-      const startDelayMs = now > 0 ? Math.max(0, run.notBeforeUnixMs - now) : 0;
+      const startDelayMs = Math.max(0, run.notBeforeUnixMs - now);
       const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
       lease.deadlineMs += startDelayMs;
       if (run.attempt === 1) this.fireLateness.observe(run.latenessMs / 1000);
