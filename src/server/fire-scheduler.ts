@@ -24,7 +24,7 @@ const MAX_HINTS = 100_000;
 
 /** An applied job or fire result, decoded once as it is applied and handled on the next tick. */
 type SchedulerEvent =
-  | { readonly kind: 'jobs'; readonly heads: readonly { id: string; state: JobState; nextFireUnixMs: number }[] }
+  | { readonly kind: 'jobs'; readonly heads: ReturnType<typeof decodeJobHeads> }
   | { readonly kind: 'fire'; readonly items: readonly FireItem[]; readonly outcomes: readonly FireOutcome[] };
 /** A failed fire proposal is retried this much later (it is idempotent either way). */
 const RETRY_DELAY_MS = 100;

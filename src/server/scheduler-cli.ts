@@ -7,7 +7,7 @@ import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/un
 import { enableUnsafeSkipFsync } from '../raft/runtime/unsafe-durability.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node.js';
 import { createSchedulerNode } from './scheduler-node.js';
-import type { SchedulerConfig } from './scheduler-config.js';
+import { schedulerBounds, type SchedulerConfig } from './scheduler-config.js';
 
 export const schedulerStateMachineFactory: StateMachineFactory = (dir) => SchedulerStateMachine.open(dir);
 
@@ -76,13 +76,13 @@ function schedulerOverrides(flags: Record<string, unknown>): Partial<SchedulerCo
     const v = flags[camel(flag)];
     if (v === undefined) continue;
     const n = Number(v);
-    const zeroOk = key === 'dispatchLeadMs';
-    if (!Number.isSafeInteger(n) || n < 0 || (n === 0 && !zeroOk)) {
-      process.stderr.write(`herald server: ${flag.split(' ')[0]} must be a ${zeroOk ? 'non-negative' : 'positive'} integer (got "${String(v)}")\n`);
+    const { min, max } = schedulerBounds(key);
+    if (!Number.isSafeInteger(n) || n < min) {
+      process.stderr.write(`herald server: ${flag.split(' ')[0]} must be a ${min === 0 ? 'non-negative' : 'positive'} integer (got "${String(v)}")\n`);
       process.exit(2);
     }
-    if (key === 'dispatchLeadMs' && n > MAX_CLAIM_AHEAD_MS) {
-      process.stderr.write(`herald server: --dispatch-lead-ms must be at most ${MAX_CLAIM_AHEAD_MS} (got ${n})\n`);
+    if (max !== undefined && n > max) {
+      process.stderr.write(`herald server: ${flag.split(' ')[0]} must be at most ${max} (got ${n})\n`);
       process.exit(2);
     }
     if (BATCH_KEYS.has(key) && n > MAX_ITEMS_PER_COMMAND) {

@@ -51,8 +51,15 @@ export interface SchedulerConfig {
   dispatchLeadMs: number;
 }
 
-/** Keys that may be 0 (off). */
-const MAY_BE_ZERO: ReadonlySet<keyof SchedulerConfig> = new Set(['dispatchLeadMs']);
+/** Bounds of the settings that are not simply positive: may be 0 (off), or have a maximum. */
+const BOUNDS: Partial<Record<keyof SchedulerConfig, { min: 0 | 1; max?: number }>> = {
+  dispatchLeadMs: { min: 0, max: MAX_CLAIM_AHEAD_MS },
+};
+
+/** The lowest value `key` takes (0 or 1) and its highest, if any. */
+export function schedulerBounds(key: keyof SchedulerConfig): { min: 0 | 1; max?: number } {
+  return BOUNDS[key] ?? { min: 1 };
+}
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   horizonMs: 60_000,
@@ -77,12 +84,11 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
 export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {
   const c = { ...DEFAULT_SCHEDULER_CONFIG, ...partial };
   for (const [k, v] of Object.entries(c)) {
-    if (MAY_BE_ZERO.has(k as keyof SchedulerConfig) ? !Number.isFinite(v) || v < 0 : !Number.isFinite(v) || v <= 0) {
-      throw new RangeError(`scheduler config ${k} must be a ${MAY_BE_ZERO.has(k as keyof SchedulerConfig) ? 'non-negative' : 'positive'} number (got ${v})`);
+    const { min, max } = schedulerBounds(k as keyof SchedulerConfig);
+    if (!Number.isFinite(v) || (min === 0 ? v < 0 : v <= 0)) {
+      throw new RangeError(`scheduler config ${k} must be a ${min === 0 ? 'non-negative' : 'positive'} number (got ${v})`);
     }
-  }
-  if (c.dispatchLeadMs > MAX_CLAIM_AHEAD_MS) {
-    throw new RangeError(`scheduler config dispatchLeadMs must be at most ${MAX_CLAIM_AHEAD_MS} (got ${c.dispatchLeadMs})`);
+    if (max !== undefined && v > max) throw new RangeError(`scheduler config ${k} must be at most ${max} (got ${v})`);
   }
   return c;
 }
