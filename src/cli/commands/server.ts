@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
-import { createNode, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
+import { createNode, DEFAULT_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
 import { parseMembers } from '../../server/node-config.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 
@@ -40,6 +40,7 @@ interface ServerFlags {
   compactionKeep: string;
   snapshotBytes: string;
   compactionKeepBytes: string;
+  followerApplyWindowMs: string;
   pretty?: boolean;
   logLevel: string;
 }
@@ -65,6 +66,7 @@ export function registerServerCommand(program: Command): void {
     .option('--compaction-keep <n>', 'entries kept behind the snapshot for slow followers', '5000')
     .option('--snapshot-bytes <n>', 'also snapshot once the entries applied since the last one hold n bytes of commands', String(64 * 1024 * 1024))
     .option('--compaction-keep-bytes <n>', 'most bytes of entries kept behind the snapshot', String(32 * 1024 * 1024))
+    .option('--follower-apply-window-ms <ms>', `a follower applies committed entries in groups gathered over this long (0 = at once; at most ${MAX_FOLLOWER_APPLY_WINDOW_MS})`, String(DEFAULT_FOLLOWER_APPLY_WINDOW_MS))
     .option('--pretty', 'human-readable logs instead of JSON')
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (flags: ServerFlags) => {
@@ -72,10 +74,14 @@ export function registerServerCommand(program: Command): void {
     });
 }
 
-function int(name: string, v: string, min: number): number {
+/** Reads stay prompt whatever the window (they end it), but a follower should never lag by more. */
+const MAX_FOLLOWER_APPLY_WINDOW_MS = 2000;
+
+function int(name: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < min) {
-    process.stderr.write(`herald server: ${name} must be an integer >= ${min} (got "${v}")\n`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    process.stderr.write(`herald server: ${name} must be an integer ${range} (got "${v}")\n`);
     process.exit(EXIT_SERVER.usage);
   }
   return n;
@@ -122,6 +128,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
       compactionKeepEntries: int('--compaction-keep', flags.compactionKeep, 0),
       snapshotBytes: int('--snapshot-bytes', flags.snapshotBytes, 1),
       compactionKeepBytes: int('--compaction-keep-bytes', flags.compactionKeepBytes, 0),
+      followerApplyWindowMs: int('--follower-apply-window-ms', flags.followerApplyWindowMs, 0, MAX_FOLLOWER_APPLY_WINDOW_MS),
     });
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);

@@ -66,6 +66,11 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   unsafeSkipFsync?: boolean;
   /** Applied proposals are answered in groups of this many, yielding between groups (default 32; 0 = all at once). */
   resolveGroup?: number;
+  /**
+   * A follower gathers committed entries for up to this long before applying them in one call
+   * (default 0 = at once; reads, leadership, snapshots and compaction end it early). See queueApply.
+   */
+  followerApplyWindowMs?: number;
 }
 
 export interface LeaderChange {
@@ -122,6 +127,9 @@ interface AppliedWaiter {
 }
 
 const NO_LEADER = '';
+/** A follower's apply window ends early once this many entries, or bytes of them, gathered. */
+const MAX_WINDOW_ENTRIES = 1024;
+const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
 
 export class RaftDriver {
   readonly events = new EventEmitter<RaftDriverEvents>();
@@ -165,6 +173,14 @@ export class RaftDriver {
   private loopIdle: Array<() => void> = [];
   /** Applies run in order on this chain, overlapping the next Ready's fsync. */
   private applyChain: Promise<void> = Promise.resolve();
+  /** Committed entries waiting for the apply link queued on the chain (queueApply). */
+  private pendingApply: Entry[] = [];
+  private pendingApplyBytes = 0;
+  /** An apply link is on the chain and has not yet taken pendingApply. */
+  private applyQueued = false;
+  private readonly followerApplyWindowMs: number;
+  /** Ends a follower's apply window early (it became leader, a snapshot or compaction needs the chain, stop). */
+  private endApplyWindow: (() => void) | undefined;
   /** A commit-only hard state not yet written (it rides along with the next write). */
   private pendingHardState: HardState | undefined;
   /** Term and vote as last written to disk. */
@@ -188,6 +204,7 @@ export class RaftDriver {
     // can wait at once, which is not a leak (each removes its listener when it resolves).
     this.events.setMaxListeners(0);
     this.resolveGroup = opts.resolveGroup ?? 32;
+    this.followerApplyWindowMs = opts.followerApplyWindowMs ?? 0;
     this.timing = {
       tickMs: opts.tickMs ?? 100,
       electionTicks: opts.electionTicks ?? 10,
@@ -236,6 +253,7 @@ export class RaftDriver {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
     await this.waitLoopIdle();
+    this.endApplyWindow?.();
     await this.compaction;
     if (this.writeBehind) await this.writeBehind.close().catch(() => undefined);
     await this.applyChain.catch(() => undefined);
@@ -370,6 +388,8 @@ export class RaftDriver {
   waitApplied(index: number): Promise<void> {
     if (this.applied >= index) return Promise.resolve();
     if (this.stopped) return Promise.reject(new HeraldError('SHUTTING_DOWN', 'node is shutting down'));
+    // A read waits: a follower's apply window (queueApply) ends now rather than delay it.
+    this.endApplyWindow?.();
     return new Promise((resolve, reject) => this.appliedWaiters.push({ index, resolve, reject }));
   }
 
@@ -548,6 +568,7 @@ export class RaftDriver {
     if (rd.snapshot || rd.entries.length > 0 || rd.mustSync) {
       if (rd.snapshot) {
         // A compaction of our own must not write its older snapshot point over this one.
+        this.endApplyWindow?.();
         await this.compaction;
         await this.applyChain;
       }
@@ -592,9 +613,46 @@ export class RaftDriver {
     if (committed.length > 0) this.queueApply(committed);
   }
 
+  /**
+   * Committed entries wait in pendingApply for one link of the apply chain, which takes all that
+   * gathered by the time it runs: entries committed while an apply is busy go in the next call
+   * together. One call is one state machine transaction and one LevelDB batch, so a run claimed
+   * and finished within it is written once. A follower also holds its link open for
+   * followerApplyWindowMs to let more gather (a herd's claim and finish of a run come 100–300 ms
+   * apart under load): nothing waits on a follower's apply but its own reads, and the window ends
+   * at once when a read waits, the follower becomes leader, installs a snapshot, compacts or stops,
+   * or MAX_WINDOW_ENTRIES / MAX_WINDOW_BYTES gathered.
+   */
   private queueApply(entries: Entry[]): void {
-    this.applyChain = this.applyChain.then(() => this.apply(entries));
+    if (this.pendingApply.length === 0) this.pendingApply = entries.slice();
+    else for (let i = 0; i < entries.length; i++) this.pendingApply.push(entries[i]!);
+    for (let i = 0; i < entries.length; i++) this.pendingApplyBytes += entries[i]!.data.length;
+    if (this.pendingApply.length >= MAX_WINDOW_ENTRIES || this.pendingApplyBytes >= MAX_WINDOW_BYTES) this.endApplyWindow?.();
+    if (this.applyQueued) return;
+    this.applyQueued = true;
+    this.applyChain = this.applyChain.then(() => this.applyPending());
     this.applyChain.catch((e: unknown) => this.fail(e));
+  }
+
+  private async applyPending(): Promise<void> {
+    if (this.followerApplyWindowMs > 0 && this.role !== 'leader' && !this.stopped && this.appliedWaiters.length === 0) await this.applyWindow();
+    this.applyQueued = false;
+    const entries = this.pendingApply;
+    this.pendingApply = [];
+    this.pendingApplyBytes = 0;
+    if (entries.length > 0) await this.apply(entries);
+  }
+
+  private applyWindow(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        if (this.endApplyWindow === done) this.endApplyWindow = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, this.followerApplyWindowMs);
+      this.endApplyWindow = done;
+    });
   }
 
   private async apply(entries: Entry[]): Promise<void> {
@@ -729,6 +787,7 @@ export class RaftDriver {
     // the apply chain, so only applies wait for it while the loop persists and replicates.
     let index = 0;
     let bytes = 0;
+    this.endApplyWindow?.();
     const synced = this.applyChain.then(async () => {
       index = this.applied;
       bytes = this.appliedBytesSinceSnapshot;
@@ -781,6 +840,8 @@ export class RaftDriver {
       this.events.emit('lostLeadership', { term });
     }
     if (!wasLeader && role === 'leader') {
+      // The new leader's scheduler reads the state machine: entries held for a window go now.
+      this.endApplyWindow?.();
       this.opts.logger.info({ term }, 'became leader');
       this.events.emit('becameLeader', { term });
     }
