@@ -6,6 +6,7 @@
 // Workers are the Worker library with a no-op handler (bench-worker-process.ts), as BullMQ's bench
 // worker is; they report what they saw only after the drain.
 // Run: npx tsx bench/herd.ts [--runs 100000] [--workers 2] [--capacity 1000] [--handler-ms 0] [--fire-batch N (server default)]
+//      [--server-flags "--follower-apply-window-ms 0 ..."] (extra `herald server` flags for every node)
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
@@ -13,6 +14,7 @@ import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
 import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { BenchWorkers } from './lib/bench-workers.js';
 import { processCpuMs, processThreadCpuMs } from './lib/process-cpu.js';
+import { strArg } from './lib/args.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,7 +35,7 @@ const c = await SchedulerCluster.start({
   leaseMs: 120_000,
   misfireThresholdMs: 600_000,
   heartbeatMs: 5000,
-  extraArgs: FIRE_BATCH > 0 ? ['--fire-batch', String(FIRE_BATCH)] : [],
+  extraArgs: [...(FIRE_BATCH > 0 ? ['--fire-batch', String(FIRE_BATCH)] : []), ...strArg('server-flags', '').split(' ').filter((f) => f !== '')],
 });
 let workers: BenchWorkers | undefined;
 try {

@@ -37,7 +37,6 @@ import type { FsmCommand } from './commands.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
-import { writeLevelBatch } from '../raft/runtime/level-batch-write.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
 
 const UNWANTED = new Uint8Array(0);
@@ -267,10 +266,16 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
-      const ops = await txn.batchOps();
-      ops.push({ type: 'put', key: META_APPLIED, value: enc.encode(String(last)) });
+      const batch = this.store.batch();
       try {
-        await writeLevelBatch(this.store, ops);
+        await txn.writeBatch(batch);
+      } catch (e) {
+        await batch.close();
+        throw e;
+      }
+      batch.put(META_APPLIED, enc.encode(String(last)));
+      try {
+        await batch.write();
       } catch (e) {
         // What the store holds now is unknown: the cache must not vouch for it, and the ready
         // index is read again from the store (now, or before the next apply if that fails too).
