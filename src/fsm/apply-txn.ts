@@ -99,7 +99,7 @@ export class ApplyTxn {
    */
   admitting = false;
   private cacheUpdates: CacheUpdate[] = [];
-  /** Ready-index changes of the batch (batchOps), published with publishReady once it is stored. */
+  /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
   /**

@@ -66,6 +66,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
  * Short enough that a follower is never far behind; reads and leadership end the window early.
  */
 export const DEFAULT_FOLLOWER_APPLY_WINDOW_MS = 200;
+/** Reads stay prompt whatever the window (they end it), but a follower should never lag by more. */
+export const MAX_FOLLOWER_APPLY_WINDOW_MS = 2000;
 
 export interface ProposeOptions {
   timeoutMs?: number;

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
-import { createNode, DEFAULT_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
+import { createNode, DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
 import { parseMembers } from '../../server/node-config.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 
@@ -73,9 +73,6 @@ export function registerServerCommand(program: Command): void {
       await runServer(flags);
     });
 }
-
-/** Reads stay prompt whatever the window (they end it), but a follower should never lag by more. */
-const MAX_FOLLOWER_APPLY_WINDOW_MS = 2000;
 
 function int(name: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(v);

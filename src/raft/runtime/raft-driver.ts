@@ -624,9 +624,10 @@ export class RaftDriver {
    * or MAX_WINDOW_ENTRIES / MAX_WINDOW_BYTES gathered.
    */
   private queueApply(entries: Entry[]): void {
-    if (this.pendingApply.length === 0) this.pendingApply = entries.slice();
-    else for (let i = 0; i < entries.length; i++) this.pendingApply.push(entries[i]!);
-    for (let i = 0; i < entries.length; i++) this.pendingApplyBytes += entries[i]!.data.length;
+    for (let i = 0; i < entries.length; i++) {
+      this.pendingApply.push(entries[i]!);
+      this.pendingApplyBytes += entries[i]!.data.length;
+    }
     if (this.pendingApply.length >= MAX_WINDOW_ENTRIES || this.pendingApplyBytes >= MAX_WINDOW_BYTES) this.endApplyWindow?.();
     if (this.applyQueued) return;
     this.applyQueued = true;
