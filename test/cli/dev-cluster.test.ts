@@ -46,7 +46,8 @@ beforeAll(async () => {
   const base = await freeBasePort();
   endpoints = [1, 2, 3].map((i) => `127.0.0.1:${base + i}`).join(',');
   dev = new CliProcess(['dev', '--data-dir', join(dir, 'data'), '--base-port', String(base), '--no-demo', '--log-level', 'warn']);
-  await dev.waitFor(/Herald dev cluster ready/, 60_000);
+  // The banner ends with how to stop; waiting for it means the whole banner is in.
+  await dev.waitFor(/Ctrl-C stops everything/, 60_000);
 }, 90_000);
 
 afterAll(async () => {

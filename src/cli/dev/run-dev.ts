@@ -155,22 +155,25 @@ export async function runDev(o: DevOptions): Promise<number> {
       .map((n) => n.announcedMetricsPort || (caps.metricsFlag ? n.metricsPort : 0))
       .filter((p) => p > 0)
       .map((p) => `http://127.0.0.1:${p}/metrics`);
-    say('');
-    say(`Herald dev cluster ready: cluster ${clusterId}, leader ${leaderId}`);
-    say(`  client endpoints  ${endpoints.join(',')}`);
-    say(`                    (the CLI finds them from this directory; elsewhere: export HERALD_ENDPOINTS=${endpoints.join(',')})`);
-    if (metrics.length > 0) say(`  metrics           ${metrics.join('  ')}`);
-    say(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
+    // One write for the whole banner: whoever reads our stdout (a terminal, a test, a script
+    // waiting for "ready") never sees the ready line without the endpoints under it.
+    const banner: string[] = [''];
+    banner.push(`Herald dev cluster ready: cluster ${clusterId}, leader ${leaderId}`);
+    banner.push(`  client endpoints  ${endpoints.join(',')}`);
+    banner.push(`                    (the CLI finds them from this directory; elsewhere: export HERALD_ENDPOINTS=${endpoints.join(',')})`);
+    if (metrics.length > 0) banner.push(`  metrics           ${metrics.join('  ')}`);
+    banner.push(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
     if (jobsServed) {
-      say(`  demo worker       ${o.worker ? `task type "${DEMO_TASK_TYPE}", concurrency ${o.concurrency}` : 'off (--no-worker)'}`);
-      if (demo.length > 0) say(`  demo jobs         ${demo.map((d) => d.id + (d.created ? '' : ' (existing)')).join(', ')}`);
-      say('  try               npx herald job ls   |   npx herald run ls   |   npx herald cluster status');
+      banner.push(`  demo worker       ${o.worker ? `task type "${DEMO_TASK_TYPE}", concurrency ${o.concurrency}` : 'off (--no-worker)'}`);
+      if (demo.length > 0) banner.push(`  demo jobs         ${demo.map((d) => d.id + (d.created ? '' : ' (existing)')).join(', ')}`);
+      banner.push('  try               npx herald job ls   |   npx herald run ls   |   npx herald cluster status');
     } else {
-      say('  try               npx herald cluster status');
+      banner.push('  try               npx herald cluster status');
     }
-    if (jobsServed) say('streaming runs: "fire" lines as the demo worker executes them, "run" lines for other outcomes; Ctrl-C stops everything');
-    else say('Ctrl-C stops everything');
-    say('');
+    if (jobsServed) banner.push('streaming runs: "fire" lines as the demo worker executes them, "run" lines for other outcomes; Ctrl-C stops everything');
+    else banner.push('Ctrl-C stops everything');
+    banner.push('');
+    say(banner.join('\n'));
   } catch (e) {
     if (!(e instanceof StartAborted)) {
       warn(`herald dev: ${e instanceof Error ? e.message : String(e)}`);
