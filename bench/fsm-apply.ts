@@ -87,6 +87,7 @@ interface Phase {
   mainCpuMs: number;
   items: number;
   writes: number;
+  writeBytes: number;
   /** Bytes allocated by the step (--alloc only). */
   allocBytes: number | undefined;
 }
@@ -105,6 +106,9 @@ async function main(): Promise<void> {
   const store = (fsm as unknown as { store: { batch: (...a: unknown[]) => unknown } }).store;
   const origBatch = store.batch.bind(store);
   let writes = 0;
+  // Key and value bytes of those operations: LevelDB's log, memtable and compactions scale with them.
+  let writeBytes = 0;
+  const sizeOf = (x: unknown): number => (typeof x === 'string' ? x.length : x instanceof Uint8Array ? x.byteLength : 0);
   store.batch = (...a: unknown[]) => {
     if (Array.isArray(a[0])) writes += a[0].length;
     const out = origBatch(...a);
@@ -114,8 +118,8 @@ async function main(): Promise<void> {
       const put = b.put.bind(b);
       const del = b.del.bind(b);
       // Fixed arity: a rest-args wrapper cost ~4% of the timed apply.
-      b.put = (k: unknown, v: unknown) => (writes++, put(k, v));
-      b.del = (k: unknown) => (writes++, del(k));
+      b.put = (k: unknown, v: unknown) => (writes++, (writeBytes += sizeOf(k) + sizeOf(v)), put(k, v));
+      b.del = (k: unknown) => (writes++, (writeBytes += sizeOf(k)), del(k));
     }
     return out;
   };
@@ -130,6 +134,7 @@ async function main(): Promise<void> {
     const groups = cmds().map((g) => g.map((c): Entry => ({ term: 1, index: ++index, type: 'normal', data: encodeCommand(c) })));
     const wanted = results ? undefined : () => false;
     const w0 = writes;
+    const b0 = writeBytes;
     let ms = 0;
     const raw: Uint8Array[] = [];
     await sampler?.start();
@@ -148,7 +153,7 @@ async function main(): Promise<void> {
       for (const [f, b] of alloc.top.slice(0, ALLOC_TOP)) process.stderr.write(`  ${(b / items).toFixed(0).padStart(6)}  ${f}\n`);
     }
     return {
-      p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0, allocBytes: alloc?.bytes },
+      p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0, writeBytes: writeBytes - b0, allocBytes: alloc?.bytes },
       results: results ? raw.map(decodeResult) : [],
       entries: groups,
     };
@@ -217,9 +222,10 @@ async function main(): Promise<void> {
       cpuUsPerItem: +((p.cpuMs * 1000) / p.items).toFixed(1),
       mainCpuUsPerItem: +((p.mainCpuMs * 1000) / p.items).toFixed(1),
       writesPerItem: +(p.writes / p.items).toFixed(2),
+      writeBytesPerItem: Math.round(p.writeBytes / p.items),
       ...(p.allocBytes === undefined ? {} : { allocBytesPerItem: Math.round(p.allocBytes / p.items) }),
     });
-    const f = fire ? per(fire.p) : { usPerItem: 0, cpuUsPerItem: 0, mainCpuUsPerItem: 0, writesPerItem: 0, allocBytesPerItem: 0 };
+    const f = fire ? per(fire.p) : { usPerItem: 0, cpuUsPerItem: 0, mainCpuUsPerItem: 0, writesPerItem: 0, writeBytesPerItem: 0, allocBytesPerItem: 0 };
     const c = per(claim.p);
     const d = per(finish.p);
     console.log(
@@ -233,7 +239,7 @@ async function main(): Promise<void> {
         create: per(create.p),
         ...(PHASES ? { fire: f, claim: c } : { fireClaim: c }),
         finish: d,
-        perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), mainCpuUs: +(f.mainCpuUsPerItem + c.mainCpuUsPerItem + d.mainCpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2), ...(ALLOC ? { allocBytes: (f.allocBytesPerItem ?? 0) + (c.allocBytesPerItem ?? 0) + (d.allocBytesPerItem ?? 0) } : {}) },
+        perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), mainCpuUs: +(f.mainCpuUsPerItem + c.mainCpuUsPerItem + d.mainCpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2), writeBytes: (f.writeBytesPerItem ?? 0) + c.writeBytesPerItem + d.writeBytesPerItem, ...(ALLOC ? { allocBytes: (f.allocBytesPerItem ?? 0) + (c.allocBytesPerItem ?? 0) + (d.allocBytesPerItem ?? 0) } : {}) },
         recordCache: fsm.recordCache ? { ...fsm.recordCache.stats } : null,
         loadAvg1m: +loadavg()[0]!.toFixed(2),
         node: process.version,

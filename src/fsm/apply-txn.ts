@@ -98,6 +98,11 @@ export class ApplyTxn {
    * the run lifecycle reads its records again soon, job edits and bulk creates do not).
    */
   admitting = false;
+  /**
+   * Jobs written with a next fire at or before this time may enter the record cache whatever the
+   * command (a create, an edit, a resume): their fire reads them again within the horizon (0: none).
+   */
+  admitJobsDueBy = 0;
   private cacheUpdates: CacheUpdate[] = [];
   /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
@@ -240,7 +245,8 @@ export class ApplyTxn {
     if (!t) throw new Error(`putJob before getJob: ${rec.job.id}`);
     t.value = rec;
     t.dirty = true;
-    t.admit ||= this.admitting;
+    const next = rec.job.nextFireUnixMs;
+    t.admit ||= this.admitting || (next > 0 && next <= this.admitJobsDueBy);
   }
 
   deleteJob(jobId: string): void {

@@ -65,6 +65,13 @@ export interface SchedulerFsmOptions {
 const DEFAULT_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
 
 /** Commands whose records are read again soon: the run lifecycle (a fired run is claimed, then finished). */
+/**
+ * A job written (created, edited, resumed) whose next fire is this close enters the record cache,
+ * so its fire does not read it back from LevelDB (a herd's creates, a minutely cron's edit). Jobs
+ * due later do not: a store of a million jobs spread over a day admits a few hundred at a time.
+ */
+const ADMIT_JOBS_DUE_WITHIN_MS = 5 * 60_000;
+
 const ADMITTING: ReadonlySet<FsmCommand['type']> = new Set<FsmCommand['type']>([
   'fireRuns',
   'claimRuns',
@@ -257,6 +264,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         }
         try {
           txn.admitting = ADMITTING.has(cmd.type);
+          txn.admitJobsDueBy = 'nowMs' in cmd ? cmd.nowMs + ADMIT_JOBS_DUE_WITHIN_MS : 0;
           push(await applyCommand(txn, cmd, entry.index, this.opts));
         } catch (e) {
           poisoned.set(i, `apply of ${cmd.type} failed: ${(e as Error).message}`);

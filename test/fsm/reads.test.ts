@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { isHeraldError } from '../../src/herald-error.js';
+import { jobKey } from '../../src/fsm/key-layout.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm;
@@ -117,11 +118,13 @@ describe('listJobs / listRuns', () => {
   });
 });
 
+const DAY = 86_400_000;
+
 describe('getJobs (dispatch reads)', () => {
   it('answers jobs the record cache holds without reading the store, equal to what getJob decodes; the rest from the store', async () => {
     t = await openTestFsm();
-    await t.apply(put('a', 1000, { payload: Buffer.from('pay-a'), leaseDurationMs: 7000 }), put('b', 1000), put('cold', 1000));
-    // Fired jobs enter the record cache (the run lifecycle admits them); 'cold' was only created.
+    await t.apply(put('a', 1000, { payload: Buffer.from('pay-a'), leaseDurationMs: 7000 }), put('b', 1000), put('cold', DAY));
+    // Fired jobs enter the record cache (the run lifecycle admits them); 'cold' was only created, due in a day.
     await t.one({ type: 'fireRuns', nowMs: T0 + 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 + 1000 }, { jobId: 'b', slotMs: T0 + 1000 }] });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const store = (t.fsm as any).store as { getMany: (keys: string[]) => Promise<unknown[]> };
@@ -135,7 +138,6 @@ describe('getJobs (dispatch reads)', () => {
     const jobs = await t.fsm.getJobs(['a', 'b', 'a', 'bad id!', 'nope']);
     expect(asked).toEqual([['j\0nope']]);
     expect(t.fsm.recordCache!.stats.hits).toBe(hits); // apply's hit counts are apply's own
-    store.getMany = getMany;
     expect(jobs.get('a')).toEqual(await t.fsm.getJob('a'));
     expect(jobs.get('a')!.spec!.payload).toEqual(Buffer.from('pay-a'));
     expect(jobs.get('a')!.spec!.leaseDurationMs).toBe(7000);
@@ -143,9 +145,27 @@ describe('getJobs (dispatch reads)', () => {
     expect(jobs.has('bad id!') && jobs.get('bad id!') === undefined).toBe(true);
     expect(jobs.has('nope') && jobs.get('nope') === undefined).toBe(true);
     expect((await t.fsm.getJobs(['cold'])).get('cold')).toEqual(await t.fsm.getJob('cold'));
+    expect(asked).toEqual([['j\0nope'], ['j\0cold']]);
+    store.getMany = getMany;
     // An update is seen at once (the cache holds what the store holds).
     await t.one({ type: 'updateJob', nowMs: T0 + 1001, jobId: 'a', spec: everySpec(1000, { payload: Buffer.from('new'), leaseDurationMs: 9000 }, T0 + 1000), expectedVersion: 0 });
     expect((await t.fsm.getJobs(['a'])).get('a')!.spec!.payload).toEqual(Buffer.from('new'));
     expect((await t.fsm.getJobs(['a'])).get('a')).toEqual(await t.fsm.getJob('a'));
+  });
+});
+
+describe('record cache admission of written jobs', () => {
+  it('keeps a job written with its next fire within five minutes (its fire reads it from memory), not one due later', async () => {
+    t = await openTestFsm();
+    await t.apply(put('soon', 60_000), put('later', DAY));
+    const cache = t.fsm.recordCache!;
+    expect(cache.peek(jobKey('soon'))).toBeDefined();
+    expect(cache.peek(jobKey('later'))).toBeUndefined();
+    const misses = cache.stats.misses;
+    await t.one({ type: 'fireRuns', nowMs: T0 + 60_000, misfireThresholdMs: 60_000, items: [{ jobId: 'soon', slotMs: T0 + 60_000 }] });
+    expect(cache.stats.misses).toBe(misses);
+    // An edit that moves the next fire into the horizon admits it too (resume, reschedule).
+    await t.one({ type: 'updateJob', nowMs: T0, jobId: 'later', spec: everySpec(120_000, {}, T0 + 120_000), expectedVersion: 0 });
+    expect(cache.peek(jobKey('later'))).toBeDefined();
   });
 });

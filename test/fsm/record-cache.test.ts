@@ -88,10 +88,21 @@ describe('the state machine with a record cache', () => {
   it('serves claim and finish from memory, drops finished runs and never disagrees with the store', async () => {
     t = await openTestFsm();
     const jobs = Array.from({ length: 20 }, (_, i) => `j${i}`);
-    await t.one({ type: 'putJobs', nowMs: T0, items: jobs.map((jobId) => ({ jobId, spec: everySpec(60_000, {}, T0), idempotencyKey: '' })) });
+    const dueTomorrow = Array.from({ length: 5 }, (_, i) => `later${i}`);
+    await t.one({
+      type: 'putJobs',
+      nowMs: T0,
+      items: [
+        ...jobs.map((jobId) => ({ jobId, spec: everySpec(60_000, {}, T0), idempotencyKey: '' })),
+        ...dueTomorrow.map((jobId) => ({ jobId, spec: everySpec(86_400_000, {}, T0 + 86_400_000), idempotencyKey: '' })),
+      ],
+    });
     const cache = t.fsm.recordCache!;
-    expect(cache.size).toBe(0); // bulk creates are not admitted
+    // Created jobs due within the admission horizon are kept for their fire; the rest are not.
+    expect(cache.size).toBe(20);
+    const beforeFire = { ...cache.stats };
     await t.one({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: jobs.map((jobId) => ({ jobId, slotMs: T0 })) }, 'fire');
+    expect(cache.stats.misses - beforeFire.misses).toBe(0);
     expect(cache.size).toBe(40); // 20 jobs + 20 pending runs
     expect(await expectCacheMatchesStore()).toBe(40);
 
