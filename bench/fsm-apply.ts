@@ -4,7 +4,7 @@
 // replica pays for every slot of a herd. Profile with:
 //   node --import tsx --cpu-prof bench/fsm-apply.ts --runs 20000
 //
-//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates] [--phases] [--follower] [--alloc [--alloc-top N]]
+//   npx tsx bench/fsm-apply.ts [--runs 50000] [--fire-batch 5000] [--claim-batch 2000] [--finish-batch 1000] [--create-batch 1000] [--single-creates] [--phases] [--follower] [--alloc [--alloc-top N]] [--effects]
 //
 // --alloc adds allocBytesPerItem to each step: the bytes apply allocated per item, from V8's
 // sampling heap profiler with collected objects kept. Unlike CPU time it hardly moves with the
@@ -16,6 +16,9 @@
 // usually gets both entries in one apply call (one transaction, one batch: the run is written
 // once, already RUNNING). The "fireClaim" figure is that call per run. --phases applies all fires,
 // then all claims in batches of --claim-batch, as separate calls (the older model).
+// --effects applies with applyCapturing and writes each call's effects into a second store
+// (applyEffects), timed: what a follower pays per run to write what the leader's apply computed
+// instead of evaluating the commands, and the bytes per run such effects would add to the log.
 // Creates go as putJobs entries of --create-batch jobs (CreateJobs), or with --single-creates as
 // one putJob entry per job, --create-batch entries per apply call.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -43,6 +46,7 @@ const PHASES = args.includes('--phases');
 const FOLLOWER = args.includes('--follower');
 const ALLOC = args.includes('--alloc');
 const ALLOC_TOP = num('alloc-top', 0);
+const EFFECTS = args.includes('--effects');
 const T0 = Date.UTC(2030, 0, 1);
 
 interface ProfileNode {
@@ -96,6 +100,8 @@ interface Applied {
   p: Phase;
   results: FsmResult[];
   entries: Entry[][];
+  /** Each apply call's effects (--effects only). */
+  effects: Uint8Array[];
 }
 
 async function main(): Promise<void> {
@@ -137,12 +143,17 @@ async function main(): Promise<void> {
     const b0 = writeBytes;
     let ms = 0;
     const raw: Uint8Array[] = [];
+    const effects: Uint8Array[] = [];
     await sampler?.start();
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuNs();
     for (const g of groups) {
       const t = performance.now();
-      raw.push(...(await fsm.apply(g, wanted)));
+      if (EFFECTS) {
+        const out = await fsm.applyCapturing(g, wanted);
+        raw.push(...out.results);
+        if (out.effects) effects.push(out.effects);
+      } else raw.push(...(await fsm.apply(g, wanted)));
       ms += performance.now() - t;
     }
     const cpu = process.cpuUsage(cpu0);
@@ -156,6 +167,7 @@ async function main(): Promise<void> {
       p: { applyMs: ms, cpuMs: (cpu.user + cpu.system) / 1000, mainCpuMs: mainMs, items, writes: writes - w0, writeBytes: writeBytes - b0, allocBytes: alloc?.bytes },
       results: results ? raw.map(decodeResult) : [],
       entries: groups,
+      effects,
     };
   };
   const chunks = <T>(xs: T[], n: number): T[][] => {
@@ -213,6 +225,8 @@ async function main(): Promise<void> {
       !FOLLOWER,
       'finish',
     );
+    const runPath = fire ? [fire, claim, finish] : [claim, finish];
+    const effects = EFFECTS ? await replayEffects(create.effects, runPath, N) : undefined;
     const ok = FOLLOWER
       ? (await fsm.runCounts()).get(RunState.RUN_STATE_SUCCEEDED) === N
       : finish.results.every((r) => r.type === 'runItems' && r.items.every((i) => !i.error));
@@ -240,6 +254,7 @@ async function main(): Promise<void> {
         ...(PHASES ? { fire: f, claim: c } : { fireClaim: c }),
         finish: d,
         perRun: { us: +(f.usPerItem + c.usPerItem + d.usPerItem).toFixed(1), cpuUs: +(f.cpuUsPerItem + c.cpuUsPerItem + d.cpuUsPerItem).toFixed(1), mainCpuUs: +(f.mainCpuUsPerItem + c.mainCpuUsPerItem + d.mainCpuUsPerItem).toFixed(1), writes: +(f.writesPerItem + c.writesPerItem + d.writesPerItem).toFixed(2), writeBytes: (f.writeBytesPerItem ?? 0) + c.writeBytesPerItem + d.writeBytesPerItem, ...(ALLOC ? { allocBytes: (f.allocBytesPerItem ?? 0) + (c.allocBytesPerItem ?? 0) + (d.allocBytesPerItem ?? 0) } : {}) },
+        ...(effects ? { effects } : {}),
         recordCache: fsm.recordCache ? { ...fsm.recordCache.stats } : null,
         loadAvg1m: +loadavg()[0]!.toFixed(2),
         node: process.version,
@@ -247,6 +262,39 @@ async function main(): Promise<void> {
     );
   } finally {
     await fsm.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A second store gets the creates' effects untimed, then the run path's effects timed: what a
+ * follower pays to write what the leader's apply computed, against evaluating the commands.
+ */
+async function replayEffects(create: readonly Uint8Array[], runPath: readonly Applied[], runs: number): Promise<object> {
+  const dir = await mkdtemp(join(tmpdir(), 'herald-fsm-effects-'));
+  const replica = await SchedulerStateMachine.open(dir);
+  try {
+    for (const fx of create) if ((await replica.applyEffects(fx)) !== 'applied') throw new Error('create effects did not fit');
+    const all = runPath.flatMap((a) => a.effects);
+    const cpu0 = process.cpuUsage();
+    const main0 = mainThreadCpuNs();
+    const t0 = performance.now();
+    for (const fx of all) if ((await replica.applyEffects(fx)) !== 'applied') throw new Error('run path effects did not fit');
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const mainUs = (mainThreadCpuNs() - main0) / 1e3;
+    const bytes = all.reduce((n, e) => n + e.length, 0);
+    const commandBytes = runPath.reduce((n, a) => n + a.entries.flat().reduce((m, e) => m + e.data.length, 0), 0);
+    return {
+      commandBytesPerRun: Math.round(commandBytes / runs),
+      effectsBytesPerRun: Math.round(bytes / runs),
+      calls: all.length,
+      cpuUsPerRun: +((cpu.user + cpu.system) / runs).toFixed(1),
+      mainCpuUsPerRun: +(mainUs / runs).toFixed(1),
+      usPerRun: +((ms * 1000) / runs).toFixed(1),
+    };
+  } finally {
+    await replica.close();
     await rm(dir, { recursive: true, force: true });
   }
 }

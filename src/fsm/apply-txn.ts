@@ -144,6 +144,11 @@ export class ApplyTxn {
     this.cache?.publish(this.cacheUpdates);
   }
 
+  /** The ready-index changes of the batch writeBatch wrote (publishReady applies them). */
+  get readyChangesOfBatch(): readonly { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] {
+    return this.readyChanges;
+  }
+
   /** After the batch is in the store: the ready index follows the runs it wrote. */
   publishReady(index: ReadyIndex): void {
     for (const { before, after } of this.readyChanges) {

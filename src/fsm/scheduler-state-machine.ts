@@ -13,6 +13,7 @@ import { HeraldError } from '../herald-error.js';
 import type { SnapshotMeta, Entry } from '../raft/types.js';
 import type { ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import { applyCommand, type ApplyOptions } from './apply-command.js';
+import { EffectsRecorder, readApplyEffects, readEffectsRange } from './apply-effects-codec.js';
 import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
 import { ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { decodeCommand } from './command-codec.js';
@@ -34,7 +35,7 @@ import { ReadyIndex } from './ready-index.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
-import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from './record-cache.js';
+import { DEFAULT_RECORD_CACHE_BYTES, RecordCache, type CacheUpdate } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
@@ -218,10 +219,73 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   }
 
   apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
-    return this.exclusive(() => this.applyLocked(entries, wanted));
+    return this.exclusive(() => this.applyLocked(entries, wanted, undefined));
   }
 
-  private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined): Promise<Uint8Array[]> {
+  /**
+   * apply, also returning the call's effects (apply-effects-codec.ts): what another replica at
+   * the same applied index can write with applyEffects instead of evaluating these entries.
+   * undefined when the call wrote nothing (every entry already applied).
+   */
+  applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }> {
+    return this.exclusive(async () => {
+      const capture: { effects?: Uint8Array } = {};
+      const results = await this.applyLocked(entries, wanted, capture);
+      return { results, effects: capture.effects };
+    });
+  }
+
+  /**
+   * Writes the effects another replica's applyCapturing produced, instead of evaluating the
+   * entries they cover. 'applied' when they fitted (this store had applied exactly their start);
+   * 'stale' when this store is already at or past their end (nothing done); 'gap' when it is
+   * between or before (nothing done: the caller evaluates the entries itself). Malformed bytes
+   * throw before anything is written.
+   */
+  applyEffects(bytes: Uint8Array): Promise<'applied' | 'stale' | 'gap'> {
+    return this.exclusive(async () => {
+      const range = readEffectsRange(bytes);
+      if (range.toApplied <= this.applied) return 'stale';
+      if (range.fromApplied !== this.applied) return 'gap';
+      if (this.readyStale) await this.rebuildReady();
+      const batch = this.store.batch();
+      const cache = this.recordCache;
+      // Keys the cache may hold older bytes of: they leave it (an evaluation on this replica
+      // reads them from the store again).
+      const dropped: CacheUpdate[] = [];
+      let fx: ReturnType<typeof readApplyEffects>;
+      try {
+        fx = readApplyEffects(bytes, (key, value) => {
+          if (key === META_APPLIED) throw new FsmDecodeError('apply effects write the applied index themselves');
+          if (value === null) batch.del(key);
+          else batch.put(key, value);
+          if (cache && cache.peek(key) !== undefined) dropped.push({ key, value: null, admit: false });
+        });
+      } catch (e) {
+        await batch.close();
+        throw e;
+      }
+      batch.put(META_APPLIED, enc.encode(String(fx.toApplied)));
+      try {
+        await batch.write();
+      } catch (e) {
+        this.recordCache?.clear();
+        this.readyStale = true;
+        await this.rebuildReady().catch(() => undefined);
+        throw e;
+      }
+      cache?.publish(dropped);
+      for (const { before, after } of fx.ready) {
+        if (before) this.ready.remove(before);
+        if (after) this.ready.add(after);
+      }
+      for (const [state, n] of fx.counts) this.counts.set(state, n);
+      this.applied = fx.toApplied;
+      return 'applied';
+    });
+  }
+
+  private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined, capture: { effects?: Uint8Array } | undefined): Promise<Uint8Array[]> {
     // Entries that threw unexpectedly are re-run as 'rejected' from a fresh transaction, so one
     // bad entry can never leave half of its changes behind.
     const poisoned = new Map<number, string>();
@@ -275,8 +339,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
       const batch = this.store.batch();
+      const recorder = capture ? new EffectsRecorder(batch) : undefined;
       try {
-        await txn.writeBatch(batch);
+        await txn.writeBatch(recorder ?? batch);
       } catch (e) {
         await batch.close();
         throw e;
@@ -292,6 +357,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         await this.rebuildReady().catch(() => undefined);
         throw e;
       }
+      if (capture && recorder) capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
       txn.publishToCache();
       txn.publishReady(this.ready);
       this.applied = last;

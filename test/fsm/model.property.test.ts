@@ -1,5 +1,6 @@
 // Property tests: random command sequences applied to the FSM and to the reference model give the
 // same observable state, and no (job, slot) ever gets a second run (I1).
+import { encodeCommand } from '../../src/fsm/index.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JobState, MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
@@ -98,10 +99,14 @@ describe('FSM vs reference model', () => {
           let now = T0;
           let batch: FsmCommand[] = [];
           const all: FsmCommand[] = [];
+          // What each apply call wrote, for a replica that takes the writes instead of the commands.
+          const effects: Uint8Array[] = [];
           const flush = async () => {
             if (batch.length === 0) return;
             all.push(...batch);
-            const results: FsmResult[] = await t.apply(...batch);
+            const captured = await t.applyCapturing(...batch);
+            if (captured.effects) effects.push(captured.effects);
+            const results: FsmResult[] = captured.results;
             for (const r of results) {
               expect(r.type).not.toBe('rejected');
               if (r.type !== 'fire') continue;
@@ -190,10 +195,18 @@ describe('FSM vs reference model', () => {
           // without a record cache), and a snapshot of it restores to the same bytes and ready index.
           const one = await openTestFsm({ recordCacheBytes: 0 });
           const copy = await openTestFsm();
+          const written = await openTestFsm();
           try {
             await one.apply(...all);
             const hash = await t.fsm.stateHash();
             expect(await one.fsm.stateHash()).toBe(hash);
+            // A replica that writes every call's effects instead of evaluating: the same bytes,
+            // counts, applied index and ready index.
+            for (const fx of effects) expect(await written.fsm.applyEffects(fx)).toBe('applied');
+            expect(await written.fsm.stateHash()).toBe(hash);
+            expect(await written.fsm.appliedIndex()).toBe(await t.fsm.appliedIndex());
+            expect(await written.fsm.runCounts()).toEqual(await t.fsm.runCounts());
+            expect(written.fsm.readyEntries({ limit: 10_000 })).toEqual(t.fsm.readyEntries({ limit: 10_000 }));
             const snap = await t.fsm.snapshot();
             try {
               await copy.fsm.restore({ index: snap.appliedIndex, term: 1, conf: { voters: [] } }, snap.chunks());
@@ -206,9 +219,22 @@ describe('FSM vs reference model', () => {
             const ready = t.fsm.readyEntries({ limit: 10_000 });
             expect(one.fsm.readyEntries({ limit: 10_000 })).toEqual(ready);
             expect(copy.fsm.readyEntries({ limit: 10_000 })).toEqual(ready);
+            // The replica that wrote effects carries on like the original (its in-memory counts, which
+            // apply adds to, are right too): one more evaluated call on both gives the same bytes.
+            const later = now + 7 * 86_400_000;
+            const more: FsmCommand[] = [
+              { type: 'fireRuns', nowMs: later, misfireThresholdMs: THRESHOLD, items: JOBS.map((jobId) => ({ jobId, slotMs: later })) },
+              { type: 'cancelRuns', nowMs: later, items: [...m.runs.keys()].map((runId) => ({ runId, reason: 'end' })) },
+            ];
+            const at = t.nextIndex();
+            const entries = more.map((c, i) => ({ term: 1, index: at + i, type: 'normal' as const, data: encodeCommand(c) }));
+            const a = await t.fsm.apply(entries);
+            expect(await written.fsm.apply(entries)).toEqual(a);
+            expect(await written.fsm.stateHash()).toBe(await t.fsm.stateHash());
           } finally {
             await one.close();
             await copy.close();
+            await written.close();
           }
         } finally {
           await t.close();
