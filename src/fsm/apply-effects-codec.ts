@@ -43,6 +43,11 @@ export class EffectsRecorder implements BatchSink {
 
   constructor(private readonly batch: BatchSink) {}
 
+  /** Writes recorded so far. */
+  get size(): number {
+    return this.keys.length;
+  }
+
   put(key: string, value: Uint8Array): void {
     this.batch.put(key, value);
     this.keys.push(key);

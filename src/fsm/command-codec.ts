@@ -25,7 +25,10 @@ const TAGS: Record<FsmCommandType, number> = {
   markRuns: 14,
   trimHistory: 15,
   putJobs: 16,
+  applyEffects: 17,
 };
+/** The tag of an applyEffects command (effects are found in entries by peeking at it). */
+export const APPLY_EFFECTS_TAG = TAGS.applyEffects;
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
 );
@@ -100,6 +103,9 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'trimHistory':
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
+      break;
+    case 'applyEffects':
+      w.bytes(cmd.effects);
       break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
@@ -203,6 +209,9 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'trimHistory':
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
+      break;
+    case 'applyEffects':
+      cmd = { type, nowMs, effects: r.bytes() };
       break;
   }
   r.end();

@@ -203,6 +203,16 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
+/**
+ * The writes one apply call made on the leader (apply-effects-codec.ts), for followers to write
+ * instead of evaluating the entries they cover. Evaluated, it changes nothing.
+ */
+export interface ApplyEffectsCommand {
+  readonly type: 'applyEffects';
+  readonly nowMs: number;
+  readonly effects: Uint8Array;
+}
+
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -219,7 +229,8 @@ export type FsmCommand =
   | ExpireLeasesCommand
   | CancelRunsCommand
   | MarkRunsCommand
-  | TrimHistoryCommand;
+  | TrimHistoryCommand
+  | ApplyEffectsCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -11,12 +11,12 @@ import { ClassicLevel } from 'classic-level';
 import { readSnapshotStream } from './snapshot-stream.js';
 import { HeraldError } from '../herald-error.js';
 import type { SnapshotMeta, Entry } from '../raft/types.js';
-import type { ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
+import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import { applyCommand, type ApplyOptions } from './apply-command.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './apply-effects-codec.js';
 import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
-import { ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { decodeCommand } from './command-codec.js';
+import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { APPLY_EFFECTS_TAG, COMMAND_FORMAT_VERSION, decodeCommand, encodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
 import {
   COUNTER_PREFIX,
@@ -103,6 +103,8 @@ type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   return entries.map((e) => {
     if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
+    // Effects entries change nothing when evaluated: not decoded (they can be megabytes).
+    if (e.data.length > 2 && e.data[0] === COMMAND_FORMAT_VERSION && e.data[1] === APPLY_EFFECTS_TAG) return undefined;
     try {
       return decodeCommand(e.data);
     } catch (err) {
@@ -222,10 +224,27 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return this.exclusive(() => this.applyLocked(entries, wanted, undefined));
   }
 
+  /** Effects replication for the Raft driver (state-machine.ts EffectsReplication). */
+  readonly effects: EffectsReplication = {
+    applyCapturing: (entries, wanted) => this.applyCapturing(entries, wanted),
+    applyEffects: (effects) => this.applyEffects(effects),
+    effectsIn: (entry) => {
+      const d = entry.data;
+      if (entry.type !== 'normal' || d.length < 3 || d[0] !== COMMAND_FORMAT_VERSION || d[1] !== APPLY_EFFECTS_TAG) return undefined;
+      const r = new ByteReader(d);
+      r.u8();
+      r.u8();
+      r.int();
+      const effects = r.bytesView();
+      return { effects, ...readEffectsRange(effects) };
+    },
+    entryData: (effects) => encodeCommand({ type: 'applyEffects', nowMs: 0, effects }),
+  };
+
   /**
    * apply, also returning the call's effects (apply-effects-codec.ts): what another replica at
    * the same applied index can write with applyEffects instead of evaluating these entries.
-   * undefined when the call wrote nothing (every entry already applied).
+   * undefined when the call changed nothing but the applied index.
    */
   applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }> {
     return this.exclusive(async () => {
@@ -357,7 +376,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         await this.rebuildReady().catch(() => undefined);
         throw e;
       }
-      if (capture && recorder) capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
+      // A call that changed nothing but the applied index (no-op entries, effects entries) has
+      // no effects: proposing some would make the next call one such call again, forever.
+      if (capture && recorder && (recorder.size > 0 || txn.countsAfter.size > 0 || txn.readyChangesOfBatch.length > 0)) {
+        capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
+      }
       txn.publishToCache();
       txn.publishReady(this.ready);
       this.applied = last;

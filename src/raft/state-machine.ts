@@ -17,8 +17,26 @@ import type { Entry, SnapshotMeta } from './types.js';
 /** Whether anyone waits for the result of the entry at this index (undefined = every entry). */
 export type ResultWanted = (index: number) => boolean;
 
+/**
+ * Effects replication, for state machines that offer it: the leader applies with
+ * applyCapturing and proposes the writes it computed (entryData); a follower that finds them in
+ * its log writes them (applyEffects) instead of evaluating the entries they cover. Evaluation
+ * stays correct at every step (apply is deterministic), so effects are only ever a shortcut.
+ */
+export interface EffectsReplication {
+  applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }>;
+  /** 'applied', or 'stale' / 'gap' when they do not start at the applied index (nothing written). */
+  applyEffects(effects: Uint8Array): Promise<'applied' | 'stale' | 'gap'>;
+  /** The effects an entry made by entryData carries, and the applied range they cover; else undefined. */
+  effectsIn(entry: Entry): { effects: Uint8Array; fromApplied: number; toApplied: number } | undefined;
+  /** The data of a log entry carrying these effects. */
+  entryData(effects: Uint8Array): Uint8Array;
+}
+
 export interface StateMachine {
   apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]>;
+  /** Present when the state machine can replicate the writes of an apply (see EffectsReplication). */
+  readonly effects?: EffectsReplication;
   /** The index of the last entry applied (0 when fresh). */
   appliedIndex(): Promise<number>;
   snapshot(): Promise<SnapshotSource>;

@@ -7,7 +7,7 @@
 // The hook costs one byte comparison per entry and nothing at all while nobody listens
 // (followers). Decoding happens later, in the listener's own loop.
 import type { SnapshotMeta, Entry } from '../raft/types.js';
-import type { ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
+import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../raft/state-machine.js';
 import type { SchedulerStateMachine } from '../fsm/index.js';
 
 /** Result tags (result-codec.ts: [format version][tag]...) the leader cares about. */
@@ -39,23 +39,24 @@ export class ObservedStateMachine implements StateMachine {
     const listener = this.listener;
     // The listening leader reads every entry's result; elsewhere only the proposer's.
     const results = await this.fsm.apply(entries, listener ? undefined : wanted);
-    if (listener) {
-      const watched: AppliedEntry[] = [];
-      for (let i = 0; i < entries.length; i++) {
-        const r = results[i];
-        if (r && r.length > 1 && WATCHED.has(r[1]!)) watched.push({ index: entries[i]!.index, tag: r[1]!, data: entries[i]!.data, result: r });
-      }
-      if (watched.length > 0) {
-        try {
-          listener(watched);
-        } catch {
-          // A listener bug must never fail apply (the node would stop); the leader's periodic
-          // re-reads of the due window and ready index cover anything it missed.
-        }
-      }
-    }
+    if (listener) notify(listener, entries, results);
     return results;
   }
+
+  /** The FSM's effects replication, with the listener told of what the leader applied. */
+  readonly effects: EffectsReplication = {
+    applyCapturing: async (entries, wanted) => {
+      const listener = this.listener;
+      const out = await this.fsm.applyCapturing(entries, listener ? undefined : wanted);
+      if (listener) notify(listener, entries, out.results);
+      return out;
+    },
+    // Written effects have no results to watch: only a follower writes them, and no leader
+    // services listen there.
+    applyEffects: (effects) => this.fsm.applyEffects(effects),
+    effectsIn: (entry) => this.fsm.effects.effectsIn(entry),
+    entryData: (effects) => this.fsm.effects.entryData(effects),
+  };
 
   appliedIndex(): Promise<number> {
     return this.fsm.appliedIndex();
@@ -74,5 +75,20 @@ export class ObservedStateMachine implements StateMachine {
   }
   close(): Promise<void> {
     return this.fsm.close();
+  }
+}
+
+function notify(listener: AppliedListener, entries: readonly Entry[], results: readonly Uint8Array[]): void {
+  const watched: AppliedEntry[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const r = results[i];
+    if (r && r.length > 1 && WATCHED.has(r[1]!)) watched.push({ index: entries[i]!.index, tag: r[1]!, data: entries[i]!.data, result: r });
+  }
+  if (watched.length === 0) return;
+  try {
+    listener(watched);
+  } catch {
+    // A listener bug must never fail apply (the node would stop); the leader's periodic
+    // re-reads of the due window and ready index cover anything it missed.
   }
 }

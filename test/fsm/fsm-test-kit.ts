@@ -14,7 +14,7 @@ export interface TestFsm {
   /** Applies commands as consecutive log entries (one apply call) and decodes the results. */
   apply(...cmds: FsmCommand[]): Promise<FsmResult[]>;
   /** apply, capturing the call's effects (SchedulerStateMachine.applyCapturing). */
-  applyCapturing(...cmds: FsmCommand[]): Promise<{ results: FsmResult[]; effects: Uint8Array | undefined }>;
+  applyCapturing(...cmds: FsmCommand[]): Promise<{ results: FsmResult[]; effects: Uint8Array | undefined; entries: Entry[] }>;
   /** Applies one command and returns its decoded result. */
   one<T extends FsmResult['type']>(cmd: FsmCommand, type?: T): Promise<Extract<FsmResult, { type: T }>>;
   /** Appends a raw entry (noop/config/garbage). */
@@ -58,7 +58,7 @@ export async function openTestFsm(opts: SchedulerFsmOptions = {}, dir?: string):
     async applyCapturing(...cmds) {
       const entries: Entry[] = cmds.map((c) => ({ term: 1, index: ++index, type: 'normal', data: encodeCommand(c) }));
       const { results, effects } = await fsm.applyCapturing(entries);
-      return { results: results.map(decodeResult), effects };
+      return { results: results.map(decodeResult), effects, entries };
     },
     async one(cmd, type) {
       const [r] = await t.apply(cmd);

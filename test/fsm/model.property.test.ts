@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { JobState, MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import type { FsmCommand, FsmResult } from '../../src/fsm/index.js';
+import type { Entry } from '../../src/raft/types.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 import { ReferenceModel, type ModelJobSpec } from './reference-model.js';
 
@@ -99,13 +100,14 @@ describe('FSM vs reference model', () => {
           let now = T0;
           let batch: FsmCommand[] = [];
           const all: FsmCommand[] = [];
-          // What each apply call wrote, for a replica that takes the writes instead of the commands.
-          const effects: Uint8Array[] = [];
+          // What each apply call wrote, for a replica that takes the writes instead of the commands
+          // (a call that changed nothing but the applied index has none: its entries, evaluated).
+          const effects: (Uint8Array | Entry[])[] = [];
           const flush = async () => {
             if (batch.length === 0) return;
             all.push(...batch);
             const captured = await t.applyCapturing(...batch);
-            if (captured.effects) effects.push(captured.effects);
+            effects.push(captured.effects ?? captured.entries);
             const results: FsmResult[] = captured.results;
             for (const r of results) {
               expect(r.type).not.toBe('rejected');
@@ -202,7 +204,10 @@ describe('FSM vs reference model', () => {
             expect(await one.fsm.stateHash()).toBe(hash);
             // A replica that writes every call's effects instead of evaluating: the same bytes,
             // counts, applied index and ready index.
-            for (const fx of effects) expect(await written.fsm.applyEffects(fx)).toBe('applied');
+            for (const fx of effects) {
+              if (fx instanceof Uint8Array) expect(await written.fsm.applyEffects(fx)).toBe('applied');
+              else await written.fsm.apply(fx);
+            }
             expect(await written.fsm.stateHash()).toBe(hash);
             expect(await written.fsm.appliedIndex()).toBe(await t.fsm.appliedIndex());
             expect(await written.fsm.runCounts()).toEqual(await t.fsm.runCounts());

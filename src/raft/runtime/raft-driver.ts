@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { HeraldError, isHeraldError } from '../../herald-error.js';
 import { RaftNode, type RaftStatus } from '../core/raft-node.js';
 import type { MemoryStorage } from '../core/memory-storage.js';
-import type { StateMachine } from '../state-machine.js';
+import type { EffectsReplication, StateMachine } from '../state-machine.js';
 import type { Entry, HardState, Message, NodeId, Ready, Role, SnapshotMeta } from '../types.js';
 import type { LogStore } from './log-store.js';
 import { systemMonotonicClock, type MonotonicClock } from './monotonic-clock.js';
@@ -71,6 +71,11 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
    * (default 0 = at once; reads, leadership, snapshots and compaction end it early). See queueApply.
    */
   followerApplyWindowMs?: number;
+  /**
+   * Effects replication (state-machine.ts EffectsReplication; default off): the leader proposes
+   * the writes of each apply, and followers write those instead of evaluating the entries again.
+   */
+  replicateEffects?: boolean;
 }
 
 export interface LeaderChange {
@@ -112,6 +117,9 @@ export interface DriverStats {
   persistMaxMs: number;
   applyMs: number;
   applyMaxMs: number;
+  /** Effects replication: effects proposed (leader), and entries applied by writing effects (follower). */
+  effectsProposed: number;
+  entriesAppliedFromEffects: number;
 }
 
 interface ReadWaiter {
@@ -143,6 +151,8 @@ export class RaftDriver {
     snapshotsInstalled: 0,
     compactions: 0,
     compactMs: 0,
+    effectsProposed: 0,
+    entriesAppliedFromEffects: 0,
     persistMs: 0,
     persistMaxMs: 0,
     applyMs: 0,
@@ -179,6 +189,12 @@ export class RaftDriver {
   /** An apply link is on the chain and has not yet taken pendingApply. */
   private applyQueued = false;
   private readonly followerApplyWindowMs: number;
+  private readonly effects: EffectsReplication | undefined;
+  /**
+   * Committed entries up to this index already waited one apply window for their effects: if
+   * those have not come by the next window, the follower evaluates them itself.
+   */
+  private carriedUpTo = 0;
   /** Ends a follower's apply window early (it became leader, a snapshot or compaction needs the chain, stop). */
   private endApplyWindow: (() => void) | undefined;
   /** A commit-only hard state not yet written (it rides along with the next write). */
@@ -205,6 +221,7 @@ export class RaftDriver {
     this.events.setMaxListeners(0);
     this.resolveGroup = opts.resolveGroup ?? 32;
     this.followerApplyWindowMs = opts.followerApplyWindowMs ?? 0;
+    this.effects = opts.replicateEffects ? opts.stateMachine.effects : undefined;
     this.timing = {
       tickMs: opts.tickMs ?? 100,
       electionTicks: opts.electionTicks ?? 10,
@@ -662,8 +679,23 @@ export class RaftDriver {
     // Entries at or below a restored snapshot are already in the state machine.
     const todo = entries[0]!.index <= this.applied ? entries.filter((e) => e.index > this.applied) : entries;
     if (todo.length === 0) return;
+    // A follower with proposals of its own still pending (a deposed leader) evaluates: their
+    // callers want results, which effects do not carry.
+    if (this.effects && this.role !== 'leader' && !this.proposals.hasPending()) return this.applyFromEffects(todo, this.effects);
+    await this.evaluate(todo);
+  }
+
+  /** Applies by evaluating the entries (the leader, and a follower without effects for them). */
+  private async evaluate(todo: Entry[]): Promise<void> {
     const t0 = this.clock.nowMs();
-    const results = await this.opts.stateMachine.apply(todo, this.resultWanted);
+    let results: Uint8Array[];
+    if (this.effects && this.role === 'leader') {
+      const out = await this.effects.applyCapturing(todo, this.resultWanted);
+      results = out.results;
+      if (out.effects) this.proposeEffects(out.effects);
+    } else {
+      results = await this.opts.stateMachine.apply(todo, this.resultWanted);
+    }
     const dt = this.clock.nowMs() - t0;
     this.stats.applyMs += dt;
     if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
@@ -671,6 +703,71 @@ export class RaftDriver {
     for (let i = 0; i < todo.length; i++) this.appliedBytesSinceSnapshot += todo[i]!.data.length;
     this.setApplied(todo[todo.length - 1]!.index);
     await this.resolveProposals(todo, results);
+  }
+
+  /** Fire and forget: followers that do not get the effects (too big, lost in a leader change) evaluate. */
+  private proposeEffects(effects: Uint8Array): void {
+    const data = this.effects!.entryData(effects);
+    if (data.length > (this.opts.maxProposalBytes ?? 4 * 1024 * 1024)) return;
+    this.stats.effectsProposed++;
+    this.propose(data).catch(() => undefined);
+  }
+
+  /**
+   * A follower's apply: the entries covered by effects found among them are written from those
+   * (entries before an effects record's start are evaluated first); the rest wait one more
+   * window for theirs, then are evaluated.
+   */
+  private async applyFromEffects(todo: Entry[], fx: EffectsReplication): Promise<void> {
+    for (let j = 0; j < todo.length; j++) {
+      let found: ReturnType<EffectsReplication['effectsIn']>;
+      try {
+        found = fx.effectsIn(todo[j]!);
+      } catch {
+        found = undefined; // malformed: evaluated like any entry (the state machine answers it)
+      }
+      if (!found || found.toApplied <= this.applied || found.fromApplied < this.applied) continue;
+      if (found.fromApplied > this.applied) {
+        const before = todo.filter((e) => e.index > this.applied && e.index <= found.fromApplied);
+        if (before.length > 0) await this.evaluate(before);
+        if (this.applied !== found.fromApplied) continue;
+      }
+      const t0 = this.clock.nowMs();
+      if ((await fx.applyEffects(found.effects)) !== 'applied') continue;
+      const dt = this.clock.nowMs() - t0;
+      this.stats.applyMs += dt;
+      if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
+      let covered = 0;
+      for (const e of todo) {
+        if (e.index <= this.applied || e.index > found.toApplied) continue;
+        covered++;
+        this.appliedBytesSinceSnapshot += e.data.length;
+      }
+      this.stats.entriesApplied += covered;
+      this.stats.entriesAppliedFromEffects += covered;
+      this.setApplied(found.toApplied);
+    }
+    const rest = todo.filter((e) => e.index > this.applied);
+    if (rest.length === 0) return;
+    // Entries that already waited a window are evaluated now; younger ones wait one more for
+    // their effects, unless something needs them applied (a read, leadership, stopping).
+    const mayWait = this.followerApplyWindowMs > 0 && !this.stopped && this.role !== 'leader';
+    // A read needs the entries up to its index now; the rest may still wait.
+    let dueBy = this.carriedUpTo;
+    for (const w of this.appliedWaiters) dueBy = Math.max(dueBy, w.index);
+    const old = mayWait ? rest.filter((e) => e.index <= dueBy) : rest;
+    const young = mayWait ? rest.filter((e) => e.index > dueBy) : [];
+    if (old.length > 0) await this.evaluate(old);
+    if (young.length === 0 || this.applied >= young[young.length - 1]!.index) return;
+    this.carriedUpTo = young[young.length - 1]!.index;
+    let bytes = 0;
+    for (const e of young) bytes += e.data.length;
+    this.pendingApply = young.concat(this.pendingApply);
+    this.pendingApplyBytes += bytes;
+    if (this.applyQueued) return;
+    this.applyQueued = true;
+    this.applyChain = this.applyChain.then(() => this.applyPending());
+    this.applyChain.catch((e: unknown) => this.fail(e));
   }
 
   /**

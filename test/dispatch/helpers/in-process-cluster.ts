@@ -17,7 +17,7 @@ export interface InProcessCluster {
   stop(): Promise<void>;
 }
 
-export async function startInProcessCluster(size: number, scheduler: Partial<SchedulerConfig> = {}): Promise<InProcessCluster> {
+export async function startInProcessCluster(size: number, scheduler: Partial<SchedulerConfig> = {}, node: { replicateEffects?: boolean } = {}): Promise<InProcessCluster> {
   const root = await mkdtemp(join(tmpdir(), 'herald-dispatch-'));
   const ports = await Promise.all(Array.from({ length: size * 2 }, () => freePort()));
   const members = Array.from({ length: size }, (_, i) => ({
@@ -44,6 +44,7 @@ export async function startInProcessCluster(size: number, scheduler: Partial<Sch
           tickMs: 20,
           electionTicks: 10,
           scheduler: { heartbeatIntervalMs: 300, defaultLeaseMs: 3000, ...scheduler },
+          ...node,
         }),
       );
     }
