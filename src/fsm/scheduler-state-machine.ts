@@ -284,15 +284,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         await batch.close();
         throw e;
       }
-      batch.put(META_APPLIED, enc.encode(String(fx.toApplied)));
-      try {
-        await batch.write();
-      } catch (e) {
-        this.recordCache?.clear();
-        this.readyStale = true;
-        await this.rebuildReady().catch(() => undefined);
-        throw e;
-      }
+      await this.writeApplied(batch, fx.toApplied);
       cache?.publish(dropped);
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
@@ -302,6 +294,21 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.applied = fx.toApplied;
       return 'applied';
     });
+  }
+
+  /** Writes an apply's batch with the applied index it reaches. */
+  private async writeApplied(batch: ReturnType<Db['batch']>, applied: number): Promise<void> {
+    batch.put(META_APPLIED, enc.encode(String(applied)));
+    try {
+      await batch.write();
+    } catch (e) {
+      // What the store holds now is unknown: the cache must not vouch for it, and the ready
+      // index is read again from the store (now, or before the next apply if that fails too).
+      this.recordCache?.clear();
+      this.readyStale = true;
+      await this.rebuildReady().catch(() => undefined);
+      throw e;
+    }
   }
 
   private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined, capture: { effects?: Uint8Array } | undefined): Promise<Uint8Array[]> {
@@ -365,17 +372,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         await batch.close();
         throw e;
       }
-      batch.put(META_APPLIED, enc.encode(String(last)));
-      try {
-        await batch.write();
-      } catch (e) {
-        // What the store holds now is unknown: the cache must not vouch for it, and the ready
-        // index is read again from the store (now, or before the next apply if that fails too).
-        this.recordCache?.clear();
-        this.readyStale = true;
-        await this.rebuildReady().catch(() => undefined);
-        throw e;
-      }
+      await this.writeApplied(batch, last);
       // A call that changed nothing but the applied index (no-op entries, effects entries) has
       // no effects: proposing some would make the next call one such call again, forever.
       if (capture && recorder && (recorder.size > 0 || txn.countsAfter.size > 0 || txn.readyChangesOfBatch.length > 0)) {
