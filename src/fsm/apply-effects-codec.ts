@@ -99,15 +99,19 @@ function readReadyEntry(r: ByteReader): ReadyEntry | undefined {
   return { runId: r.str(), jobId: r.str(), taskType: r.str(), priority: r.int(), notBeforeMs: r.uint() };
 }
 
-/** Just the applied range, without decoding the rest (to decide whether the record fits). */
-export function readEffectsRange(bytes: Uint8Array): { fromApplied: number; toApplied: number } {
-  const r = new ByteReader(bytes);
+/** Reads the version and the applied range. */
+function readHeader(r: ByteReader): { fromApplied: number; toApplied: number } {
   const version = r.u8();
   if (version !== APPLY_EFFECTS_FORMAT_VERSION) throw new FsmDecodeError(`unknown apply effects format ${version}`);
   const fromApplied = r.uint();
   const toApplied = r.uint();
   if (toApplied <= fromApplied) throw new FsmDecodeError(`apply effects end at ${toApplied}, not after their start ${fromApplied}`);
   return { fromApplied, toApplied };
+}
+
+/** Just the applied range, without decoding the rest (to decide whether the record fits). */
+export function readEffectsRange(bytes: Uint8Array): { fromApplied: number; toApplied: number } {
+  return readHeader(new ByteReader(bytes));
 }
 
 /**
@@ -117,11 +121,8 @@ export function readEffectsRange(bytes: Uint8Array): { fromApplied: number; toAp
  * batch it discards then.
  */
 export function readApplyEffects(bytes: Uint8Array, write: (key: string, value: Uint8Array | null) => void): Omit<ApplyEffects, 'ops'> & { readonly opCount: number } {
-  const { fromApplied, toApplied } = readEffectsRange(bytes);
   const r = new ByteReader(bytes);
-  r.u8();
-  r.uint();
-  r.uint();
+  const { fromApplied, toApplied } = readHeader(r);
   const n = r.uint();
   const block = new ByteReader(r.bytesView());
   for (let i = 0; i < n; i++) {

@@ -27,8 +27,7 @@ const TAGS: Record<FsmCommandType, number> = {
   putJobs: 16,
   applyEffects: 17,
 };
-/** The tag of an applyEffects command (effects are found in entries by peeking at it). */
-export const APPLY_EFFECTS_TAG = TAGS.applyEffects;
+const APPLY_EFFECTS_TAG = TAGS.applyEffects;
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
 );
@@ -111,6 +110,19 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
   // and a slab slice would keep its whole slab (and the records beside it) alive that long.
   return w.finish(true);
+}
+
+/**
+ * The effects an applyEffects command carries (a view, no copy), found by peeking at the tag;
+ * undefined for any other command. They can be megabytes: nothing else of them is decoded.
+ */
+export function applyEffectsPayload(bytes: Uint8Array): Uint8Array | undefined {
+  if (bytes.length < 3 || bytes[0] !== COMMAND_FORMAT_VERSION || bytes[1] !== APPLY_EFFECTS_TAG) return undefined;
+  const r = new ByteReader(bytes);
+  r.u8();
+  r.u8();
+  r.int();
+  return r.bytesView();
 }
 
 /** Throws FsmDecodeError on anything malformed (apply turns that into a rejected result). */

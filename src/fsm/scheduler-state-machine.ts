@@ -15,8 +15,8 @@ import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } f
 import { applyCommand, type ApplyOptions } from './apply-command.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './apply-effects-codec.js';
 import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
-import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { APPLY_EFFECTS_TAG, COMMAND_FORMAT_VERSION, decodeCommand, encodeCommand } from './command-codec.js';
+import { ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { applyEffectsPayload, decodeCommand, encodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
 import {
   COUNTER_PREFIX,
@@ -104,7 +104,7 @@ function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   return entries.map((e) => {
     if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
     // Effects entries change nothing when evaluated: not decoded (they can be megabytes).
-    if (e.data.length > 2 && e.data[0] === COMMAND_FORMAT_VERSION && e.data[1] === APPLY_EFFECTS_TAG) return undefined;
+    if (applyEffectsPayload(e.data)) return undefined;
     try {
       return decodeCommand(e.data);
     } catch (err) {
@@ -229,14 +229,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     applyCapturing: (entries, wanted) => this.applyCapturing(entries, wanted),
     applyEffects: (effects) => this.applyEffects(effects),
     effectsIn: (entry) => {
-      const d = entry.data;
-      if (entry.type !== 'normal' || d.length < 3 || d[0] !== COMMAND_FORMAT_VERSION || d[1] !== APPLY_EFFECTS_TAG) return undefined;
-      const r = new ByteReader(d);
-      r.u8();
-      r.u8();
-      r.int();
-      const effects = r.bytesView();
-      return { effects, ...readEffectsRange(effects) };
+      const effects = entry.type === 'normal' ? applyEffectsPayload(entry.data) : undefined;
+      return effects && { effects, ...readEffectsRange(effects) };
     },
     entryData: (effects) => encodeCommand({ type: 'applyEffects', nowMs: 0, effects }),
   };
@@ -354,7 +348,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         }
         try {
           txn.admitting = ADMITTING.has(cmd.type);
-          txn.admitJobsDueBy = 'nowMs' in cmd ? cmd.nowMs + ADMIT_JOBS_DUE_WITHIN_MS : 0;
+          txn.admitJobsDueBy = cmd.nowMs + ADMIT_JOBS_DUE_WITHIN_MS;
           push(await applyCommand(txn, cmd, entry.index, this.opts));
         } catch (e) {
           poisoned.set(i, `apply of ${cmd.type} failed: ${(e as Error).message}`);

@@ -646,6 +646,11 @@ export class RaftDriver {
       this.pendingApplyBytes += entries[i]!.data.length;
     }
     if (this.pendingApply.length >= MAX_WINDOW_ENTRIES || this.pendingApplyBytes >= MAX_WINDOW_BYTES) this.endApplyWindow?.();
+    this.queueApplyLink();
+  }
+
+  /** One apply link on the chain for whatever pendingApply holds (none if one is queued already). */
+  private queueApplyLink(): void {
     if (this.applyQueued) return;
     this.applyQueued = true;
     this.applyChain = this.applyChain.then(() => this.applyPending());
@@ -696,13 +701,16 @@ export class RaftDriver {
     } else {
       results = await this.opts.stateMachine.apply(todo, this.resultWanted);
     }
-    const dt = this.clock.nowMs() - t0;
-    this.stats.applyMs += dt;
-    if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
+    this.noteApplyMs(this.clock.nowMs() - t0);
     this.stats.entriesApplied += todo.length;
     for (let i = 0; i < todo.length; i++) this.appliedBytesSinceSnapshot += todo[i]!.data.length;
     this.setApplied(todo[todo.length - 1]!.index);
     await this.resolveProposals(todo, results);
+  }
+
+  private noteApplyMs(dt: number): void {
+    this.stats.applyMs += dt;
+    if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
   }
 
   /** Fire and forget: followers that do not get the effects (too big, lost in a leader change) evaluate. */
@@ -734,9 +742,7 @@ export class RaftDriver {
       }
       const t0 = this.clock.nowMs();
       if ((await fx.applyEffects(found.effects)) !== 'applied') continue;
-      const dt = this.clock.nowMs() - t0;
-      this.stats.applyMs += dt;
-      if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
+      this.noteApplyMs(this.clock.nowMs() - t0);
       let covered = 0;
       for (const e of todo) {
         if (e.index <= this.applied || e.index > found.toApplied) continue;
@@ -764,10 +770,7 @@ export class RaftDriver {
     for (const e of young) bytes += e.data.length;
     this.pendingApply = young.concat(this.pendingApply);
     this.pendingApplyBytes += bytes;
-    if (this.applyQueued) return;
-    this.applyQueued = true;
-    this.applyChain = this.applyChain.then(() => this.applyPending());
-    this.applyChain.catch((e: unknown) => this.fail(e));
+    this.queueApplyLink();
   }
 
   /**
