@@ -86,8 +86,5 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
       return applyMarkRuns(txn, cmd);
     case 'trimHistory':
       return applyTrimHistory(txn, cmd);
-    case 'applyEffects':
-      // Followers write these instead of evaluating (raft-driver.ts); evaluated, a no-op.
-      return { type: 'empty' };
   }
 }

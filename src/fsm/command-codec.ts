@@ -25,9 +25,9 @@ const TAGS: Record<FsmCommandType, number> = {
   markRuns: 14,
   trimHistory: 15,
   putJobs: 16,
-  applyEffects: 17,
+  // 17 is taken: builds that carried apply effects in the log wrote it. Decoding it now fails,
+  // which every replica answers alike with a rejected result that changes nothing.
 };
-const APPLY_EFFECTS_TAG = TAGS.applyEffects;
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
 );
@@ -103,26 +103,10 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
     case 'trimHistory':
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
       break;
-    case 'applyEffects':
-      w.bytes(cmd.effects);
-      break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
   // and a slab slice would keep its whole slab (and the records beside it) alive that long.
   return w.finish(true);
-}
-
-/**
- * The effects an applyEffects command carries (a view, no copy), found by peeking at the tag;
- * undefined for any other command. They can be megabytes: nothing else of them is decoded.
- */
-export function applyEffectsPayload(bytes: Uint8Array): Uint8Array | undefined {
-  if (bytes.length < 3 || bytes[0] !== COMMAND_FORMAT_VERSION || bytes[1] !== APPLY_EFFECTS_TAG) return undefined;
-  const r = new ByteReader(bytes);
-  r.u8();
-  r.u8();
-  r.int();
-  return r.bytesView();
 }
 
 /** Throws FsmDecodeError on anything malformed (apply turns that into a rejected result). */
@@ -221,9 +205,6 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'trimHistory':
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
-      break;
-    case 'applyEffects':
-      cmd = { type, nowMs, effects: r.bytes() };
       break;
   }
   r.end();

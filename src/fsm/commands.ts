@@ -203,16 +203,6 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
-/**
- * The writes one apply call made on the leader (apply-effects-codec.ts), for followers to write
- * instead of evaluating the entries they cover. Evaluated, it changes nothing.
- */
-export interface ApplyEffectsCommand {
-  readonly type: 'applyEffects';
-  readonly nowMs: number;
-  readonly effects: Uint8Array;
-}
-
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -229,8 +219,7 @@ export type FsmCommand =
   | ExpireLeasesCommand
   | CancelRunsCommand
   | MarkRunsCommand
-  | TrimHistoryCommand
-  | ApplyEffectsCommand;
+  | TrimHistoryCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

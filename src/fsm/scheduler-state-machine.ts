@@ -16,7 +16,7 @@ import { applyCommand, type ApplyOptions } from './apply-command.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './apply-effects-codec.js';
 import { ApplyTxn, decodeCount, type Db } from './apply-txn.js';
 import { ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { applyEffectsPayload, decodeCommand, encodeCommand } from './command-codec.js';
+import { decodeCommand, encodeCommand } from './command-codec.js';
 import { FsmReads } from './fsm-reads.js';
 import {
   COUNTER_PREFIX,
@@ -103,8 +103,6 @@ type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   return entries.map((e) => {
     if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
-    // Effects entries change nothing when evaluated: not decoded (they can be megabytes).
-    if (applyEffectsPayload(e.data)) return undefined;
     try {
       return decodeCommand(e.data);
     } catch (err) {
@@ -228,11 +226,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   readonly effects: EffectsReplication = {
     applyCapturing: (entries, wanted) => this.applyCapturing(entries, wanted),
     applyEffects: (effects) => this.applyEffects(effects),
-    effectsIn: (entry) => {
-      const effects = entry.type === 'normal' ? applyEffectsPayload(entry.data) : undefined;
-      return effects && { effects, ...readEffectsRange(effects) };
-    },
-    entryData: (effects) => encodeCommand({ type: 'applyEffects', nowMs: 0, effects }),
+    effectsRange: (effects) => readEffectsRange(effects),
   };
 
   /**

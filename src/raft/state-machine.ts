@@ -19,18 +19,17 @@ export type ResultWanted = (index: number) => boolean;
 
 /**
  * Effects replication, for state machines that offer it: the leader applies with
- * applyCapturing and proposes the writes it computed (entryData); a follower that finds them in
- * its log writes them (applyEffects) instead of evaluating the entries they cover. Evaluation
- * stays correct at every step (apply is deterministic), so effects are only ever a shortcut.
+ * applyCapturing and sends the writes it computed to its followers beside the log; a follower
+ * holding them when it applies those committed entries writes them (applyEffects) instead of
+ * evaluating the entries. Committed entries are the same on every replica and apply is
+ * deterministic, so the effects are exactly what evaluation would write: only ever a shortcut.
  */
 export interface EffectsReplication {
   applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }>;
   /** 'applied', or 'stale' / 'gap' when they do not start at the applied index (nothing written). */
   applyEffects(effects: Uint8Array): Promise<'applied' | 'stale' | 'gap'>;
-  /** The effects an entry made by entryData carries, and the applied range they cover; else undefined. */
-  effectsIn(entry: Entry): { effects: Uint8Array; fromApplied: number; toApplied: number } | undefined;
-  /** The data of a log entry carrying these effects. */
-  entryData(effects: Uint8Array): Uint8Array;
+  /** The applied range effects cover (from = the applied index they start at); throws when malformed. */
+  effectsRange(effects: Uint8Array): { fromApplied: number; toApplied: number };
 }
 
 export interface StateMachine {

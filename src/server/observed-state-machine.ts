@@ -54,8 +54,7 @@ export class ObservedStateMachine implements StateMachine {
     // Written effects have no results to watch: only a follower writes them, and no leader
     // services listen there.
     applyEffects: (effects) => this.fsm.applyEffects(effects),
-    effectsIn: (entry) => this.fsm.effects.effectsIn(entry),
-    entryData: (effects) => this.fsm.effects.entryData(effects),
+    effectsRange: (effects) => this.fsm.effects.effectsRange(effects),
   };
 
   appliedIndex(): Promise<number> {

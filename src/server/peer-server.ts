@@ -63,6 +63,8 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
           return;
         }
         d.driver.step(d.transport.receive(req));
+        const effects = d.transport.receiveEffects(req);
+        if (effects.length > 0) d.driver.receiveEffects(effects);
       });
       call.on('end', () => finish(null));
       call.on('error', () => finish(null));

@@ -63,11 +63,19 @@ export function peerChannelOptions(maxBytes: number): Record<string, number> {
 }
 
 export const DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024;
+/**
+ * Effects are a shortcut, never worth delaying Raft traffic for: a peer whose stream already
+ * buffers this much, or whose effects queue holds this much, gets no more (it evaluates).
+ */
+const MAX_EFFECTS_BACKLOG_BYTES = 8 * 1024 * 1024;
 
 class PeerLink {
   call: ClientWritableStream<StreamRequest> | undefined;
   queue: Message[] = [];
   queuedBytes = 0;
+  /** Applied effects for the peer (sendEffects), sent with the next batch. */
+  effects: Buffer[] = [];
+  effectsBytes = 0;
   flushScheduled = false;
   backoffMs = 0;
   retryAt = 0;
@@ -94,6 +102,9 @@ export class PeerTransport {
   /** Messages handed to the streams (observability). */
   sentMessages = 0;
   sentBatches = 0;
+  /** Effects records written to streams, and dropped for a slow or unreachable peer. */
+  sentEffects = 0;
+  droppedEffects = 0;
 
   constructor(private readonly opts: PeerTransportOptions) {
     this.clock = opts.clock ?? systemMonotonicClock;
@@ -146,6 +157,35 @@ export class PeerTransport {
     }
   }
 
+  /**
+   * Queues one apply's effects for every peer (the leader's followers). Dropped, not queued, for
+   * a peer that is blocked, down or backed up, and when too big for one batch.
+   */
+  sendEffects(effects: Uint8Array): void {
+    if (this.stopped) return;
+    const view = Buffer.from(effects.buffer, effects.byteOffset, effects.byteLength);
+    for (const l of this.links.values()) {
+      const backlog = l.effectsBytes + (l.call?.writableLength ?? 0);
+      if (l.blocked || !l.call || effects.length > this.maxBatchBytes / 2 || backlog + effects.length > MAX_EFFECTS_BACKLOG_BYTES) {
+        this.droppedEffects++;
+        continue;
+      }
+      l.effects.push(view);
+      l.effectsBytes += effects.length;
+      if (!l.flushScheduled) {
+        l.flushScheduled = true;
+        setImmediate(() => this.flush(l));
+      }
+    }
+  }
+
+  /** The effects an inbound batch carries (none from a blocked or unknown peer). */
+  receiveEffects(req: StreamRequest): Uint8Array[] {
+    if (req.effects.length === 0) return [];
+    const l = this.links.get(req.effectsFrom);
+    return l && !l.blocked ? req.effects : [];
+  }
+
   /** Inbound batch from a peer's stream; returns the decoded messages for the driver. */
   receive(req: StreamRequest): Message[] {
     const out: Message[] = [];
@@ -192,7 +232,7 @@ export class PeerTransport {
 
   private flush(l: PeerLink): void {
     l.flushScheduled = false;
-    if (this.stopped || l.queue.length === 0) return;
+    if (this.stopped || (l.queue.length === 0 && l.effects.length === 0)) return;
     const now = this.clock.nowMs();
     if (!l.call) {
       if (now < l.retryAt) {
@@ -212,7 +252,7 @@ export class PeerTransport {
       return;
     }
     const queue = coalesceMessages(l.queue);
-    let batch: StreamRequest = { clusterId: this.opts.clusterId, messages: [] };
+    let batch: StreamRequest = { clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' };
     let bytes = 0;
     const wall = wallClockUnixMs();
     for (const m of queue) {
@@ -220,17 +260,32 @@ export class PeerTransport {
       if (bytes > 0 && bytes + sz > this.maxBatchBytes) {
         call.write(batch);
         this.sentBatches++;
-        batch = { clusterId: this.opts.clusterId, messages: [] };
+        batch = { clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' };
         bytes = 0;
       }
       batch.messages.push(messageToPb(m, wall));
       bytes += sz;
     }
+    // Effects go after the messages: those carry the commit index the effects' entries need.
+    for (const fx of l.effects) {
+      if (bytes > 0 && bytes + fx.length > this.maxBatchBytes) {
+        call.write(batch);
+        this.sentBatches++;
+        batch = { clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' };
+        bytes = 0;
+      }
+      batch.effects.push(fx);
+      batch.effectsFrom = this.opts.selfId;
+      bytes += fx.length;
+    }
     call.write(batch);
     this.sentBatches++;
     this.sentMessages += queue.length;
+    this.sentEffects += l.effects.length;
     l.queue = [];
     l.queuedBytes = 0;
+    l.effects = [];
+    l.effectsBytes = 0;
   }
 
   private openCall(l: PeerLink): void {
@@ -276,5 +331,8 @@ export class PeerTransport {
   private dropQueue(l: PeerLink): void {
     l.queue = [];
     l.queuedBytes = 0;
+    this.droppedEffects += l.effects.length;
+    l.effects = [];
+    l.effectsBytes = 0;
   }
 }

@@ -72,8 +72,9 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
    */
   followerApplyWindowMs?: number;
   /**
-   * Effects replication (state-machine.ts EffectsReplication; default off): the leader proposes
-   * the writes of each apply, and followers write those instead of evaluating the entries again.
+   * Effects replication (state-machine.ts EffectsReplication; default off): the leader sends the
+   * writes of each apply to its followers beside the log (PeerTransport.sendEffects), and a
+   * follower writes those instead of evaluating the entries again.
    */
   replicateEffects?: boolean;
 }
@@ -117,8 +118,9 @@ export interface DriverStats {
   persistMaxMs: number;
   applyMs: number;
   applyMaxMs: number;
-  /** Effects replication: effects proposed (leader), and entries applied by writing effects (follower). */
-  effectsProposed: number;
+  /** Effects replication: effects sent (leader) and received (follower), entries applied by writing effects (follower). */
+  effectsSent: number;
+  effectsReceived: number;
   entriesAppliedFromEffects: number;
 }
 
@@ -138,6 +140,8 @@ const NO_LEADER = '';
 /** A follower's apply window ends early once this many entries, or bytes of them, gathered. */
 const MAX_WINDOW_ENTRIES = 1024;
 const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
+/** Effects a follower holds for entries it has not applied yet (a herd's few seconds fit). */
+const MAX_BUFFERED_EFFECTS_BYTES = 64 * 1024 * 1024;
 
 export class RaftDriver {
   readonly events = new EventEmitter<RaftDriverEvents>();
@@ -151,7 +155,8 @@ export class RaftDriver {
     snapshotsInstalled: 0,
     compactions: 0,
     compactMs: 0,
-    effectsProposed: 0,
+    effectsSent: 0,
+    effectsReceived: 0,
     entriesAppliedFromEffects: 0,
     persistMs: 0,
     persistMaxMs: 0,
@@ -195,6 +200,9 @@ export class RaftDriver {
    * those have not come by the next window, the follower evaluates them itself.
    */
   private carriedUpTo = 0;
+  /** Effects from the leader (receiveEffects) by the applied index they start at, until used or stale. */
+  private readonly effectsByStart = new Map<number, { readonly toApplied: number; readonly effects: Uint8Array }>();
+  private effectsBytes = 0;
   /** Ends a follower's apply window early (it became leader, a snapshot or compaction needs the chain, stop). */
   private endApplyWindow: (() => void) | undefined;
   /** A commit-only hard state not yet written (it rides along with the next write). */
@@ -697,7 +705,10 @@ export class RaftDriver {
     if (this.effects && this.role === 'leader') {
       const out = await this.effects.applyCapturing(todo, this.resultWanted);
       results = out.results;
-      if (out.effects) this.proposeEffects(out.effects);
+      if (out.effects) {
+        this.stats.effectsSent++;
+        this.opts.transport.sendEffects(out.effects);
+      }
     } else {
       results = await this.opts.stateMachine.apply(todo, this.resultWanted);
     }
@@ -713,46 +724,80 @@ export class RaftDriver {
     if (dt > this.stats.applyMaxMs) this.stats.applyMaxMs = dt;
   }
 
-  /** Fire and forget: followers that do not get the effects (too big, lost in a leader change) evaluate. */
-  private proposeEffects(effects: Uint8Array): void {
-    const data = this.effects!.entryData(effects);
-    if (data.length > (this.opts.maxProposalBytes ?? 4 * 1024 * 1024)) return;
-    this.stats.effectsProposed++;
-    this.propose(data).catch(() => undefined);
+  /**
+   * Effects the leader sent beside the log (peer-server.ts), kept until the entries they cover
+   * apply. They come in apply order on one stream; any that are lost (a slow peer, a leader
+   * change, a restart) only mean those entries are evaluated here.
+   */
+  receiveEffects(list: readonly Uint8Array[]): void {
+    const fx = this.effects;
+    if (!fx || this.stopped || this.role === 'leader') return;
+    for (const effects of list) {
+      let range: { fromApplied: number; toApplied: number };
+      try {
+        range = fx.effectsRange(effects);
+      } catch {
+        continue; // malformed: the entries are evaluated
+      }
+      if (range.toApplied <= this.applied || range.fromApplied >= range.toApplied || this.effectsByStart.has(range.fromApplied)) continue;
+      this.effectsByStart.set(range.fromApplied, { toApplied: range.toApplied, effects });
+      this.effectsBytes += effects.length;
+      this.stats.effectsReceived++;
+    }
+    // Bounded (a follower far behind): the oldest go first, and their entries are evaluated.
+    for (const [start, e] of this.effectsByStart) {
+      if (this.effectsBytes <= MAX_BUFFERED_EFFECTS_BYTES) break;
+      this.effectsByStart.delete(start);
+      this.effectsBytes -= e.effects.length;
+    }
+    // What the open window waits for is here: apply it now rather than at the window's end.
+    const next = this.effectsByStart.get(this.applied);
+    const last = this.pendingApply[this.pendingApply.length - 1];
+    if (next && last && last.index >= next.toApplied) this.endApplyWindow?.();
+  }
+
+  private dropStaleEffects(): void {
+    for (const [start, e] of this.effectsByStart) {
+      if (e.toApplied > this.applied) continue;
+      this.effectsByStart.delete(start);
+      this.effectsBytes -= e.effects.length;
+    }
   }
 
   /**
-   * A follower's apply: the entries covered by effects found among them are written from those
-   * (entries before an effects record's start are evaluated first); the rest wait one more
-   * window for theirs, then are evaluated.
+   * A follower's apply: entries covered by effects from the leader are written from those. As
+   * the effects come in order, entries before the first effects held are evaluated at once (theirs
+   * are lost); entries after the last wait one more window for theirs, then are evaluated.
    */
   private async applyFromEffects(todo: Entry[], fx: EffectsReplication): Promise<void> {
-    for (let j = 0; j < todo.length; j++) {
-      let found: ReturnType<EffectsReplication['effectsIn']>;
-      try {
-        found = fx.effectsIn(todo[j]!);
-      } catch {
-        found = undefined; // malformed: evaluated like any entry (the state machine answers it)
+    const last = todo[todo.length - 1]!.index;
+    for (;;) {
+      const next = this.effectsByStart.get(this.applied);
+      if (next) {
+        // Covers entries this follower does not know are committed yet: they wait.
+        if (next.toApplied > last) break;
+        this.effectsByStart.delete(this.applied);
+        this.effectsBytes -= next.effects.length;
+        const t0 = this.clock.nowMs();
+        if ((await fx.applyEffects(next.effects)) !== 'applied') break;
+        this.noteApplyMs(this.clock.nowMs() - t0);
+        let covered = 0;
+        for (const e of todo) {
+          if (e.index <= this.applied || e.index > next.toApplied) continue;
+          covered++;
+          this.appliedBytesSinceSnapshot += e.data.length;
+        }
+        this.stats.entriesApplied += covered;
+        this.stats.entriesAppliedFromEffects += covered;
+        this.setApplied(next.toApplied);
+        continue;
       }
-      if (!found || found.toApplied <= this.applied || found.fromApplied < this.applied) continue;
-      if (found.fromApplied > this.applied) {
-        const before = todo.filter((e) => e.index > this.applied && e.index <= found.fromApplied);
-        if (before.length > 0) await this.evaluate(before);
-        if (this.applied !== found.fromApplied) continue;
-      }
-      const t0 = this.clock.nowMs();
-      if ((await fx.applyEffects(found.effects)) !== 'applied') continue;
-      this.noteApplyMs(this.clock.nowMs() - t0);
-      let covered = 0;
-      for (const e of todo) {
-        if (e.index <= this.applied || e.index > found.toApplied) continue;
-        covered++;
-        this.appliedBytesSinceSnapshot += e.data.length;
-      }
-      this.stats.entriesApplied += covered;
-      this.stats.entriesAppliedFromEffects += covered;
-      this.setApplied(found.toApplied);
+      let start = Infinity;
+      for (const s of this.effectsByStart.keys()) if (s > this.applied && s < start) start = s;
+      if (start > last) break;
+      await this.evaluate(todo.filter((e) => e.index > this.applied && e.index <= start));
     }
+    this.dropStaleEffects();
     const rest = todo.filter((e) => e.index > this.applied);
     if (rest.length === 0) return;
     // Entries that already waited a window are evaluated now; younger ones wait one more for
@@ -942,7 +987,10 @@ export class RaftDriver {
     }
     if (!wasLeader && role === 'leader') {
       // The new leader's scheduler reads the state machine: entries held for a window go now.
+      // It evaluates them (its services watch their results, which effects do not carry).
       this.endApplyWindow?.();
+      this.effectsByStart.clear();
+      this.effectsBytes = 0;
       this.opts.logger.info({ term }, 'became leader');
       this.events.emit('becameLeader', { term });
     }

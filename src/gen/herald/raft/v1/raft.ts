@@ -138,6 +138,14 @@ export interface StreamRequest {
   clusterId: string;
   /** Messages in order (a batch written at once). */
   messages: RaftMessage[];
+  /**
+   * The leader's applied effects (state-machine writes of committed entries, opaque here), so a
+   * follower can write them instead of evaluating the entries. Outside the Raft protocol: lossy,
+   * and only ever a shortcut (the entries stay in the log).
+   */
+  effects: Buffer[];
+  /** The sender of `effects` (messages name their own). */
+  effectsFrom: string;
 }
 
 /** Sent when the stream ends. */
@@ -729,7 +737,7 @@ export const RaftMessage: MessageFns<RaftMessage> = {
 };
 
 function createBaseStreamRequest(): StreamRequest {
-  return { clusterId: "", messages: [] };
+  return { clusterId: "", messages: [], effects: [], effectsFrom: "" };
 }
 
 export const StreamRequest: MessageFns<StreamRequest> = {
@@ -739,6 +747,12 @@ export const StreamRequest: MessageFns<StreamRequest> = {
     }
     for (const v of message.messages) {
       RaftMessage.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.effects) {
+      writer.uint32(26).bytes(v!);
+    }
+    if (message.effectsFrom !== "") {
+      writer.uint32(34).string(message.effectsFrom);
     }
     return writer;
   },
@@ -772,6 +786,22 @@ export const StreamRequest: MessageFns<StreamRequest> = {
             message.messages.push(RaftMessage.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.effects.push(Buffer.from(reader.bytes()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.effectsFrom = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -791,6 +821,8 @@ export const StreamRequest: MessageFns<StreamRequest> = {
     const message = createBaseStreamRequest();
     message.clusterId = object.clusterId ?? "";
     message.messages = object.messages?.map((e) => RaftMessage.fromPartial(e)) || [];
+    message.effects = object.effects?.map((e) => e) || [];
+    message.effectsFrom = object.effectsFrom ?? "";
     return message;
   },
 };
