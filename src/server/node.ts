@@ -56,7 +56,7 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
   maxProposalBytes?: number;
   /** A follower gathers committed entries this long before applying them in one call (RaftDriver; default 200). */
   followerApplyWindowMs?: number;
-  /** Effects replication (RaftDriver replicateEffects; default off). */
+  /** Effects replication (RaftDriver replicateEffects; default on). */
   replicateEffects?: boolean;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
@@ -198,7 +198,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         defaultProposalTimeoutMs: o.defaultProposalTimeoutMs,
         maxProposalBytes: o.maxProposalBytes,
         followerApplyWindowMs: o.followerApplyWindowMs ?? DEFAULT_FOLLOWER_APPLY_WINDOW_MS,
-        replicateEffects: o.replicateEffects ?? false,
+        replicateEffects: o.replicateEffects ?? true,
       },
       applied,
     );

@@ -68,7 +68,7 @@ export function registerServerCommand(program: Command): void {
     .option('--snapshot-bytes <n>', 'also snapshot once the entries applied since the last one hold n bytes of commands', String(64 * 1024 * 1024))
     .option('--compaction-keep-bytes <n>', 'most bytes of entries kept behind the snapshot', String(32 * 1024 * 1024))
     .option('--follower-apply-window-ms <ms>', `a follower applies committed entries in groups gathered over this long (0 = at once; at most ${MAX_FOLLOWER_APPLY_WINDOW_MS})`, String(DEFAULT_FOLLOWER_APPLY_WINDOW_MS))
-    .option('--replicate-effects', 'the leader replicates the writes of each apply and followers write them instead of evaluating the commands again (experimental; every node of a cluster should agree)')
+    .option('--no-replicate-effects', 'followers evaluate every committed command themselves, instead of writing the effects the leader sends them beside the log')
     .option('--pretty', 'human-readable logs instead of JSON')
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (flags: ServerFlags) => {
@@ -128,7 +128,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
       snapshotBytes: int('--snapshot-bytes', flags.snapshotBytes, 1),
       compactionKeepBytes: int('--compaction-keep-bytes', flags.compactionKeepBytes, 0),
       followerApplyWindowMs: int('--follower-apply-window-ms', flags.followerApplyWindowMs, 0, MAX_FOLLOWER_APPLY_WINDOW_MS),
-      replicateEffects: flags.replicateEffects === true,
+      replicateEffects: flags.replicateEffects !== false,
     });
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);

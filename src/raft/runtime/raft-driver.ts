@@ -72,7 +72,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
    */
   followerApplyWindowMs?: number;
   /**
-   * Effects replication (state-machine.ts EffectsReplication; default off): the leader sends the
+   * Effects replication (state-machine.ts EffectsReplication; default off here, on in a Herald
+   * node): the leader sends the
    * writes of each apply to its followers beside the log (PeerTransport.sendEffects), and a
    * follower writes those instead of evaluating the entries again.
    */
