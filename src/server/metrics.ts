@@ -15,6 +15,7 @@ export interface NodeMetrics {
   proposals: Counter<'outcome'>;
   proposalLatency: Histogram;
   fsyncs: Counter;
+  entriesApplied: Counter<'path'>;
   runsByState: Gauge<'state'>;
   fireLateness: Histogram;
   firedSlots: Counter<'outcome'>;
@@ -45,6 +46,12 @@ export function createNodeMetrics(labels: { nodeId: string }, options: { default
       ...reg,
     }),
     fsyncs: new Counter({ name: 'herald_raft_fsyncs_total', help: 'Synced writes of the Raft log', ...reg }),
+    entriesApplied: new Counter({
+      name: 'herald_raft_entries_applied_total',
+      help: 'Committed entries applied to the state machine, by path: evaluated here, or written from the leader\'s effects (a follower)',
+      labelNames: ['path'] as const,
+      ...reg,
+    }),
     runsByState: new Gauge({ name: 'herald_runs', help: 'Runs stored, by state', labelNames: ['state'] as const, ...reg }),
     fireLateness: new Histogram({
       name: 'herald_fire_lateness_seconds',

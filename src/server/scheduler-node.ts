@@ -153,6 +153,11 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     if (outcome === 'ok') metrics.proposalLatency.observe(ms / 1000);
   });
   let fsyncsSeen = node.driver.stats.syncedWrites;
+  const applied = (): { evaluated: number; effects: number } => {
+    const s = node.driver.stats;
+    return { evaluated: s.entriesApplied - s.entriesAppliedFromEffects, effects: s.entriesAppliedFromEffects };
+  };
+  let appliedSeen = applied();
   if (node.driver.isLeader()) startServices(node.driver.status().term);
 
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
@@ -167,6 +172,10 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     metrics.raftAppliedIndex.set(node.driver.appliedIndex());
     metrics.fsyncs.inc(node.driver.stats.syncedWrites - fsyncsSeen);
     fsyncsSeen = node.driver.stats.syncedWrites;
+    const now = applied();
+    metrics.entriesApplied.inc({ path: 'evaluated' }, now.evaluated - appliedSeen.evaluated);
+    metrics.entriesApplied.inc({ path: 'effects' }, now.effects - appliedSeen.effects);
+    appliedSeen = now;
     fsm.runCounts().then(
       (counts) => {
         for (const [state, n] of counts) metrics.runsByState.set({ state: RunState[state] ?? String(state) }, n);

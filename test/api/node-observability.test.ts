@@ -70,5 +70,7 @@ describe('a scheduler node observed from outside', () => {
     expect(body).toMatch(/herald_raft_term\{node="n1"\} [1-9]/);
     expect(body).toMatch(/herald_raft_is_leader\{node="n1"\} 1/);
     expect(body).toMatch(/herald_raft_applied_index\{node="n1"\} [1-9]/);
+    // A lone node is its own leader: everything it applied it evaluated.
+    expect(body).toMatch(/herald_raft_entries_applied_total\{path="evaluated",node="n1"\} [1-9]/);
   }, 60_000);
 });
