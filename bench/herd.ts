@@ -5,7 +5,7 @@
 // machine, where the drain time also counts waiting for a core).
 // Workers are the Worker library with a no-op handler (bench-worker-process.ts), as BullMQ's bench
 // worker is; they report what they saw only after the drain.
-// Run: npx tsx bench/herd.ts [--runs 100000] [--workers 2] [--capacity 1000] [--handler-ms 0] [--fire-batch N (server default)]
+// Run: npx tsx bench/herd.ts [--runs 100000] [--workers 2] [--capacity 1000] [--handler-ms 0] [--warmup 0] [--fire-batch N (server default)]
 //      [--server-flags "--follower-apply-window-ms 0 ..."] (extra `herald server` flags for every node)
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
@@ -24,6 +24,10 @@ const N = arg('runs', 100_000);
 const WORKERS = arg('workers', 2);
 const CAPACITY = arg('capacity', 1000);
 const HANDLER_MS = arg('handler-ms', 0);
+// --warmup N: a herd of N runs goes first (created, fired, drained), so the measured herd meets
+// servers whose hot paths are already compiled, as a cluster that has been running would. Off
+// (0) by default and in `compare`: the peers' runs start cold too.
+const WARMUP = arg('warmup', 0);
 const BATCH = 1000;
 
 function pct(sorted: number[], p: number): number {
@@ -41,6 +45,14 @@ let workers: BenchWorkers | undefined;
 try {
   workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'hw' });
   const spec = (at: number) => JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
+  if (WARMUP > 0) {
+    const warmAt = Date.now() + 2000 + WARMUP / 2;
+    for (let i = 0; i < WARMUP; i += BATCH) {
+      await c.client.createJobs(Array.from({ length: Math.min(BATCH, WARMUP - i) }, (_, k) => ({ id: `warm-${i + k}`, spec: spec(warmAt) })), { deadlineMs: 120_000 });
+    }
+    const w = workers;
+    await waitFor('the warm-up herd to drain', async () => (await w.settled()) >= WARMUP, 10 * 60_000, 100);
+  }
   // Calibrate the create rate (jobs far in the future, not part of the herd) to pick an instant
   // that falls after every herd job exists.
   const t0 = Date.now();
@@ -68,7 +80,7 @@ try {
   const threads0 = await Promise.all(servers.map((s) => processThreadCpuMs(s.pid)));
   // Every result settled (the calibration jobs are a day away: only herd runs execute).
   const running = workers;
-  await waitFor('the herd to drain', async () => (await running.settled()) >= N, 30 * 60_000, 100);
+  await waitFor('the herd to drain', async () => (await running.settled()) >= N + WARMUP, 30 * 60_000, 100);
   const drainMs = Date.now() - at;
   const cpu1 = await Promise.all(pids.map(processCpuMs));
   const threads1 = await Promise.all(servers.map((s) => processThreadCpuMs(s.pid)));
@@ -99,14 +111,16 @@ try {
       workers: WORKERS,
       capacityPerWorker: CAPACITY,
       handlerMs: HANDLER_MS,
+      warmupRuns: WARMUP,
       createMs,
       createdBeforeInstant,
       drainMs,
       drainCpuUsPerRun,
       drainOffMainThreadUsPerRun,
       drainEntries,
-      succeeded: counts.get(RunState.RUN_STATE_SUCCEEDED) ?? 0,
-      resultsAccepted: accepted,
+      // The herd's own (the warm-up's runs all succeeded before it was created).
+      succeeded: (counts.get(RunState.RUN_STATE_SUCCEEDED) ?? 0) - WARMUP,
+      resultsAccepted: accepted - WARMUP,
       resultsRefused: refused,
       started: herd.length,
       lost: N - new Set(herd.map((a) => a.runId)).size,
