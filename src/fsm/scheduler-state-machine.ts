@@ -99,18 +99,6 @@ async function clearAllButMarker(db: Db): Promise<void> {
 
 type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 
-/** A batch taking keys as bytes (classic-level's per-operation keyEncoding). */
-interface ViewKeyBatch {
-  put(key: Uint8Array, value: Uint8Array, options: typeof VIEW_KEY): unknown;
-  del(key: Uint8Array, options: typeof VIEW_KEY): unknown;
-}
-const VIEW_KEY = { keyEncoding: 'view' } as const;
-const APPLIED_KEY_BYTES = enc.encode(META_APPLIED);
-
-function isAppliedKey(key: Uint8Array): boolean {
-  return key.length === APPLIED_KEY_BYTES.length && Buffer.compare(key, APPLIED_KEY_BYTES) === 0;
-}
-
 /** Decodes the command entries once (undefined for no-op/config and already applied entries). */
 function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   return entries.map((e) => {
@@ -268,24 +256,24 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (range.fromApplied !== this.applied) return 'gap';
       if (this.readyStale) await this.rebuildReady();
       const batch = this.store.batch();
-      // Keys go in as the UTF-8 bytes the record holds (the same bytes the store's utf8 keys are).
-      const raw = batch as unknown as ViewKeyBatch;
+      const cache = this.recordCache;
+      // Keys the cache may hold older bytes of: they leave it (an evaluation on this replica
+      // reads them from the store again).
+      const dropped: CacheUpdate[] = [];
       let fx: ReturnType<typeof readApplyEffects>;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
-          if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
-          if (value === null) raw.del(key, VIEW_KEY);
-          else raw.put(key, value, VIEW_KEY);
+          if (key === META_APPLIED) throw new FsmDecodeError('apply effects write the applied index themselves');
+          if (value === null) batch.del(key);
+          else batch.put(key, value);
+          if (cache && cache.peek(key) !== undefined) dropped.push({ key, value: null, admit: false });
         });
       } catch (e) {
         await batch.close();
         throw e;
       }
       await this.writeApplied(batch, fx.toApplied);
-      // The cache may hold older bytes of keys just written. A replica writing effects reads
-      // almost nothing back (it evaluates only what it got no effects for), so it is emptied
-      // rather than checked key by key.
-      this.recordCache?.clear();
+      cache?.publish(dropped);
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
         if (after) this.ready.add(after);
