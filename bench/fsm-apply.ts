@@ -18,7 +18,7 @@
 // then all claims in batches of --claim-batch, as separate calls (the older model).
 // --effects applies with applyCapturing and writes each call's effects into a second store
 // (applyEffects), timed: what a follower pays per run to write what the leader's apply computed
-// instead of evaluating the commands, and the bytes per run such effects would add to the log.
+// instead of evaluating the commands, and the bytes per run such effects put on the peer streams.
 // Creates go as putJobs entries of --create-batch jobs (CreateJobs), or with --single-creates as
 // one putJob entry per job, --create-batch entries per apply call.
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// The effects of one apply call as bytes a log entry can carry: every LevelDB write of its batch,
+// The effects of one apply call as bytes the leader sends its followers: every LevelDB write of its batch,
 // the ready-index changes and the per-state run counts it left. A replica that holds them can
 // write them instead of evaluating the same commands again. Apply is deterministic (I5), so the
 // bytes are exactly what its own evaluation would have written; only the CPU differs (in a herd,

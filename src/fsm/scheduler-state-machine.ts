@@ -361,8 +361,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         throw e;
       }
       await this.writeApplied(batch, last);
-      // A call that changed nothing but the applied index (no-op entries, effects entries) has
-      // no effects: proposing some would make the next call one such call again, forever.
+      // A call that changed nothing but the applied index (no-op entries) has no effects worth
+      // sending: the follower evaluates such entries as cheaply as it would write them.
       if (capture && recorder && (recorder.size > 0 || txn.countsAfter.size > 0 || txn.readyChangesOfBatch.length > 0)) {
         capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
       }

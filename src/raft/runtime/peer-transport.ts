@@ -252,28 +252,27 @@ export class PeerTransport {
       return;
     }
     const queue = coalesceMessages(l.queue);
-    let batch: StreamRequest = { clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' };
+    const empty = (): StreamRequest => ({ clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' });
+    let batch = empty();
     let bytes = 0;
+    /** Starts a new batch first when `sz` more bytes would not fit this one. */
+    const room = (sz: number): void => {
+      if (bytes === 0 || bytes + sz <= this.maxBatchBytes) return;
+      call.write(batch);
+      this.sentBatches++;
+      batch = empty();
+      bytes = 0;
+    };
     const wall = wallClockUnixMs();
     for (const m of queue) {
       const sz = approxMessageBytes(m);
-      if (bytes > 0 && bytes + sz > this.maxBatchBytes) {
-        call.write(batch);
-        this.sentBatches++;
-        batch = { clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' };
-        bytes = 0;
-      }
+      room(sz);
       batch.messages.push(messageToPb(m, wall));
       bytes += sz;
     }
     // Effects go after the messages: those carry the commit index the effects' entries need.
     for (const fx of l.effects) {
-      if (bytes > 0 && bytes + fx.length > this.maxBatchBytes) {
-        call.write(batch);
-        this.sentBatches++;
-        batch = { clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' };
-        bytes = 0;
-      }
+      room(fx.length);
       batch.effects.push(fx);
       batch.effectsFrom = this.opts.selfId;
       bytes += fx.length;

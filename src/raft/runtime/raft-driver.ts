@@ -73,9 +73,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   followerApplyWindowMs?: number;
   /**
    * Effects replication (state-machine.ts EffectsReplication; default off here, on in a Herald
-   * node): the leader sends the
-   * writes of each apply to its followers beside the log (PeerTransport.sendEffects), and a
-   * follower writes those instead of evaluating the entries again.
+   * node): the leader sends the writes of each apply to its followers beside the log
+   * (PeerTransport.sendEffects), and a follower writes those instead of evaluating the entries.
    */
   replicateEffects?: boolean;
 }
@@ -740,16 +739,15 @@ export class RaftDriver {
       } catch {
         continue; // malformed: the entries are evaluated
       }
-      if (range.toApplied <= this.applied || range.fromApplied >= range.toApplied || this.effectsByStart.has(range.fromApplied)) continue;
+      if (range.toApplied <= this.applied || this.effectsByStart.has(range.fromApplied)) continue;
       this.effectsByStart.set(range.fromApplied, { toApplied: range.toApplied, effects });
       this.effectsBytes += effects.length;
       this.stats.effectsReceived++;
     }
     // Bounded (a follower far behind): the oldest go first, and their entries are evaluated.
-    for (const [start, e] of this.effectsByStart) {
+    for (const start of this.effectsByStart.keys()) {
       if (this.effectsBytes <= MAX_BUFFERED_EFFECTS_BYTES) break;
-      this.effectsByStart.delete(start);
-      this.effectsBytes -= e.effects.length;
+      this.takeEffects(start);
     }
     // What the open window waits for is here: apply it now rather than at the window's end.
     const next = this.effectsByStart.get(this.applied);
@@ -757,12 +755,17 @@ export class RaftDriver {
     if (next && last && last.index >= next.toApplied) this.endApplyWindow?.();
   }
 
+  /** Removes the effects held for `start` (and their bytes from the bound); undefined when none. */
+  private takeEffects(start: number): { readonly toApplied: number; readonly effects: Uint8Array } | undefined {
+    const e = this.effectsByStart.get(start);
+    if (!e) return undefined;
+    this.effectsByStart.delete(start);
+    this.effectsBytes -= e.effects.length;
+    return e;
+  }
+
   private dropStaleEffects(): void {
-    for (const [start, e] of this.effectsByStart) {
-      if (e.toApplied > this.applied) continue;
-      this.effectsByStart.delete(start);
-      this.effectsBytes -= e.effects.length;
-    }
+    for (const [start, e] of this.effectsByStart) if (e.toApplied <= this.applied) this.takeEffects(start);
   }
 
   /**
@@ -777,8 +780,7 @@ export class RaftDriver {
       if (next) {
         // Covers entries this follower does not know are committed yet: they wait.
         if (next.toApplied > last) break;
-        this.effectsByStart.delete(this.applied);
-        this.effectsBytes -= next.effects.length;
+        this.takeEffects(this.applied);
         const t0 = this.clock.nowMs();
         if ((await fx.applyEffects(next.effects)) !== 'applied') break;
         this.noteApplyMs(this.clock.nowMs() - t0);
