@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'herald-fsm-apply-'));
   const fsm = await SchedulerStateMachine.open(dir);
   // Counts the operations of every LevelDB batch apply writes.
-  type Chained = { put: (...a: unknown[]) => unknown; del: (...a: unknown[]) => unknown };
+  type Chained = { _put: (...a: unknown[]) => unknown; _del: (...a: unknown[]) => unknown };
   const store = (fsm as unknown as { store: { batch: (...a: unknown[]) => unknown } }).store;
   const origBatch = store.batch.bind(store);
   let writes = 0;
@@ -119,13 +119,14 @@ async function main(): Promise<void> {
     if (Array.isArray(a[0])) writes += a[0].length;
     const out = origBatch(...a);
     if (a.length === 0) {
-      // A chained batch (apply writes through one): count its puts and dels.
+      // A chained batch (apply writes through one): count the puts and dels it hands to the
+      // native batch (direct-batch.ts calls _put/_del itself, abstract-level's put/del call them).
       const b = out as Chained;
-      const put = b.put.bind(b);
-      const del = b.del.bind(b);
+      const put = b._put.bind(b);
+      const del = b._del.bind(b);
       // Fixed arity: a rest-args wrapper cost ~4% of the timed apply.
-      b.put = (k: unknown, v: unknown) => (writes++, (writeBytes += sizeOf(k) + sizeOf(v)), put(k, v));
-      b.del = (k: unknown) => (writes++, (writeBytes += sizeOf(k)), del(k));
+      b._put = (k: unknown, v: unknown, o: unknown) => (writes++, (writeBytes += sizeOf(k) + sizeOf(v)), put(k, v, o));
+      b._del = (k: unknown, o: unknown) => (writes++, (writeBytes += sizeOf(k)), del(k, o));
     }
     return out;
   };

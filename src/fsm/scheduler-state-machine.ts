@@ -35,6 +35,7 @@ import { ReadyIndex } from './ready-index.js';
 import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
+import { DirectBatch } from './direct-batch.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache, type CacheUpdate } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
@@ -255,7 +256,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (range.toApplied <= this.applied) return 'stale';
       if (range.fromApplied !== this.applied) return 'gap';
       if (this.readyStale) await this.rebuildReady();
-      const batch = this.store.batch();
+      const batch = new DirectBatch(this.store);
       const cache = this.recordCache;
       // Keys the cache may hold older bytes of: they leave it (an evaluation on this replica
       // reads them from the store again).
@@ -285,8 +286,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   }
 
   /** Writes an apply's batch with the applied index it reaches. */
-  private async writeApplied(batch: ReturnType<Db['batch']>, applied: number): Promise<void> {
-    batch.put(META_APPLIED, enc.encode(String(applied)));
+  private async writeApplied(batch: DirectBatch, applied: number): Promise<void> {
+    batch.putPublic(META_APPLIED, enc.encode(String(applied)));
     try {
       await batch.write();
     } catch (e) {
@@ -352,7 +353,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
-      const batch = this.store.batch();
+      const batch = new DirectBatch(this.store);
       const recorder = capture ? new EffectsRecorder(batch) : undefined;
       try {
         await txn.writeBatch(recorder ?? batch);
