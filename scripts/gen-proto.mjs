@@ -2,7 +2,7 @@
 // Generates src/gen from proto/ with buf and the local ts-proto plugin.
 // `--check` regenerates into a temp dir and fails when src/gen differs (stale generated code).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, mkdirSync, cpSync, existsSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, mkdirSync, cpSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,28 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
 const out = mkdtempSync(join(tmpdir(), 'herald-gen-'));
 const buf = join(root, 'node_modules', '.bin', 'buf');
+
+// ts-proto's grpc-js serializers copy every encoded message once more (`Buffer.from(bytes)`)
+// before grpc-js copies it again into its frame. The encoded bytes are a fresh array that no one
+// else holds, so the Buffer can be a view of them: one copy (and, for the multi-megabyte peer
+// stream batches, one set of freshly faulted pages) less per message sent.
+const COPYING_SERIALIZE = /Buffer\.from\((\w+)\.encode\(value\)\.finish\(\)\)/g;
+const VIEW_SERIALIZE = 'viewAsBuffer($1.encode(value).finish())';
+const VIEW_HELPER = `
+/** The encoded bytes as a Buffer without copying them (scripts/gen-proto.mjs adds this). */
+function viewAsBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+`;
+
+function rewriteSerializers(dir) {
+  for (const f of listFiles(dir)) {
+    if (!f.endsWith('.ts')) continue;
+    const text = readFileSync(f, 'utf8');
+    const next = text.replace(COPYING_SERIALIZE, VIEW_SERIALIZE);
+    if (next !== text) writeFileSync(f, next + VIEW_HELPER);
+  }
+}
 
 function listFiles(dir) {
   if (!existsSync(dir)) return [];
@@ -26,6 +48,7 @@ function listFiles(dir) {
 try {
   execFileSync(buf, ['generate', '--template', 'buf.gen.yaml', '-o', out], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   const fresh = join(out, 'src', 'gen');
+  rewriteSerializers(fresh);
   const target = join(root, 'src', 'gen');
   if (check) {
     const a = listFiles(fresh).map((f) => relative(fresh, f)).sort();

@@ -6,9 +6,10 @@
 //
 // Inbound streams are served by src/server/peer-server.ts, which calls receive().
 
-import { credentials, type ClientWritableStream } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, type ClientWritableStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { RaftServiceClient, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
+import { RaftServiceClient, RaftServiceService, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
+import { encodeStreamRequest } from './stream-request-codec.js';
 import type { Message, NodeId } from '../types.js';
 import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
 import { coalesceMessages } from './message-coalescer.js';
@@ -62,6 +63,12 @@ export function peerChannelOptions(maxBytes: number): Record<string, number> {
   };
 }
 
+/** The generated client, with the peer stream's requests encoded by encodeStreamRequest. */
+const PeerClient = makeGenericClientConstructor(
+  { ...RaftServiceService, stream: { ...RaftServiceService.stream, requestSerialize: encodeStreamRequest } },
+  'herald.raft.v1.RaftService',
+) as unknown as typeof RaftServiceClient;
+
 export const DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024;
 /**
  * Effects are a shortcut, never worth delaying Raft traffic for: a peer whose stream already
@@ -112,7 +119,7 @@ export class PeerTransport {
     this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
     for (const p of opts.peers) {
       if (p.id === opts.selfId) continue;
-      const client = new RaftServiceClient(p.peerAddress, credentials.createInsecure(), peerChannelOptions(this.maxBatchBytes + 1024 * 1024));
+      const client = new PeerClient(p.peerAddress, credentials.createInsecure(), peerChannelOptions(this.maxBatchBytes + 1024 * 1024));
       this.links.set(p.id, new PeerLink(p, client));
     }
   }

@@ -604,9 +604,9 @@ export const ClusterServiceService = {
     path: "/herald.v1.ClusterService/GetStatus" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: GetStatusRequest): Buffer => Buffer.from(GetStatusRequest.encode(value).finish()),
+    requestSerialize: (value: GetStatusRequest): Buffer => viewAsBuffer(GetStatusRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): GetStatusRequest => GetStatusRequest.decode(value),
-    responseSerialize: (value: GetStatusResponse): Buffer => Buffer.from(GetStatusResponse.encode(value).finish()),
+    responseSerialize: (value: GetStatusResponse): Buffer => viewAsBuffer(GetStatusResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetStatusResponse => GetStatusResponse.decode(value),
   },
   /** Moves leadership to another node (served by the leader; followers forward). */
@@ -615,10 +615,10 @@ export const ClusterServiceService = {
     requestStream: false as const,
     responseStream: false as const,
     requestSerialize: (value: TransferLeadershipRequest): Buffer =>
-      Buffer.from(TransferLeadershipRequest.encode(value).finish()),
+      viewAsBuffer(TransferLeadershipRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): TransferLeadershipRequest => TransferLeadershipRequest.decode(value),
     responseSerialize: (value: TransferLeadershipResponse): Buffer =>
-      Buffer.from(TransferLeadershipResponse.encode(value).finish()),
+      viewAsBuffer(TransferLeadershipResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TransferLeadershipResponse => TransferLeadershipResponse.decode(value),
   },
 } as const;
@@ -703,4 +703,9 @@ interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   create<I extends Exact<DeepPartial<T>, I>>(base?: I): T;
   fromPartial<I extends Exact<DeepPartial<T>, I>>(object: I): T;
+}
+
+/** The encoded bytes as a Buffer without copying them (scripts/gen-proto.mjs adds this). */
+function viewAsBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }

@@ -2184,9 +2184,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/CreateJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: CreateJobRequest): Buffer => Buffer.from(CreateJobRequest.encode(value).finish()),
+    requestSerialize: (value: CreateJobRequest): Buffer => viewAsBuffer(CreateJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): CreateJobRequest => CreateJobRequest.decode(value),
-    responseSerialize: (value: CreateJobResponse): Buffer => Buffer.from(CreateJobResponse.encode(value).finish()),
+    responseSerialize: (value: CreateJobResponse): Buffer => viewAsBuffer(CreateJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateJobResponse => CreateJobResponse.decode(value),
   },
   /** Creates many jobs in one call (bulk loads); each item gets its own result. */
@@ -2194,9 +2194,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/CreateJobs" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: CreateJobsRequest): Buffer => Buffer.from(CreateJobsRequest.encode(value).finish()),
+    requestSerialize: (value: CreateJobsRequest): Buffer => viewAsBuffer(CreateJobsRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): CreateJobsRequest => CreateJobsRequest.decode(value),
-    responseSerialize: (value: CreateJobsResponse): Buffer => Buffer.from(CreateJobsResponse.encode(value).finish()),
+    responseSerialize: (value: CreateJobsResponse): Buffer => viewAsBuffer(CreateJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateJobsResponse => CreateJobsResponse.decode(value),
   },
   /** Reads one job. */
@@ -2204,9 +2204,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/GetJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: GetJobRequest): Buffer => Buffer.from(GetJobRequest.encode(value).finish()),
+    requestSerialize: (value: GetJobRequest): Buffer => viewAsBuffer(GetJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): GetJobRequest => GetJobRequest.decode(value),
-    responseSerialize: (value: GetJobResponse): Buffer => Buffer.from(GetJobResponse.encode(value).finish()),
+    responseSerialize: (value: GetJobResponse): Buffer => viewAsBuffer(GetJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetJobResponse => GetJobResponse.decode(value),
   },
   /** Lists jobs, paginated, with filters. */
@@ -2214,9 +2214,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/ListJobs" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ListJobsRequest): Buffer => Buffer.from(ListJobsRequest.encode(value).finish()),
+    requestSerialize: (value: ListJobsRequest): Buffer => viewAsBuffer(ListJobsRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ListJobsRequest => ListJobsRequest.decode(value),
-    responseSerialize: (value: ListJobsResponse): Buffer => Buffer.from(ListJobsResponse.encode(value).finish()),
+    responseSerialize: (value: ListJobsResponse): Buffer => viewAsBuffer(ListJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListJobsResponse => ListJobsResponse.decode(value),
   },
   /** Replaces a job's spec; with expected_version, fails FAILED_PRECONDITION on a mismatch. */
@@ -2224,9 +2224,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/UpdateJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: UpdateJobRequest): Buffer => Buffer.from(UpdateJobRequest.encode(value).finish()),
+    requestSerialize: (value: UpdateJobRequest): Buffer => viewAsBuffer(UpdateJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): UpdateJobRequest => UpdateJobRequest.decode(value),
-    responseSerialize: (value: UpdateJobResponse): Buffer => Buffer.from(UpdateJobResponse.encode(value).finish()),
+    responseSerialize: (value: UpdateJobResponse): Buffer => viewAsBuffer(UpdateJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateJobResponse => UpdateJobResponse.decode(value),
   },
   /** Deletes a job: pending runs are cancelled, running ones are signalled to stop. */
@@ -2234,9 +2234,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/DeleteJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: DeleteJobRequest): Buffer => Buffer.from(DeleteJobRequest.encode(value).finish()),
+    requestSerialize: (value: DeleteJobRequest): Buffer => viewAsBuffer(DeleteJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): DeleteJobRequest => DeleteJobRequest.decode(value),
-    responseSerialize: (value: DeleteJobResponse): Buffer => Buffer.from(DeleteJobResponse.encode(value).finish()),
+    responseSerialize: (value: DeleteJobResponse): Buffer => viewAsBuffer(DeleteJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteJobResponse => DeleteJobResponse.decode(value),
   },
   /** Pauses a job: no slot fires until it is resumed. */
@@ -2244,9 +2244,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/PauseJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: PauseJobRequest): Buffer => Buffer.from(PauseJobRequest.encode(value).finish()),
+    requestSerialize: (value: PauseJobRequest): Buffer => viewAsBuffer(PauseJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): PauseJobRequest => PauseJobRequest.decode(value),
-    responseSerialize: (value: PauseJobResponse): Buffer => Buffer.from(PauseJobResponse.encode(value).finish()),
+    responseSerialize: (value: PauseJobResponse): Buffer => viewAsBuffer(PauseJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PauseJobResponse => PauseJobResponse.decode(value),
   },
   /** Resumes a paused job with its next future slot. */
@@ -2254,9 +2254,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/ResumeJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ResumeJobRequest): Buffer => Buffer.from(ResumeJobRequest.encode(value).finish()),
+    requestSerialize: (value: ResumeJobRequest): Buffer => viewAsBuffer(ResumeJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ResumeJobRequest => ResumeJobRequest.decode(value),
-    responseSerialize: (value: ResumeJobResponse): Buffer => Buffer.from(ResumeJobResponse.encode(value).finish()),
+    responseSerialize: (value: ResumeJobResponse): Buffer => viewAsBuffer(ResumeJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ResumeJobResponse => ResumeJobResponse.decode(value),
   },
   /** Starts a manual run now, outside the schedule. */
@@ -2264,9 +2264,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/TriggerJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: TriggerJobRequest): Buffer => Buffer.from(TriggerJobRequest.encode(value).finish()),
+    requestSerialize: (value: TriggerJobRequest): Buffer => viewAsBuffer(TriggerJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): TriggerJobRequest => TriggerJobRequest.decode(value),
-    responseSerialize: (value: TriggerJobResponse): Buffer => Buffer.from(TriggerJobResponse.encode(value).finish()),
+    responseSerialize: (value: TriggerJobResponse): Buffer => viewAsBuffer(TriggerJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TriggerJobResponse => TriggerJobResponse.decode(value),
   },
   /** Creates runs for the schedule's slots in a past time range; the runs are marked backfilled. */
@@ -2274,9 +2274,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/BackfillJob" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: BackfillJobRequest): Buffer => Buffer.from(BackfillJobRequest.encode(value).finish()),
+    requestSerialize: (value: BackfillJobRequest): Buffer => viewAsBuffer(BackfillJobRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): BackfillJobRequest => BackfillJobRequest.decode(value),
-    responseSerialize: (value: BackfillJobResponse): Buffer => Buffer.from(BackfillJobResponse.encode(value).finish()),
+    responseSerialize: (value: BackfillJobResponse): Buffer => viewAsBuffer(BackfillJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): BackfillJobResponse => BackfillJobResponse.decode(value),
   },
   /** Lists runs, per job and/or by state, paginated. */
@@ -2284,9 +2284,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/ListRuns" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ListRunsRequest): Buffer => Buffer.from(ListRunsRequest.encode(value).finish()),
+    requestSerialize: (value: ListRunsRequest): Buffer => viewAsBuffer(ListRunsRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ListRunsRequest => ListRunsRequest.decode(value),
-    responseSerialize: (value: ListRunsResponse): Buffer => Buffer.from(ListRunsResponse.encode(value).finish()),
+    responseSerialize: (value: ListRunsResponse): Buffer => viewAsBuffer(ListRunsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListRunsResponse => ListRunsResponse.decode(value),
   },
   /** Reads one run. */
@@ -2294,9 +2294,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/GetRun" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: GetRunRequest): Buffer => Buffer.from(GetRunRequest.encode(value).finish()),
+    requestSerialize: (value: GetRunRequest): Buffer => viewAsBuffer(GetRunRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): GetRunRequest => GetRunRequest.decode(value),
-    responseSerialize: (value: GetRunResponse): Buffer => Buffer.from(GetRunResponse.encode(value).finish()),
+    responseSerialize: (value: GetRunResponse): Buffer => viewAsBuffer(GetRunResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetRunResponse => GetRunResponse.decode(value),
   },
   /** Cancels a pending or running run; a running one's worker is told to stop. */
@@ -2304,9 +2304,9 @@ export const JobServiceService = {
     path: "/herald.v1.JobService/CancelRun" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: CancelRunRequest): Buffer => Buffer.from(CancelRunRequest.encode(value).finish()),
+    requestSerialize: (value: CancelRunRequest): Buffer => viewAsBuffer(CancelRunRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): CancelRunRequest => CancelRunRequest.decode(value),
-    responseSerialize: (value: CancelRunResponse): Buffer => Buffer.from(CancelRunResponse.encode(value).finish()),
+    responseSerialize: (value: CancelRunResponse): Buffer => viewAsBuffer(CancelRunResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelRunResponse => CancelRunResponse.decode(value),
   },
 } as const;
@@ -2586,4 +2586,9 @@ interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   create<I extends Exact<DeepPartial<T>, I>>(base?: I): T;
   fromPartial<I extends Exact<DeepPartial<T>, I>>(object: I): T;
+}
+
+/** The encoded bytes as a Buffer without copying them (scripts/gen-proto.mjs adds this). */
+function viewAsBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }

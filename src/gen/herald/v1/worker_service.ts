@@ -2096,9 +2096,9 @@ export const WorkerServiceService = {
     path: "/herald.v1.WorkerService/Connect" as const,
     requestStream: true as const,
     responseStream: true as const,
-    requestSerialize: (value: ConnectRequest): Buffer => Buffer.from(ConnectRequest.encode(value).finish()),
+    requestSerialize: (value: ConnectRequest): Buffer => viewAsBuffer(ConnectRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ConnectRequest => ConnectRequest.decode(value),
-    responseSerialize: (value: ConnectResponse): Buffer => Buffer.from(ConnectResponse.encode(value).finish()),
+    responseSerialize: (value: ConnectResponse): Buffer => viewAsBuffer(ConnectResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ConnectResponse => ConnectResponse.decode(value),
   },
 } as const;
@@ -2159,4 +2159,9 @@ interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   create<I extends Exact<DeepPartial<T>, I>>(base?: I): T;
   fromPartial<I extends Exact<DeepPartial<T>, I>>(object: I): T;
+}
+
+/** The encoded bytes as a Buffer without copying them (scripts/gen-proto.mjs adds this). */
+function viewAsBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }

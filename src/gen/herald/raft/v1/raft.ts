@@ -1930,9 +1930,9 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/Stream" as const,
     requestStream: true as const,
     responseStream: false as const,
-    requestSerialize: (value: StreamRequest): Buffer => Buffer.from(StreamRequest.encode(value).finish()),
+    requestSerialize: (value: StreamRequest): Buffer => viewAsBuffer(StreamRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): StreamRequest => StreamRequest.decode(value),
-    responseSerialize: (value: StreamResponse): Buffer => Buffer.from(StreamResponse.encode(value).finish()),
+    responseSerialize: (value: StreamResponse): Buffer => viewAsBuffer(StreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): StreamResponse => StreamResponse.decode(value),
   },
   /** Sends a snapshot in chunks: header, data chunks, trailer with checksum. */
@@ -1941,10 +1941,10 @@ export const RaftServiceService = {
     requestStream: true as const,
     responseStream: false as const,
     requestSerialize: (value: InstallSnapshotRequest): Buffer =>
-      Buffer.from(InstallSnapshotRequest.encode(value).finish()),
+      viewAsBuffer(InstallSnapshotRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): InstallSnapshotRequest => InstallSnapshotRequest.decode(value),
     responseSerialize: (value: InstallSnapshotResponse): Buffer =>
-      Buffer.from(InstallSnapshotResponse.encode(value).finish()),
+      viewAsBuffer(InstallSnapshotResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): InstallSnapshotResponse => InstallSnapshotResponse.decode(value),
   },
   /** A follower forwards a proposal to the leader and gets its apply result. */
@@ -1952,9 +1952,9 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/Forward" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ForwardRequest): Buffer => Buffer.from(ForwardRequest.encode(value).finish()),
+    requestSerialize: (value: ForwardRequest): Buffer => viewAsBuffer(ForwardRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ForwardRequest => ForwardRequest.decode(value),
-    responseSerialize: (value: ForwardResponse): Buffer => Buffer.from(ForwardResponse.encode(value).finish()),
+    responseSerialize: (value: ForwardResponse): Buffer => viewAsBuffer(ForwardResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ForwardResponse => ForwardResponse.decode(value),
   },
   /** A follower asks the leader for a read index (linearizable reads). */
@@ -1962,9 +1962,9 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/ReadIndex" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ReadIndexRequest): Buffer => Buffer.from(ReadIndexRequest.encode(value).finish()),
+    requestSerialize: (value: ReadIndexRequest): Buffer => viewAsBuffer(ReadIndexRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ReadIndexRequest => ReadIndexRequest.decode(value),
-    responseSerialize: (value: ReadIndexResponse): Buffer => Buffer.from(ReadIndexResponse.encode(value).finish()),
+    responseSerialize: (value: ReadIndexResponse): Buffer => viewAsBuffer(ReadIndexResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReadIndexResponse => ReadIndexResponse.decode(value),
   },
   /**
@@ -1976,10 +1976,10 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/ProposeStream" as const,
     requestStream: true as const,
     responseStream: true as const,
-    requestSerialize: (value: ProposeStreamRequest): Buffer => Buffer.from(ProposeStreamRequest.encode(value).finish()),
+    requestSerialize: (value: ProposeStreamRequest): Buffer => viewAsBuffer(ProposeStreamRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ProposeStreamRequest => ProposeStreamRequest.decode(value),
     responseSerialize: (value: ProposeStreamResponse): Buffer =>
-      Buffer.from(ProposeStreamResponse.encode(value).finish()),
+      viewAsBuffer(ProposeStreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProposeStreamResponse => ProposeStreamResponse.decode(value),
   },
 } as const;
@@ -2117,4 +2117,9 @@ interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   create<I extends Exact<DeepPartial<T>, I>>(base?: I): T;
   fromPartial<I extends Exact<DeepPartial<T>, I>>(object: I): T;
+}
+
+/** The encoded bytes as a Buffer without copying them (scripts/gen-proto.mjs adds this). */
+function viewAsBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }

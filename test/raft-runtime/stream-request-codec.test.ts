@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { StreamRequest } from '../../src/gen/herald/raft/v1/raft.js';
+import { messageToPb } from '../../src/raft/runtime/message-codec.js';
+import { encodeStreamRequest } from '../../src/raft/runtime/stream-request-codec.js';
+
+const bytes = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
+
+describe('the peer stream request encoder', () => {
+  const append = messageToPb(
+    {
+      type: 'app',
+      from: 'n1',
+      to: 'n2',
+      term: 7,
+      logTerm: 6,
+      index: 41,
+      commit: 40,
+      reject: false,
+      rejectHint: 0,
+      rejectHintTerm: 0,
+      entries: [
+        { term: 7, index: 42, type: 'normal', data: bytes(300, 1) },
+        { term: 7, index: 43, type: 'normal', data: bytes(5, 2) },
+      ],
+    },
+    1_700_000_000_000,
+  );
+
+  it('decodes to the request it was given, effects in order, whatever their sizes', () => {
+    // Lengths around the varint boundaries of the length prefix (1, 2 and 3 bytes).
+    const effects = [0, 1, 127, 128, 16_383, 16_384, 300_000].map((n, i) => bytes(n, i));
+    const req: StreamRequest = { clusterId: 'c-1', messages: [append], effects, effectsFrom: 'n1' };
+    const decoded = StreamRequest.decode(encodeStreamRequest(req));
+    expect(decoded.clusterId).toBe('c-1');
+    expect(decoded.effectsFrom).toBe('n1');
+    expect(decoded.messages).toEqual(req.messages);
+    expect(decoded.effects.map((e) => e.length)).toEqual(effects.map((e) => e.length));
+    decoded.effects.forEach((e, i) => expect(Buffer.compare(e, effects[i]!)).toBe(0));
+  });
+
+  it('is the generated encoding when there are no effects', () => {
+    const req: StreamRequest = { clusterId: 'c-1', messages: [append], effects: [], effectsFrom: '' };
+    expect(Buffer.compare(encodeStreamRequest(req), Buffer.from(StreamRequest.encode(req).finish()))).toBe(0);
+  });
+
+  it('has the generated encoding’s length with effects (the same fields, reordered)', () => {
+    const req: StreamRequest = { clusterId: 'c-1', messages: [append], effects: [bytes(1000, 3), bytes(200, 4)], effectsFrom: 'n1' };
+    expect(encodeStreamRequest(req).length).toBe(StreamRequest.encode(req).finish().length);
+  });
+});
