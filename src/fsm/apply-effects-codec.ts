@@ -62,18 +62,22 @@ export class EffectsRecorder implements BatchSink {
 
   finish(fromApplied: number, toApplied: number, ready: readonly ReadyChange[], counts: ReadonlyMap<number, number>): Uint8Array {
     const { keys, values } = this;
-    let size = 0;
+    // One writer sized for the worst case (three UTF-8 bytes per key character), one exact copy
+    // out: a herd's fire batch makes megabytes of effects, and every extra buffer of that size
+    // is a copy into freshly faulted pages.
+    let size = 64 + ready.length * 96 + counts.size * 20;
     for (let i = 0; i < keys.length; i++) size += 1 + 5 + keys[i]!.length * 3 + (values[i] ? 5 + values[i]!.length : 0);
-    const block = new ByteWriter(size + 16);
+    const out = new ByteWriter(size).u8(APPLY_EFFECTS_FORMAT_VERSION).uint(fromApplied).uint(toApplied).uint(keys.length);
+    // The ops go in as one length-prefixed block, so the reader can take them without a copy;
+    // the prefix is filled in once the block is written.
+    const prefixAt = out.reserveUint();
+    const start = out.length;
     for (let i = 0; i < keys.length; i++) {
       const v = values[i]!;
-      if (v === null) block.u8(OP_DEL).str(keys[i]!);
-      else block.u8(OP_PUT).str(keys[i]!).bytes(v);
+      if (v === null) out.u8(OP_DEL).str(keys[i]!);
+      else out.u8(OP_PUT).str(keys[i]!).bytes(v);
     }
-    const ops = block.finish(true);
-    const out = new ByteWriter(ops.length + 64 + ready.length * 96).u8(APPLY_EFFECTS_FORMAT_VERSION).uint(fromApplied).uint(toApplied).uint(keys.length);
-    // The ops go in as one length-prefixed block, so the reader can take them without a copy.
-    out.bytes(ops);
+    out.patchUint(prefixAt, out.length - start);
     out.uint(ready.length);
     for (const c of ready) {
       writeReadyEntry(out, c.before);

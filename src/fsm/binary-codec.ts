@@ -111,6 +111,32 @@ export class ByteWriter {
     return this;
   }
 
+  /** Bytes written so far. */
+  get length(): number {
+    return this.pos;
+  }
+
+  /**
+   * Room for an unsigned integer written later with patchUint (a length known only once what it
+   * measures is written): a fixed five-byte varint, which ByteReader.uint reads like any other.
+   */
+  reserveUint(): number {
+    this.ensure(5);
+    const at = this.pos;
+    this.pos += 5;
+    return at;
+  }
+
+  /** Writes `v` (below 2^35) into the room reserveUint returned. */
+  patchUint(at: number, v: number): void {
+    if (!Number.isSafeInteger(v) || v < 0 || v >= 2 ** 35) throw new RangeError(`not a five-byte unsigned integer: ${v}`);
+    for (let i = 0; i < 4; i++) {
+      this.buf[at + i] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[at + 4] = v;
+  }
+
   bytes(v: Uint8Array): this {
     this.uint(v.length);
     this.ensure(v.length);

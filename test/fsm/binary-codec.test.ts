@@ -63,3 +63,24 @@ describe('ByteWriter results (shared slabs)', () => {
     expect(r.bytes()).toEqual(new Uint8Array(MAX_SLAB_SLICE + 1).fill(3));
   });
 });
+
+describe('ByteWriter.reserveUint / patchUint (a length written after what it measures)', () => {
+  it('fills in a five-byte varint that ByteReader.uint reads back, at every 7-bit boundary', () => {
+    for (const v of [0, 1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 2 ** 28, 2 ** 35 - 1]) {
+      const w = new ByteWriter().u8(9);
+      const at = w.reserveUint();
+      w.str('after');
+      w.patchUint(at, v);
+      const r = new ByteReader(w.finish());
+      expect([r.u8(), r.uint(), r.str()]).toEqual([9, v, 'after']);
+      r.end();
+    }
+  });
+
+  it('refuses what five bytes cannot hold', () => {
+    const w = new ByteWriter();
+    const at = w.reserveUint();
+    expect(() => w.patchUint(at, 2 ** 35)).toThrow(RangeError);
+    expect(() => w.patchUint(at, -1)).toThrow(RangeError);
+  });
+});
