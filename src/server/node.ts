@@ -10,13 +10,14 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Metadata, Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { RaftServiceClient, RaftServiceService } from '../gen/herald/raft/v1/raft.js';
+import type { RaftServiceClient } from '../gen/herald/raft/v1/raft.js';
 import { ClusterServiceService } from '../gen/herald/v1/cluster_service.js';
 import { HeraldError, isHeraldError } from '../herald-error.js';
 import type { StateMachine } from '../raft/state-machine.js';
 import type { NodeId } from '../raft/types.js';
 import { LogStore } from '../raft/runtime/log-store.js';
-import { DEFAULT_MAX_BATCH_BYTES, PeerTransport, peerChannelOptions, type PeerInfo } from '../raft/runtime/peer-transport.js';
+import { DEFAULT_MAX_BATCH_BYTES, PeerRaftClient, PeerTransport, peerChannelOptions, type PeerInfo } from '../raft/runtime/peer-transport.js';
+import { PEER_RAFT_SERVICE } from '../raft/runtime/stream-request-codec.js';
 import { RaftDriver, type LeaderChange, type RaftDriverEvents, type RaftTimingOptions } from '../raft/runtime/raft-driver.js';
 import type { ProposalOutcome } from '../raft/runtime/proposal-tracker.js';
 import { pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from '../raft/runtime/snapshot-files.js';
@@ -271,7 +272,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       'grpc.max_send_message_length': DEFAULT_MAX_BATCH_BYTES + 1024 * 1024,
     });
     peerServer.addService(
-      RaftServiceService,
+      PEER_RAFT_SERVICE,
       createPeerService({
         selfId: o.id,
         clusterId,
@@ -381,7 +382,7 @@ function sleep(ms: number): Promise<void> {
 
 /** A client for a node's peer port (tests, benches and tools use Forward/ReadIndex with it). */
 export function raftClient(address: string): RaftServiceClient {
-  return new RaftServiceClient(address, credentials.createInsecure(), peerChannelOptions(DEFAULT_MAX_BATCH_BYTES + 1024 * 1024));
+  return new PeerRaftClient(address, credentials.createInsecure(), peerChannelOptions(DEFAULT_MAX_BATCH_BYTES + 1024 * 1024));
 }
 
 export type { RaftDriverEvents };

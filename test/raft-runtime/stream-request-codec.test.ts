@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StreamRequest } from '../../src/gen/herald/raft/v1/raft.js';
 import { messageToPb } from '../../src/raft/runtime/message-codec.js';
-import { encodeStreamRequest } from '../../src/raft/runtime/stream-request-codec.js';
+import { decodeStreamRequest, encodeStreamRequest } from '../../src/raft/runtime/stream-request-codec.js';
 
 const bytes = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
 
@@ -46,5 +46,23 @@ describe('the peer stream request encoder', () => {
   it('has the generated encoding’s length with effects (the same fields, reordered)', () => {
     const req: StreamRequest = { clusterId: 'c-1', messages: [append], effects: [bytes(1000, 3), bytes(200, 4)], effectsFrom: 'n1' };
     expect(encodeStreamRequest(req).length).toBe(StreamRequest.encode(req).finish().length);
+  });
+
+  it('decodes what either encoder wrote to what the generated decoder reads, effects as views of the input', () => {
+    const req: StreamRequest = { clusterId: 'c-1', messages: [append, append], effects: [bytes(70_000, 5), bytes(0, 6), bytes(3, 7)], effectsFrom: 'n3' };
+    for (const wire of [encodeStreamRequest(req), Buffer.from(StreamRequest.encode(req).finish())]) {
+      const ours = decodeStreamRequest(wire);
+      expect(ours).toEqual(StreamRequest.decode(wire));
+      // No copy: each record is a window on the received message.
+      for (const fx of ours.effects) expect(fx.buffer).toBe(wire.buffer);
+    }
+  });
+
+  it('skips fields it does not know (a newer sender), like the generated decoder', () => {
+    const known = Buffer.from(StreamRequest.encode({ clusterId: 'c-9', messages: [], effects: [bytes(4, 1)], effectsFrom: 'n1' }).finish());
+    // Field 15 as a varint (tag 120) and field 16 as bytes (tag 130 1), before the known fields.
+    const wire = Buffer.concat([Buffer.from([120, 0x96, 0x01, 130, 1, 2, 0xaa, 0xbb]), known]);
+    expect(decodeStreamRequest(wire)).toEqual(StreamRequest.decode(wire));
+    expect(decodeStreamRequest(wire).clusterId).toBe('c-9');
   });
 });

@@ -8,8 +8,8 @@
 
 import { credentials, makeGenericClientConstructor, type ClientWritableStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { RaftServiceClient, RaftServiceService, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
-import { encodeStreamRequest } from './stream-request-codec.js';
+import { RaftServiceClient, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
+import { PEER_RAFT_SERVICE } from './stream-request-codec.js';
 import type { Message, NodeId } from '../types.js';
 import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
 import { coalesceMessages } from './message-coalescer.js';
@@ -63,11 +63,8 @@ export function peerChannelOptions(maxBytes: number): Record<string, number> {
   };
 }
 
-/** The generated client, with the peer stream's requests encoded by encodeStreamRequest. */
-const PeerClient = makeGenericClientConstructor(
-  { ...RaftServiceService, stream: { ...RaftServiceService.stream, requestSerialize: encodeStreamRequest } },
-  'herald.raft.v1.RaftService',
-) as unknown as typeof RaftServiceClient;
+/** The generated client's shape, with the peer stream's own request codec (stream-request-codec.ts). */
+export const PeerRaftClient = makeGenericClientConstructor(PEER_RAFT_SERVICE, 'herald.raft.v1.RaftService') as unknown as typeof RaftServiceClient;
 
 export const DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024;
 /**
@@ -119,7 +116,7 @@ export class PeerTransport {
     this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
     for (const p of opts.peers) {
       if (p.id === opts.selfId) continue;
-      const client = new PeerClient(p.peerAddress, credentials.createInsecure(), peerChannelOptions(this.maxBatchBytes + 1024 * 1024));
+      const client = new PeerRaftClient(p.peerAddress, credentials.createInsecure(), peerChannelOptions(this.maxBatchBytes + 1024 * 1024));
       this.links.set(p.id, new PeerLink(p, client));
     }
   }

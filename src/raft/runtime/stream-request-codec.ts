@@ -1,11 +1,15 @@
-// The peer stream's request encoder. The generated one grows its writer by doubling and then
-// copies the result out: a leader's batch carrying megabytes of effects (~800 bytes per herd run
-// for each follower) was copied about three times into freshly faulted pages before grpc-js
-// framed it. Effects are opaque bytes, so they are appended after the rest of the request —
-// encoded by the generated code — into one buffer of the exact size. Protobuf readers accept
-// fields in any order and keep repeated fields in the order they come, so the decoded request is
-// the same.
-import { StreamRequest } from '../../gen/herald/raft/v1/raft.js';
+// The peer stream's request codec, for the bytes that dominate it: a leader's batch carries
+// megabytes of effects (~800 bytes per herd run for each follower).
+// - Encoding: the generated encoder grows its writer by doubling and then copies the result out,
+//   about three copies into freshly faulted pages before grpc-js framed it. Effects are opaque
+//   bytes, so they are appended after the rest of the request (encoded by the generated code)
+//   into one buffer of the exact size. Protobuf readers accept fields in any order and keep
+//   repeated fields in the order they come, so the decoded request is the same.
+// - Decoding: the generated decoder copies every bytes field out of the message. Effects are
+//   read as views of it instead: the follower writes them within an apply window or drops them,
+//   so the message they keep alive is short-lived and bounded like the effects themselves.
+import { BinaryReader } from '@bufbuild/protobuf/wire';
+import { RaftMessage, RaftServiceService, StreamRequest } from '../../gen/herald/raft/v1/raft.js';
 
 const EFFECTS_TAG = (3 << 3) | 2; // field 3, length-delimited
 
@@ -46,3 +50,36 @@ export function encodeStreamRequest(req: StreamRequest): Buffer {
   }
   return out;
 }
+
+export function decodeStreamRequest(input: Buffer): StreamRequest {
+  const reader = new BinaryReader(input);
+  const req: StreamRequest = { clusterId: '', messages: [], effects: [], effectsFrom: '' };
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    switch (tag) {
+      case (1 << 3) | 2:
+        req.clusterId = reader.string();
+        continue;
+      case (2 << 3) | 2:
+        req.messages.push(RaftMessage.decode(reader, reader.uint32()));
+        continue;
+      case EFFECTS_TAG: {
+        const b = reader.bytes();
+        req.effects.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+        continue;
+      }
+      case (4 << 3) | 2:
+        req.effectsFrom = reader.string();
+        continue;
+    }
+    if ((tag & 7) === 4 || tag === 0) break;
+    reader.skip(tag & 7);
+  }
+  return req;
+}
+
+/** RaftService with the peer stream's requests going through this codec (client and server). */
+export const PEER_RAFT_SERVICE: typeof RaftServiceService = {
+  ...RaftServiceService,
+  stream: { ...RaftServiceService.stream, requestSerialize: encodeStreamRequest, requestDeserialize: decodeStreamRequest },
+};
