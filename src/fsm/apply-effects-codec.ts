@@ -7,6 +7,7 @@
 //
 // An effects record names the applied index it starts from and the one it ends at: it fits only
 // a store that has applied exactly `fromApplied` (the caller evaluates otherwise).
+import { isUtf8 } from 'node:buffer';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import type { BatchSink } from './apply-txn.js';
 import type { ReadyEntry } from './ready-index.js';
@@ -119,23 +120,24 @@ export function readEffectsRange(bytes: Uint8Array): { fromApplied: number; toAp
 }
 
 /**
- * The whole record. The writes go to `write` as they are read (values are views into `bytes`:
- * a LevelDB batch copies what it is given); the rest is returned. Throws FsmDecodeError on
- * anything malformed, possibly after some writes were handed over: the caller writes into a
- * batch it discards then.
+ * The whole record. The writes go to `write` as they are read, keys as their UTF-8 bytes and
+ * values, both views into `bytes` (a LevelDB batch copies what it is given, and no key becomes a
+ * string only to be encoded again); the rest is returned. Throws FsmDecodeError on anything
+ * malformed, possibly after some writes were handed over: the caller writes into a batch it
+ * discards then.
  */
-export function readApplyEffects(bytes: Uint8Array, write: (key: string, value: Uint8Array | null) => void): Omit<ApplyEffects, 'ops'> & { readonly opCount: number } {
+export function readApplyEffects(bytes: Uint8Array, write: (key: Uint8Array, value: Uint8Array | null) => void): Omit<ApplyEffects, 'ops'> & { readonly opCount: number } {
   const r = new ByteReader(bytes);
   const { fromApplied, toApplied } = readHeader(r);
   const n = r.uint();
   const block = new ByteReader(r.bytesView());
   for (let i = 0; i < n; i++) {
     const op = block.u8();
-    if (op === OP_PUT) {
-      const key = block.str();
-      write(key, block.bytesView());
-    } else if (op === OP_DEL) write(block.str(), null);
-    else throw new FsmDecodeError(`unknown apply effects op ${op}`);
+    if (op !== OP_PUT && op !== OP_DEL) throw new FsmDecodeError(`unknown apply effects op ${op}`);
+    const key = block.bytesView();
+    // Keys are the store's utf8 keys: bytes that are not UTF-8 could never have come from one.
+    if (key.length === 0 || !isUtf8(key)) throw new FsmDecodeError('apply effects write an empty or non-UTF-8 key');
+    write(key, op === OP_PUT ? block.bytesView() : null);
   }
   block.end();
   const ready: ReadyChange[] = new Array(r.uint());
@@ -149,6 +151,7 @@ export function readApplyEffects(bytes: Uint8Array, write: (key: string, value: 
 /** The whole record with its writes as a list (tests, tools). */
 export function decodeApplyEffects(bytes: Uint8Array): ApplyEffects {
   const ops: { key: string; value: Uint8Array | null }[] = [];
-  const rest = readApplyEffects(bytes, (key, value) => ops.push({ key, value: value === null ? null : value.slice() }));
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const rest = readApplyEffects(bytes, (key, value) => ops.push({ key: utf8.decode(key), value: value === null ? null : value.slice() }));
   return { fromApplied: rest.fromApplied, toApplied: rest.toApplied, ops, ready: rest.ready, counts: rest.counts };
 }

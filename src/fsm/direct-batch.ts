@@ -14,16 +14,18 @@ import type { BatchSink, Db } from './apply-txn.js';
 type Chained = ReturnType<Db['batch']>;
 
 interface NativeOps {
-  _put(key: string, value: Uint8Array): void;
-  _del(key: string): void;
+  _put(key: string | Uint8Array, value: Uint8Array): void;
+  _del(key: string | Uint8Array): void;
 }
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export class DirectBatch implements BatchSink {
   private readonly batch: Chained;
   private readonly native: NativeOps | undefined;
   /** Operations given to the native batch directly (abstract-level's length does not count them). */
   private direct = 0;
-  private lastKey = '';
+  private lastKey: string | Uint8Array = '';
   private lastValue: Uint8Array | null = null;
 
   constructor(db: Db) {
@@ -57,6 +59,33 @@ export class DirectBatch implements BatchSink {
     this.lastValue = null;
   }
 
+  /**
+   * A put of a key given as its UTF-8 bytes (what the store's utf8 keys are on disk): the native
+   * batch takes the bytes as they are, without a string made only to be encoded again. Throws
+   * a TypeError for bytes that are not UTF-8 when the public path has to decode them.
+   */
+  putKeyBytes(key: Uint8Array, value: Uint8Array): void {
+    if (this.native === undefined) {
+      this.batch.put(utf8.decode(key), value);
+      return;
+    }
+    this.native._put(key, value);
+    this.direct++;
+    this.lastKey = key;
+    this.lastValue = value;
+  }
+
+  delKeyBytes(key: Uint8Array): void {
+    if (this.native === undefined) {
+      this.batch.del(utf8.decode(key));
+      return;
+    }
+    this.native._del(key);
+    this.direct++;
+    this.lastKey = key;
+    this.lastValue = null;
+  }
+
   /** A put through the public path (counted by abstract-level). */
   putPublic(key: string, value: Uint8Array): void {
     this.batch.put(key, value);
@@ -66,8 +95,9 @@ export class DirectBatch implements BatchSink {
     // abstract-level skips the native write of a batch it counts as empty: repeating the last
     // operation publicly makes it count one, and leaves the same store (same key, same value).
     if (this.direct > 0 && this.batch.length === 0) {
-      if (this.lastValue === null) this.batch.del(this.lastKey);
-      else this.batch.put(this.lastKey, this.lastValue);
+      const key = typeof this.lastKey === 'string' ? this.lastKey : utf8.decode(this.lastKey);
+      if (this.lastValue === null) this.batch.del(key);
+      else this.batch.put(key, this.lastValue);
     }
     await this.batch.write(options);
   }

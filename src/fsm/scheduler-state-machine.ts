@@ -36,7 +36,7 @@ import { encodeResult } from './result-codec.js';
 import type { FsmResult } from './results.js';
 import type { FsmCommand } from './commands.js';
 import { DirectBatch } from './direct-batch.js';
-import { DEFAULT_RECORD_CACHE_BYTES, RecordCache, type CacheUpdate } from './record-cache.js';
+import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from './record-cache.js';
 import { itemError } from './run-transitions.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from './unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from './validation.js';
@@ -99,6 +99,12 @@ async function clearAllButMarker(db: Db): Promise<void> {
 }
 
 type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
+
+const APPLIED_KEY_BYTES = enc.encode(META_APPLIED);
+
+function isAppliedKey(key: Uint8Array): boolean {
+  return key.length === APPLIED_KEY_BYTES.length && Buffer.compare(key, APPLIED_KEY_BYTES) === 0;
+}
 
 /** Decodes the command entries once (undefined for no-op/config and already applied entries). */
 function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
@@ -257,24 +263,22 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (range.fromApplied !== this.applied) return 'gap';
       if (this.readyStale) await this.rebuildReady();
       const batch = new DirectBatch(this.store);
-      const cache = this.recordCache;
-      // Keys the cache may hold older bytes of: they leave it (an evaluation on this replica
-      // reads them from the store again).
-      const dropped: CacheUpdate[] = [];
       let fx: ReturnType<typeof readApplyEffects>;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
-          if (key === META_APPLIED) throw new FsmDecodeError('apply effects write the applied index themselves');
-          if (value === null) batch.del(key);
-          else batch.put(key, value);
-          if (cache && cache.peek(key) !== undefined) dropped.push({ key, value: null, admit: false });
+          if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
+          if (value === null) batch.delKeyBytes(key);
+          else batch.putKeyBytes(key, value);
         });
       } catch (e) {
         await batch.close();
-        throw e;
+        throw e instanceof TypeError ? new FsmDecodeError(`apply effects: ${e.message}`) : e;
       }
       await this.writeApplied(batch, fx.toApplied);
-      cache?.publish(dropped);
+      // The cache may hold older bytes of keys just written. A replica writing effects reads
+      // almost nothing back (it evaluates only the entries it got no effects for), so it is
+      // emptied rather than checked key by key (which took a string per key).
+      this.recordCache?.clear();
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
         if (after) this.ready.add(after);

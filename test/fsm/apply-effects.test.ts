@@ -2,7 +2,8 @@
 // same entries: it must end in the same bytes, take effects only where they fit, and never
 // half-write a malformed record. (model.property.test.ts checks the same on random sequences.)
 import { describe, expect, it } from 'vitest';
-import { decodeApplyEffects } from '../../src/fsm/apply-effects-codec.js';
+import { decodeApplyEffects, EffectsRecorder } from '../../src/fsm/apply-effects-codec.js';
+import { META_APPLIED } from '../../src/fsm/key-layout.js';
 import { encodeCommand, finishSuccess, FsmDecodeError, type FsmCommand } from '../../src/fsm/index.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import type { Entry } from '../../src/raft/types.js';
@@ -85,6 +86,17 @@ describe('apply effects', () => {
     const badOp = Uint8Array.from(fx);
     badOp[badOp.indexOf(1, 5)] = 7;
     bad.push(badOp);
+    // Records a leader could not have made: one writing the applied index itself, and one whose
+    // key is not UTF-8 (no utf8 key of the store has those bytes).
+    const made = (key: string): Uint8Array => {
+      const r = new EffectsRecorder({ put: () => undefined, del: () => undefined });
+      r.put(key, Uint8Array.of(1));
+      return r.finish(0, 1, [], new Map());
+    };
+    bad.push(made(META_APPLIED));
+    const notUtf8 = made('j\0zzzz');
+    notUtf8.set([0xff, 0xfe], notUtf8.indexOf(0x7a));
+    bad.push(notUtf8);
     for (const b of bad) {
       await expect(follower.fsm.applyEffects(b)).rejects.toBeInstanceOf(FsmDecodeError);
       expect(await follower.fsm.stateHash()).toBe(before);

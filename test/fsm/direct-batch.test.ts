@@ -52,6 +52,22 @@ describe('DirectBatch: the state machine batch without the per-operation wrapper
     expect(await db.get('x')).toBeUndefined();
   });
 
+  it('takes keys as their UTF-8 bytes, the same keys as the strings', async () => {
+    const enc = new TextEncoder();
+    await db.put('old', bytes('x'));
+    const b = new DirectBatch(db);
+    b.putKeyBytes(enc.encode('r\0é-1'), bytes('v1'));
+    b.delKeyBytes(enc.encode('old'));
+    await b.write();
+    expect(text(await db.get('r\0é-1'))).toBe('v1');
+    expect(await db.get('old')).toBeUndefined();
+    // Only byte-keyed operations: the write still happens.
+    const only = new DirectBatch(db);
+    only.putKeyBytes(enc.encode('k2'), bytes('v2'));
+    await only.write();
+    expect(text(await db.get('k2'))).toBe('v2');
+  });
+
   it('closes without writing anything', async () => {
     const b = new DirectBatch(db);
     b.put('never', bytes('v'));
@@ -66,8 +82,10 @@ describe('DirectBatch: the state machine batch without the per-operation wrapper
     try {
       const b = new DirectBatch(other as unknown as Db);
       b.put('k', { n: 1 } as unknown as Uint8Array);
+      b.putKeyBytes(new TextEncoder().encode('k2'), { n: 2 } as unknown as Uint8Array);
       await b.write();
       expect(await other.get('k')).toEqual({ n: 1 });
+      expect(await other.get('k2')).toEqual({ n: 2 });
     } finally {
       await other.close();
       await rm(jsonDir, { recursive: true, force: true });
