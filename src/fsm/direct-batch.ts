@@ -20,6 +20,10 @@ interface NativeOps {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+function asString(key: string | Uint8Array): string {
+  return typeof key === 'string' ? key : utf8.decode(key);
+}
+
 export class DirectBatch implements BatchSink {
   private readonly batch: Chained;
   private readonly native: NativeOps | undefined;
@@ -38,25 +42,11 @@ export class DirectBatch implements BatchSink {
   }
 
   put(key: string, value: Uint8Array): void {
-    if (this.native === undefined) {
-      this.batch.put(key, value);
-      return;
-    }
-    this.native._put(key, value);
-    this.direct++;
-    this.lastKey = key;
-    this.lastValue = value;
+    this.putAny(key, value);
   }
 
   del(key: string): void {
-    if (this.native === undefined) {
-      this.batch.del(key);
-      return;
-    }
-    this.native._del(key);
-    this.direct++;
-    this.lastKey = key;
-    this.lastValue = null;
+    this.delAny(key);
   }
 
   /**
@@ -65,25 +55,33 @@ export class DirectBatch implements BatchSink {
    * a TypeError for bytes that are not UTF-8 when the public path has to decode them.
    */
   putKeyBytes(key: Uint8Array, value: Uint8Array): void {
-    if (this.native === undefined) {
-      this.batch.put(utf8.decode(key), value);
-      return;
-    }
-    this.native._put(key, value);
-    this.direct++;
-    this.lastKey = key;
-    this.lastValue = value;
+    this.putAny(key, value);
   }
 
   delKeyBytes(key: Uint8Array): void {
-    if (this.native === undefined) {
-      this.batch.del(utf8.decode(key));
-      return;
+    this.delAny(key);
+  }
+
+  private putAny(key: string | Uint8Array, value: Uint8Array): void {
+    if (this.native === undefined) this.batch.put(asString(key), value);
+    else {
+      this.native._put(key, value);
+      this.noteDirect(key, value);
     }
-    this.native._del(key);
+  }
+
+  private delAny(key: string | Uint8Array): void {
+    if (this.native === undefined) this.batch.del(asString(key));
+    else {
+      this.native._del(key);
+      this.noteDirect(key, null);
+    }
+  }
+
+  private noteDirect(key: string | Uint8Array, value: Uint8Array | null): void {
     this.direct++;
     this.lastKey = key;
-    this.lastValue = null;
+    this.lastValue = value;
   }
 
   /** A put through the public path (counted by abstract-level). */
@@ -95,7 +93,7 @@ export class DirectBatch implements BatchSink {
     // abstract-level skips the native write of a batch it counts as empty: repeating the last
     // operation publicly makes it count one, and leaves the same store (same key, same value).
     if (this.direct > 0 && this.batch.length === 0) {
-      const key = typeof this.lastKey === 'string' ? this.lastKey : utf8.decode(this.lastKey);
+      const key = asString(this.lastKey);
       if (this.lastValue === null) this.batch.del(key);
       else this.batch.put(key, this.lastValue);
     }
