@@ -83,12 +83,15 @@ export class BenchWorkers {
     if (!existsSync(SCRIPT)) throw new Error(`${SCRIPT} is missing: run \`npm run build\` first (benches run compiled workers, as servers)`);
     // HERALD_BENCH_WORKER_CPU_PROF=<dir>: each worker writes a V8 CPU profile there on exit.
     const prof = process.env.HERALD_BENCH_WORKER_CPU_PROF;
+    // HERALD_BENCH_WORKER_NODE_ARGS: extra node flags for every worker (e.g. --trace-gc, whose
+    // output then goes to this process's stderr, as the workers' own stderr does).
+    const nodeArgs = (process.env.HERALD_BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
     const procs = Array.from({ length: o.count }, (_, i) => {
       const args = ['--endpoints', o.endpoints.join(','), '--id', `${o.idPrefix ?? 'bw'}${i}`, '--capacity', String(o.capacity), '--handler-ms', String(o.handlerMs ?? 0)];
       const proc = fork(SCRIPT, args, {
-        execArgv: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+        execArgv: [...nodeArgs, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])],
         serialization: 'advanced',
-        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+        stdio: ['ignore', nodeArgs.length > 0 ? process.stderr : 'ignore', 'inherit', 'ipc'],
       });
       return new BenchWorkerProc(proc);
     });
