@@ -13,6 +13,7 @@ import { asItemError } from './apply-jobs.js';
 import type { FireItem, FireRunsCommand } from './commands.js';
 import { isTerminal } from './records.js';
 import type { CancelSignal, FireItemResult, FireResult } from './results.js';
+import { dispatchHintOf } from './dispatch-hint.js';
 import { addActive, cancelActiveRuns, itemError, newRun, overlapOf } from './run-transitions.js';
 import { parseRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
 import { jitterOffsetMs, nextSlotAfter, slotsInRange } from './schedule/index.js';
@@ -185,8 +186,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   txn.putJob(rec);
   const nextFireMs = job.nextFireUnixMs;
   if (nextFireMs === 0) return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs };
-  const dispatch = { taskType: spec.taskType, priority: spec.priority, jittered: spec.jitterMs > 0, allowsOverlap: policy === OverlapPolicy.OVERLAP_POLICY_ALLOW };
-  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs, dispatch };
+  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs, dispatch: dispatchHintOf(spec) };
 }
 
 /** What parseRunId(scheduledRunId(jobId, slotMs)) gives. */

@@ -3,8 +3,10 @@
 // every replica on every fire and every finish. The spec stays protobuf, as bytes encoded once per
 // spec object (it changes only with updateJob). Every field of Job is written, in declaration
 // order; the codec test fails when the proto grows one.
-import { JobSpec, type Job, type JobState } from '../gen/herald/v1/job.js';
+import { JobSpec, JobState, type Job } from '../gen/herald/v1/job.js';
 import { FsmDecodeError, type ByteReader, type ByteWriter } from './binary-codec.js';
+import { dispatchHintOf } from './dispatch-hint.js';
+import type { DispatchHint } from './results.js';
 
 /**
  * Encoded specs by spec object. Nothing mutates a spec in place (updateJob installs a new
@@ -27,9 +29,10 @@ export function specBytes(spec: JobSpec | undefined): Uint8Array {
  * Specs decoded inside apply, by content: a job's record is read on every fire, claim and finish
  * of its runs while its spec bytes rarely change, and many jobs share one spec (a herd created
  * from one template), so comparing bytes costs far less than decoding. Keyed by a hash of the
- * bytes and checked byte for byte, so jobs with equal specs share one object. Only apply and the
- * leader's dispatch reads (FsmReads.getJobs) share these objects (neither mutates a spec, and
- * every spec apply hands out in a result is a copy); reads for the API decode their own.
+ * bytes and checked byte for byte, so jobs with equal specs share one object. Only apply, the
+ * leader's dispatch reads (FsmReads.getJobs) and its fire scheduler's dispatch hints (readJobHead)
+ * share these objects (none mutates a spec, and every spec apply hands out in a result is a copy);
+ * reads for the API decode their own.
  * Bounded: cleared when full.
  */
 const sharedSpecs = new Map<number, { bytes: Buffer; spec: JobSpec }>();
@@ -90,12 +93,21 @@ export interface JobHead {
   readonly id: string;
   readonly state: JobState;
   readonly nextFireUnixMs: number;
+  /**
+   * With `withDispatch`, for an active job with a next slot: how that slot's run is dispatched, so
+   * the scheduler can fire it ahead and claim it behind the fire from its first fire on.
+   */
+  readonly dispatch?: DispatchHint;
 }
 
-/** Reads a job written by writeJob as its head only. */
-export function readJobHead(r: ByteReader): JobHead {
+/**
+ * Reads a job written by writeJob as its head only. `withDispatch` also gives an active job's
+ * dispatch hint, from its spec: decoded once per distinct spec (sharedSpecOf), so a herd created
+ * from one template costs a hash and a compare of its spec bytes per job.
+ */
+export function readJobHead(r: ByteReader, withDispatch = false): JobHead {
   const id = r.str();
-  r.skipBytes();
+  const spec = withDispatch ? r.bytesView() : (r.skipBytes(), undefined);
   const state = r.uint() as JobState;
   r.uint(); // version
   r.int(); // created
@@ -104,7 +116,14 @@ export function readJobHead(r: ByteReader): JobHead {
   r.int(); // last slot
   r.str(); // pause note
   r.uint(); // active runs
-  return { id, state, nextFireUnixMs };
+  if (spec === undefined || state !== JobState.JOB_STATE_ACTIVE || nextFireUnixMs === 0) return { id, state, nextFireUnixMs };
+  let decoded: JobSpec | undefined;
+  try {
+    decoded = sharedSpecOf(spec);
+  } catch {
+    decoded = undefined; // a hint is an optimisation: without one the run is claimed from the ready index
+  }
+  return decoded === undefined ? { id, state, nextFireUnixMs } : { id, state, nextFireUnixMs, dispatch: dispatchHintOf(decoded) };
 }
 
 /** `shared`: apply's reads, which may share one decoded spec per job (see sharedSpecs). */

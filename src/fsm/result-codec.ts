@@ -172,9 +172,10 @@ export function encodeResult(res: FsmResult): Uint8Array {
 /**
  * The jobs a job or jobs result holds, as heads (id, state, next fire), without decoding their
  * specs: what the leader's timing wheel and job cache need after every create or change, at a
- * fraction of decodeResult's cost. Empty for any other result.
+ * fraction of decodeResult's cost. `withDispatch` adds each active job's dispatch hint (one spec
+ * decode per distinct spec; the fire scheduler's). Empty for any other result.
  */
-export function decodeJobHeads(bytes: Uint8Array): JobHead[] {
+export function decodeJobHeads(bytes: Uint8Array, withDispatch = false): JobHead[] {
   if (bytes.length < 2 || bytes[0] !== RESULT_FORMAT_VERSION || (bytes[1] !== TAGS.job && bytes[1] !== TAGS.jobs)) return [];
   const r = new ByteReader(bytes);
   r.u8();
@@ -182,7 +183,7 @@ export function decodeJobHeads(bytes: Uint8Array): JobHead[] {
   const heads: JobHead[] = [];
   const item = (r: ByteReader): void => {
     readError(r);
-    if (r.bool()) heads.push(readJobHead(r));
+    if (r.bool()) heads.push(readJobHead(r, withDispatch));
     r.bool(); // created
   };
   if (tag === TAGS.job) item(r);

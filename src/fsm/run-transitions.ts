@@ -155,7 +155,4 @@ export async function cancelActiveRuns(
   return { cancelled, signals };
 }
 
-export function overlapOf(spec: JobSpec | undefined): OverlapPolicy {
-  const p = spec?.overlapPolicy ?? OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED;
-  return p === OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED ? OverlapPolicy.OVERLAP_POLICY_ALLOW : p;
-}
+export { overlapOf } from './dispatch-hint.js';

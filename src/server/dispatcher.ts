@@ -23,7 +23,7 @@ import type { Job } from '../gen/herald/v1/job.js';
 import type { RunAssignment } from '../gen/herald/v1/worker_service.js';
 import { scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../fsm/index.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
-import type { LeaderContext } from './leader-context.js';
+import type { DispatchRoom, LeaderContext } from './leader-context.js';
 import type { WorkerSession } from './worker-session.js';
 
 /** Shared by assignments without a payload: the encoder only reads it. */
@@ -75,6 +75,25 @@ export class Dispatcher {
   stop(): void {
     this.stopped = true;
     clearInterval(this.poll);
+  }
+
+  /**
+   * What a fire may create now for a claim right behind it to take at once (fire pacing,
+   * fire-scheduler.ts chunkSize): the connected workers' credits — none while fired runs wait in
+   * the ready index for them (a backlog: they go first) — and the task types they serve;
+   * undefined when no worker is connected (nothing to wait for).
+   */
+  dispatchRoom(): DispatchRoom | undefined {
+    if (this.stopped) return undefined;
+    let credits = 0;
+    const taskTypes = new Set<string>();
+    for (const s of this.ctx.sessions.all()) {
+      if (s.draining) continue;
+      credits += s.credits;
+      for (const t of s.taskTypes) taskTypes.add(t);
+    }
+    if (taskTypes.size === 0) return undefined;
+    return { credits: this.backlog ? 0 : credits, taskTypes };
   }
 
   claimInFlight(runId: string): boolean {
@@ -154,6 +173,8 @@ export class Dispatcher {
         this.wakePending = false;
         this.wake();
       }
+      // The backlog may be gone and credits are what they are now: slots held for room may go.
+      if (!this.backlog) ctx.wakeFires();
     }
   }
 

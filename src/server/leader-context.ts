@@ -11,6 +11,12 @@ import type { HeraldNode } from './node.js';
 import type { SchedulerConfig } from './scheduler-config.js';
 import type { SessionRegistry } from './worker-session.js';
 
+/** Connected workers' room for runs claimed behind their fire: credits, and the task types served. */
+export interface DispatchRoom {
+  readonly credits: number;
+  readonly taskTypes: ReadonlySet<string>;
+}
+
 export interface LeaderContext {
   readonly node: HeraldNode;
   readonly fsm: SchedulerStateMachine;
@@ -36,6 +42,10 @@ export interface LeaderContext {
   proposeUnread(cmd: FsmCommand, expect: FsmResult['type'], timeoutMs?: number): Promise<void>;
   /** Asks the dispatcher for a round soon (new ready runs or new capacity). */
   wakeDispatcher(): void;
+  /** What a fire may create now for the claim behind it to take at once (Dispatcher.dispatchRoom). */
+  dispatchRoom(): DispatchRoom | undefined;
+  /** Tells the fire scheduler that workers may have room for slots it holds. */
+  wakeFires(): void;
   /** True while a claim of this run is being proposed (its lease is granted when it commits). */
   claimInFlight(runId: string): boolean;
   /**

@@ -99,6 +99,8 @@ export class LeaderServices {
         return proposeUnread(node, cmd, expect, timeoutMs);
       },
       wakeDispatcher: () => this.dispatcher.wake(),
+      dispatchRoom: () => this.dispatcher.dispatchRoom(),
+      wakeFires: () => this.fire.pump(),
       claimInFlight: (runId) => this.dispatcher.claimInFlight(runId),
       claimBehindFire: (fired, nowMs, hintOf) => this.dispatcher.claimBehindFire(fired, nowMs, hintOf),
     };

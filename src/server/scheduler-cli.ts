@@ -20,6 +20,7 @@ const FLAGS: Array<[flag: string, key: keyof SchedulerConfig, help: string]> = [
   ['--claim-batch <n>', 'claimBatchSize', 'most claims per dispatch round (admission limit)'],
   ['--fire-batch <n>', 'fireBatchSize', 'most due slots per fireRuns command'],
   ['--fires-in-flight <n>', 'maxFiresInFlight', 'fireRuns commands in flight at once'],
+  ['--max-fire-hold-ms <ms>', 'maxFireHoldMs', 'hold due slots for worker capacity at most this long (also at most half the misfire threshold and watchdog grace; 0 = fire as due)'],
   ['--scheduler-tick-ms <ms>', 'tickMs', 'how often the scheduler looks at the timing wheel'],
   ['--wheel-resolution-ms <ms>', 'wheelResolutionMs', 'bucket width of the timing wheel'],
   ['--dispatch-lead-ms <ms>', 'dispatchLeadMs', `fire and claim runs up to this long before their instant; workers hold them until then (0 = off, at most ${MAX_CLAIM_AHEAD_MS})`],

@@ -1,13 +1,14 @@
 // The fire scheduler against a fake leader context: due slots go out as fireRuns commands, at most
-// maxFiresInFlight at a time, slots coming due meanwhile wait for the next command, and a failed
-// fire puts its slots back in the wheel.
+// maxFiresInFlight at a time, slots coming due meanwhile wait for the next command, no faster than
+// connected workers have room for (fire pacing, bounded by maxFireHoldMs), and a failed fire puts
+// its slots back in the wheel.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { encodeCommand, encodeResult, type DispatchHint, type FireItem, type FsmCommand } from '../../src/fsm/index.js';
 import { RESULT_TAG } from '../../src/server/observed-state-machine.js';
 import { FireScheduler } from '../../src/server/fire-scheduler.js';
-import type { LeaderContext } from '../../src/server/leader-context.js';
+import type { DispatchRoom, LeaderContext } from '../../src/server/leader-context.js';
 import { createNodeMetrics } from '../../src/server/metrics.js';
 import { schedulerConfig, type SchedulerConfig } from '../../src/server/scheduler-config.js';
 
@@ -22,6 +23,8 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
   let now = T0;
   const proposed: Proposed[] = [];
   const behind: FireItem[][] = [];
+  // The dispatcher's room for runs (undefined: no worker connected, no pacing).
+  const dispatch = { room: undefined as DispatchRoom | undefined };
   const ctx = {
     config: schedulerConfig({ tickMs: 10, wheelResolutionMs: 10, horizonMs: 60_000, ...config }),
     metrics: createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false }),
@@ -30,6 +33,7 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     now: () => now,
     active: () => true,
     wakeDispatcher: () => undefined,
+    dispatchRoom: () => dispatch.room,
     claimBehindFire: (items: readonly FireItem[]) => void behind.push([...items]),
     proposeUnread: (cmd: FsmCommand) =>
       new Promise<void>((resolve, reject) => {
@@ -37,7 +41,7 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
         proposed.push({ items: cmd.items, settle: (ok) => (ok ? resolve() : reject(new Error('commit failed'))) });
       }),
   } as unknown as LeaderContext;
-  return { ctx, proposed, behind, advance: (ms: number) => (now += ms) };
+  return { ctx, proposed, behind, dispatch, advance: (ms: number) => (now += ms) };
 }
 
 async function tick(advance: (ms: number) => void, ms: number): Promise<void> {
@@ -111,10 +115,11 @@ describe('FireScheduler', () => {
       },
     ]);
     expect(s.hintOf('allow')).toEqual(hint({}));
-    // Any applied change to a job drops its hint ("changed" was updated after that fire).
-    const job = Job.fromPartial({ id: 'changed', state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 't' }) });
+    // An applied change to a job replaces its hint with the changed spec's ("changed" got a jitter
+    // after that fire, so it now fires at its slot).
+    const job = Job.fromPartial({ id: 'changed', state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 't', jitterMs: 50 }) });
     s.onApplied([{ index: 8, tag: RESULT_TAG.job, data: new Uint8Array(), result: encodeResult({ type: 'job', job, created: false }) }]);
-    expect(s.hintOf('changed')).toBeUndefined();
+    expect(s.hintOf('changed')).toEqual(hint({ jittered: true }));
     await tick(f.advance, 90);
     expect(f.proposed).toEqual([]); // 110 ms before the slot: not yet
     await tick(f.advance, 20);
@@ -122,6 +127,117 @@ describe('FireScheduler', () => {
     await tick(f.advance, 90);
     expect(f.proposed.slice(1).flatMap((p) => p.items.map((i) => i.jobId)).sort()).toEqual(['changed', 'forbid', 'jitter', 'none']);
     s.stop();
+  });
+
+  it('takes the hint of a job from its create: its first slot already fires ahead; a paused job has none', async () => {
+    const slot = T0 + 200;
+    const f = fakeContext({ fireBatchSize: 100, dispatchLeadMs: 100 }, []);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    const job = (id: string, spec: Partial<JobSpec>, state = JobState.JOB_STATE_ACTIVE) =>
+      Job.fromPartial({ id, state, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 'mail', priority: 3, ...spec }) });
+    const jobs = [job('a', {}), job('b', {}), job('paused', {}, JobState.JOB_STATE_PAUSED)];
+    s.onApplied([{ index: 5, tag: RESULT_TAG.jobs, data: new Uint8Array(), result: encodeResult({ type: 'jobs', items: jobs.map((j) => ({ job: j, created: true })) }) }]);
+    const expected: DispatchHint = { taskType: 'mail', priority: 3, jittered: false, allowsOverlap: true };
+    expect(s.hintOf('a')).toEqual(expected);
+    // Jobs created with equal specs share one hint (one spec decode for a whole herd).
+    expect(s.hintOf('b')).toBe(s.hintOf('a'));
+    expect(s.hintOf('paused')).toBeUndefined();
+    await tick(f.advance, 20); // the applied creates reach the wheel on a tick
+    await tick(f.advance, 90);
+    expect(f.proposed.flatMap((p) => p.items)).toEqual([
+      { jobId: 'a', slotMs: slot },
+      { jobId: 'b', slotMs: slot },
+    ]);
+    s.stop();
+  });
+
+  /** Applies the creates of jobs due at `slotMs` (their results carry each job's dispatch hint). */
+  function created(s: FireScheduler, slotMs: number, jobs: { id: string; taskType?: string; jitterMs?: number }[]): void {
+    const items = jobs.map(({ id, taskType = 't', jitterMs = 0 }) => ({
+      job: Job.fromPartial({ id, state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slotMs, spec: JobSpec.fromPartial({ taskType, jitterMs }) }),
+      created: true,
+    }));
+    s.onApplied([{ index: 5, tag: RESULT_TAG.jobs, data: new Uint8Array(), result: encodeResult({ type: 'jobs', items }) }]);
+  }
+  const room = (credits: number, taskTypes = ['t']): DispatchRoom => ({ credits, taskTypes: new Set(taskTypes) });
+  const ids = (f: { proposed: Proposed[] }) => f.proposed.map((p) => p.items.map((i) => i.jobId));
+
+  it('paces fires to the room workers have: holds the rest until room comes, and never past maxFireHoldMs', async () => {
+    const f = fakeContext({ fireBatchSize: 100, maxFireHoldMs: 1000, dispatchLeadMs: 0 }, []);
+    f.dispatch.room = room(3);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    created(
+      s,
+      T0 + 20,
+      Array.from({ length: 10 }, (_, i) => ({ id: `j${i}` })),
+    );
+    await tick(f.advance, 30);
+    expect(ids(f)).toEqual([['j0', 'j1', 'j2']]);
+    // The claim behind it took the room; the fire applies.
+    f.dispatch.room = room(0);
+    f.proposed[0]!.settle(true);
+    await vi.advanceTimersByTimeAsync(0);
+    await tick(f.advance, 100);
+    expect(f.proposed).toHaveLength(1); // held: nowhere to run them
+    // Workers free room (the dispatcher wakes the scheduler): the next fire takes that much.
+    f.dispatch.room = room(4);
+    s.pump();
+    expect(f.proposed.map((p) => p.items.length)).toEqual([3, 4]);
+    f.dispatch.room = room(0);
+    f.proposed[1]!.settle(true);
+    await vi.advanceTimersByTimeAsync(0);
+    await tick(f.advance, 700);
+    expect(f.proposed).toHaveLength(2);
+    // 1,000 ms past their slot the rest fire without room, to wait in the ready index.
+    await tick(f.advance, 200);
+    expect(ids(f)).toEqual([['j0', 'j1', 'j2'], ['j3', 'j4', 'j5', 'j6'], ['j7', 'j8', 'j9']]);
+    s.stop();
+  });
+
+  it('does not hold slots whose runs would not be claimed behind the fire: no hint, jittered, no worker for the type', async () => {
+    const f = fakeContext({ fireBatchSize: 100, maxFireHoldMs: 60_000, dispatchLeadMs: 0 }, [{ jobId: 'unhinted', slotMs: T0 + 20 }]);
+    f.dispatch.room = room(0);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    created(s, T0 + 20, [{ id: 'other-type', taskType: 'nobody' }, { id: 'held' }, { id: 'jittered', jitterMs: 5 }]);
+    await tick(f.advance, 30);
+    expect(ids(f).map((c) => c.sort())).toEqual([['jittered', 'other-type', 'unhinted']]);
+    f.dispatch.room = room(1);
+    f.proposed[0]!.settle(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(ids(f)[1]).toEqual(['held']);
+    s.stop();
+  });
+
+  it('holds slots at most half the misfire threshold, so pacing never turns a late run into a misfire', async () => {
+    const f = fakeContext({ fireBatchSize: 100, maxFireHoldMs: 60_000, misfireThresholdMs: 400, watchdogGraceMs: 60_000, dispatchLeadMs: 0 }, []);
+    f.dispatch.room = room(0);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    created(s, T0 + 20, [{ id: 'j0' }]);
+    await tick(f.advance, 200);
+    expect(f.proposed).toHaveLength(0);
+    await tick(f.advance, 20);
+    expect(f.proposed).toHaveLength(1); // 200 ms (half of 400) past the slot
+    s.stop();
+  });
+
+  it('without workers (no room known) or with maxFireHoldMs 0, fires slots as they come due', async () => {
+    for (const [r, hold] of [
+      [undefined, 60_000],
+      [room(0), 0],
+    ] as const) {
+      const f = fakeContext({ fireBatchSize: 100, maxFireHoldMs: hold, dispatchLeadMs: 0 }, []);
+      f.dispatch.room = r;
+      const s = new FireScheduler(f.ctx);
+      await s.start(T0);
+      created(s, T0 + 20, [{ id: 'j0' }]);
+      await tick(f.advance, 30);
+      expect(f.proposed).toHaveLength(1);
+      s.stop();
+    }
   });
 
   it('with dispatchLeadMs 0 fires every job at its slot', async () => {
