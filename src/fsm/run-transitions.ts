@@ -1,6 +1,5 @@
 // State changes of runs that several commands share: creating a run, ending one (which updates
 // its job's active set and releases a BUFFER_ONE run waiting behind it), cancelling.
-import { OverlapPolicy, type JobSpec } from '../gen/herald/v1/job.js';
 import { AttemptOutcome, RunState, type Run } from '../gen/herald/v1/run.js';
 import type { ErrorCode } from '../herald-error.js';
 import { NOT_READ, type ApplyTxn } from './apply-txn.js';
