@@ -24,4 +24,4 @@ export { UNSAFE_ENV, type UnsafeSwitches } from './unsafe-switches.js';
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';
 export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply-manual-runs.js';
 export { FsmDecodeError } from './binary-codec.js';
-export { overlapOf } from './run-transitions.js';
+export { overlapOf } from './dispatch-hint.js';

@@ -153,5 +153,3 @@ export async function cancelActiveRuns(
   job.heldRunId = '';
   return { cancelled, signals };
 }
-
-export { overlapOf } from './dispatch-hint.js';

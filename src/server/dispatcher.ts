@@ -79,7 +79,7 @@ export class Dispatcher {
 
   /**
    * What a fire may create now for a claim right behind it to take at once (fire pacing,
-   * fire-scheduler.ts chunkSize): the connected workers' credits — none while fired runs wait in
+   * fire-scheduler.ts pacedToTake): the connected workers' credits — none while fired runs wait in
    * the ready index for them (a backlog: they go first) — and the task types they serve;
    * undefined when no worker is connected (nothing to wait for).
    */

@@ -272,7 +272,7 @@ export class FireScheduler {
   private fire(due: readonly WheelEntry[], nowMs: number): void {
     for (const e of due) this.inFlight.add(e.jobId);
     // Paced: runs the claim behind the fire would take (a hint, no jitter, a worker for the type).
-    const served = this.ctx.config.maxFireHoldMs > 0 ? this.ctx.dispatchRoom()?.taskTypes : undefined;
+    const served = this.holdMs() > 0 ? this.ctx.dispatchRoom()?.taskTypes : undefined;
     for (const e of due) {
       const hint = served && this.hints.get(e.jobId);
       (hint && !hint.jittered && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
@@ -327,15 +327,12 @@ export class FireScheduler {
    * already RUNNING; a run fired ahead of room is written PENDING and claimed from the ready index
    * in a transaction of its own: about twice the apply work and replicated bytes per run
    * (bench/fsm-apply.ts --phases; a 30k herd on workers of capacity 200: drain 4.4 s -> 3.0 s,
-   * leader CPU 131 -> 82 µs per run). Waiting
-   * costs the run nothing: it could not have started sooner. No slot is held longer than
-   * maxFireHoldMs past its instant, nor half the misfire threshold or half the watchdog's grace
-   * (pacing never turns a late run into a misfire or an alarm): then it fires as due.
+   * leader CPU 131 -> 82 µs per run). Waiting costs the run nothing: it could not have started
+   * sooner. No slot is held longer than holdMs() past its instant: then it fires as due.
    */
   private pacedToTake(nowMs: number, max: number): number {
-    const c = this.ctx.config;
     const n = Math.min(max, this.paced.length);
-    const holdMs = Math.min(c.maxFireHoldMs, c.misfireThresholdMs / 2, c.watchdogGraceMs / 2);
+    const holdMs = this.holdMs();
     if (holdMs <= 0 || nowMs - this.paced[0]!.slotMs >= holdMs) return n;
     const room = this.ctx.dispatchRoom();
     if (room === undefined) return n;
@@ -349,5 +346,15 @@ export class FireScheduler {
       credits--;
     }
     return i;
+  }
+
+  /**
+   * How long past its instant a slot may wait for room (0: pacing off): maxFireHoldMs, and at most
+   * half the misfire threshold and half the watchdog's grace, so pacing never turns a late run
+   * into a misfire or a watchdog alarm.
+   */
+  private holdMs(): number {
+    const c = this.ctx.config;
+    return Math.min(c.maxFireHoldMs, c.misfireThresholdMs / 2, c.watchdogGraceMs / 2);
   }
 }

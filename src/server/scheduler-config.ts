@@ -20,7 +20,7 @@ export interface SchedulerConfig {
   /** fireRuns commands in flight at once. */
   maxFiresInFlight: number;
   /**
-   * Fire pacing (fire-scheduler.ts chunkSize): while workers are connected, due slots are fired no
+   * Fire pacing (fire-scheduler.ts pacedToTake): while workers are connected, due slots are fired no
    * faster than the workers have room for, each run claimed in the entry behind its fire, for at
    * most this long past the slot (and at most half the misfire threshold and half the watchdog
    * grace); 0 fires every slot as it comes due. A 30k herd on workers of capacity 200 drained in
