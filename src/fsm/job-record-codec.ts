@@ -101,13 +101,15 @@ export interface JobHead {
 }
 
 /**
- * Reads a job written by writeJob as its head only. `withDispatch` also gives an active job's
- * dispatch hint, from its spec: decoded once per distinct spec (sharedSpecOf), so a herd created
- * from one template costs a hash and a compare of its spec bytes per job.
+ * Reads a job written by writeJob as its head only. With `dispatchBeforeMs`, an active job whose
+ * next fire is before it also gets its dispatch hint, from its spec: decoded once per distinct spec
+ * (sharedSpecOf), so a herd created from one template costs a hash and a compare of its spec bytes
+ * per job. Only those: a million jobs created with distinct specs, due later, decode none (decoding
+ * each cost the leader a create's worth of CPU and, through the shared specs, hundreds of MB).
  */
-export function readJobHead(r: ByteReader, withDispatch = false): JobHead {
+export function readJobHead(r: ByteReader, dispatchBeforeMs = 0): JobHead {
   const id = r.str();
-  const spec = withDispatch ? r.bytesView() : (r.skipBytes(), undefined);
+  const spec = dispatchBeforeMs > 0 ? r.bytesView() : (r.skipBytes(), undefined);
   const state = r.uint() as JobState;
   r.uint(); // version
   r.int(); // created
@@ -116,7 +118,7 @@ export function readJobHead(r: ByteReader, withDispatch = false): JobHead {
   r.int(); // last slot
   r.str(); // pause note
   r.uint(); // active runs
-  if (spec === undefined || state !== JobState.JOB_STATE_ACTIVE || nextFireUnixMs === 0) return { id, state, nextFireUnixMs };
+  if (spec === undefined || state !== JobState.JOB_STATE_ACTIVE || nextFireUnixMs === 0 || nextFireUnixMs >= dispatchBeforeMs) return { id, state, nextFireUnixMs };
   let decoded: JobSpec | undefined;
   try {
     decoded = sharedSpecOf(spec);

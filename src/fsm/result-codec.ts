@@ -172,10 +172,11 @@ export function encodeResult(res: FsmResult): Uint8Array {
 /**
  * The jobs a job or jobs result holds, as heads (id, state, next fire), without decoding their
  * specs: what the leader's timing wheel and job cache need after every create or change, at a
- * fraction of decodeResult's cost. `withDispatch` adds each active job's dispatch hint (one spec
- * decode per distinct spec; the fire scheduler's). Empty for any other result.
+ * fraction of decodeResult's cost. `dispatchBeforeMs` adds the dispatch hint of each active job
+ * whose next fire is before it (one spec decode per distinct spec; the fire scheduler's, for the
+ * jobs its wheel holds): 0, the default, for none. Empty for any other result.
  */
-export function decodeJobHeads(bytes: Uint8Array, withDispatch = false): JobHead[] {
+export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0): JobHead[] {
   if (bytes.length < 2 || bytes[0] !== RESULT_FORMAT_VERSION || (bytes[1] !== TAGS.job && bytes[1] !== TAGS.jobs)) return [];
   const r = new ByteReader(bytes);
   r.u8();
@@ -183,7 +184,7 @@ export function decodeJobHeads(bytes: Uint8Array, withDispatch = false): JobHead
   const heads: JobHead[] = [];
   const item = (r: ByteReader): void => {
     readError(r);
-    if (r.bool()) heads.push(readJobHead(r, withDispatch));
+    if (r.bool()) heads.push(readJobHead(r, dispatchBeforeMs));
     r.bool(); // created
   };
   if (tag === TAGS.job) item(r);

@@ -61,10 +61,11 @@ export class FireScheduler {
     for (const e of entries) {
       if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs) {
         // Heads only: decoding every created job's spec here cost the leader more than the create.
-        // Their dispatch hints come from specs decoded once per distinct spec (a herd: once).
-        // Only for jobs the wheel will hold now (the rest enter it later, by due-window reads).
-        const heads = decodeJobHeads(e.result, true);
-        for (const h of heads) this.setHint(h.id, h.nextFireUnixMs < this.loadedUpTo ? h.dispatch : undefined);
+        // Dispatch hints only for jobs the wheel will hold now (the rest enter it later, by
+        // due-window reads, and get theirs from their first fire), from specs decoded once per
+        // distinct spec (a herd: once).
+        const heads = decodeJobHeads(e.result, this.loadedUpTo);
+        for (const h of heads) this.setHint(h.id, h.dispatch);
         this.events.push({ kind: 'jobs', heads });
       } else if (e.tag === RESULT_TAG.fire) {
         fired = true;

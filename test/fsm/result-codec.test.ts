@@ -28,6 +28,24 @@ describe('decodeJobHeads', () => {
     ]);
   });
 
+  it('gives a dispatch hint only to active jobs due before dispatchBeforeMs (the jobs the wheel holds), none by default', () => {
+    const jobs = encodeResult({
+      type: 'jobs',
+      items: [
+        { job: job('soon', JobState.JOB_STATE_ACTIVE, 1000), created: true },
+        { job: job('later', JobState.JOB_STATE_ACTIVE, 5000), created: true },
+        { job: job('paused', JobState.JOB_STATE_PAUSED, 1000), created: true },
+      ],
+    });
+    const hint = { taskType: spec().taskType, priority: 0, jittered: false, allowsOverlap: true };
+    expect(decodeJobHeads(jobs, 5000).map((h) => [h.id, h.dispatch])).toEqual([
+      ['soon', hint],
+      ['later', undefined],
+      ['paused', undefined],
+    ]);
+    expect(decodeJobHeads(jobs).every((h) => h.dispatch === undefined)).toBe(true);
+  });
+
   it('is empty for results without jobs', () => {
     expect(decodeJobHeads(encodeResult({ type: 'job', error: { code: 'JOB_NOT_FOUND', message: 'no', reason: '' }, created: false }))).toEqual([]);
     expect(decodeJobHeads(encodeResult({ type: 'trim', runsTrimmed: 1, idempotencyKeysTrimmed: 2 }))).toEqual([]);
