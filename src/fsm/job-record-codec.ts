@@ -33,10 +33,13 @@ export function specBytes(spec: JobSpec | undefined): Uint8Array {
  * leader's dispatch reads (FsmReads.getJobs) and its fire scheduler's dispatch hints (readJobHead)
  * share these objects (none mutates a spec, and every spec apply hands out in a result is a copy);
  * reads for the API decode their own.
- * Bounded: cleared when full.
+ * Bounded: cleared when full. The bound is a working set (jobs whose runs are being fired, claimed
+ * and finished about now), not the jobs stored: a decoded spec takes about 512 bytes of heap even
+ * when its encoding is 37 (a daily job with one label), so 100k entries would have pinned some 70 MB
+ * on every replica once that many distinct jobs had fired.
  */
 const sharedSpecs = new Map<number, { bytes: Buffer; spec: JobSpec }>();
-const MAX_SHARED_SPECS = 100_000;
+const MAX_SHARED_SPECS = 20_000;
 /** Memory bound: large specs (big payloads) are decoded each time instead of pinned. */
 const MAX_SHARED_SPEC_BYTES = 4096;
 const MAX_SHARED_TOTAL_BYTES = 16 << 20;
