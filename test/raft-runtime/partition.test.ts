@@ -40,6 +40,9 @@ describe('in-process cluster with the transport fault hook', () => {
 
     for (const n of nodes) for (const m of members) n.transport.setBlocked(m.id, false);
     await waitFor('the healed follower to catch up', () => cut.driver.appliedIndex() >= last || undefined, 15_000);
+    // The other follower learns the last commit index with the next append or heartbeat and may
+    // apply a window later: compare the states once every node has applied through `last`.
+    await waitFor('every node to apply the last put', () => nodes.every((n) => n.driver.appliedIndex() >= last) || undefined, 15_000);
     const hashes = await Promise.all(nodes.map((n) => n.stateMachine.stateHash()));
     expect(new Set(hashes).size).toBe(1);
   }, 60_000);
