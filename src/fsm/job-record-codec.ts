@@ -97,8 +97,8 @@ export interface JobHead {
   readonly state: JobState;
   readonly nextFireUnixMs: number;
   /**
-   * With `withDispatch`, for an active job with a next slot: how that slot's run is dispatched, so
-   * the scheduler can fire it ahead and claim it behind the fire from its first fire on.
+   * With `dispatchBeforeMs`, for an active job whose next slot is before it: how that slot's run is
+   * dispatched, so the scheduler can fire it ahead and claim it behind the fire from its first fire on.
    */
   readonly dispatch?: DispatchHint;
 }
