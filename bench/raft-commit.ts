@@ -23,8 +23,8 @@ import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { RaftServiceClient } from '../src/gen/herald/raft/v1/raft.js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../src/gen/herald/v1/cluster_service.js';
 import { encodeKvCommand } from '../src/raft/kv/kv-command.js';
-import { ProposeStreamClient } from '../src/server/propose-stream-client.js';
-import { SERVER_NODE_FLAGS } from '../src/server/server-node-flags.js';
+import { ProposeStreamClient } from '../src/server/peer/propose-stream-client.js';
+import { SERVER_NODE_FLAGS } from '../src/server/node/server-node-flags.js';
 
 const args = process.argv.slice(2);
 function opt(name: string, def: string): string {

@@ -75,7 +75,7 @@ export interface ChaosResult {
   reportPath: string | undefined;
 }
 
-/** The server's opt-in for test-only unsafe switches (src/fsm/unsafe-switches.ts, src/raft/runtime/unsafe-durability.ts). */
+/** The server's opt-in for test-only unsafe switches (src/fsm/apply/unsafe-switches.ts, src/raft/storage/unsafe-durability.ts). */
 const UNSAFE_ENV = 'HERALD_UNSAFE_TEST_SWITCHES';
 export const UNSAFE_SWITCHES = ['accept-stale-tokens', 'skip-slot-check', 'skip-fsync'] as const;
 export type UnsafeSwitchName = (typeof UNSAFE_SWITCHES)[number];

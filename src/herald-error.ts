@@ -1,4 +1,4 @@
-// Typed errors with stable codes. Every layer throws HeraldError; src/server/grpc-status-map.ts
+// Typed errors with stable codes. Every layer throws HeraldError; src/server/grpc/grpc-status-map.ts
 // is the one table that turns a code into a gRPC status.
 
 export type ErrorCode =

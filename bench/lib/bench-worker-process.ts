@@ -8,7 +8,7 @@
 //   --endpoints a,b,c --id w1 --capacity 500 [--handler-ms 0] [--task-type test]
 // IPC: bench → worker {cmd: 'progress' | 'finish'}; worker → bench {type: 'connected'},
 // {type: 'progress', started, settled}, {type: 'records', ...BenchWorkerRecords} (then it exits).
-import { Worker } from '../../src/client/worker.js';
+import { Worker } from '../../src/client/worker/worker.js';
 import { numArg, strArg } from './args.js';
 
 export interface BenchWorkerRecords {

@@ -17,7 +17,7 @@ import { link, type DirectedLink } from '../nemesis/partition-shapes.js';
 import { ManagedProcess } from './managed-process.js';
 import { NodeControl } from './node-control.js';
 import { freePort, sleep } from './free-port.js';
-import { SERVER_NODE_FLAGS } from '../../src/server/server-node-flags.js';
+import { SERVER_NODE_FLAGS } from '../../src/server/node/server-node-flags.js';
 
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 export const HERALD_BIN = join(REPO_ROOT, 'bin', 'herald.mjs');

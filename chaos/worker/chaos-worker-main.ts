@@ -7,9 +7,9 @@
 //
 // Run: node --import tsx chaos/worker/chaos-worker-main.ts   (configuration in the environment:
 // CHAOS_ENDPOINTS a,b,c  CHAOS_LEDGER http://127.0.0.1:p  CHAOS_WORKER_ID  CHAOS_CONCURRENCY)
-import { Worker } from '../../src/client/worker.js';
-import { HandlerError } from '../../src/client/handler-errors.js';
-import type { RunContext } from '../../src/client/run-context.js';
+import { Worker } from '../../src/client/worker/worker.js';
+import { HandlerError } from '../../src/client/worker/handler-errors.js';
+import type { RunContext } from '../../src/client/worker/run-context.js';
 import { CHAOS_TASK_TYPE } from './task-type.js';
 import { exitWithParent } from '../orchestrator/exit-with-parent.js';
 

@@ -4,7 +4,7 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { ErrorCode } from '../herald-error.js';
 
-// Kept in sync with src/server/grpc-status-map.ts; duplicated rather than imported because the
+// Kept in sync with src/server/grpc/grpc-status-map.ts; duplicated rather than imported because the
 // SDK must not pull server modules into a client bundle.
 export const LEADER_ID_KEY = 'herald-leader-id';
 export const LEADER_ADDRESS_KEY = 'herald-leader-address';

@@ -40,7 +40,7 @@ export {
   type GrpcCodeName,
 } from './errors.js';
 export { DEFAULT_RETRY, type RetryOptions } from './retry-policy.js';
-export { Worker, type RunSettlement, type WorkerEvents, type WorkerOptions, type WorkerState } from './worker.js';
-export { HandlerError, NonRetryableError, RunAbortedError, type AbortCause, type HandlerErrorOptions } from './handler-errors.js';
-export type { Handler, HandlerOutput, RunContext, RunInfo } from './run-context.js';
+export { Worker, type RunSettlement, type WorkerEvents, type WorkerOptions, type WorkerState } from './worker/worker.js';
+export { HandlerError, NonRetryableError, RunAbortedError, type AbortCause, type HandlerErrorOptions } from './worker/handler-errors.js';
+export type { Handler, HandlerOutput, RunContext, RunInfo } from './worker/run-context.js';
 export { silentLogger, type ClientLogger } from './logger.js';

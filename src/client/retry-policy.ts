@@ -31,7 +31,7 @@ export type CallSafety = 'read' | 'keyed' | 'write';
 
 // Herald codes (trailer herald-error-code) on UNAVAILABLE that guarantee the command was not
 // applied, so even a non-idempotent write may be repeated. OUTCOME_UNKNOWN is the one that may
-// have applied: src/server/grpc-status-map.ts says retrying is safe only with an idempotency key.
+// have applied: src/server/grpc/grpc-status-map.ts says retrying is safe only with an idempotency key.
 const NOT_APPLIED = new Set(['NOT_LEADER', 'NO_LEADER', 'SHUTTING_DOWN', 'NOT_READY']);
 
 // grpc-js messages for calls that never got a connection to a server.

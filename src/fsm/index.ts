@@ -6,22 +6,22 @@
 // its caller. Batched commands answer per item (an item error never fails the others); running
 // runs that must stop (cancel, delete, REPLACE) come back as `signals`. Read path: the
 // SchedulerStateMachine's read methods (fsm-reads.ts) straight from LevelDB.
-export { SchedulerStateMachine, type SchedulerFsmOptions } from './scheduler-state-machine.js';
-export type * from './commands.js';
-export { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from './commands.js';
-export { encodeCommand, decodeCommand } from './command-codec.js';
-export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './result-codec.js';
-export type * from './results.js';
-export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './fsm-reads.js';
-export type { ReadyEntry } from './ready-index.js';
-export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './fsm-reads.js';
-export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './run-id.js';
-export * from './validation.js';
-export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
-export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS, DEFAULT_MISFIRE_THRESHOLD_MS } from './apply-fire-runs.js';
-export { MAX_ITEMS_PER_COMMAND } from './apply-command.js';
-export { UNSAFE_ENV, type UnsafeSwitches } from './unsafe-switches.js';
-export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply-trim.js';
-export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply-manual-runs.js';
-export { FsmDecodeError } from './binary-codec.js';
-export { overlapOf } from './dispatch-hint.js';
+export { SchedulerStateMachine, type SchedulerFsmOptions } from './machine/scheduler-state-machine.js';
+export type * from './commands/commands.js';
+export { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from './commands/commands.js';
+export { encodeCommand, decodeCommand } from './commands/command-codec.js';
+export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './commands/result-codec.js';
+export type * from './commands/results.js';
+export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './machine/fsm-reads.js';
+export type { ReadyEntry } from './store/ready-index.js';
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './machine/fsm-reads.js';
+export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './commands/run-id.js';
+export * from './commands/validation.js';
+export { IDEMPOTENCY_TTL_MS } from './apply/idempotency.js';
+export { MAX_SLOTS_PER_FIRE_ITEM, DEFAULT_MISFIRE_MAX_RUNS, DEFAULT_MISFIRE_THRESHOLD_MS } from './apply/apply-fire-runs.js';
+export { MAX_ITEMS_PER_COMMAND } from './apply/apply-command.js';
+export { UNSAFE_ENV, type UnsafeSwitches } from './apply/unsafe-switches.js';
+export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply/apply-trim.js';
+export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply/apply-manual-runs.js';
+export { FsmDecodeError } from './commands/binary-codec.js';
+export { overlapOf } from './commands/dispatch-hint.js';

@@ -3,11 +3,11 @@
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
-import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/unsafe-switches.js';
-import { enableUnsafeSkipFsync } from '../raft/runtime/unsafe-durability.js';
-import type { HeraldNode, NodeOptions, StateMachineFactory } from './node.js';
+import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
+import { enableUnsafeSkipFsync } from '../raft/storage/unsafe-durability.js';
+import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/create-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
-import { schedulerBounds, type SchedulerConfig } from './scheduler-config.js';
+import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
 
 export const schedulerStateMachineFactory: StateMachineFactory = (dir) => SchedulerStateMachine.open(dir);
 
@@ -37,7 +37,7 @@ function camel(flag: string): string {
 }
 
 /**
- * The chaos suite's negative controls (src/fsm/unsafe-switches.ts, src/raft/runtime/unsafe-durability.ts):
+ * The chaos suite's negative controls (src/fsm/apply/unsafe-switches.ts, src/raft/storage/unsafe-durability.ts):
  * each breaks an invariant on purpose so a test can show the checkers notice. Refused unless the
  * process runs with HERALD_UNSAFE_TEST_SWITCHES=1.
  */

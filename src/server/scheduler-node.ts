@@ -12,17 +12,17 @@ import { JobServiceService } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceService } from '../gen/herald/v1/worker_service.js';
 import { RunState } from '../gen/herald/v1/run.js';
 import { SchedulerStateMachine, type SchedulerFsmOptions } from '../fsm/index.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../fsm/validation.js';
-import { createJobService } from './job-service.js';
-import { LeaderServices } from './leader-services.js';
-import { createNodeMetrics, type NodeMetrics } from './metrics.js';
-import { startMetricsServer } from './metrics-http.js';
-import { createNode, type HeraldNode, type NodeOptions } from './node.js';
-import { ObservedStateMachine } from './observed-state-machine.js';
-import { schedulerConfig, type SchedulerConfig } from './scheduler-config.js';
-import { addServerConventions, raftReadiness } from './server-conventions.js';
-import { createWorkerService } from './worker-service.js';
-import type { WorkerSession } from './worker-session.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../fsm/commands/validation.js';
+import { createJobService } from './api/job-service.js';
+import { LeaderServices } from './leader/leader-services.js';
+import { createNodeMetrics, type NodeMetrics } from './node/metrics.js';
+import { startMetricsServer } from './node/metrics-http.js';
+import { createNode, type HeraldNode, type NodeOptions } from './node/create-node.js';
+import { ObservedStateMachine } from './leader/observed-state-machine.js';
+import { schedulerConfig, type SchedulerConfig } from './leader/leader-config.js';
+import { addServerConventions, raftReadiness } from './grpc/server-conventions.js';
+import { createWorkerService } from './api/worker-service.js';
+import type { WorkerSession } from './leader/worker-session.js';
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
   /** Scheduler, dispatcher and lease settings (defaults in scheduler-config.ts). */

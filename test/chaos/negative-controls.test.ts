@@ -21,8 +21,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runChaos, type ChaosOptions, type ChaosResult } from '../../chaos/run-chaos.js';
 import { HERALD_BIN, REPO_ROOT } from '../../chaos/orchestrator/cluster-processes.js';
 import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
-import { LogStore } from '../../src/raft/runtime/log-store.js';
-import { UNSAFE_ENV, WriteBehindLog } from '../../src/raft/runtime/unsafe-durability.js';
+import { LogStore } from '../../src/raft/storage/log-store.js';
+import { UNSAFE_ENV, WriteBehindLog } from '../../src/raft/storage/unsafe-durability.js';
 
 const dirs: string[] = [];
 afterAll(async () => {

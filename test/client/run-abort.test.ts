@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RunAbortedError } from '../../src/client/handler-errors.js';
-import { RunAbort } from '../../src/client/run-abort.js';
+import { RunAbortedError } from '../../src/client/worker/handler-errors.js';
+import { RunAbort } from '../../src/client/worker/run-abort.js';
 
 describe('RunAbort: a run abort whose signal is made on first use', () => {
   it('fires a signal taken before the abort, with a RunAbortedError saying why', () => {

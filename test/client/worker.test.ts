@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Worker, type WorkerOptions } from '../../src/client/worker.js';
-import { HandlerError, NonRetryableError, RunAbortedError } from '../../src/client/handler-errors.js';
-import type { RunContext } from '../../src/client/run-context.js';
+import { Worker, type WorkerOptions } from '../../src/client/worker/worker.js';
+import { HandlerError, NonRetryableError, RunAbortedError } from '../../src/client/worker/handler-errors.js';
+import type { RunContext } from '../../src/client/worker/run-context.js';
 import { FakeWorkerServer } from './fakes/fake-worker-server.js';
 import { waitFor } from './fakes/grpc-test-server.js';
 

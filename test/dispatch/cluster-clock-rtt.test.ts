@@ -1,7 +1,7 @@
 // Cluster time must not jump ahead when a peer's first heartbeat answer after an outage carries
 // a huge round trip (timed from a request sent before the outage): such a sample is dropped.
 import { describe, expect, it } from 'vitest';
-import { ClusterClock } from '../../src/server/cluster-clock.js';
+import { ClusterClock } from '../../src/server/node/cluster-clock.js';
 
 describe('cluster clock and stale round trips', () => {
   it('ignores samples whose round trip exceeds the freshness window', () => {

@@ -4,7 +4,7 @@
 // byte-identical, and the followers did take effects (not only evaluate). Effects that never
 // arrive only mean the follower evaluates those entries; with the option off none are sent.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Worker } from '../../src/client/worker.js';
+import { Worker } from '../../src/client/worker/worker.js';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { waitFor } from '../raft-runtime/helpers/cluster.js';

@@ -1,7 +1,7 @@
 // The Worker library (src/client) against the real WorkerService: runs are assigned, executed
 // once and acknowledged; a cancelled run aborts the handler's signal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Worker } from '../../src/client/worker.js';
+import { Worker } from '../../src/client/worker/worker.js';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { waitFor } from '../raft-runtime/helpers/cluster.js';

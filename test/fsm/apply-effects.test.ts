@@ -2,8 +2,8 @@
 // same entries: it must end in the same bytes, take effects only where they fit, and never
 // half-write a malformed record. (model.property.test.ts checks the same on random sequences.)
 import { describe, expect, it } from 'vitest';
-import { decodeApplyEffects, EffectsRecorder } from '../../src/fsm/apply-effects-codec.js';
-import { META_APPLIED } from '../../src/fsm/key-layout.js';
+import { decodeApplyEffects, EffectsRecorder } from '../../src/fsm/machine/effects-codec.js';
+import { META_APPLIED } from '../../src/fsm/store/key-layout.js';
 import { encodeCommand, finishSuccess, FsmDecodeError, type FsmCommand } from '../../src/fsm/index.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import type { Entry } from '../../src/raft/types.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ByteReader, ByteWriter, MAX_SLAB_SLICE, SLAB_BYTES } from '../../src/fsm/binary-codec.js';
+import { ByteReader, ByteWriter, MAX_SLAB_SLICE, SLAB_BYTES } from '../../src/fsm/commands/binary-codec.js';
 
 const read = (b: Uint8Array) => {
   const r = new ByteReader(b);

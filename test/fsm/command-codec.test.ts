@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JobState } from '../../src/gen/herald/v1/job.js';
 import { Run, RunState } from '../../src/gen/herald/v1/run.js';
-import { FsmDecodeError } from '../../src/fsm/binary-codec.js';
+import { FsmDecodeError } from '../../src/fsm/commands/binary-codec.js';
 import { decodeCommand, decodeResult, encodeCommand, encodeResult, type FsmCommand, type FsmResult } from '../../src/fsm/index.js';
 import { Job } from '../../src/gen/herald/v1/job.js';
 import { atSpec, everySpec, spec } from './fsm-test-kit.js';

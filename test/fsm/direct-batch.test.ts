@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/fsm/apply-txn.js';
-import { DirectBatch } from '../../src/fsm/direct-batch.js';
+import type { Db } from '../../src/fsm/store/apply-txn.js';
+import { DirectBatch } from '../../src/fsm/store/direct-batch.js';
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 const text = (b: Uint8Array | undefined): string | undefined => (b === undefined ? undefined : new TextDecoder().decode(b));

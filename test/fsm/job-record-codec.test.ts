@@ -2,8 +2,8 @@
 // fails here until the codec writes it), and format-1 records (protobuf Job) still read.
 import { describe, expect, it } from 'vitest';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
-import { ByteWriter } from '../../src/fsm/binary-codec.js';
-import { decodeJobRecord, encodeJobRecord, type JobRecord } from '../../src/fsm/records.js';
+import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
+import { decodeJobRecord, encodeJobRecord, type JobRecord } from '../../src/fsm/store/records.js';
 import { everySpec } from './fsm-test-kit.js';
 
 const full = Job.fromPartial({

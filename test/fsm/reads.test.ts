@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { isHeraldError } from '../../src/herald-error.js';
-import { jobKey } from '../../src/fsm/key-layout.js';
+import { jobKey } from '../../src/fsm/store/key-layout.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm;

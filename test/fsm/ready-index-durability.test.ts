@@ -7,7 +7,7 @@ import { ClassicLevel } from 'classic-level';
 import { describe, expect, it } from 'vitest';
 import { OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import { finishFailure, SchedulerStateMachine, type FsmCommand } from '../../src/fsm/index.js';
-import { ByteWriter } from '../../src/fsm/binary-codec.js';
+import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
 import { everySpec, freshFsmsPerTest, T0 } from './fsm-test-kit.js';
 
 const { fresh, release } = freshFsmsPerTest();

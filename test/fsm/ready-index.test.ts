@@ -2,7 +2,7 @@
 // long random sequence of adds and removes against a plain sorted array (the chunked list splits
 // and drops chunks along the way).
 import { describe, expect, it } from 'vitest';
-import { compareReady, ReadyIndex, type ReadyEntry } from '../../src/fsm/ready-index.js';
+import { compareReady, ReadyIndex, type ReadyEntry } from '../../src/fsm/store/ready-index.js';
 
 function entry(runId: string, notBeforeMs: number, priority = 0, taskType = 'demo'): ReadyEntry {
   return { runId, jobId: runId.split('@')[0]!, taskType, priority, notBeforeMs };

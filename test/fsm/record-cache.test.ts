@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { RecordCache } from '../../src/fsm/record-cache.js';
+import { RecordCache } from '../../src/fsm/store/record-cache.js';
 import { finishSuccess } from '../../src/fsm/index.js';
-import { JOB_PREFIX, RUN_PREFIX } from '../../src/fsm/key-layout.js';
+import { JOB_PREFIX, RUN_PREFIX } from '../../src/fsm/store/key-layout.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);

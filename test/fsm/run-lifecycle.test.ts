@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AttemptOutcome, RunState } from '../../src/gen/herald/v1/run.js';
 import { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from '../../src/fsm/index.js';
 import { retryBackoffMs } from '../../src/fsm/schedule/index.js';
-import { RUN_PREFIX } from '../../src/fsm/key-layout.js';
+import { RUN_PREFIX } from '../../src/fsm/store/key-layout.js';
 import { everySpec, openTestFsm, T0, type SpecInput, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm;

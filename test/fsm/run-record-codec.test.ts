@@ -2,7 +2,7 @@
 // fails here until the codec writes it), and format-1 (protobuf) records still read.
 import { describe, expect, it } from 'vitest';
 import { Attempt, AttemptOutcome, Run, RunState } from '../../src/gen/herald/v1/run.js';
-import { decodeRunRecord, encodeRunRecord } from '../../src/fsm/records.js';
+import { decodeRunRecord, encodeRunRecord } from '../../src/fsm/store/records.js';
 
 const full = Run.fromPartial({
   id: 'job-1@1900000000000~m3',

@@ -4,7 +4,7 @@
 import { ClassicLevel } from 'classic-level';
 import { describe, expect, it } from 'vitest';
 import { SchedulerStateMachine, type FsmCommand } from '../../src/fsm/index.js';
-import { ByteWriter } from '../../src/fsm/binary-codec.js';
+import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
 import { everySpec, freshFsmsPerTest, T0 } from './fsm-test-kit.js';
 
 const { fresh, release } = freshFsmsPerTest();

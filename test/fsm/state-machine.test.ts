@@ -1,7 +1,7 @@
 // The StateMachine contract: applied index, atomic batches, determinism, snapshot/restore.
 import { describe, expect, it } from 'vitest';
 import { encodeCommand, SchedulerStateMachine, type FsmCommand } from '../../src/fsm/index.js';
-import { ByteWriter } from '../../src/fsm/binary-codec.js';
+import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
 import type { Entry } from '../../src/raft/types.js';
 import { everySpec, freshFsmsPerTest, T0 } from './fsm-test-kit.js';
 

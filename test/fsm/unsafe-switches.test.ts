@@ -3,8 +3,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { finishSuccess, UNSAFE_ENV } from '../../src/fsm/index.js';
-import { enableUnsafeSwitches, resetUnsafeSwitches, unsafeSwitches } from '../../src/fsm/unsafe-switches.js';
-import { enableUnsafeSkipFsync, resetUnsafeSkipFsync, unsafeSkipFsyncEnabled } from '../../src/raft/runtime/unsafe-durability.js';
+import { enableUnsafeSwitches, resetUnsafeSwitches, unsafeSwitches } from '../../src/fsm/apply/unsafe-switches.js';
+import { enableUnsafeSkipFsync, resetUnsafeSkipFsync, unsafeSkipFsyncEnabled } from '../../src/raft/storage/unsafe-durability.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm | undefined;

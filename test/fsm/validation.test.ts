@@ -4,9 +4,9 @@ import fc from 'fast-check';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { HeraldError } from '../../src/herald-error.js';
-import { grpcStatusOf } from '../../src/server/grpc-status-map.js';
+import { grpcStatusOf } from '../../src/server/grpc/grpc-status-map.js';
 import { requireRunId, validateId, validateIdempotencyKey, validateJobSpec, validateNote, parseRunId } from '../../src/fsm/index.js';
-import { RUN_ID_PATTERN } from '../../src/fsm/run-id.js';
+import { RUN_ID_PATTERN } from '../../src/fsm/commands/run-id.js';
 import { atSpec, everySpec, spec } from './fsm-test-kit.js';
 
 function errorOf(fn: () => void): HeraldError {

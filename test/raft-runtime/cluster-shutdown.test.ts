@@ -1,7 +1,7 @@
 import { ClassicLevel } from 'classic-level';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { entryKey } from '../../src/raft/runtime/storage-codec.js';
+import { entryKey } from '../../src/raft/storage/storage-codec.js';
 import { TestCluster, waitFor } from './helpers/cluster.js';
 import { PutLoad } from './helpers/put-load.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeLevelBatch } from '../../src/raft/runtime/level-batch-write.js';
+import { writeLevelBatch } from '../../src/raft/storage/level-batch-write.js';
 
 let dir = '';
 let db: ClassicLevel<string, string> | undefined;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LogStore } from '../../src/raft/runtime/log-store.js';
-import { entryKey } from '../../src/raft/runtime/storage-codec.js';
+import { LogStore } from '../../src/raft/storage/log-store.js';
+import { entryKey } from '../../src/raft/storage/storage-codec.js';
 import type { Entry } from '../../src/raft/types.js';
 import { isHeraldError } from '../../src/herald-error.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coalesceMessages } from '../../src/raft/runtime/message-coalescer.js';
+import { coalesceMessages } from '../../src/server/peer/message-coalescer.js';
 import type { Entry, Message } from '../../src/raft/types.js';
 
 const ent = (index: number, term = 2): Entry => ({ index, term, type: 'normal', data: Buffer.from([index]) });

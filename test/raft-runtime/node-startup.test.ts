@@ -6,10 +6,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isHeraldError } from '../../src/herald-error.js';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
-import { LogStore } from '../../src/raft/runtime/log-store.js';
-import { SnapshotWriter } from '../../src/raft/runtime/snapshot-files.js';
+import { LogStore } from '../../src/raft/storage/log-store.js';
+import { SnapshotWriter } from '../../src/raft/storage/snapshot-files.js';
 import { createHash } from 'node:crypto';
-import { createNode } from '../../src/server/node.js';
+import { createNode } from '../../src/server/node/create-node.js';
 
 const logger = pino({ level: 'silent' });
 const members = [{ id: 'n1', peerAddress: '127.0.0.1:0', clientAddress: '127.0.0.1:0' }];

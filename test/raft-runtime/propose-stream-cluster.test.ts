@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeKvResult, encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { isHeraldError } from '../../src/herald-error.js';
-import { raftClient } from '../../src/server/node.js';
-import { ProposeStreamClient } from '../../src/server/propose-stream-client.js';
+import { raftClient } from '../../src/server/node/create-node.js';
+import { ProposeStreamClient } from '../../src/server/peer/propose-stream-client.js';
 import { TestCluster } from './helpers/cluster.js';
 
 let cluster: TestCluster | undefined;

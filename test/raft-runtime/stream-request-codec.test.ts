@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StreamRequest } from '../../src/gen/herald/raft/v1/raft.js';
-import { messageToPb } from '../../src/raft/runtime/message-codec.js';
-import { decodeStreamRequest, encodeStreamRequest } from '../../src/raft/runtime/stream-request-codec.js';
+import { messageToPb } from '../../src/server/peer/message-codec.js';
+import { decodeStreamRequest, encodeStreamRequest } from '../../src/server/peer/stream-request-codec.js';
 
 const bytes = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ClusterClock, type Clock } from '../../src/server/cluster-clock.js';
+import { ClusterClock, type Clock } from '../../src/server/node/cluster-clock.js';
 
 class FakeClock implements Clock {
   constructor(public ms: number) {}

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { planDispatch, type DispatchCandidate } from '../../src/server/dispatch-plan.js';
+import { planDispatch, type DispatchCandidate } from '../../src/server/leader/dispatch/dispatch-plan.js';
 
 const run = (runId: string, taskType = 'email', priority = 0, notBeforeMs = 0): DispatchCandidate => ({ runId, taskType, priority, notBeforeMs });
 

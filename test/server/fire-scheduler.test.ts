@@ -6,11 +6,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { encodeCommand, encodeResult, type DispatchHint, type FireItem, type FsmCommand } from '../../src/fsm/index.js';
-import { RESULT_TAG } from '../../src/server/observed-state-machine.js';
-import { FireScheduler } from '../../src/server/fire-scheduler.js';
-import type { DispatchRoom, LeaderContext } from '../../src/server/leader-context.js';
-import { createNodeMetrics } from '../../src/server/metrics.js';
-import { schedulerConfig, type SchedulerConfig } from '../../src/server/scheduler-config.js';
+import { RESULT_TAG } from '../../src/server/leader/observed-state-machine.js';
+import { FireScheduler } from '../../src/server/leader/fire/fire-scheduler.js';
+import type { DispatchRoom, LeaderContext } from '../../src/server/leader/leader-term.js';
+import { createNodeMetrics } from '../../src/server/node/metrics.js';
+import { schedulerConfig, type SchedulerConfig } from '../../src/server/leader/leader-config.js';
 
 const T0 = Date.UTC(2030, 0, 1);
 

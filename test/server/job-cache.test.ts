@@ -1,7 +1,7 @@
 // The leader's job cache: many jobs in one store read, and never a stale job after a change.
 import { describe, expect, it } from 'vitest';
 import { Job } from '../../src/gen/herald/v1/job.js';
-import { JobCache } from '../../src/server/job-cache.js';
+import { JobCache } from '../../src/server/leader/job-cache.js';
 
 /** A store of jobs that counts reads and can hold a read until released. */
 function fakeStore(ids: string[]) {

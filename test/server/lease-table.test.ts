@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseTable } from '../../src/server/lease-table.js';
+import { LeaseTable } from '../../src/server/leader/leases/lease-table.js';
 
 class FakeMono {
   ms = 0;

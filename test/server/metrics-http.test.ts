@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNodeMetrics } from '../../src/server/metrics.js';
-import { startMetricsServer } from '../../src/server/metrics-http.js';
+import { createNodeMetrics } from '../../src/server/node/metrics.js';
+import { startMetricsServer } from '../../src/server/node/metrics-http.js';
 
 describe('metrics endpoint', () => {
   let close: (() => Promise<void>) | undefined;

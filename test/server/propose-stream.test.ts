@@ -5,9 +5,9 @@ import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-j
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftServiceService, type ProposeStreamRequest, type ProposeStreamResponse } from '../../src/gen/herald/raft/v1/raft.js';
 import { HeraldError, isHeraldError } from '../../src/herald-error.js';
-import { raftClient } from '../../src/server/node.js';
-import { handleProposeStream, type ProposeStreamDeps } from '../../src/server/propose-stream.js';
-import { ProposeStreamClient } from '../../src/server/propose-stream-client.js';
+import { raftClient } from '../../src/server/node/create-node.js';
+import { handleProposeStream, type ProposeStreamDeps } from '../../src/server/peer/propose-stream.js';
+import { ProposeStreamClient } from '../../src/server/peer/propose-stream-client.js';
 
 interface Deferred {
   command: Buffer;

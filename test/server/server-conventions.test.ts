@@ -2,7 +2,7 @@ import { Server, ServerCredentials, credentials, loadPackageDefinition, type Cli
 import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { addServerConventions } from '../../src/server/server-conventions.js';
+import { addServerConventions } from '../../src/server/grpc/server-conventions.js';
 
 type Unary = (req: object, cb: (err: Error | null, res: { status: string }) => void) => void;
 

@@ -1,7 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { HeraldError } from '../../src/herald-error.js';
-import { toServiceError } from '../../src/server/service-error.js';
+import { toServiceError } from '../../src/server/grpc/service-error.js';
 
 describe('toServiceError', () => {
   it('maps a HeraldError to its status and carries the code and leader in trailers', () => {

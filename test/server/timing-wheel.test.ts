@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TimingWheel } from '../../src/server/timing-wheel.js';
+import { TimingWheel } from '../../src/server/leader/fire/timing-wheel.js';
 
 const T0 = 1_700_000_000_000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JOBS_PER_TRIM, STALE_AFTER_MS, TRIM_AFTER_FINISHES, TrimPlanner } from '../../src/server/trim-planner.js';
+import { MAX_JOBS_PER_TRIM, STALE_AFTER_MS, TRIM_AFTER_FINISHES, TrimPlanner } from '../../src/server/leader/trim-planner.js';
 
 function fakeClock() {
   const c = { t: 1_000, nowMs: () => c.t };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { ConnectRequest, ConnectResponse, RunAssignment } from '../../src/gen/herald/v1/worker_service.js';
-import { MAX_BATCH_MESSAGE_BYTES, WorkerSession } from '../../src/server/worker-session.js';
+import { MAX_BATCH_MESSAGE_BYTES, WorkerSession } from '../../src/server/leader/worker-session.js';
 
 /** A stream that records writes and can break after a number of them. */
 function fakeCall(breakAfter = Infinity) {

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
-import { createNode, DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node.js';
-import { parseMembers } from '../../server/node-config.js';
+import { createNode, DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node/create-node.js';
+import { parseMembers } from '../../server/node/node-config.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 
 /** Exit codes of `herald server` that a supervisor (or test) can tell apart. */

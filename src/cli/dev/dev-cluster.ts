@@ -7,7 +7,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DevNodePorts } from './dev-ports.js';
-import { SERVER_NODE_FLAGS } from '../../server/server-node-flags.js';
+import { SERVER_NODE_FLAGS } from '../../server/node/server-node-flags.js';
 
 export interface DevClusterOptions {
   dataDir: string;

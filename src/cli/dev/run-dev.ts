@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { HeraldClientError } from '../../client/errors.js';
 import { HeraldClient } from '../../client/herald-client.js';
-import type { Worker } from '../../client/worker.js';
+import type { Worker } from '../../client/worker/worker.js';
 import { createDemoWorker } from '../worker/demo-worker.js';
 import { DEMO_TASK_TYPE, ensureDemoJobs } from './demo-jobs.js';
 import { DevCluster } from './dev-cluster.js';

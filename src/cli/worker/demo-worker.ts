@@ -1,8 +1,8 @@
 // The demo worker behind `herald worker` and `herald dev`: the SDK's Worker with an echo or exec
 // handler for each task type, and its connection events reported on stderr.
-import { Worker } from '../../client/worker.js';
+import { Worker } from '../../client/worker/worker.js';
 import type { ClientLogger } from '../../client/logger.js';
-import type { Handler } from '../../client/run-context.js';
+import type { Handler } from '../../client/worker/run-context.js';
 import { echoHandler, type LineWriter } from './echo-handler.js';
 import { execHandler } from './exec-handler.js';
 

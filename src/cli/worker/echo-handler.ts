@@ -1,6 +1,6 @@
 // Echo mode of the demo worker: prints each run it receives (one line, or one JSON object per
 // line with --json) and succeeds. `herald dev` uses it to show fires as they happen.
-import type { Handler, RunContext } from '../../client/run-context.js';
+import type { Handler, RunContext } from '../../client/worker/run-context.js';
 import { formatMs, payloadPreview, utf8OrUndefined } from '../output/format.js';
 
 export type LineWriter = (line: string) => void;

@@ -3,8 +3,8 @@
 // failure. When the run's signal fires (lease lost, cancelled, timeout, forced shutdown) the
 // command's whole process group gets SIGTERM, then SIGKILL if it lingers.
 import { spawn } from 'node:child_process';
-import { HandlerError } from '../../client/handler-errors.js';
-import type { Handler, RunContext } from '../../client/run-context.js';
+import { HandlerError } from '../../client/worker/handler-errors.js';
+import type { Handler, RunContext } from '../../client/worker/run-context.js';
 import { utf8OrUndefined } from '../output/format.js';
 import { describeRun, runLineJson, type LineWriter } from './echo-handler.js';
 

@@ -15,8 +15,8 @@ import { createHash } from 'node:crypto';
 import { ClassicLevel } from 'classic-level';
 import type { Entry, SnapshotMeta } from '../types.js';
 import type { SnapshotSource, StateMachine } from '../state-machine.js';
-import { levelSnapshotChunks, levelSnapshotRecords } from '../runtime/level-snapshot.js';
-import { writeLevelBatch } from '../runtime/level-batch-write.js';
+import { levelSnapshotChunks, levelSnapshotRecords } from './level-snapshot.js';
+import { writeLevelBatch } from '../storage/level-batch-write.js';
 import { decodeKvCommand, encodeKvResult, type KvResult } from './kv-command.js';
 
 type Db = ClassicLevel<Buffer, Buffer>;

@@ -6,8 +6,8 @@ import pino from 'pino';
 import { JobServiceClient } from '../../../src/gen/herald/v1/job_service.js';
 import { JobServiceService } from '../../../src/gen/herald/v1/job_service.js';
 import { SchedulerStateMachine } from '../../../src/fsm/index.js';
-import { createJobService, type JobServiceHandle } from '../../../src/server/job-service.js';
-import { createNode, type HeraldNode } from '../../../src/server/node.js';
+import { createJobService, type JobServiceHandle } from '../../../src/server/api/job-service.js';
+import { createNode, type HeraldNode } from '../../../src/server/node/create-node.js';
 import { freePort } from './free-port.js';
 
 export interface ApiCluster {

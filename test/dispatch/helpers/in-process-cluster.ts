@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { HeraldClient } from '../../../src/client/herald-client.js';
 import { createSchedulerNode, type SchedulerNode } from '../../../src/server/scheduler-node.js';
-import type { SchedulerConfig } from '../../../src/server/scheduler-config.js';
+import type { SchedulerConfig } from '../../../src/server/leader/leader-config.js';
 import { freePort, waitFor } from '../../raft-runtime/helpers/cluster.js';
 
 export interface InProcessCluster {

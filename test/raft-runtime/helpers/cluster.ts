@@ -19,7 +19,7 @@ import { KvClient } from './kv-client.js';
 export const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'herald.mjs');
 
 import { freePort } from '../../../chaos/orchestrator/free-port.js';
-import { SERVER_NODE_FLAGS } from '../../../src/server/server-node-flags.js';
+import { SERVER_NODE_FLAGS } from '../../../src/server/node/server-node-flags.js';
 
 export { freePort };
 

@@ -1,0 +1,90 @@
+// Dispatch of one decoded command to its handler. Every handler reads and writes only through
+// the transaction and takes time from the command (I5).
+import type { ApplyTxn } from '../store/apply-txn.js';
+import { applyFireRuns } from './apply-fire-runs.js';
+import { applyBackfillJob, applyTriggerJob } from './apply-manual-runs.js';
+import { applyDeleteJob, applyPauseJob, applyPutJob, applyResumeJob, applyUpdateJob } from './apply-jobs.js';
+import { applyPutJobs } from './apply-put-jobs.js';
+import {
+  applyCancelRuns,
+  applyClaimRuns,
+  applyExpireLeases,
+  applyFinishRuns,
+  applyMarkRuns,
+  applyRenewLeases,
+} from './apply-run-lifecycle.js';
+import { applyTrimHistory } from './apply-trim.js';
+import type { FsmCommand } from '../commands/commands.js';
+import type { FsmResult } from '../commands/results.js';
+import { itemError } from './run-transitions.js';
+import type { UnsafeSwitches } from './unsafe-switches.js';
+import { MAX_TIME_MS, type SpecLimits } from '../commands/validation.js';
+
+/** What apply depends on besides state and command; equal on every node of a cluster. */
+export interface ApplyOptions extends SpecLimits {
+  readonly unsafe: Required<UnsafeSwitches>;
+}
+
+/** Most items one command may carry; more is refused whole (the leader splits batches). */
+export const MAX_ITEMS_PER_COMMAND = 100_000;
+
+function itemCount(cmd: FsmCommand): number {
+  switch (cmd.type) {
+    case 'fireRuns':
+    case 'claimRuns':
+    case 'finishRuns':
+    case 'renewLeases':
+    case 'expireLeases':
+    case 'cancelRuns':
+    case 'markRuns':
+    case 'putJobs':
+      return cmd.items.length;
+    case 'trimHistory':
+      return cmd.jobIds.length;
+    default:
+      return 1;
+  }
+}
+
+export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limits: ApplyOptions): Promise<FsmResult> {
+  if (!Number.isSafeInteger(cmd.nowMs) || cmd.nowMs < 0 || cmd.nowMs > MAX_TIME_MS) {
+    return { type: 'rejected', error: itemError('INVALID_ARGUMENT', `command time ${cmd.nowMs} is out of range`) };
+  }
+  if (itemCount(cmd) > MAX_ITEMS_PER_COMMAND) {
+    return { type: 'rejected', error: itemError('LIMIT_EXCEEDED', `a command carries at most ${MAX_ITEMS_PER_COMMAND} items`) };
+  }
+  switch (cmd.type) {
+    case 'putJob':
+      return applyPutJob(txn, cmd, limits);
+    case 'putJobs':
+      return applyPutJobs(txn, cmd, limits);
+    case 'updateJob':
+      return applyUpdateJob(txn, cmd, limits);
+    case 'deleteJob':
+      return applyDeleteJob(txn, cmd);
+    case 'pauseJob':
+      return applyPauseJob(txn, cmd);
+    case 'resumeJob':
+      return applyResumeJob(txn, cmd);
+    case 'triggerJob':
+      return applyTriggerJob(txn, cmd);
+    case 'backfillJob':
+      return applyBackfillJob(txn, cmd);
+    case 'fireRuns':
+      return applyFireRuns(txn, cmd, limits.unsafe.skipSlotCheck);
+    case 'claimRuns':
+      return applyClaimRuns(txn, cmd, entryIndex);
+    case 'finishRuns':
+      return applyFinishRuns(txn, cmd, limits.unsafe.acceptStaleTokens);
+    case 'renewLeases':
+      return applyRenewLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
+    case 'expireLeases':
+      return applyExpireLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
+    case 'cancelRuns':
+      return applyCancelRuns(txn, cmd);
+    case 'markRuns':
+      return applyMarkRuns(txn, cmd);
+    case 'trimHistory':
+      return applyTrimHistory(txn, cmd);
+  }
+}

@@ -1,0 +1,155 @@
+// State changes of runs that several commands share: creating a run, ending one (which updates
+// its job's active set and releases a BUFFER_ONE run waiting behind it), cancelling.
+import { AttemptOutcome, RunState, type Run } from '../../gen/herald/v1/run.js';
+import type { ErrorCode } from '../../herald-error.js';
+import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
+import type { JobRecord, RunRecord } from '../store/records.js';
+import { isTerminal } from '../store/records.js';
+import type { CancelSignal, ItemError } from '../commands/results.js';
+import { parseRunId } from '../commands/run-id.js';
+import { NO_OUTPUT } from '../commands/run-record-codec.js';
+
+export function itemError(code: ErrorCode, message: string, reason = ''): ItemError {
+  return { code, message, reason };
+}
+
+export interface NewRunFields {
+  readonly id: string;
+  readonly slotMs: number;
+  readonly scheduledMs: number;
+  readonly nowMs: number;
+  readonly state: RunState;
+  readonly reason?: string;
+  readonly manual?: boolean;
+  readonly backfilled?: boolean;
+  readonly held?: boolean;
+}
+
+/** A new run record of `job`; terminal records (MISSED/SKIPPED) are finished at creation. */
+export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
+  const spec = job.job.spec;
+  // Every field spelled out (the type checker fails here when Run grows one): fromPartial's
+  // generic merge cost more than the rest of creating a run.
+  const run: Run = {
+    id: f.id,
+    jobId: job.job.id,
+    taskType: spec?.taskType ?? '',
+    slotUnixMs: f.slotMs,
+    scheduledUnixMs: f.scheduledMs,
+    state: f.state,
+    attempt: 0,
+    attempts: [],
+    backfilled: f.backfilled ?? false,
+    manual: f.manual ?? false,
+    notBeforeUnixMs: f.scheduledMs,
+    createdUnixMs: f.nowMs,
+    finishedUnixMs: isTerminal(f.state) ? f.nowMs : 0,
+    workerId: '',
+    fencingToken: 0,
+    leaseDeadlineUnixMs: 0,
+    reason: f.reason ?? '',
+    output: NO_OUTPUT,
+    priority: spec?.priority ?? 0,
+    latenessMs: 0,
+  };
+  return { run, held: f.held ?? false };
+}
+
+/** Counts a new non-terminal run as active on its job (the a\0 index follows from the run). */
+export function addActive(job: JobRecord): void {
+  job.job.activeRuns += 1;
+}
+
+/**
+ * Bookkeeping after a run of `job` reached a terminal state: it leaves the active set, and a
+ * BUFFER_ONE run held behind it becomes dispatchable once no other (unheld) run is active.
+ * The caller has stored the run and stores the job afterwards. Synchronous unless the held run
+ * has to be read: then the returned promise settles once it is released.
+ */
+export function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> | undefined {
+  if (!job) return undefined;
+  job.job.activeRuns = Math.max(0, job.job.activeRuns - 1);
+  if (job.heldRunId === runId) job.heldRunId = '';
+  // The held run is itself active: when it is the only one left, its turn has come.
+  if (job.heldRunId === '' || job.job.activeRuns > 1) return undefined;
+  const k = txn.runIdKey(job.heldRunId);
+  job.heldRunId = '';
+  if (!k) return undefined;
+  const loaded = txn.loadedRunAt(k.key);
+  if (loaded !== NOT_READ) return releaseHeld(txn, loaded);
+  return txn.getRunAt(k.key).then((held) => releaseHeld(txn, held));
+}
+
+function releaseHeld(txn: ApplyTxn, held: RunRecord | undefined): undefined {
+  if (held && held.held) {
+    held.held = false;
+    txn.putRun(held);
+  }
+  return undefined;
+}
+
+/**
+ * Stores a run that endRun just ended and updates its job (active set, BUFFER_ONE release).
+ * Synchronous when the transaction has the records (commands prefetch them); otherwise the
+ * returned promise settles once done.
+ */
+export function storeEndedRun(txn: ApplyTxn, rec: RunRecord): Promise<void> | undefined {
+  txn.putRun(rec);
+  const loaded = txn.loadedJob(rec.run.jobId);
+  if (loaded === NOT_READ) return txn.getJob(rec.run.jobId).then((job) => updateJobOfEndedRun(txn, job, rec.run.id));
+  return updateJobOfEndedRun(txn, loaded, rec.run.id);
+}
+
+function updateJobOfEndedRun(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> | undefined {
+  const reading = onRunEnded(txn, job, runId);
+  if (!job) return reading;
+  if (reading) return reading.then(() => txn.putJob(job));
+  txn.putJob(job);
+  return undefined;
+}
+
+/**
+ * Ends a non-terminal run as CANCELLED (or another terminal state): closes a running attempt and
+ * returns the signal for its worker when it was RUNNING. Does not touch the job record.
+ */
+export function endRun(rec: RunRecord, state: RunState, nowMs: number, reason: string, outcome = AttemptOutcome.ATTEMPT_OUTCOME_CANCELLED): CancelSignal | undefined {
+  const run = rec.run;
+  let signal: CancelSignal | undefined;
+  if (run.state === RunState.RUN_STATE_RUNNING) {
+    signal = { runId: run.id, workerId: run.workerId, fencingToken: run.fencingToken };
+    const attempt = run.attempts[run.attempts.length - 1];
+    if (attempt && attempt.endedUnixMs === 0) {
+      attempt.endedUnixMs = nowMs;
+      attempt.outcome = outcome;
+    }
+    run.leaseDeadlineUnixMs = 0;
+  }
+  run.state = state;
+  run.finishedUnixMs = nowMs;
+  run.reason = reason;
+  rec.held = false;
+  return signal;
+}
+
+/** Cancels every active run of a job (delete, REPLACE); returns signals for running ones. */
+export async function cancelActiveRuns(
+  txn: ApplyTxn,
+  job: JobRecord,
+  nowMs: number,
+  reason: string,
+): Promise<{ cancelled: number; signals: CancelSignal[] }> {
+  const signals: CancelSignal[] = [];
+  let cancelled = 0;
+  for (const id of await txn.activeRunIdsOf(job.job.id)) {
+    const p = parseRunId(id);
+    const rec = p ? await txn.getRun(p) : undefined;
+    if (!rec || isTerminal(rec.run.state)) continue;
+    const s = endRun(rec, RunState.RUN_STATE_CANCELLED, nowMs, reason);
+    if (s) signals.push(s);
+    txn.putRun(rec);
+    cancelled++;
+  }
+  job.job.activeRuns = 0;
+  job.heldRunId = '';
+  return { cancelled, signals };
+}

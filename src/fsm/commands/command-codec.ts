@@ -1,0 +1,212 @@
+// Binary encoding of FSM commands: [format version][command tag][fields...] (binary-codec.ts).
+// The version byte lets a future format coexist with entries already in logs and snapshots;
+// tags are append-only — never renumber one.
+import { JobSpec } from '../../gen/herald/v1/job.js';
+import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { specOf } from './job-record-codec.js';
+import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
+
+export const COMMAND_FORMAT_VERSION = 1;
+
+const TAGS: Record<FsmCommandType, number> = {
+  putJob: 1,
+  updateJob: 2,
+  deleteJob: 3,
+  pauseJob: 4,
+  resumeJob: 5,
+  triggerJob: 6,
+  backfillJob: 7,
+  fireRuns: 8,
+  claimRuns: 9,
+  finishRuns: 10,
+  renewLeases: 11,
+  expireLeases: 12,
+  cancelRuns: 13,
+  markRuns: 14,
+  trimHistory: 15,
+  putJobs: 16,
+  // 17 is taken: builds that carried apply effects in the log wrote it. Decoding it now fails,
+  // which every replica answers alike with a rejected result that changes nothing.
+};
+const TYPE_OF_TAG = new Map<number, FsmCommandType>(
+  Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
+);
+
+/** Encoded afresh: the caller's spec object may be reused and changed between commands. */
+function specBytes(spec: JobSpec): Uint8Array {
+  return JobSpec.encode(spec).finish();
+}
+
+// A decoded command's spec keeps the bytes it came in (job-record-codec.ts), so storing the job
+// does not encode it again.
+function decodeSpec(bytes: Uint8Array): JobSpec {
+  const spec = specOf(bytes);
+  if (spec === undefined) return JobSpec.fromPartial({});
+  return spec;
+}
+
+export function encodeCommand(cmd: FsmCommand): Uint8Array {
+  const w = new ByteWriter();
+  w.u8(COMMAND_FORMAT_VERSION).u8(TAGS[cmd.type]).int(cmd.nowMs);
+  switch (cmd.type) {
+    case 'putJob':
+      w.str(cmd.jobId).bytes(specBytes(cmd.spec)).str(cmd.idempotencyKey);
+      break;
+    case 'putJobs':
+      w.list(cmd.items, (w, i) => w.str(i.jobId).bytes(specBytes(i.spec)).str(i.idempotencyKey));
+      break;
+    case 'updateJob':
+      w.str(cmd.jobId).bytes(specBytes(cmd.spec)).uint(cmd.expectedVersion);
+      break;
+    case 'deleteJob':
+      w.str(cmd.jobId).uint(cmd.expectedVersion);
+      break;
+    case 'pauseJob':
+      w.str(cmd.jobId).str(cmd.note);
+      break;
+    case 'resumeJob':
+      w.str(cmd.jobId);
+      break;
+    case 'triggerJob':
+      w.str(cmd.jobId).str(cmd.idempotencyKey);
+      break;
+    case 'backfillJob':
+      w.str(cmd.jobId).int(cmd.fromMs).int(cmd.toMs).uint(cmd.maxRuns);
+      break;
+    case 'fireRuns':
+      w.uint(cmd.misfireThresholdMs).list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs));
+      break;
+    case 'claimRuns':
+      w.list(cmd.items, (w, i) => w.str(i.runId).str(i.workerId).int(i.leaseDeadlineMs));
+      // Trailing and only when set: entries written before the fields existed decode as 0.
+      if (cmd.aheadMs || cmd.defaultLeaseMs) w.uint(cmd.aheadMs ?? 0).uint(cmd.defaultLeaseMs ?? 0);
+      break;
+    case 'finishRuns':
+      w.list(cmd.items, (w, i) => {
+        w.str(i.runId).uint(i.fencingToken).bool(i.succeeded);
+        if (i.succeeded) w.bytes(i.output);
+        else w.str(i.errorType).str(i.errorMessage).bool(i.retryable).bool(i.timedOut);
+      });
+      break;
+    case 'renewLeases':
+      w.list(cmd.items, (w, i) => w.str(i.runId).uint(i.fencingToken).int(i.leaseDeadlineMs));
+      break;
+    case 'expireLeases':
+      w.list(cmd.items, (w, i) => w.str(i.runId).uint(i.fencingToken));
+      break;
+    case 'cancelRuns':
+      w.list(cmd.items, (w, i) => w.str(i.runId).str(i.reason));
+      break;
+    case 'markRuns':
+      w.list(cmd.items, (w, i) => w.str(i.runId).u8(i.outcome === 'missed' ? 1 : 2).str(i.reason));
+      break;
+    case 'trimHistory':
+      w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
+      break;
+  }
+  // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
+  // and a slab slice would keep its whole slab (and the records beside it) alive that long.
+  return w.finish(true);
+}
+
+/** Throws FsmDecodeError on anything malformed (apply turns that into a rejected result). */
+export function decodeCommand(bytes: Uint8Array): FsmCommand {
+  const r = new ByteReader(bytes);
+  const version = r.u8();
+  if (version !== COMMAND_FORMAT_VERSION) throw new FsmDecodeError(`unknown command format version ${version}`);
+  const tag = r.u8();
+  const type = TYPE_OF_TAG.get(tag);
+  if (type === undefined) throw new FsmDecodeError(`unknown command tag ${tag}`);
+  const nowMs = r.int();
+  let cmd: FsmCommand;
+  switch (type) {
+    case 'putJob':
+      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() };
+      break;
+    case 'putJobs':
+      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() })) };
+      break;
+    case 'updateJob':
+      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), expectedVersion: r.uint() };
+      break;
+    case 'deleteJob':
+      cmd = { type, nowMs, jobId: r.str(), expectedVersion: r.uint() };
+      break;
+    case 'pauseJob':
+      cmd = { type, nowMs, jobId: r.str(), note: r.str() };
+      break;
+    case 'resumeJob':
+      cmd = { type, nowMs, jobId: r.str() };
+      break;
+    case 'triggerJob':
+      cmd = { type, nowMs, jobId: r.str(), idempotencyKey: r.str() };
+      break;
+    case 'backfillJob':
+      cmd = { type, nowMs, jobId: r.str(), fromMs: r.int(), toMs: r.int(), maxRuns: r.uint() };
+      break;
+    case 'fireRuns':
+      cmd = {
+        type,
+        nowMs,
+        misfireThresholdMs: r.uint(),
+        items: r.list((r) => ({ jobId: r.str(), slotMs: r.int() })),
+      };
+      break;
+    case 'claimRuns':
+      {
+        const items = r.list((r) => ({ runId: r.str(), workerId: r.str(), leaseDeadlineMs: r.int() }));
+        cmd = r.more ? { type, nowMs, items, aheadMs: r.uint(), defaultLeaseMs: r.uint() } : { type, nowMs, items };
+      }
+      break;
+    case 'finishRuns':
+      cmd = {
+        type,
+        nowMs,
+        items: r.list((r) => {
+          const runId = r.str();
+          const fencingToken = r.uint();
+          const succeeded = r.bool();
+          if (succeeded) {
+            return { runId, fencingToken, succeeded, output: r.bytes(), errorType: '', errorMessage: '', retryable: false, timedOut: false };
+          }
+          return {
+            runId,
+            fencingToken,
+            succeeded,
+            output: new Uint8Array(),
+            errorType: r.str(),
+            errorMessage: r.str(),
+            retryable: r.bool(),
+            timedOut: r.bool(),
+          };
+        }),
+      };
+      break;
+    case 'renewLeases':
+      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), fencingToken: r.uint(), leaseDeadlineMs: r.int() })) };
+      break;
+    case 'expireLeases':
+      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), fencingToken: r.uint() })) };
+      break;
+    case 'cancelRuns':
+      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), reason: r.str() })) };
+      break;
+    case 'markRuns':
+      cmd = {
+        type,
+        nowMs,
+        items: r.list((r): MarkItem => {
+          const runId = r.str();
+          const o = r.u8();
+          if (o !== 1 && o !== 2) throw new FsmDecodeError(`bad mark outcome ${o}`);
+          return { runId, outcome: o === 1 ? 'missed' : 'skipped', reason: r.str() };
+        }),
+      };
+      break;
+    case 'trimHistory':
+      cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
+      break;
+  }
+  r.end();
+  return cmd;
+}

@@ -1,0 +1,246 @@
+// The FSM's command vocabulary: what the leader proposes through the Raft log.
+// Every time-driven command carries `nowMs`, the cluster time stamped by the leader (DESIGN §5a):
+// apply uses only that, never a clock (I5). Batched commands carry thousands of items; each item
+// gets its own result so one bad item never fails (or half-applies) the rest.
+import type { JobSpec } from '../../gen/herald/v1/job.js';
+
+export interface PutJobCommand {
+  readonly type: 'putJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+  readonly spec: JobSpec;
+  /** Empty for none. A repeat within 24 h (from the first command's time) returns the first job. */
+  readonly idempotencyKey: string;
+}
+
+export interface PutJobsItem {
+  readonly jobId: string;
+  readonly spec: JobSpec;
+  /** Empty for none; the same 24 h semantics as PutJobCommand.idempotencyKey. */
+  readonly idempotencyKey: string;
+}
+
+/**
+ * Many creates in one log entry (CreateJobs): each item is applied exactly as a putJob command
+ * of the same nowMs would be, in item order, and gets its own result. One entry instead of one
+ * per job is what lets bulk creates go past the per-entry cost of the log.
+ */
+export interface PutJobsCommand {
+  readonly type: 'putJobs';
+  readonly nowMs: number;
+  readonly items: readonly PutJobsItem[];
+}
+
+export interface UpdateJobCommand {
+  readonly type: 'updateJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+  readonly spec: JobSpec;
+  /** 0 = unconditional. */
+  readonly expectedVersion: number;
+}
+
+export interface DeleteJobCommand {
+  readonly type: 'deleteJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+  /** 0 = unconditional. */
+  readonly expectedVersion: number;
+}
+
+export interface PauseJobCommand {
+  readonly type: 'pauseJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+  readonly note: string;
+}
+
+export interface ResumeJobCommand {
+  readonly type: 'resumeJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+}
+
+export interface TriggerJobCommand {
+  readonly type: 'triggerJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+  /** Empty for none; scoped to the job. */
+  readonly idempotencyKey: string;
+}
+
+export interface BackfillJobCommand {
+  readonly type: 'backfillJob';
+  readonly nowMs: number;
+  readonly jobId: string;
+  readonly fromMs: number;
+  readonly toMs: number;
+  /** More slots than this in the range fail the command with LIMIT_EXCEEDED. */
+  readonly maxRuns: number;
+}
+
+export interface FireItem {
+  readonly jobId: string;
+  /** The due slot the leader saw (before jitter). Every slot of the job up to it is handled. */
+  readonly slotMs: number;
+}
+
+export interface FireRunsCommand {
+  readonly type: 'fireRuns';
+  readonly nowMs: number;
+  /**
+   * A slot older than nowMs − this (and not fired) counts as misfired (downtime) and is handled
+   * by the job's misfire policy. Carried in the command, not configured per node, so every
+   * replica decides alike. 0 means the default (60 s).
+   */
+  readonly misfireThresholdMs: number;
+  readonly items: readonly FireItem[];
+}
+
+export interface ClaimItem {
+  readonly runId: string;
+  readonly workerId: string;
+  /**
+   * When the lease expires unless renewed; 0 = the run's start plus its job's lease duration
+   * (ClaimRunsCommand.defaultLeaseMs when the job sets none), so the leader need not read the job.
+   */
+  readonly leaseDeadlineMs: number;
+}
+
+/** The fencing token of every claim in the command is the Raft index of its entry. */
+export interface ClaimRunsCommand {
+  readonly type: 'claimRuns';
+  readonly nowMs: number;
+  readonly items: readonly ClaimItem[];
+  /**
+   * Runs whose not-before time is at most this far past nowMs may be claimed too (the leader's
+   * dispatch lead; the worker holds them until then). 0 = only runs due now. At most
+   * MAX_CLAIM_AHEAD_MS: a larger value claims nothing early.
+   */
+  readonly aheadMs?: number;
+  /** The lease duration of items with leaseDeadlineMs 0 whose job sets none (0 = such items are refused). */
+  readonly defaultLeaseMs?: number;
+}
+
+/** The largest ClaimRunsCommand.aheadMs apply honours. */
+export const MAX_CLAIM_AHEAD_MS = 1_000;
+
+export interface FinishItem {
+  readonly runId: string;
+  readonly fencingToken: number;
+  readonly succeeded: boolean;
+  /** Handler output on success (at most 64 KiB). */
+  readonly output: Uint8Array;
+  /** On failure: */
+  readonly errorType: string;
+  readonly errorMessage: string;
+  readonly retryable: boolean;
+  /** The attempt exceeded the job's execution timeout (a retryable failure). */
+  readonly timedOut: boolean;
+}
+
+export interface FinishRunsCommand {
+  readonly type: 'finishRuns';
+  readonly nowMs: number;
+  readonly items: readonly FinishItem[];
+}
+
+export interface RenewItem {
+  readonly runId: string;
+  readonly fencingToken: number;
+  readonly leaseDeadlineMs: number;
+}
+
+export interface RenewLeasesCommand {
+  readonly type: 'renewLeases';
+  readonly nowMs: number;
+  readonly items: readonly RenewItem[];
+}
+
+export interface ExpireItem {
+  readonly runId: string;
+  readonly fencingToken: number;
+}
+
+/** The leader decides expiry (it holds heartbeats in memory); the FSM checks the token. */
+export interface ExpireLeasesCommand {
+  readonly type: 'expireLeases';
+  readonly nowMs: number;
+  readonly items: readonly ExpireItem[];
+}
+
+export interface CancelItem {
+  readonly runId: string;
+  readonly reason: string;
+}
+
+export interface CancelRunsCommand {
+  readonly type: 'cancelRuns';
+  readonly nowMs: number;
+  readonly items: readonly CancelItem[];
+}
+
+export interface MarkItem {
+  readonly runId: string;
+  /** 'missed': could not start within its starting deadline; 'skipped': overlap policy. */
+  readonly outcome: 'missed' | 'skipped';
+  readonly reason: string;
+}
+
+/** Records pending runs that will not start as MISSED or SKIPPED (leader's watchdog). */
+export interface MarkRunsCommand {
+  readonly type: 'markRuns';
+  readonly nowMs: number;
+  readonly items: readonly MarkItem[];
+}
+
+export interface TrimHistoryCommand {
+  readonly type: 'trimHistory';
+  readonly nowMs: number;
+  /** Jobs whose finished runs are trimmed to their retention (count and age). */
+  readonly jobIds: readonly string[];
+  /** At most this many expired idempotency keys are removed (0 = none). */
+  readonly maxIdempotencyKeys: number;
+}
+
+export type FsmCommand =
+  | PutJobCommand
+  | PutJobsCommand
+  | UpdateJobCommand
+  | DeleteJobCommand
+  | PauseJobCommand
+  | ResumeJobCommand
+  | TriggerJobCommand
+  | BackfillJobCommand
+  | FireRunsCommand
+  | ClaimRunsCommand
+  | FinishRunsCommand
+  | RenewLeasesCommand
+  | ExpireLeasesCommand
+  | CancelRunsCommand
+  | MarkRunsCommand
+  | TrimHistoryCommand;
+
+export type FsmCommandType = FsmCommand['type'];
+
+/** A finish item with the defaults filled in: success, or failure with an error. */
+export function finishSuccess(runId: string, fencingToken: number, output: Uint8Array = new Uint8Array()): FinishItem {
+  return { runId, fencingToken, succeeded: true, output, errorType: '', errorMessage: '', retryable: false, timedOut: false };
+}
+
+export function finishFailure(
+  runId: string,
+  fencingToken: number,
+  error: { type: string; message?: string; retryable: boolean; timedOut?: boolean },
+): FinishItem {
+  return {
+    runId,
+    fencingToken,
+    succeeded: false,
+    output: new Uint8Array(),
+    errorType: error.type,
+    errorMessage: error.message ?? '',
+    retryable: error.retryable,
+    timedOut: error.timedOut ?? false,
+  };
+}

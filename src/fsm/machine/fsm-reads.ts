@@ -1,0 +1,274 @@
+// Read paths the server uses. All are range reads over an index, so their cost follows what they
+// return (I6), never the number of jobs stored — except listJobs with filters, which scans job
+// records under a per-page budget and hands back a page token where it stopped.
+import { Job, JobState } from '../../gen/herald/v1/job.js';
+import { Run, RunState } from '../../gen/herald/v1/run.js';
+import { HeraldError } from '../../herald-error.js';
+import type { Db } from '../store/apply-txn.js';
+import { decodeCount } from '../store/apply-txn.js';
+import {
+  COUNTER_PREFIX,
+  dueRange,
+  JOB_PREFIX,
+  jobKey,
+  jobRunsPrefix,
+  padTime,
+  parseDueKey,
+  RUN_PREFIX,
+  runIdOfTail,
+  runKey,
+  runKeyOfStateKey,
+  SEP,
+  SEP_END,
+  statePrefix,
+} from '../store/key-layout.js';
+import { decodeJobRecord, decodeRunRecord } from '../store/records.js';
+import type { ReadyEntry, ReadyIndex } from '../store/ready-index.js';
+import type { RecordCache } from '../store/record-cache.js';
+import { parseRunId } from '../commands/run-id.js';
+import { isValidId } from '../commands/validation.js';
+
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 1000;
+/** Job records a filtered listJobs page may examine before it returns (possibly short). */
+export const LIST_JOBS_SCAN_BUDGET = 10_000;
+
+export interface DueSlot {
+  readonly jobId: string;
+  readonly slotMs: number;
+}
+
+export interface ListJobsQuery {
+  pageSize?: number;
+  pageToken?: string;
+  state?: JobState;
+  labelSelector?: Readonly<Record<string, string>>;
+  taskType?: string;
+}
+
+export interface ListRunsQuery {
+  jobId?: string;
+  state?: RunState;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  /** '' when there is nothing more. */
+  readonly nextPageToken: string;
+}
+
+export interface ReadyQuery {
+  readonly limit: number;
+  /** Only these task types (merged in dispatch order); all when absent. */
+  readonly taskTypes?: readonly string[];
+  /** Only runs whose not-before is at or before this instant; all when absent. */
+  readonly nowMs?: number;
+}
+
+function upper(prefix: string): string {
+  return prefix.slice(0, -1) + SEP_END;
+}
+
+function pageSizeOf(n: number | undefined): number {
+  if (n === undefined || n === 0) return DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE) {
+    throw new HeraldError('INVALID_ARGUMENT', `page_size: must be between 1 and ${MAX_PAGE_SIZE} (got ${n})`, { field: 'page_size' });
+  }
+  return n;
+}
+
+/** Page tokens are the last key returned, base64url: opaque to clients, checked on the way in. */
+function encodeToken(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+function decodeToken(token: string, prefix: string): string {
+  const key = Buffer.from(token, 'base64url').toString('utf8');
+  if (!key.startsWith(prefix) || encodeToken(key) !== token) {
+    throw new HeraldError('INVALID_ARGUMENT', 'page_token: not a token from a previous response of this call', { field: 'page_token' });
+  }
+  return key;
+}
+
+export class FsmReads {
+  /**
+   * `ready`: the in-memory ready index the state machine keeps (ready-index.ts); `records`: its
+   * record cache, which always holds what the store holds (record-cache.ts).
+   */
+  constructor(
+    private readonly db: Db,
+    protected readonly ready: ReadyIndex,
+    private readonly records?: RecordCache,
+  ) {}
+
+  async getJob(jobId: string): Promise<Job | undefined> {
+    if (!isValidId(jobId)) return undefined;
+    const v = await this.db.get(jobKey(jobId));
+    return v === undefined ? undefined : decodeJobRecord(v).job;
+  }
+
+  /**
+   * Many jobs for the leader's dispatch rounds and sweeps (they touch thousands), read-only:
+   * absent ones map to undefined. Records come from the record cache where it has them (a herd's
+   * jobs were just fired there) and the rest from one getMany; specs are decoded through apply's
+   * shared spec objects (job-record-codec.ts), so a job whose spec apply decoded costs no
+   * protobuf decode. Callers must not mutate a returned spec (none does: they read the lease,
+   * payload and deadlines).
+   */
+  async getJobs(jobIds: readonly string[]): Promise<Map<string, Job | undefined>> {
+    const out = new Map<string, Job | undefined>();
+    const missed: string[] = [];
+    for (const id of jobIds) {
+      if (out.has(id)) continue;
+      if (!isValidId(id)) {
+        out.set(id, undefined);
+        continue;
+      }
+      const v = this.records?.peek(jobKey(id));
+      if (v === undefined) {
+        missed.push(id);
+        out.set(id, undefined); // its place, until read (and a repeat of it is skipped)
+      } else out.set(id, decodeJobRecord(v, true).job);
+    }
+    if (missed.length === 0) return out;
+    const values = await this.db.getMany(missed.map(jobKey));
+    for (let i = 0; i < missed.length; i++) {
+      const v = values[i];
+      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, true).job);
+    }
+    return out;
+  }
+
+  async getRun(runId: string): Promise<Run | undefined> {
+    const p = parseRunId(runId);
+    if (!p) return undefined;
+    const v = await this.db.get(runKey(p));
+    return v === undefined ? undefined : decodeRunRecord(v).run;
+  }
+
+  /** The job's fire cursor: the last slot handled and the next one due (0 = none). */
+  async fireCursor(jobId: string): Promise<{ lastSlotMs: number; nextFireMs: number } | undefined> {
+    const job = await this.getJob(jobId);
+    return job && { lastSlotMs: job.lastSlotUnixMs, nextFireMs: job.nextFireUnixMs };
+  }
+
+  async listJobs(q: ListJobsQuery = {}): Promise<Page<Job>> {
+    const size = pageSizeOf(q.pageSize);
+    const after = q.pageToken ? decodeToken(q.pageToken, JOB_PREFIX) : undefined;
+    const selector = Object.entries(q.labelSelector ?? {});
+    const items: Job[] = [];
+    let scanned = 0;
+    let lastKey = '';
+    const it = this.db.iterator(after ? { gt: after, lt: upper(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: upper(JOB_PREFIX) });
+    try {
+      for await (const [key, value] of it) {
+        lastKey = key;
+        scanned++;
+        const job = decodeJobRecord(value).job;
+        const ok =
+          (!q.state || job.state === q.state) &&
+          (!q.taskType || job.spec?.taskType === q.taskType) &&
+          selector.every(([k, v]) => job.spec?.labels[k] === v);
+        if (ok) items.push(job);
+        if (items.length === size || scanned >= LIST_JOBS_SCAN_BUDGET) {
+          return { items, nextPageToken: encodeToken(lastKey) };
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    return { items, nextPageToken: '' };
+  }
+
+  /** Runs newest slot first (per job), optionally of one job and/or in one state. */
+  async listRuns(q: ListRunsQuery = {}): Promise<Page<Run>> {
+    const size = pageSizeOf(q.pageSize);
+    if (q.jobId && !isValidId(q.jobId)) return { items: [], nextPageToken: '' };
+    let prefix: string;
+    if (q.state) prefix = q.jobId ? `${statePrefix(q.state)}${q.jobId}${SEP}` : statePrefix(q.state);
+    else prefix = q.jobId ? jobRunsPrefix(q.jobId) : RUN_PREFIX;
+    const before = q.pageToken ? decodeToken(q.pageToken, prefix) : upper(prefix);
+    const keys = await this.db.keys({ gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
+    const more = keys.length > size;
+    const page = keys.slice(0, size);
+    const runKeys = q.state ? page.map(runKeyOfStateKey) : page;
+    const values = await this.db.getMany(runKeys);
+    const items = values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+    return { items, nextPageToken: more ? encodeToken(page[page.length - 1]!) : '' };
+  }
+
+  /** (job, slot) pairs due in [fromMs, toMs), earliest first: a range read of the due index (I6). */
+  async dueWindow(fromMs: number, toMs: number, limit: number): Promise<DueSlot[]> {
+    const keys = await this.db.keys({ ...dueRange(fromMs, toMs), limit }).all();
+    return keys.map(parseDueKey);
+  }
+
+  /** Runs waiting for a worker: highest priority first, then earliest not-before. */
+  async readyRuns(q: ReadyQuery): Promise<Run[]> {
+    return this.runsById(this.readyEntries(q).map((e) => e.runId));
+  }
+
+  /**
+   * The ready index itself, without reading any record: what the dispatcher plans with. Answered
+   * from memory, so it reflects exactly the batches applied so far.
+   */
+  readyEntries(q: ReadyQuery): ReadyEntry[] {
+    if (q.limit <= 0) return [];
+    return this.ready.scan(q.limit, q.taskTypes, q.nowMs);
+  }
+
+  /**
+   * RUNNING runs whose lease deadline (as stored) is before `beforeMs`, earliest first. Reads
+   * every RUNNING run (no index by deadline is kept: the leader holds leases in memory), so it is
+   * for tests and tools, not for a periodic path.
+   */
+  async expiringLeases(beforeMs: number, limit: number): Promise<Run[]> {
+    const due = (await this.runningRuns()).filter((r) => r.leaseDeadlineUnixMs < beforeMs);
+    due.sort((a, b) => a.leaseDeadlineUnixMs - b.leaseDeadlineUnixMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return due.slice(0, limit);
+  }
+
+  /**
+   * RUNNING runs (a new leader adopts them with a grace period), by job and slot. `want`, when
+   * given, picks runs by id from the state index before any record is read: the leader's orphan
+   * sweep wants only the few its lease table lacks, out of every run in flight.
+   */
+  async runningRuns(limit = Number.MAX_SAFE_INTEGER, want?: (runId: string) => boolean): Promise<Run[]> {
+    const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
+    const keys = await this.db.keys({ gte: prefix, lt: upper(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
+    const tails = keys.map((k) => k.slice(prefix.length));
+    const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
+    return this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`));
+  }
+
+  /**
+   * Runs per state, for metrics (kept as counters by apply: O(states), not O(runs)). Every
+   * state is present, zeros included, so a gauge falls back to 0 when its last run moves on.
+   */
+  async runCounts(): Promise<Map<RunState, number>> {
+    const out = new Map<RunState, number>();
+    for (let s = RunState.RUN_STATE_PENDING; s <= RunState.RUN_STATE_MISSED; s++) out.set(s, 0);
+    for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
+      out.set(Number(key.slice(COUNTER_PREFIX.length)) as RunState, decodeCount(value));
+    }
+    return out;
+  }
+
+  private async runsFromKeys(runKeys: readonly string[]): Promise<Run[]> {
+    const values = await this.db.getMany(runKeys as string[]);
+    return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+  }
+
+  /** The runs that exist of `runIds`, in that order. */
+  async getRuns(runIds: readonly string[]): Promise<Run[]> {
+    return this.runsById(runIds);
+  }
+
+  private async runsById(runIds: readonly string[]): Promise<Run[]> {
+    const parsed = runIds.map(parseRunId);
+    const values = await this.db.getMany(parsed.map((p) => (p ? runKey(p) : `${RUN_PREFIX}`)));
+    return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
+  }
+}

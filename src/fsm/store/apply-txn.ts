@@ -1,0 +1,534 @@
+// The write set of one apply call: reads see earlier writes of the same call (items of a batch
+// and entries of one apply touch the same jobs), and everything — records, derived indexes,
+// counters and the applied index — leaves in ONE LevelDB batch at commit. Nothing is written
+// before commit, so a thrown error leaves the store untouched (no half-apply).
+import type { ClassicLevel } from 'classic-level';
+import { FsmDecodeError } from '../commands/binary-codec.js';
+import {
+  counterKey,
+  jobStatePrefix,
+  jobKey,
+  jobRunsPrefix,
+  RUN_PREFIX,
+  runIdOfTail,
+  runKey,
+  SEP_END,
+} from './key-layout.js';
+import {
+  decodeJobRecord,
+  ACTIVE_STATES,
+  decodeRunRecord,
+  encodeJobRecord,
+  encodeRunRecord,
+  isTerminal,
+  jobIndexKeys,
+  readyEntryOf,
+  runIndexKey,
+  type JobRecord,
+  type RunRecord,
+} from './records.js';
+import type { CacheUpdate, RecordCache } from './record-cache.js';
+import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
+import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
+
+export type Db = ClassicLevel<string, Uint8Array>;
+
+/**
+ * Where the transaction's writes go: a LevelDB chained batch. Written straight into it, without
+ * an operation object per write in between (~11 per run of a herd, on every node).
+ */
+export interface BatchSink {
+  put(key: string, value: Uint8Array): unknown;
+  del(key: string): unknown;
+}
+
+const EMPTY = new Uint8Array();
+const NO_KEYS: readonly string[] = [];
+
+/**
+ * What loadedJob / loadedRunAt answer for a record the transaction has not read yet. Commands
+ * prefetch their records, so items usually find them loaded: reading them synchronously spares
+ * each item the promises of an async read (a herd's finish allocated ~2 KB per run in them).
+ */
+export const NOT_READ: unique symbol = Symbol('not read');
+export type NotRead = typeof NOT_READ;
+
+interface Tracked<T> {
+  /** Index keys of the stored version (empty when the record did not exist; runs: see originalState). */
+  readonly originalIndex: readonly string[];
+  /** Run state of the stored version, for the per-state counters (-1 when none / a job). */
+  readonly originalState: number;
+  /** The stored version's ready-index entry (runs only; undefined when not dispatchable). */
+  readonly originalReady: ReadyEntry | undefined;
+  value: T | undefined;
+  dirty: boolean;
+  /** Written by a command whose records the record cache should keep (see `admitting`). */
+  admit: boolean;
+}
+
+/** A run id's parse and the key its record is stored under. */
+export interface RunIdKey {
+  readonly p: ParsedRunId;
+  readonly key: string;
+}
+
+export class ApplyTxn {
+  private readonly raw = new Map<string, Uint8Array | null>();
+  /** Raw values read ahead (prefetchRaw), not written: undefined = absent in the store. */
+  private readonly rawRead = new Map<string, Uint8Array | undefined>();
+  private readonly jobs = new Map<string, Tracked<JobRecord>>();
+  private readonly runs = new Map<string, Tracked<RunRecord>>();
+  /**
+   * Run id -> its parse and run key (null: not a run id), for this transaction. A run command
+   * looks its run up by id in the prefetch, the item, the read-back check and putRun: parsing the
+   * id and building the key once, and using one flat key string, saves ~5 of each per run.
+   */
+  private readonly idKeys = new Map<string, RunIdKey | null>();
+  /**
+   * Tracked runs per job id, so per-job questions need not walk every tracked run. Built on the
+   * first such question (cancel, trim, REPLACE): the run lifecycle never asks one.
+   */
+  private runsByJobIndex: Map<string, [string, Tracked<RunRecord>][]> | undefined;
+
+  /** Per-state run counts this transaction's batch sets (to update the caller's cache after the write). */
+  readonly countsAfter = new Map<number, number>();
+
+  /**
+   * Records written while this is set may enter the record cache (the caller sets it per command:
+   * the run lifecycle reads its records again soon, job edits and bulk creates do not).
+   */
+  admitting = false;
+  /**
+   * Jobs written with a next fire at or before this time may enter the record cache whatever the
+   * command (a create, an edit, a resume): their fire reads them again within the horizon (0: none).
+   */
+  admitJobsDueBy = 0;
+  private cacheUpdates: CacheUpdate[] = [];
+  /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
+  private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
+
+  /**
+   * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
+   * machine does: it is their only writer), saving a read per touched state in every apply.
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly counts?: ReadonlyMap<number, number>,
+    private readonly cache?: RecordCache,
+  ) {}
+
+  /** Record bytes from the cache, the rest with one getMany. */
+  private async readRecords(keys: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    const cache = this.cache;
+    if (!cache) return this.db.getMany(keys as string[]);
+    const out: (Uint8Array | undefined)[] = new Array(keys.length);
+    const missed: number[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const v = cache.get(keys[i]!);
+      if (v === undefined) missed.push(i);
+      else out[i] = v;
+    }
+    if (missed.length > 0) {
+      const values = await this.db.getMany(missed.map((i) => keys[i]!));
+      for (let j = 0; j < missed.length; j++) out[missed[j]!] = values[j];
+    }
+    return out;
+  }
+
+  private async readRecord(key: string): Promise<Uint8Array | undefined> {
+    return this.cache?.get(key) ?? this.db.get(key);
+  }
+
+  /** After the batch is in the store: the cache learns what it wrote. */
+  publishToCache(): void {
+    this.cache?.publish(this.cacheUpdates);
+  }
+
+  /** The ready-index changes of the batch writeBatch wrote (publishReady applies them). */
+  get readyChangesOfBatch(): readonly { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] {
+    return this.readyChanges;
+  }
+
+  /** After the batch is in the store: the ready index follows the runs it wrote. */
+  publishReady(index: ReadyIndex): void {
+    for (const { before, after } of this.readyChanges) {
+      if (before) index.remove(before);
+      if (after) index.add(after);
+    }
+  }
+
+  // ---- raw keys (meta, idempotency) ----
+
+  async getRaw(key: string): Promise<Uint8Array | undefined> {
+    const v = this.raw.get(key);
+    if (v !== undefined) return v ?? undefined;
+    if (this.rawRead.has(key)) return this.rawRead.get(key);
+    return this.db.get(key);
+  }
+
+  /** The raw value as this transaction has it (written or prefetched), without reading: NOT_READ if it has not. */
+  loadedRaw(key: string): Uint8Array | undefined | NotRead {
+    const v = this.raw.get(key);
+    if (v !== undefined) return v ?? undefined;
+    if (this.rawRead.has(key)) return this.rawRead.get(key);
+    return NOT_READ;
+  }
+
+  /** Loads many raw keys with one getMany (idempotency records of a create batch). */
+  async prefetchRaw(keys: readonly string[]): Promise<void> {
+    const missing = [...new Set(keys)].filter((k) => !this.raw.has(k) && !this.rawRead.has(k));
+    if (missing.length === 0) return;
+    const values = await this.db.getMany(missing);
+    missing.forEach((k, i) => this.rawRead.set(k, values[i]));
+  }
+
+  putRaw(key: string, value: Uint8Array = EMPTY): void {
+    this.raw.set(key, value);
+  }
+
+  delRaw(key: string): void {
+    this.raw.set(key, null);
+  }
+
+  /** Raw keys in [gte, lt), merged with this transaction's raw writes, at most `limit`. */
+  async rawKeys(gte: string, lt: string, limit: number): Promise<string[]> {
+    const stored = await this.db.keys({ gte, lt, limit: limit + this.raw.size }).all();
+    const set = new Set(stored);
+    for (const [k, v] of this.raw) {
+      if (k >= gte && k < lt) {
+        if (v === null) set.delete(k);
+        else set.add(k);
+      }
+    }
+    return [...set].sort().slice(0, limit);
+  }
+
+  // ---- jobs ----
+
+  /** Loads many jobs with one getMany (fire batches touch thousands). */
+  async prefetchJobs(jobIds: readonly string[]): Promise<void> {
+    const missing = untracked(jobIds, this.jobs);
+    if (missing.length === 0) return;
+    const values = await this.readRecords(missing.map(jobKey));
+    for (let i = 0; i < missing.length; i++) {
+      try {
+        this.trackJob(missing[i]!, values[i]);
+      } catch {
+        // A corrupt record: left untracked so the command that needs it fails on its own.
+      }
+    }
+  }
+
+  private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
+    const value = bytes === undefined ? undefined : decodeJobRecord(bytes, true);
+    const t: Tracked<JobRecord> = {
+      originalIndex: value ? jobIndexKeys(value.job) : NO_KEYS,
+      originalState: -1,
+      originalReady: undefined,
+      value,
+      dirty: false,
+      admit: false,
+    };
+    this.jobs.set(jobId, t);
+    return t;
+  }
+
+  async getJob(jobId: string): Promise<JobRecord | undefined> {
+    const t = this.jobs.get(jobId) ?? this.trackJob(jobId, await this.readRecord(jobKey(jobId)));
+    return t.value;
+  }
+
+  /** The job as this transaction has it (read, prefetched or written), without reading: NOT_READ if it has not. */
+  loadedJob(jobId: string): JobRecord | undefined | NotRead {
+    const t = this.jobs.get(jobId);
+    return t ? t.value : NOT_READ;
+  }
+
+  /** Stores (or replaces) a job. */
+  putJob(rec: JobRecord): void {
+    const t = this.jobs.get(rec.job.id);
+    if (!t) throw new Error(`putJob before getJob: ${rec.job.id}`);
+    t.value = rec;
+    t.dirty = true;
+    const next = rec.job.nextFireUnixMs;
+    t.admit ||= this.admitting || (next > 0 && next <= this.admitJobsDueBy);
+  }
+
+  deleteJob(jobId: string): void {
+    const t = this.jobs.get(jobId);
+    if (!t) throw new Error(`deleteJob before getJob: ${jobId}`);
+    t.value = undefined;
+    t.dirty = true;
+  }
+
+  // ---- runs ----
+
+  /** runKey(parseRunId(runId)), remembered for the transaction; undefined when it is not a run id. */
+  runIdKey(runId: string): RunIdKey | undefined {
+    let v = this.idKeys.get(runId);
+    if (v === undefined) {
+      const p = parseRunId(runId);
+      v = p ? { p, key: runKey(p) } : null;
+      this.idKeys.set(runId, v);
+    }
+    return v ?? undefined;
+  }
+
+  /** runIdKey for an id the caller just built from its parse `p` (a fire's slots): no parse needed. */
+  knownRunIdKey(runId: string, p: ParsedRunId): RunIdKey {
+    let v = this.idKeys.get(runId);
+    if (!v) {
+      v = { p, key: runKey(p) };
+      this.idKeys.set(runId, v);
+    }
+    return v;
+  }
+
+  /** Loads many runs by key with one getMany (duplicates and tracked ones skipped). */
+  async prefetchRunKeys(runKeys: readonly string[]): Promise<void> {
+    const keys = untracked(runKeys, this.runs);
+    if (keys.length === 0) return;
+    const values = await this.readRecords(keys);
+    for (let i = 0; i < keys.length; i++) {
+      try {
+        this.trackRun(keys[i]!, values[i]);
+      } catch {
+        // As for jobs: the command that needs it fails on its own.
+      }
+    }
+  }
+
+  private trackRun(key: string, bytes: Uint8Array | undefined): Tracked<RunRecord> {
+    const value = bytes === undefined ? undefined : decodeRunRecord(bytes);
+    // A record read back must carry an id this FSM could have made (new ones are built from one).
+    if (value && !this.runIdKey(value.run.id)) throw new FsmDecodeError(`stored run has a bad id ${value.run.id}`);
+    const t: Tracked<RunRecord> = {
+      originalIndex: NO_KEYS, // a run's one index key follows from originalState (runIndexKey)
+      originalState: value ? value.run.state : -1,
+      originalReady: value ? readyEntryOf(value) : undefined,
+      value,
+      dirty: false,
+      admit: false,
+    };
+    this.runs.set(key, t);
+    if (this.runsByJobIndex) this.indexByJob(this.runsByJobIndex, key, t);
+    return t;
+  }
+
+  private indexByJob(index: Map<string, [string, Tracked<RunRecord>][]>, key: string, t: Tracked<RunRecord>): void {
+    // "r\0<jobId>\0...": the job id is the second component of the key.
+    const jobId = key.slice(2, key.indexOf('\0', 2));
+    const list = index.get(jobId);
+    if (list) list.push([key, t]);
+    else index.set(jobId, [[key, t]]);
+  }
+
+  private trackedRunsOf(jobId: string): readonly [string, Tracked<RunRecord>][] {
+    if (!this.runsByJobIndex) {
+      this.runsByJobIndex = new Map();
+      for (const [key, t] of this.runs) this.indexByJob(this.runsByJobIndex, key, t);
+    }
+    return this.runsByJobIndex.get(jobId) ?? [];
+  }
+
+  async getRun(p: ParsedRunId): Promise<RunRecord | undefined> {
+    return this.getRunAt(runKey(p));
+  }
+
+  /** The run stored under `key` (a runKey). */
+  async getRunAt(key: string): Promise<RunRecord | undefined> {
+    const t = this.runs.get(key) ?? this.trackRun(key, await this.readRecord(key));
+    return t.value;
+  }
+
+  /** The run stored under `key` as this transaction has it, without reading: NOT_READ if it has not. */
+  loadedRunAt(key: string): RunRecord | undefined | NotRead {
+    const t = this.runs.get(key);
+    return t ? t.value : NOT_READ;
+  }
+
+  /**
+   * The caller knows that no run is stored under `key` (a runKey) without reading it: a scheduled
+   * slot after its job's last handled one (apply-fire-runs.ts). A key the transaction already
+   * tracks keeps what it has.
+   */
+  knownAbsentRun(key: string): void {
+    if (!this.runs.has(key)) this.trackRun(key, undefined);
+  }
+
+  /** Stores a run; the caller has read it (or checked it is absent) with getRun first. */
+  putRun(rec: RunRecord): void {
+    const k = this.runIdKey(rec.run.id);
+    if (!k) throw new Error(`bad run id ${rec.run.id}`);
+    const t = this.runs.get(k.key);
+    if (!t) throw new Error(`putRun before getRun: ${rec.run.id}`);
+    t.value = rec;
+    t.dirty = true;
+    t.admit ||= this.admitting;
+  }
+
+  deleteRun(p: ParsedRunId): void {
+    const t = this.runs.get(runKey(p));
+    if (!t) throw new Error(`deleteRun before getRun`);
+    t.value = undefined;
+    t.dirty = true;
+  }
+
+  /**
+   * Ids of the job's runs not yet terminal, including this transaction's changes. Reads only the
+   * job's own s\0 ranges of the non-terminal states and the runs this transaction touched.
+   */
+  async activeRunIdsOf(jobId: string): Promise<string[]> {
+    const ids = new Set<string>();
+    for (const state of ACTIVE_STATES) {
+      const prefix = jobStatePrefix(state, jobId);
+      for (const k of await this.db.keys({ gte: prefix, lt: prefix.slice(0, -1) + SEP_END }).all()) {
+        // "s\0<state:2>\0" is 5 characters: the rest is the run's tail.
+        ids.add(runIdOfTail(k.slice(5)));
+      }
+    }
+    for (const [key, t] of this.trackedRunsOf(jobId)) {
+      const before = t.originalState >= 0 && !isTerminal(t.originalState);
+      const now = t.value !== undefined && !isTerminal(t.value.run.state);
+      if (before === now) continue;
+      const id = runIdOfTail(key.slice(RUN_PREFIX.length));
+      if (now) ids.add(id);
+      else ids.delete(id);
+    }
+    return [...ids].sort();
+  }
+
+  /** Every run of a job (history, oldest slot first), including this transaction's changes. */
+  async runsOfJob(jobId: string): Promise<RunRecord[]> {
+    return this.runsAt(await this.runKeysOfJob(jobId));
+  }
+
+  /** Keys of a job's runs in history order, including this transaction's changes; no values are read. */
+  async runKeysOfJob(jobId: string): Promise<string[]> {
+    const prefix = jobRunsPrefix(jobId);
+    const lt = prefix.slice(0, -1) + SEP_END;
+    const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
+    for (const [k, t] of this.trackedRunsOf(jobId)) {
+      if (k < prefix || k >= lt) continue;
+      if (t.value === undefined) keys.delete(k);
+      else keys.add(k);
+    }
+    return [...keys].sort();
+  }
+
+  /** The runs stored under these keys (now tracked, so they can be changed); absent keys are skipped. */
+  async runsAt(keys: readonly string[]): Promise<RunRecord[]> {
+    const missing = keys.filter((k) => !this.runs.has(k));
+    if (missing.length) {
+      const values = await this.readRecords(missing);
+      missing.forEach((k, i) => this.trackRun(k, values[i]));
+    }
+    const out: RunRecord[] = [];
+    for (const k of keys) {
+      const v = this.runs.get(k)!.value;
+      if (v) out.push(v);
+    }
+    return out;
+  }
+
+  // ---- commit ----
+
+  /** Writes the batch into `out`: records, index diffs and counter deltas (the caller adds the applied index). */
+  async writeBatch(out: BatchSink): Promise<void> {
+    const cached: CacheUpdate[] = (this.cacheUpdates = []);
+    const ready: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = (this.readyChanges = []);
+    const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
+      if (!sameReadyEntry(before, after)) ready.push({ before, after });
+    };
+    // Maps walked with forEach: for-of built an entry array and an iterator result per record.
+    this.jobs.forEach((t, id) => {
+      if (!t.dirty) return;
+      const key = jobKey(id);
+      if (t.value) {
+        const value = encodeJobRecord(t.value);
+        out.put(key, value);
+        cached.push({ key, value, admit: t.admit });
+        diffIndexKeys(out, t.originalIndex, jobIndexKeys(t.value.job));
+      } else {
+        out.del(key);
+        cached.push({ key, value: null, admit: false });
+        diffIndexKeys(out, t.originalIndex, NO_KEYS);
+      }
+    });
+    const counterDelta = new Map<number, number>();
+    const bump = (state: number, d: number): void => {
+      if (state >= 0) counterDelta.set(state, (counterDelta.get(state) ?? 0) + d);
+    };
+    this.runs.forEach((t, key) => {
+      if (!t.dirty) return;
+      bump(t.originalState, -1);
+      if (t.value) {
+        const value = encodeRunRecord(t.value);
+        out.put(key, value);
+        // A finished run is not read again soon: dropped from the cache rather than kept.
+        cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
+        diffRunIndex(out, key, t.originalState, t.value.run.state);
+        readyDiff(t.originalReady, readyEntryOf(t.value));
+        bump(t.value.run.state, 1);
+      } else {
+        out.del(key);
+        cached.push({ key, value: null, admit: false });
+        diffRunIndex(out, key, t.originalState, -1);
+        readyDiff(t.originalReady, undefined);
+      }
+    });
+    for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
+      if (d === 0) continue;
+      const k = counterKey(state);
+      const next = (this.counts ? (this.counts.get(state) ?? 0) : decodeCount(await this.getRaw(k))) + d;
+      this.countsAfter.set(state, next);
+      // A zero count is stored as no key, so the bytes do not depend on how entries were split
+      // into apply calls (+1 then −1 in two calls must equal nothing in one).
+      this.raw.set(k, next === 0 ? null : encodeCount(next));
+    }
+    this.raw.forEach((v, key) => {
+      if (v === null) out.del(key);
+      else out.put(key, v);
+    });
+  }
+}
+
+/** The distinct keys not in `tracked`, in first-seen order (a batch names most records once). */
+function untracked(keys: readonly string[], tracked: ReadonlyMap<string, unknown>): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (tracked.has(k) || seen.has(k)) continue;
+    seen.add(k);
+    out.push(k);
+  }
+  return out;
+}
+
+/** The writes that turn index keys `before` into `after`. */
+function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[]): void {
+  if (before.length === 0) {
+    // New records (most of a fire batch): nothing to compare against.
+    for (let i = 0; i < after.length; i++) out.put(after[i]!, EMPTY);
+    return;
+  }
+  // A record has at most three index keys: a scan beats building sets.
+  for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
+  for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, EMPTY);
+}
+
+/** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
+function diffRunIndex(out: BatchSink, key: string, before: number, after: number): void {
+  if (before === after) return;
+  if (before >= 0) out.del(runIndexKey(before, key));
+  if (after >= 0) out.put(runIndexKey(after, key), EMPTY);
+}
+
+export function encodeCount(n: number): Uint8Array {
+  return new TextEncoder().encode(String(n));
+}
+
+export function decodeCount(v: Uint8Array | undefined): number {
+  return v === undefined ? 0 : Number(new TextDecoder().decode(v));
+}

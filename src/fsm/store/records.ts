@@ -1,0 +1,138 @@
+// Stored records: the public Job / Run messages plus the few internal fields the FSM needs,
+// behind a record-format version byte. Index keys are a pure function of a record
+// (jobIndexKeys / runIndexKey), so the transaction (apply-txn.ts) keeps every index exact by
+// diffing the keys of a record before and after a change — no index is updated by hand.
+import { Job, JobState } from '../../gen/herald/v1/job.js';
+import { Run, RunState } from '../../gen/herald/v1/run.js';
+import { ByteReader, ByteWriter, FsmDecodeError } from '../commands/binary-codec.js';
+import { dueKey, stateKeyOfRunKey } from './key-layout.js';
+import type { ReadyEntry } from './ready-index.js';
+import { readRun, writeRun } from '../commands/run-record-codec.js';
+import { readJob, specBytes, specOf, writeJob } from '../commands/job-record-codec.js';
+
+/** Format 1 records: [1][internal fields][protobuf message to the end] (still read). */
+const RECORD_FORMAT_VERSION = 1;
+
+export interface JobRecord {
+  job: Job;
+  /** Manual triggers so far: the next manual run is "~m<manualSeq>". */
+  manualSeq: number;
+  /** BUFFER_ONE: the run queued behind the active one ('' when none). */
+  heldRunId: string;
+}
+
+export interface RunRecord {
+  run: Run;
+  /** BUFFER_ONE: pending but not dispatchable until the job's active run ends. */
+  held: boolean;
+}
+
+/**
+ * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2
+ * (written since) is [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts). Both read.
+ */
+const JOB_RECORD_FORMAT_VERSION = 2;
+
+export function encodeJobRecord(rec: JobRecord): Uint8Array {
+  const w = new ByteWriter(160 + specBytes(rec.job.spec).length);
+  w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
+  writeJob(w, rec.job);
+  return w.finish();
+}
+
+/** The rest of the record: the protobuf message. */
+function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
+  return bytes.subarray(bytes.length - r.remaining());
+}
+
+/** `shared`: for apply only (job-record-codec.ts, sharedSpecs). */
+export function decodeJobRecord(bytes: Uint8Array, shared = false): JobRecord {
+  const r = new ByteReader(bytes);
+  const v = r.u8();
+  if (v === JOB_RECORD_FORMAT_VERSION) {
+    const manualSeq = r.uint();
+    const heldRunId = r.str();
+    const job = readJob(r, shared);
+    r.end();
+    return { job, manualSeq, heldRunId };
+  }
+  if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
+  const manualSeq = r.uint();
+  const heldRunId = r.str();
+  const spec = specOf(r.bytes());
+  const job = Job.decode(rest(bytes, r));
+  if (spec) job.spec = spec;
+  return { job, manualSeq, heldRunId };
+}
+
+/**
+ * Run records: format 1 held the protobuf Run; format 2 (written since) the positional encoding
+ * of run-record-codec.ts, which is several times cheaper to decode. Both are read.
+ */
+const RUN_RECORD_FORMAT_VERSION = 2;
+
+export function encodeRunRecord(rec: RunRecord): Uint8Array {
+  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length);
+  w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
+  writeRun(w, rec.run);
+  return w.finish();
+}
+
+export function decodeRunRecord(bytes: Uint8Array): RunRecord {
+  const r = new ByteReader(bytes);
+  const v = r.u8();
+  if (v === RUN_RECORD_FORMAT_VERSION) {
+    const held = r.bool();
+    const run = readRun(r);
+    r.end();
+    return { run, held };
+  }
+  if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown run record version ${v}`);
+  const held = r.bool();
+  return { run: Run.decode(rest(bytes, r)), held };
+}
+
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
+  RunState.RUN_STATE_SUCCEEDED,
+  RunState.RUN_STATE_DEAD,
+  RunState.RUN_STATE_CANCELLED,
+  RunState.RUN_STATE_SKIPPED,
+  RunState.RUN_STATE_MISSED,
+]);
+
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** Waiting for a worker: PENDING, or FAILED with a retry scheduled. */
+export function isDispatchable(rec: RunRecord): boolean {
+  const s = rec.run.state;
+  return !rec.held && (s === RunState.RUN_STATE_PENDING || s === RunState.RUN_STATE_FAILED);
+}
+
+/** Shared by every job without index keys (each fired one-off job, every paused one). */
+const NO_INDEX_KEYS: readonly string[] = Object.freeze([]);
+
+/** Secondary index keys of a job: the due index entry while ACTIVE with a next fire time. */
+export function jobIndexKeys(job: Job): readonly string[] {
+  return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
+}
+
+/** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */
+export const ACTIVE_STATES: readonly RunState[] = [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_FAILED];
+
+/**
+ * The one secondary index key of a run in `state` stored under `key` (its runKey): by state (the
+ * ready index lives in memory, ready-index.ts). Built from the key, whose tail is the state key's
+ * tail. A function of the state alone, so the transaction diffs states, not key lists.
+ */
+export function runIndexKey(state: RunState, key: string): string {
+  return stateKeyOfRunKey(state, key);
+}
+
+/** The run's entry in the in-memory ready index while it is dispatchable. */
+export function readyEntryOf(rec: RunRecord): ReadyEntry | undefined {
+  if (!isDispatchable(rec)) return undefined;
+  const run = rec.run;
+  return { runId: run.id, jobId: run.jobId, taskType: run.taskType, priority: run.priority, notBeforeMs: run.notBeforeUnixMs };
+}

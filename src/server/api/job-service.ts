@@ -1,0 +1,363 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { JobServiceServer } from '../../gen/herald/v1/job_service.js';
+import {
+  ReadConsistency,
+  type CreateJobRequest,
+  type CreateJobResponse,
+  type CreateJobsResult,
+} from '../../gen/herald/v1/job_service.js';
+import { JobState } from '../../gen/herald/v1/job.js';
+import { RunState } from '../../gen/herald/v1/run.js';
+import {
+  decodeResult,
+  encodeCommand,
+  requireRunId,
+  validateId,
+  validateIdempotencyKey,
+  validateJobSpec,
+  validateNote,
+  type FsmCommand,
+  type FsmResult,
+  type ItemError,
+  type SchedulerStateMachine,
+} from '../../fsm/index.js';
+import { HeraldError } from '../../herald-error.js';
+import type { HeraldNode } from '../node/create-node.js';
+import { grpcStatusOf } from '../grpc/grpc-status-map.js';
+import { LeaderForwarder } from './leader-forwarder.js';
+import type { NodeMetrics } from '../node/metrics.js';
+import { unary, type CallContext } from './unary-handler.js';
+import { status } from '@grpc/grpc-js';
+
+/** The most items one CreateJobs call may carry. */
+export const MAX_CREATE_JOBS_ITEMS = 10_000;
+/**
+ * One putJobs entry carries at most this many jobs and about this many bytes of specs: large
+ * enough that the per-entry cost of the log vanishes, small enough to stay far below the
+ * proposal limit (4 MiB by default) and to keep one apply call short on every node.
+ */
+const CREATE_CHUNK_ITEMS = 1000;
+const CREATE_CHUNK_BYTES = 1 << 20;
+/** putJobs proposals of one CreateJobs call in flight at once. */
+const CREATE_CHUNKS_IN_FLIGHT = 3;
+const DEFAULT_BACKFILL_RUNS = 1000;
+const MAX_BACKFILL_RUNS = 10_000;
+
+export interface JobServiceContext {
+  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver'>;
+  fsm: SchedulerStateMachine;
+  logger: Logger;
+  metrics?: NodeMetrics;
+  maxPayloadBytes: number;
+  /** Upper bound for one proposal when the caller set no (shorter) deadline. */
+  proposalTimeoutMs: number;
+  /**
+   * Called on the leader after a write committed, with its command and result: the leader's
+   * scheduler re-arms jobs from it and the dispatcher sends cancel signals to workers.
+   */
+  onCommitted?: (command: FsmCommand, result: FsmResult) => void;
+}
+
+export interface JobServiceHandle {
+  implementation: JobServiceServer;
+  close(): void;
+}
+
+export function createJobService(ctx: JobServiceContext): JobServiceHandle {
+  const forwarder = new LeaderForwarder();
+  const deps = { logger: ctx.logger, metrics: ctx.metrics };
+
+  function timeoutFor(call: CallContext): number {
+    const left = call.remainingMs() - 50; // leave room for the answer to travel back
+    if (left <= 0) throw new HeraldError('PROPOSAL_TIMEOUT', 'the call deadline passed before the write could be proposed');
+    return Math.min(ctx.proposalTimeoutMs, left);
+  }
+
+  /** Runs a write on the leader, forwarding once from a follower. */
+  async function onLeader<Req, Res>(method: string, request: Req, call: CallContext, run: (nowMs: number) => Promise<Res>): Promise<Res> {
+    if (!ctx.node.driver.isLeader()) {
+      const leader = ctx.node.leader();
+      if (call.forwarded || !leader.leaderId || !leader.leaderAddress) {
+        throw new HeraldError(
+          leader.leaderId ? 'NOT_LEADER' : 'NO_LEADER',
+          leader.leaderId ? `this node is not the leader; the leader is ${leader.leaderId} at ${leader.leaderAddress || 'an unknown address'}` : 'no leader is known right now (an election is in progress); retry shortly',
+          { leaderId: leader.leaderId, leaderAddress: leader.leaderAddress },
+        );
+      }
+      return forwarder.call<Req, Res>(leader.leaderAddress, method as never, request, { requestId: call.requestId, timeoutMs: timeoutFor(call) });
+    }
+    const nowMs = ctx.node.clusterClock.nowMs();
+    if (nowMs === undefined) {
+      throw new HeraldError('NOT_READY', 'the leader has not established cluster time yet (waiting for a quorum of heartbeats); retry shortly');
+    }
+    return run(nowMs);
+  }
+
+  async function propose(command: FsmCommand, call: CallContext): Promise<FsmResult> {
+    const outcome = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs: timeoutFor(call) });
+    const result = decodeResult(outcome.result);
+    if (result.type === 'rejected') throw itemError(result.error);
+    ctx.onCommitted?.(command, result);
+    return result;
+  }
+
+  async function read<T>(consistency: ReadConsistency, call: CallContext, fn: () => Promise<T>): Promise<T> {
+    if (consistency !== ReadConsistency.READ_CONSISTENCY_STALE) await ctx.node.readIndex({ timeoutMs: timeoutFor(call) });
+    return fn();
+  }
+
+  async function createOne(item: CreateJobRequest, nowMs: number, call: CallContext): Promise<CreateJobResponse> {
+    const result = await propose(
+      { type: 'putJob', nowMs, jobId: item.jobId, spec: item.spec!, idempotencyKey: item.idempotencyKey },
+      call,
+    );
+    const r = expectType(result, 'job');
+    if (r.error) throw itemError(r.error);
+    return { job: r.job, created: r.created };
+  }
+
+  function validateCreate(item: CreateJobRequest, prefix: string): CreateJobRequest {
+    if (item.jobId !== '') validateId(item.jobId, `${prefix}job_id`);
+    validateJobSpec(item.spec, { maxPayloadBytes: ctx.maxPayloadBytes });
+    if (item.idempotencyKey !== '') validateIdempotencyKey(item.idempotencyKey, `${prefix}idempotency_key`);
+    // The id is chosen before the command is proposed: apply must not draw randomness (I5).
+    return item.jobId !== '' ? item : { ...item, jobId: `job-${randomUUID()}` };
+  }
+
+  const implementation: JobServiceServer = {
+    createJob: unary('CreateJob', deps, async (req, call) => {
+      const item = validateCreate(req, '');
+      return onLeader('createJob', item, call, (nowMs) => createOne(item, nowMs, call));
+    }),
+
+    createJobs: unary('CreateJobs', deps, async (req, call) => {
+      if (req.items.length === 0) throw new HeraldError('INVALID_ARGUMENT', 'items: at least one job is required', { field: 'items' });
+      if (req.items.length > MAX_CREATE_JOBS_ITEMS) {
+        throw new HeraldError('LIMIT_EXCEEDED', `items: at most ${MAX_CREATE_JOBS_ITEMS} jobs per call (got ${req.items.length}); split the batch`, { field: 'items' });
+      }
+      const prepared = req.items.map((item, i) => {
+        try {
+          return { item: validateCreate(item, `items[${i}].`) };
+        } catch (e) {
+          return { error: e };
+        }
+      });
+      const forwardable = { items: prepared.map((p, i) => p.item ?? req.items[i]!) };
+      return onLeader('createJobs', forwardable, call, async (nowMs) => {
+        const results: CreateJobsResult[] = new Array(prepared.length);
+        const failed = (i: number, e: unknown): void => {
+          const he = e instanceof HeraldError ? e : new HeraldError('INTERNAL', 'internal error');
+          results[i] = { job: undefined, code: grpcStatusOf[he.code], message: he.message, created: false };
+        };
+        const valid: number[] = [];
+        prepared.forEach((p, i) => (p.error !== undefined ? failed(i, p.error) : valid.push(i)));
+        // A few chunks in flight: they share fsyncs and replication rounds, while each waits
+        // only for the applies of the few ahead of it (all at once, the last ones of a large call
+        // queued behind every other's apply and ran out of proposal time on a loaded node).
+        const chunks = createChunks(valid, (i) => prepared[i]!.item!);
+        let nextChunk = 0;
+        const proposeChunks = async (): Promise<void> => {
+          while (nextChunk < chunks.length) {
+            const chunk = chunks[nextChunk++]!;
+            try {
+              const items = chunk.map((i) => {
+                const it = prepared[i]!.item!;
+                return { jobId: it.jobId, spec: it.spec!, idempotencyKey: it.idempotencyKey };
+              });
+              const r = expectType(await propose({ type: 'putJobs', nowMs, items }, call), 'jobs');
+              if (r.items.length !== chunk.length) throw new HeraldError('INTERNAL', `putJobs answered ${r.items.length} items for ${chunk.length}`);
+              chunk.forEach((i, k) => {
+                const item = r.items[k]!;
+                if (item.error) failed(i, itemError(item.error));
+                else results[i] = { job: item.job, code: status.OK, message: '', created: item.created };
+              });
+            } catch (e) {
+              for (const i of chunk) failed(i, e);
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(CREATE_CHUNKS_IN_FLIGHT, chunks.length) }, proposeChunks));
+        return { results };
+      });
+    }),
+
+    getJob: unary('GetJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      const job = await read(req.consistency, call, () => ctx.fsm.getJob(req.jobId));
+      if (!job) throw jobNotFound(req.jobId);
+      return { job };
+    }),
+
+    listJobs: unary('ListJobs', deps, async (req, call) => {
+      validateEnum(req.state, JobState, 'state');
+      if (req.taskType !== '') validateId(req.taskType, 'task_type');
+      const page = await read(req.consistency, call, () =>
+        ctx.fsm.listJobs({
+          pageSize: req.pageSize,
+          pageToken: req.pageToken,
+          state: req.state || undefined,
+          labelSelector: req.labelSelector,
+          taskType: req.taskType || undefined,
+        }),
+      );
+      return { jobs: page.items, nextPageToken: page.nextPageToken };
+    }),
+
+    updateJob: unary('UpdateJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      validateJobSpec(req.spec, { maxPayloadBytes: ctx.maxPayloadBytes });
+      return onLeader('updateJob', req, call, async (nowMs) => {
+        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: req.spec!, expectedVersion: req.expectedVersion }, call), 'job');
+        if (r.error) throw itemError(r.error);
+        return { job: r.job };
+      });
+    }),
+
+    deleteJob: unary('DeleteJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      return onLeader('deleteJob', req, call, async (nowMs) => {
+        const r = expectType(await propose({ type: 'deleteJob', nowMs, jobId: req.jobId, expectedVersion: req.expectedVersion }, call), 'delete');
+        if (r.error) throw itemError(r.error);
+        return { cancelledRuns: r.cancelledRuns };
+      });
+    }),
+
+    pauseJob: unary('PauseJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      validateNote(req.note, 'note');
+      return onLeader('pauseJob', req, call, async (nowMs) => {
+        const r = expectType(await propose({ type: 'pauseJob', nowMs, jobId: req.jobId, note: req.note }, call), 'job');
+        if (r.error) throw itemError(r.error);
+        return { job: r.job };
+      });
+    }),
+
+    resumeJob: unary('ResumeJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      return onLeader('resumeJob', req, call, async (nowMs) => {
+        const r = expectType(await propose({ type: 'resumeJob', nowMs, jobId: req.jobId }, call), 'job');
+        if (r.error) throw itemError(r.error);
+        return { job: r.job };
+      });
+    }),
+
+    triggerJob: unary('TriggerJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      if (req.idempotencyKey !== '') validateIdempotencyKey(req.idempotencyKey);
+      return onLeader('triggerJob', req, call, async (nowMs) => {
+        const r = expectType(await propose({ type: 'triggerJob', nowMs, jobId: req.jobId, idempotencyKey: req.idempotencyKey }, call), 'trigger');
+        if (r.error) throw itemError(r.error);
+        return { run: r.run };
+      });
+    }),
+
+    backfillJob: unary('BackfillJob', deps, async (req, call) => {
+      validateId(req.jobId, 'job_id');
+      if (!Number.isSafeInteger(req.fromUnixMs) || req.fromUnixMs <= 0) {
+        throw new HeraldError('INVALID_ARGUMENT', 'from_unix_ms: required, a positive instant in ms', { field: 'from_unix_ms' });
+      }
+      if (!Number.isSafeInteger(req.toUnixMs) || req.toUnixMs <= req.fromUnixMs) {
+        throw new HeraldError('INVALID_ARGUMENT', 'to_unix_ms: required, after from_unix_ms', { field: 'to_unix_ms' });
+      }
+      if (!Number.isInteger(req.maxRuns) || req.maxRuns < 0 || req.maxRuns > MAX_BACKFILL_RUNS) {
+        throw new HeraldError('INVALID_ARGUMENT', `max_runs: between 1 and ${MAX_BACKFILL_RUNS} (0 means ${DEFAULT_BACKFILL_RUNS})`, { field: 'max_runs' });
+      }
+      return onLeader('backfillJob', req, call, async (nowMs) => {
+        if (req.toUnixMs > nowMs) {
+          throw new HeraldError('INVALID_ARGUMENT', `to_unix_ms: a backfill covers the past; ${req.toUnixMs} is after the cluster time ${nowMs}`, { field: 'to_unix_ms' });
+        }
+        const cmd: FsmCommand = {
+          type: 'backfillJob',
+          nowMs,
+          jobId: req.jobId,
+          fromMs: req.fromUnixMs,
+          toMs: req.toUnixMs,
+          maxRuns: req.maxRuns || DEFAULT_BACKFILL_RUNS,
+        };
+        const r = expectType(await propose(cmd, call), 'backfill');
+        if (r.error) throw itemError(r.error);
+        return { runIds: [...r.runIds] };
+      });
+    }),
+
+    listRuns: unary('ListRuns', deps, async (req, call) => {
+      if (req.jobId !== '') validateId(req.jobId, 'job_id');
+      validateEnum(req.state, RunState, 'state');
+      const page = await read(req.consistency, call, () =>
+        ctx.fsm.listRuns({ jobId: req.jobId || undefined, state: req.state || undefined, pageSize: req.pageSize, pageToken: req.pageToken }),
+      );
+      return { runs: page.items, nextPageToken: page.nextPageToken };
+    }),
+
+    getRun: unary('GetRun', deps, async (req, call) => {
+      requireRunId(req.runId);
+      const run = await read(req.consistency, call, () => ctx.fsm.getRun(req.runId));
+      if (!run) throw new HeraldError('RUN_NOT_FOUND', `run ${req.runId} does not exist (it may have been trimmed by the job's history retention)`);
+      return { run };
+    }),
+
+    cancelRun: unary('CancelRun', deps, async (req, call) => {
+      requireRunId(req.runId);
+      validateNote(req.reason, 'reason');
+      return onLeader('cancelRun', req, call, async (nowMs) => {
+        const r = expectType(await propose({ type: 'cancelRuns', nowMs, items: [{ runId: req.runId, reason: req.reason || 'cancelled by request' }] }, call), 'cancel');
+        const item = r.items[0];
+        if (!item) throw new HeraldError('INTERNAL', 'cancel returned no item result');
+        if (item.error) throw itemError(item.error);
+        return { run: item.run };
+      });
+    }),
+  };
+
+  return { implementation, close: () => forwarder.close() };
+}
+
+/** A cheap upper estimate of an item's encoded size (the exact size would mean encoding twice). */
+function createItemBytes(item: CreateJobRequest): number {
+  const spec = item.spec!;
+  let n = 256 + item.jobId.length + item.idempotencyKey.length + spec.taskType.length + spec.payload.length;
+  const kind = spec.schedule?.kind;
+  if (kind?.$case === 'cron') n += kind.cron.expression.length + kind.cron.timeZone.length;
+  for (const [k, v] of Object.entries(spec.labels)) n += k.length + 4 * v.length + 8;
+  for (const t of spec.retry?.nonRetryableErrorTypes ?? []) n += 4 * t.length + 4;
+  return n;
+}
+
+/** Splits item indexes into putJobs chunks, in order, by count and estimated bytes. */
+function createChunks(indexes: readonly number[], itemOf: (i: number) => CreateJobRequest): number[][] {
+  const chunks: number[][] = [];
+  let cur: number[] = [];
+  let bytes = 0;
+  for (const i of indexes) {
+    const b = createItemBytes(itemOf(i));
+    if (cur.length > 0 && (cur.length >= CREATE_CHUNK_ITEMS || bytes + b > CREATE_CHUNK_BYTES)) {
+      chunks.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(i);
+    bytes += b;
+  }
+  if (cur.length > 0) chunks.push(cur);
+  return chunks;
+}
+
+function expectType<T extends FsmResult['type']>(result: FsmResult, type: T): Extract<FsmResult, { type: T }> {
+  if (result.type !== type) throw new HeraldError('INTERNAL', `state machine answered ${result.type} where ${type} was expected`);
+  return result as Extract<FsmResult, { type: T }>;
+}
+
+function itemError(e: ItemError): HeraldError {
+  return new HeraldError(e.code, e.message, { reason: e.reason });
+}
+
+function jobNotFound(jobId: string): HeraldError {
+  return new HeraldError('JOB_NOT_FOUND', `job ${jobId} does not exist`);
+}
+
+function validateEnum(value: number, enumObject: Record<string, string | number>, field: string): void {
+  if (value < 0 || !Object.values(enumObject).includes(value)) {
+    throw new HeraldError('INVALID_ARGUMENT', `${field}: ${value} is not a valid value`, { field });
+  }
+}

@@ -1,0 +1,181 @@
+// herald.v1.WorkerService on the client port. Any node accepts the stream; only the leader with
+// its services ready keeps it. A follower (or a leader that cannot get ready) answers hello
+// with a Redirect to the leader's client address and ends the stream; the worker reconnects
+// there and re-attaches the runs it holds.
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { ConnectRequest, ConnectResponse, WorkerHello, WorkerServiceServer } from '../../gen/herald/v1/worker_service.js';
+import { HeraldError } from '../../herald-error.js';
+import type { Logger } from 'pino';
+import { LeaderServices } from '../leader/leader-services.js';
+import { toServiceError } from '../grpc/service-error.js';
+import { WorkerSession } from '../leader/worker-session.js';
+
+export interface WorkerServiceHost {
+  readonly nodeId: string;
+  /** The current leader services (undefined on a follower). */
+  leaderServices(): LeaderServices | undefined;
+  /** Where the leader is ('' when unknown). */
+  leader(): { leaderId: string; leaderAddress: string };
+  /** False while the node shuts down: new streams are redirected. */
+  accepting(): boolean;
+  readonly heartbeatIntervalMs: number;
+  readonly log: Logger;
+}
+
+/** How long a hello waits for a new leader's services to get ready before it is redirected. */
+const READY_WAIT_MS = 5_000;
+
+export function createWorkerService(host: WorkerServiceHost): WorkerServiceServer {
+  return {
+    connect(call: ServerDuplexStream<ConnectRequest, ConnectResponse>) {
+      handleStream(host, call);
+    },
+  };
+}
+
+function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectRequest, ConnectResponse>): void {
+  let session: WorkerSession | undefined;
+  let services: LeaderServices | undefined;
+  let helloSeen = false;
+  /** Set once the welcome is sent; messages before it wait in `early`. */
+  let live = false;
+  let closed = false;
+  const early: ConnectRequest[] = [];
+
+  const fail = (e: unknown) => {
+    if (closed) return;
+    closed = true;
+    const err = toServiceError(e);
+    try {
+      call.emit('error', err);
+    } catch {
+      call.destroy();
+    }
+  };
+
+  const redirect = () => {
+    const l = host.leader();
+    closed = true;
+    try {
+      call.write({ message: { $case: 'redirect', redirect: { leaderId: l.leaderId === host.nodeId ? '' : l.leaderId, leaderAddress: l.leaderId === host.nodeId ? '' : l.leaderAddress } } });
+      call.end();
+    } catch {
+      // the worker went away already
+    }
+  };
+
+  const onClose = () => {
+    if (session) {
+      session.markClosed();
+      services?.detach(session);
+    }
+    closed = true;
+  };
+
+  const handle = (msg: ConnectRequest) => {
+    const m = msg.message;
+    // A leader that stepped down keeps its streams open only until it can name the new leader:
+    // it must not answer for leases it no longer manages (that would abort healthy runs).
+    if (!session || !services || session.closed || !services.active) return;
+    switch (m?.$case) {
+      case 'credits':
+        if (!Number.isInteger(m.credits.credits) || m.credits.credits <= 0) {
+          fail(new HeraldError('INVALID_ARGUMENT', 'credits must be > 0'));
+          return;
+        }
+        services.credits(session, m.credits.credits);
+        return;
+      case 'heartbeat':
+        services.heartbeat(session, m.heartbeat.runs);
+        return;
+      case 'result':
+        services.results.add(session, m.result);
+        return;
+      case 'batch': {
+        const { results, credits } = m.batch;
+        if (!Number.isInteger(credits) || credits < 0) {
+          fail(new HeraldError('INVALID_ARGUMENT', `batch credits must be >= 0 (got ${credits})`));
+          return;
+        }
+        // Results first: the credits are the slots those runs freed.
+        for (const r of results) services.results.add(session, r);
+        if (credits > 0) services.credits(session, credits);
+        return;
+      }
+      case 'reattach': {
+        const s = session;
+        void services.reattach(s, m.reattach.runs).then(({ rejected }) => {
+          for (const r of rejected) {
+            s.send({ message: { $case: 'leaseLost', leaseLost: { runId: r.runId, fencingToken: r.fencingToken, reason: 'not re-attached: the lease is no longer held' } } });
+          }
+        });
+        return;
+      }
+      case 'drain':
+        services.drain(session);
+        return;
+      case 'hello':
+        fail(new HeraldError('INVALID_ARGUMENT', 'hello may only be the first message'));
+        return;
+      default:
+        return; // unknown future message: ignore
+    }
+  };
+
+  const onHello = async (hello: WorkerHello) => {
+    try {
+      LeaderServices.validateHello(hello);
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    let s = host.accepting() ? host.leaderServices() : undefined;
+    if (s && !s.ready) {
+      const ok = await Promise.race([s.whenReady(), new Promise<boolean>((r) => setTimeout(() => r(false), READY_WAIT_MS))]);
+      if (!ok) s = undefined;
+    }
+    if (closed) return;
+    if (!s || !s.ready || !host.accepting()) {
+      redirect();
+      return;
+    }
+    services = s;
+    session = new WorkerSession(hello.workerId, new Set(hello.taskTypes), hello.capacity, call, hello.batches);
+    const { adopted, rejected } = await s.attach(session, hello.heldRuns);
+    if (closed || !s.active) {
+      s.detach(session);
+      if (!closed) redirect();
+      return;
+    }
+    session.send({ message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected, batches: true } } });
+    live = true;
+    host.log.info({ workerId: hello.workerId, taskTypes: hello.taskTypes, capacity: hello.capacity, adopted: adopted.length, rejected: rejected.length }, 'worker connected');
+    for (const m of early.splice(0)) handle(m);
+  };
+
+  call.on('data', (msg: ConnectRequest) => {
+    if (closed) return;
+    if (!helloSeen) {
+      if (msg.message?.$case !== 'hello') {
+        fail(new HeraldError('INVALID_ARGUMENT', 'the first message on a worker stream must be hello'));
+        return;
+      }
+      helloSeen = true;
+      onHello(msg.message.hello).catch(fail);
+      return;
+    }
+    if (!live) early.push(msg);
+    else handle(msg);
+  });
+  call.on('end', () => {
+    onClose();
+    try {
+      call.end();
+    } catch {
+      // already ended
+    }
+  });
+  call.on('error', onClose);
+  call.on('cancelled', onClose);
+  call.on('close', onClose);
+}

@@ -1,0 +1,323 @@
+// The leader's dispatcher: ready runs to workers with credits.
+//
+// A round reads the ready index (priority, then not-before; kept in memory by the state machine,
+// so a round reads no record) for the task types that have spare capacity, plans with
+// planDispatch (fair across types and workers), reserves the credits at once
+// and proposes ONE claimRuns command. Assignments are sent only after the claim commits, with
+// the fencing token the claim got (its Raft index) and a lease granted in the LeaseTable. Rounds
+// are paced by credits and by the admission limit (claimBatchSize per round, maxClaimsInFlight
+// rounds at once), so a herd of 100k fired runs drains at the speed workers take them.
+//
+// Claim behind fire: when nothing is waiting in the ready index, the runs a fireRuns command is
+// about to create are claimed by a claimRuns entry proposed right behind it (same Ready, same
+// fsync, one round instead of two, no ready-index read). The claim's apply checks each run as
+// always (exists, pending, due, deadline); a run the fire did not create as pending (missed,
+// skipped, jittered) is simply refused and its credit returned. With a backlog the ready index
+// decides, so priorities and not-before order hold.
+//
+// Dispatch lead: runs due within dispatchLeadMs are claimed now, the claim saying so (aheadMs);
+// the assignment tells the worker how long to hold the run (start_delay_ms, from cluster time),
+// and the lease counts from then. A fire and its claim are an fsynced commit round plus a tick
+// late otherwise, on every run.
+import type { Job } from '../../../gen/herald/v1/job.js';
+import type { RunAssignment } from '../../../gen/herald/v1/worker_service.js';
+import { scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../../../fsm/index.js';
+import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
+import type { DispatchRoom, LeaderContext } from '../leader-term.js';
+import type { WorkerSession } from '../worker-session.js';
+
+/** Shared by assignments without a payload: the encoder only reads it. */
+const NO_PAYLOAD = Buffer.alloc(0);
+
+/**
+ * The sessions whose credits a plan took, by the run's place in the plan (an array, not a map by
+ * run id: no hashing or map growth per run); a delivered run's place is cleared, so settling gives
+ * back only the credits of runs that were not delivered.
+ */
+type Reserved = (WorkerSession | undefined)[];
+
+export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
+  const ms = job?.spec?.leaseDurationMs ?? 0;
+  return ms > 0 ? ms : defaultMs;
+}
+
+export class Dispatcher {
+  private inFlight = 0;
+  private wakePending = false;
+  private scheduled = false;
+  private stopped = false;
+  private poll: NodeJS.Timeout | undefined;
+  /**
+   * Runs whose claim is in flight: the ready index still lists them until the claim applies, so
+   * rounds skip them. A claim settles only once it has applied here (or failed), and the ready
+   * index is read synchronously from what was applied, so no read can list a settled run.
+   */
+  private readonly claiming = new Set<string>();
+
+  /** The last ready read found runs it could not plan (or filled a whole round): a backlog. */
+  private backlog = true;
+
+  /** Counters for benches and debugging. */
+  readonly stats = { rounds: 0, claims: 0, claimed: 0, claimMs: 0, readMs: 0, claimsBehindFire: 0 };
+
+  /** The lateness histogram's (only) series, looked up once: observe() on the metric costs a closure and a label object per run. */
+  private readonly fireLateness: { observe(value: number): void };
+
+  constructor(private readonly ctx: LeaderContext) {
+    this.fireLateness = ctx.metrics.fireLateness.labels({});
+  }
+
+  start(): void {
+    this.poll = setInterval(() => this.wake(), this.ctx.config.dispatchPollMs);
+    this.wake();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.poll);
+  }
+
+  /**
+   * What a fire may create now for a claim right behind it to take at once (fire pacing,
+   * fire-scheduler.ts pacedToTake): the connected workers' credits — none while fired runs wait in
+   * the ready index for them (a backlog: they go first) — and the task types they serve;
+   * undefined when no worker is connected (nothing to wait for).
+   */
+  dispatchRoom(): DispatchRoom | undefined {
+    if (this.stopped) return undefined;
+    let credits = 0;
+    const taskTypes = new Set<string>();
+    for (const s of this.ctx.sessions.all()) {
+      if (s.draining) continue;
+      credits += s.credits;
+      for (const t of s.taskTypes) taskTypes.add(t);
+    }
+    if (taskTypes.size === 0) return undefined;
+    return { credits: this.backlog ? 0 : credits, taskTypes };
+  }
+
+  claimInFlight(runId: string): boolean {
+    return this.claiming.has(runId);
+  }
+
+  /** Runs a round soon; wake-ups while one is pending coalesce. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.inFlight >= this.ctx.config.maxClaimsInFlight) {
+      this.wakePending = true;
+      return;
+    }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.round();
+    });
+  }
+
+  private async round(): Promise<void> {
+    const ctx = this.ctx;
+    if (this.stopped || !ctx.active() || this.inFlight >= ctx.config.maxClaimsInFlight) return;
+    const now = ctx.now();
+    if (now === undefined) return;
+    const open = this.openSessions();
+    if (open.length === 0) return;
+    const types = new Set<string>();
+    let total = 0;
+    for (const s of open) {
+      total += s.credits;
+      for (const t of s.taskTypes) types.add(t);
+    }
+    const limit = Math.min(total, ctx.config.claimBatchSize);
+    this.inFlight++;
+    let plan: DispatchAssignment[] = [];
+    const reserved: Reserved = [];
+    let more = false;
+    try {
+      this.stats.rounds++;
+      const tRead = Date.now();
+      // Runs due within the dispatch lead go now: the worker holds each until its instant.
+      const lead = ctx.config.dispatchLeadMs;
+      const ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now + lead });
+      this.stats.readMs += Date.now() - tRead;
+      const runs = new Map<string, ReadyEntry>();
+      for (const r of ready) if (!this.claiming.has(r.runId)) runs.set(r.runId, r);
+      this.backlog = runs.size > 0;
+      if (runs.size === 0) return;
+      // Credits may have changed while we read; plan against the sessions as they are now.
+      // Ready entries are candidates as they are (planDispatch only reads them).
+      plan = this.plan([...runs.values()], this.openSessions(), now + lead, limit, reserved);
+      this.backlog = plan.length < runs.size || plan.length === limit;
+      if (plan.length === 0) return;
+      more = plan.length === limit;
+
+      const claimNow = Math.max(now, ctx.now() ?? now);
+      // Lease deadline 0: the claim's apply sets it from the run's start and its job's lease
+      // duration, and its result carries what the assignment needs of the job (no job read here).
+      const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
+      const tClaim = Date.now();
+      const res = await ctx.propose(this.claimCommand(claimNow, items), 'claim', 10_000);
+      this.stats.claims++;
+      this.stats.claimed += items.length;
+      this.stats.claimMs += Date.now() - tClaim;
+      if (!ctx.active()) return;
+      this.deliver(res.items, items, reserved, claimNow);
+    } catch (e) {
+      if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'dispatch round failed');
+      // A claim whose outcome is unknown may still commit: its runs are then RUNNING with a
+      // lease nobody renews; adoption at the next takeover or the lease sweep recovers them.
+    } finally {
+      this.settle(plan, reserved);
+      this.inFlight--;
+      if (more || this.wakePending) {
+        this.wakePending = false;
+        this.wake();
+      }
+      // The backlog may be gone and credits are what they are now: slots held for room may go.
+      if (!this.backlog) ctx.wakeFires();
+    }
+  }
+
+  /**
+   * Claims the runs a fireRuns command just proposed will create, with a claimRuns entry right
+   * behind it. Must be called synchronously after proposing the fire (nothing here waits), so
+   * the claim follows the fire in the log; only without a known backlog, and only for jobs whose
+   * dispatch hint (their last fire's) says no jitter: their runs are due at the slot.
+   */
+  claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): void {
+    const ctx = this.ctx;
+    if (this.stopped || this.backlog || !ctx.active()) return;
+    const workers = this.openSessions();
+    if (workers.length === 0) return;
+    const candidates: DispatchCandidate[] = [];
+    for (const f of fired) {
+      const hint = hintOf(f.jobId);
+      if (!hint || hint.jittered) continue;
+      const runId = scheduledRunId(f.jobId, f.slotMs);
+      if (this.claiming.has(runId)) continue;
+      candidates.push({ runId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: f.slotMs });
+    }
+    if (candidates.length === 0) return;
+    let total = 0;
+    for (const s of workers) total += s.credits;
+    const reserved: Reserved = [];
+    const lead = ctx.config.dispatchLeadMs;
+    const plan = this.plan(candidates, workers, nowMs + lead, Math.min(total, ctx.config.claimBatchSize), reserved);
+    // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
+    if (plan.length < candidates.length) this.backlog = true;
+    if (plan.length === 0) return;
+    const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
+    // Appended now, right behind the fire (the propose path is synchronous up to the append).
+    const claim = ctx.propose(this.claimCommand(nowMs, items), 'claim', 10_000);
+    this.stats.claimsBehindFire++;
+    let refused = true;
+    void claim
+      .then(
+        (res) => {
+          this.stats.claimed += items.length;
+          refused = res.items.some((r) => !r.run);
+          if (ctx.active()) this.deliver(res.items, items, reserved, nowMs);
+        },
+        (e: unknown) => {
+          if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
+        },
+      )
+      .finally(() => {
+        this.settle(plan, reserved);
+        // A refused run that is pending after all (not due, say) is the ready index's again.
+        if (refused) this.wake();
+      });
+  }
+
+  /** A claimRuns command of `items` (lease deadlines 0: from each job, or our default). */
+  private claimCommand(nowMs: number, items: ClaimItem[]): ClaimRunsCommand {
+    return { type: 'claimRuns', nowMs, items, aheadMs: this.ctx.config.dispatchLeadMs, defaultLeaseMs: this.ctx.config.defaultLeaseMs };
+  }
+
+  /** Sessions that may be given runs now. */
+  private openSessions(): WorkerSession[] {
+    return this.ctx.sessions.all().filter((s) => !s.draining && s.credits > 0);
+  }
+
+  /**
+   * Plans `candidates` over `workers` (planDispatch) and reserves the plan: a credit per planned
+   * run taken from its worker (recorded in `reserved`, at the run's place in the plan), the run
+   * marked as being claimed.
+   */
+  private plan(candidates: readonly DispatchCandidate[], workers: readonly WorkerSession[], nowMs: number, limit: number, reserved: Reserved): DispatchAssignment[] {
+    const plan = planDispatch(
+      candidates,
+      workers.map((s) => ({ workerId: s.workerId, taskTypes: s.taskTypes, credits: s.credits })),
+      { nowMs, limit },
+    );
+    const bySession = new Map(workers.map((s) => [s.workerId, s]));
+    for (const a of plan) {
+      const s = bySession.get(a.workerId)!;
+      s.credits--;
+      reserved.push(s);
+      this.claiming.add(a.runId);
+    }
+    return plan;
+  }
+
+  /** A claim settled: credits of runs not delivered go back; the ready index now says where its runs are. */
+  private settle(plan: readonly DispatchAssignment[], reserved: Reserved): void {
+    for (const s of reserved) if (s) s.credits++;
+    for (const a of plan) this.claiming.delete(a.runId);
+  }
+
+  /** Claim results: assignments for the runs claimed, credits back for the rest. */
+  private deliver(results: readonly ClaimItemResult[], items: readonly ClaimItem[], reserved: Reserved, claimNowMs: number): void {
+    const ctx = this.ctx;
+    // Per worker, in claim order: one write per worker per claim instead of one per run.
+    const out = new Map<WorkerSession, { assignments: RunAssignment[]; leases: { deadlineMs: number }[] }>();
+    let missed = 0;
+    // Without a cluster time now, the claim's: earlier than now, so a held run starts late, never early.
+    const now = ctx.now() ?? claimNowMs;
+    for (let i = 0; i < results.length; i++) {
+      const r = results[i]!;
+      const session = reserved[i]!;
+      reserved[i] = undefined;
+      if (!r.run) {
+        session.credits++;
+        if (r.error?.reason === 'DEADLINE_PASSED') missed++;
+        continue;
+      }
+      const run = r.run;
+      const item = items[i]!;
+      const leaseMs = run.leaseDurationMs > 0 ? run.leaseDurationMs : ctx.config.defaultLeaseMs;
+      // Claimed ahead of its instant (dispatch lead): the worker holds it until then.
+      const startDelayMs = Math.max(0, run.notBeforeUnixMs - now);
+      const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
+      lease.deadlineMs += startDelayMs;
+      if (run.attempt === 1) this.fireLateness.observe(run.latenessMs / 1000);
+      let o = out.get(session);
+      if (!o) out.set(session, (o = { assignments: [], leases: [] }));
+      o.leases.push(lease);
+      o.assignments.push({
+        runId: run.id,
+        jobId: run.jobId,
+        taskType: run.taskType,
+        slotUnixMs: run.slotUnixMs,
+        scheduledUnixMs: run.scheduledUnixMs,
+        attempt: run.attempt,
+        fencingToken: run.fencingToken,
+        leaseDeadlineUnixMs: run.leaseDeadlineUnixMs,
+        leaseDurationMs: leaseMs,
+        payload: run.payload.length === 0 ? NO_PAYLOAD : Buffer.from(run.payload.buffer, run.payload.byteOffset, run.payload.byteLength),
+        executionTimeoutMs: run.executionTimeoutMs,
+        manual: run.manual,
+        backfilled: run.backfilled,
+        startDelayMs,
+      });
+    }
+    if (missed > 0) ctx.metrics.missedSlots.inc(missed);
+    for (const [session, o] of out) {
+      // The worker went away between plan and commit: it never saw the runs, so nothing runs
+      // them. Expire their leases at the next sweep instead of waiting a whole lease duration.
+      const sent = session.sendAssignments(o.assignments);
+      for (let i = sent; i < o.leases.length; i++) o.leases[i]!.deadlineMs = 0;
+    }
+  }
+
+}

@@ -1,0 +1,361 @@
+// The leader's fire scheduler: turns due slots into runs.
+//
+// The timing wheel holds each active job's next slot when it falls inside the horizon. It is
+// filled by range reads of the FSM's due index as the horizon moves ([loadedUpTo, horizon end)),
+// so memory and work follow the slots due, never the jobs stored (I6). On becoming leader the
+// first read starts at 0: every job whose cursor is already in the past is due at once, and the
+// FSM hands the whole gap since its last-fired cursor to the job's misfire policy.
+//
+// Firing uses cluster time only (DESIGN §5a). Due slots go out in batched fireRuns commands;
+// the job's next slot comes back in the fire result and re-arms the wheel. Job changes (create,
+// update, pause, resume) are picked up from applied results in log order, so a job created while
+// we lead enters the wheel within one scheduler tick of its commit. Because events are applied
+// after any due-window page that was read concurrently, the newest state always wins.
+import { JobState } from '../../../gen/herald/v1/job.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type DispatchHint, type FireItem, type FireOutcome } from '../../../fsm/index.js';
+import { unsafeSwitches } from '../../../fsm/apply/unsafe-switches.js';
+import type { LeaderContext } from '../leader-term.js';
+import { RESULT_TAG, type AppliedEntry } from '../observed-state-machine.js';
+import { TimingWheel, type WheelEntry } from './timing-wheel.js';
+
+const FIRST_PAGE = 10_000;
+/**
+ * Dispatch hints kept at most; cleared wholesale when full (a job without one fires at its slot and
+ * is claimed from the ready index). Room for a herd of 100,000 due within the horizon and more.
+ */
+const MAX_HINTS = 250_000;
+
+/** An applied job or fire result, decoded once as it is applied and handled on the next tick. */
+type SchedulerEvent =
+  | { readonly kind: 'jobs'; readonly heads: ReturnType<typeof decodeJobHeads> }
+  | { readonly kind: 'fire'; readonly items: readonly FireItem[]; readonly outcomes: readonly FireOutcome[] };
+/** A failed fire proposal is retried this much later (it is idempotent either way). */
+const RETRY_DELAY_MS = 100;
+
+export class FireScheduler {
+  private wheel: TimingWheel | undefined;
+  /** Every job whose next slot is before this is in the wheel or being fired. */
+  private loadedUpTo = 0;
+  /** Jobs whose fire command is in flight: a due-window read must not queue them again. */
+  private readonly inFlight = new Set<string>();
+  private events: SchedulerEvent[] = [];
+  /**
+   * How each job's next run is dispatched, kept in log order: set as a fire or a change to the job
+   * (a create, say) applies, from its result; dropped when the job has no next slot. The lead
+   * (leadOf) and the claim behind the fire need it; the job record is not read for either.
+   */
+  private readonly hints = new Map<string, DispatchHint>();
+  /** Due slots waiting for the fireRuns command in flight to finish. */
+  private toFire: WheelEntry[] = [];
+  /** Due slots whose runs the claim behind the fire would take: they also wait for worker room (pacedToTake). */
+  private paced: WheelEntry[] = [];
+  private firesInFlight = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly ctx: LeaderContext) {}
+
+  /** Queued applied entries (job and fire results), handled in log order on the next tick. */
+  onApplied(entries: readonly AppliedEntry[]): void {
+    let fired = false;
+    for (const e of entries) {
+      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs) {
+        // Heads only: decoding every created job's spec here cost the leader more than the create.
+        // Dispatch hints only for jobs the wheel will hold now (the rest enter it later, by
+        // due-window reads, and get theirs from their first fire), from specs decoded once per
+        // distinct spec (a herd: once).
+        const heads = decodeJobHeads(e.result, this.loadedUpTo);
+        for (const h of heads) this.setHint(h.id, h.dispatch);
+        this.events.push({ kind: 'jobs', heads });
+      } else if (e.tag === RESULT_TAG.fire) {
+        fired = true;
+        // Counts, not run ids: the ids of a herd's fire would be garbage at once.
+        const outcomes = decodeFireOutcomes(e.result);
+        if (outcomes.length === 0) continue;
+        const cmd = decodeCommand(e.data);
+        if (cmd.type !== 'fireRuns') continue;
+        this.noteHints(cmd.items, outcomes);
+        this.events.push({ kind: 'fire', items: cmd.items, outcomes });
+      }
+    }
+    // New runs are in the store now: the dispatcher reads them at once rather than after the
+    // next tick's drainEvents (up to a tick of lateness on every run). A fire that created
+    // nothing costs one empty ready read.
+    if (fired) this.ctx.wakeDispatcher();
+  }
+
+  /** Builds the wheel from committed state (the caller has passed a read barrier) and starts ticking. */
+  async start(nowMs: number): Promise<void> {
+    const c = this.ctx.config;
+    this.wheel = new TimingWheel({ resolutionMs: c.wheelResolutionMs, horizonMs: c.horizonMs }, nowMs);
+    this.loadedUpTo = 0;
+    await this.refill();
+    this.ctx.log.info({ jobsInWheel: this.wheel.size, horizonMs: c.horizonMs }, 'timing wheel built from committed state');
+    if (unsafeSwitches().skipSlotCheck) void this.refireLastSlots(nowMs);
+    this.schedule();
+  }
+
+  /**
+   * The skip-slot-check negative control only (unsafe-switches.ts): at the start of a term, fire
+   * each due job's last fired slot again, as a leader that lost track of what its predecessor
+   * fired would. The FSM, under the same switch, no longer refuses it: the slot runs twice, which
+   * the chaos suite's slot checker must report.
+   */
+  private async refireLastSlots(nowMs: number): Promise<void> {
+    try {
+      const items: FireItem[] = [];
+      for (const s of await this.ctx.fsm.dueWindow(0, this.wheel!.horizonEndMs, FIRST_PAGE)) {
+        const cursor = await this.ctx.fsm.fireCursor(s.jobId);
+        if (cursor && cursor.lastSlotMs > 0) items.push({ jobId: s.jobId, slotMs: cursor.lastSlotMs });
+      }
+      if (items.length === 0 || this.stopped || !this.ctx.active()) return;
+      this.ctx.log.warn({ slots: items.length }, 'UNSAFE skip-slot-check: firing the last fired slot of every due job again');
+      await this.ctx.proposeUnread({ type: 'fireRuns', nowMs, misfireThresholdMs: this.ctx.config.misfireThresholdMs, items }, 'fire', 10_000);
+    } catch (e) {
+      this.ctx.log.warn({ err: e }, 'UNSAFE skip-slot-check: re-fire failed');
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.hints.clear();
+    clearTimeout(this.timer);
+    this.wheel?.clear();
+    this.events = [];
+    this.toFire = [];
+    this.paced = [];
+    this.inFlight.clear();
+  }
+
+  /** Whether the job's next slot is held in the wheel now (tests, operators). */
+  holds(jobId: string): boolean {
+    return this.wheel?.has(jobId) ?? false;
+  }
+
+  /** Jobs held in the wheel (tests and metrics). */
+  get size(): number {
+    return this.wheel?.size ?? 0;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), this.ctx.config.tickMs);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      const wheel = this.wheel;
+      const now = this.ctx.now();
+      if (!wheel || now === undefined || !this.ctx.active()) return;
+      this.drainEvents();
+      // Refill in steps of a few resolutions so a read is not issued every tick.
+      if (wheel.horizonEndMs - this.loadedUpTo >= Math.min(1000, this.ctx.config.horizonMs / 4)) await this.refill();
+      if (this.stopped) return;
+      const due = wheel.advance(this.ctx.now() ?? now);
+      if (due.length > 0) this.fire(due, this.ctx.now() ?? now);
+      else if (this.paced.length > 0) this.pumpFires(this.ctx.now() ?? now); // held for room
+    } catch (e) {
+      this.ctx.log.error({ err: e }, 'scheduler tick failed');
+    } finally {
+      this.schedule();
+    }
+  }
+
+  private async refill(): Promise<void> {
+    const wheel = this.wheel!;
+    let limit = FIRST_PAGE;
+    while (!this.stopped) {
+      const to = wheel.horizonEndMs;
+      if (this.loadedUpTo >= to) break;
+      const page = await this.ctx.fsm.dueWindow(this.loadedUpTo, to, limit);
+      if (this.stopped) return;
+      let upTo = to;
+      let items = page;
+      if (page.length === limit) {
+        const last = page[page.length - 1]!.slotMs;
+        if (page[0]!.slotMs === last) {
+          // One instant holds more jobs than a page (a round-time herd): read it whole.
+          limit *= 2;
+          continue;
+        }
+        // The page may have cut an instant in two: take that instant on the next page.
+        upTo = last;
+        items = page.filter((s) => s.slotMs < last);
+      }
+      for (const s of items) {
+        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: s.slotMs - this.leadOf(s.jobId) });
+      }
+      this.loadedUpTo = upTo;
+      // Anything applied while the page was read is newer than the page: apply it on top.
+      this.drainEvents();
+      limit = FIRST_PAGE;
+    }
+  }
+
+  private noteHints(items: readonly FireItem[], outcomes: readonly FireOutcome[]): void {
+    const n = Math.min(items.length, outcomes.length);
+    for (let i = 0; i < n; i++) this.setHint(items[i]!.jobId, outcomes[i]!.dispatch);
+  }
+
+  private setHint(jobId: string, hint: DispatchHint | undefined): void {
+    if (hint === undefined) {
+      this.hints.delete(jobId);
+      return;
+    }
+    if (this.hints.size >= MAX_HINTS && !this.hints.has(jobId)) this.hints.clear();
+    this.hints.set(jobId, hint);
+  }
+
+  /** The job's dispatch hint, if its last fire left one and it has not changed since. */
+  readonly hintOf = (jobId: string): DispatchHint | undefined => this.hints.get(jobId);
+
+  private drainEvents(): void {
+    if (this.events.length === 0) return;
+    const events = this.events;
+    this.events = [];
+    const m = this.ctx.metrics;
+    for (const e of events) {
+      if (e.kind === 'jobs') {
+        for (const j of e.heads) this.rearm(j.id, j.state === JobState.JOB_STATE_ACTIVE ? j.nextFireUnixMs : 0);
+        continue;
+      }
+      const { items, outcomes } = e;
+      let created = 0;
+      let missed = 0;
+      let skipped = 0;
+      const n = Math.min(items.length, outcomes.length);
+      for (let i = 0; i < n; i++) {
+        const item = items[i]!;
+        const r = outcomes[i]!;
+        this.inFlight.delete(item.jobId);
+        this.rearm(item.jobId, r.nextFireMs);
+        created += r.created;
+        missed += r.missed;
+        skipped += r.skipped;
+      }
+      // One metric update per entry rather than per item (labelled incs cost a label hash each).
+      if (created) m.firedSlots.inc({ outcome: 'created' }, created);
+      if (missed) {
+        m.firedSlots.inc({ outcome: 'missed' }, missed);
+        m.missedSlots.inc(missed);
+      }
+      if (skipped) m.firedSlots.inc({ outcome: 'skipped' }, skipped);
+      if (created > 0) this.ctx.wakeDispatcher();
+    }
+  }
+
+  /** A job's next slot is now `nextFireMs` (0 = none): hold it if it falls in what we loaded. */
+  private rearm(jobId: string, nextFireMs: number): void {
+    const wheel = this.wheel;
+    if (!wheel) return;
+    if (nextFireMs > 0 && nextFireMs < this.loadedUpTo) wheel.schedule({ jobId, slotMs: nextFireMs, fireAtMs: nextFireMs - this.leadOf(jobId) });
+    else wheel.cancel(jobId); // none, or a later due-window read brings it in
+  }
+
+  /**
+   * How long before its slot a job is fired (SchedulerConfig.dispatchLeadMs): only jobs whose
+   * fire depends on nothing but the slot (overlap ALLOW, no jitter), known from the dispatch hint
+   * of their last fire or change (a job without one, as after a leader change, fires at the slot).
+   */
+  private leadOf(jobId: string): number {
+    const lead = this.ctx.config.dispatchLeadMs;
+    if (lead === 0) return 0;
+    const hint = this.hints.get(jobId);
+    return hint && !hint.jittered && hint.allowsOverlap ? lead : 0;
+  }
+
+  /**
+   * Queues due slots for firing. At most `maxFiresInFlight` fireRuns commands are in flight:
+   * slots coming due meanwhile ride in the next command, so under load there are fewer, larger
+   * log entries (each entry costs a replicated write and an apply on every node) instead of one
+   * per tick — while one slow commit (an fsync stall) does not hold back every slot behind it.
+   */
+  private fire(due: readonly WheelEntry[], nowMs: number): void {
+    for (const e of due) this.inFlight.add(e.jobId);
+    // Paced: runs the claim behind the fire would take (a hint, no jitter, a worker for the type).
+    const served = this.holdMs() > 0 ? this.ctx.dispatchRoom()?.taskTypes : undefined;
+    for (const e of due) {
+      const hint = served && this.hints.get(e.jobId);
+      (hint && !hint.jittered && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
+    }
+    this.pumpFires(nowMs);
+  }
+
+  /** Fires queued slots if there is room now (the dispatcher calls this as workers free capacity). */
+  pump(): void {
+    const now = this.ctx.now();
+    if (this.paced.length > 0 && now !== undefined) this.pumpFires(now);
+  }
+
+  private pumpFires(nowMs: number): void {
+    const c = this.ctx.config;
+    while (this.toFire.length + this.paced.length > 0 && this.firesInFlight < c.maxFiresInFlight && !this.stopped && this.ctx.active()) {
+      const chunk = this.toFire.splice(0, c.fireBatchSize);
+      if (chunk.length < c.fireBatchSize && this.paced.length > 0) {
+        const n = this.pacedToTake(nowMs, c.fireBatchSize - chunk.length);
+        if (n > 0) chunk.push(...this.paced.splice(0, n));
+      }
+      if (chunk.length === 0) break; // held for worker room: the next pump or tick looks again
+      const items: FireItem[] = chunk.map((e) => ({ jobId: e.jobId, slotMs: e.slotMs }));
+      const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
+      this.firesInFlight++;
+      // The outcome is read from the applied entry (drainEvents), for any leader's fires alike.
+      const fired = this.ctx.proposeUnread({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
+      // Appended already (propose is synchronous up to the append): the claim goes right behind.
+      this.ctx.claimBehindFire(items, now, this.hintOf);
+      fired
+        .catch((e: unknown) => {
+          if (this.stopped || !this.ctx.active()) return;
+          this.ctx.log.warn({ err: e, items: items.length }, 'fireRuns failed; retrying the slots');
+          const at = (this.ctx.now() ?? now) + RETRY_DELAY_MS;
+          for (const it of items) {
+            this.inFlight.delete(it.jobId);
+            if (!this.wheel?.has(it.jobId)) this.wheel?.schedule({ jobId: it.jobId, slotMs: it.slotMs, fireAtMs: at });
+          }
+        })
+        .finally(() => {
+          this.firesInFlight--;
+          this.pumpFires(this.ctx.now() ?? now);
+        });
+    }
+  }
+
+  /**
+   * How many paced slots the next fireRuns takes (at most `max`). Fire pacing: a slot whose run
+   * the claim behind its fire would take goes only while a connected worker serving its task type
+   * has a credit for it, and not while runs already fired wait for one (the dispatcher's backlog
+   * goes first). Such a run's fire and claim usually apply in one transaction that writes it once,
+   * already RUNNING; a run fired ahead of room is written PENDING and claimed from the ready index
+   * in a transaction of its own: about twice the apply work and replicated bytes per run
+   * (bench/fsm-apply.ts --phases; a 30k herd on workers of capacity 200: drain 4.4 s -> 3.0 s,
+   * leader CPU 131 -> 82 µs per run). Waiting costs the run nothing: it could not have started
+   * sooner. No slot is held longer than holdMs() past its instant: then it fires as due.
+   */
+  private pacedToTake(nowMs: number, max: number): number {
+    const n = Math.min(max, this.paced.length);
+    const holdMs = this.holdMs();
+    if (holdMs <= 0 || nowMs - this.paced[0]!.slotMs >= holdMs) return n;
+    const room = this.ctx.dispatchRoom();
+    if (room === undefined) return n;
+    let credits = room.credits;
+    let i = 0;
+    for (; i < n; i++) {
+      // The hint was there when the slot came due; a change to the job since may have dropped it.
+      const hint = this.hints.get(this.paced[i]!.jobId);
+      if (hint === undefined || !room.taskTypes.has(hint.taskType)) continue;
+      if (credits === 0) break;
+      credits--;
+    }
+    return i;
+  }
+
+  /**
+   * How long past its instant a slot may wait for room (0: pacing off): maxFireHoldMs, and at most
+   * half the misfire threshold and half the watchdog's grace, so pacing never turns a late run
+   * into a misfire or a watchdog alarm.
+   */
+  private holdMs(): number {
+    const c = this.ctx.config;
+    return Math.min(c.maxFireHoldMs, c.misfireThresholdMs / 2, c.watchdogGraceMs / 2);
+  }
+}

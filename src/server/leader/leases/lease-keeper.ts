@@ -1,0 +1,101 @@
+// Lease expiry on the leader. Heartbeats renew leases in the LeaseTable only (no log write);
+// when a lease's monotonic deadline passes, the run's expiry goes through the log (one batched
+// expireLeases command), which makes the run ready again — its next claim carries a higher
+// fencing token — and the holder, if still connected, is told it lost the lease.
+import { leaseMsOf } from '../dispatch/dispatcher.js';
+import type { Lease } from './lease-table.js';
+import type { LeaderContext } from '../leader-term.js';
+
+const MAX_EXPIRE_BATCH = 5_000;
+/** How often RUNNING runs missing from the lease table are looked for (ms). */
+const ORPHAN_SWEEP_MS = 5_000;
+const MAX_ORPHAN_SCAN = 50_000;
+
+export class LeaseKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private orphanTimer: NodeJS.Timeout | undefined;
+  private readonly expiring = new Set<string>();
+  private sweeping = false;
+  private stopped = false;
+
+  constructor(private readonly ctx: LeaderContext) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.sweep(), this.ctx.config.leaseSweepMs);
+    this.orphanTimer = setInterval(() => void this.adoptOrphans(), ORPHAN_SWEEP_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearInterval(this.orphanTimer);
+  }
+
+  /**
+   * A claim whose proposal failed with an unknown outcome may still have committed: its run is
+   * RUNNING under a lease this leader never granted, so nothing would ever expire it. Any RUNNING
+   * run missing from the table gets a lease from now (one duration), like a takeover adoption.
+   * Cost follows the runs in flight, not the jobs stored.
+   */
+  async adoptOrphans(): Promise<number> {
+    const ctx = this.ctx;
+    if (this.stopped || !ctx.active()) return 0;
+    let adopted = 0;
+    try {
+      // Records are read only for runs the table lacks (ids come from the state index).
+      const running = await ctx.fsm.runningRuns(MAX_ORPHAN_SCAN, (id) => !ctx.leases.get(id) && !ctx.claimInFlight(id));
+      for (const run of running) {
+        if (this.stopped || !ctx.active()) break;
+        if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;
+        const job = await ctx.jobs.get(run.jobId);
+        if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;
+        ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs));
+        adopted++;
+      }
+      if (adopted > 0) ctx.log.warn({ adopted }, 'running runs without a lease on this leader adopted (a claim outcome was unknown)');
+    } catch (e) {
+      if (ctx.active()) ctx.log.warn({ err: e }, 'orphan lease sweep failed');
+    }
+    return adopted;
+  }
+
+  private async sweep(): Promise<void> {
+    const ctx = this.ctx;
+    if (this.sweeping || this.stopped || !ctx.active()) return;
+    const due = ctx.leases.expired(MAX_EXPIRE_BATCH + this.expiring.size).filter((l) => !this.expiring.has(l.runId));
+    if (due.length === 0) return;
+    const now = ctx.now();
+    if (now === undefined) return;
+    const batch: Lease[] = due.slice(0, MAX_EXPIRE_BATCH);
+    this.sweeping = true;
+    for (const l of batch) this.expiring.add(l.runId);
+    try {
+      const res = await ctx.propose(
+        { type: 'expireLeases', nowMs: now, items: batch.map((l) => ({ runId: l.runId, fencingToken: l.fencingToken })) },
+        'runItems',
+        10_000,
+      );
+      if (!ctx.active()) return;
+      let expired = 0;
+      res.items.forEach((r, i) => {
+        const l = batch[i]!;
+        if (ctx.leases.get(l.runId)?.fencingToken === l.fencingToken) ctx.leases.release(l.runId);
+        if (r.error) return; // finished, cancelled or re-claimed meanwhile: nothing to expire
+        expired++;
+        ctx.sessions.ofWorker(l.workerId)?.send({
+          message: { $case: 'leaseLost', leaseLost: { runId: l.runId, fencingToken: l.fencingToken, reason: 'lease expired: no heartbeat within the lease duration' } },
+        });
+      });
+      if (expired > 0) {
+        ctx.metrics.leaseExpiries.inc(expired);
+        ctx.log.info({ expired }, 'leases expired; runs are ready again');
+        ctx.wakeDispatcher();
+      }
+    } catch (e) {
+      if (ctx.active()) ctx.log.warn({ err: e, leases: batch.length }, 'expireLeases failed; retrying on the next sweep');
+    } finally {
+      for (const l of batch) this.expiring.delete(l.runId);
+      this.sweeping = false;
+    }
+  }
+}

@@ -1,0 +1,143 @@
+// herald.raft.v1.RaftService on the peer port: inbound Raft streams, InstallSnapshot (staged to
+// disk, verified, then offered to the core), Forward (a follower's proposal), ProposeStream (many
+// proposals on one stream) and ReadIndex.
+
+import type { ServerDuplexStream, ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type {
+  ForwardRequest,
+  ForwardResponse,
+  InstallSnapshotRequest,
+  InstallSnapshotResponse,
+  ProposeStreamRequest,
+  ProposeStreamResponse,
+  RaftServiceServer,
+  ReadIndexRequest,
+  ReadIndexResponse,
+  StreamRequest,
+  StreamResponse,
+} from '../../gen/herald/raft/v1/raft.js';
+import { HeraldError } from '../../herald-error.js';
+import { snapshotMetaFromPb } from './message-codec.js';
+import type { PeerTransport } from './peer-transport.js';
+import type { RaftDriver } from '../../raft/driver/raft-driver.js';
+import { SnapshotWriter } from '../../raft/storage/snapshot-files.js';
+import { handleProposeStream } from './propose-stream.js';
+import { toServiceError } from '../grpc/service-error.js';
+
+/** Metadata marking a Forward already forwarded once (a follower never forwards it again). */
+export const FORWARDED_KEY = 'herald-forwarded';
+
+export interface PeerServiceDeps {
+  selfId: string;
+  clusterId: string;
+  driver: RaftDriver;
+  transport: PeerTransport;
+  snapshotDir: string;
+  logger: Logger;
+  /** Proposes on behalf of a Forward call (forwards once more if this node is not the leader). */
+  propose: (command: Uint8Array, timeoutMs: number, mayForward: boolean) => Promise<{ index: number; result: Uint8Array }>;
+}
+
+export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
+  const mismatch = (got: string) =>
+    toServiceError(new HeraldError('CLUSTER_MISMATCH', `cluster id ${got || '(none)'} does not match this node's ${d.clusterId}`));
+  let loggedMismatch = false;
+
+  return {
+    stream(call: ServerReadableStream<StreamRequest, StreamResponse>, callback: sendUnaryData<StreamResponse>) {
+      let done = false;
+      const finish = (err: ServiceError | null) => {
+        if (done) return;
+        done = true;
+        callback(err, err ? undefined : {});
+      };
+      call.on('data', (req: StreamRequest) => {
+        if (done) return;
+        if (req.clusterId !== d.clusterId) {
+          if (!loggedMismatch) {
+            loggedMismatch = true;
+            d.logger.error({ theirs: req.clusterId, ours: d.clusterId }, 'peer from another cluster; refusing its stream');
+          }
+          finish(mismatch(req.clusterId));
+          return;
+        }
+        d.driver.step(d.transport.receive(req));
+        const effects = d.transport.receiveEffects(req);
+        if (effects.length > 0) d.driver.receiveEffects(effects);
+      });
+      call.on('end', () => finish(null));
+      call.on('error', () => finish(null));
+    },
+
+    installSnapshot(call: ServerReadableStream<InstallSnapshotRequest, InstallSnapshotResponse>, callback: sendUnaryData<InstallSnapshotResponse>) {
+      void (async () => {
+        let writer: SnapshotWriter | undefined;
+        let header: import('../../gen/herald/raft/v1/raft.js').SnapshotHeader | undefined;
+        try {
+          for await (const req of call as AsyncIterable<InstallSnapshotRequest>) {
+            const part = req.part;
+            if (!part) continue;
+            if (part.$case === 'header') {
+              header = part.header;
+              if (header.clusterId !== d.clusterId) {
+                callback(mismatch(header.clusterId));
+                return;
+              }
+              if (header.to !== d.selfId || !header.meta) throw new HeraldError('INVALID_ARGUMENT', 'snapshot header is not for this node');
+              writer = await SnapshotWriter.create(d.snapshotDir, snapshotMetaFromPb(header.meta));
+            } else if (part.$case === 'chunk') {
+              if (!writer) throw new HeraldError('INVALID_ARGUMENT', 'snapshot chunk before header');
+              await writer.write(part.chunk.data);
+            } else {
+              if (!writer || !header?.meta) throw new HeraldError('INVALID_ARGUMENT', 'snapshot trailer before header');
+              await writer.finish(part.trailer.totalBytes, part.trailer.sha256);
+              writer = undefined;
+              const meta = snapshotMetaFromPb(header.meta);
+              d.logger.info({ from: header.from, index: meta.index, bytes: part.trailer.totalBytes }, 'snapshot received');
+              const installed = await d.driver.offerSnapshot(header.from, header.term, meta);
+              callback(null, { installed, term: d.driver.status().term, error: installed ? '' : 'not installed (stale or already held)' });
+              return;
+            }
+          }
+          throw new HeraldError('INVALID_ARGUMENT', 'snapshot stream ended without a trailer');
+        } catch (e) {
+          await writer?.abort();
+          d.logger.warn({ err: e }, 'snapshot receive failed');
+          callback(null, { installed: false, term: d.driver.status().term, error: e instanceof Error ? e.message : String(e) });
+        }
+      })();
+    },
+
+    forward(call, callback: sendUnaryData<ForwardResponse>) {
+      const req: ForwardRequest = call.request;
+      if (req.clusterId !== d.clusterId) {
+        callback(mismatch(req.clusterId));
+        return;
+      }
+      const mayForward = call.metadata.get(FORWARDED_KEY).length === 0;
+      const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : 10_000;
+      d.propose(req.command, timeoutMs, mayForward).then(
+        (o) => callback(null, { result: Buffer.from(o.result.buffer, o.result.byteOffset, o.result.byteLength), index: o.index }),
+        (e: unknown) => callback(toServiceError(e)),
+      );
+    },
+
+    proposeStream(call: ServerDuplexStream<ProposeStreamRequest, ProposeStreamResponse>) {
+      handleProposeStream({ clusterId: d.clusterId, propose: d.propose }, call, call.metadata.get(FORWARDED_KEY).length === 0);
+    },
+
+    readIndex(call, callback: sendUnaryData<ReadIndexResponse>) {
+      const req: ReadIndexRequest = call.request;
+      if (req.clusterId !== d.clusterId) {
+        callback(mismatch(req.clusterId));
+        return;
+      }
+      d.driver.readIndex().then(
+        (index) => callback(null, { index }),
+        (e: unknown) => callback(toServiceError(e)),
+      );
+    },
+  };
+}
+
