@@ -22,7 +22,8 @@ import { runChaos, type ChaosOptions, type ChaosResult } from '../../chaos/run-c
 import { HERALD_BIN, REPO_ROOT } from '../../chaos/orchestrator/cluster-processes.js';
 import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
 import { LogStore } from '../../src/raft/storage/log-store.js';
-import { UNSAFE_ENV, WriteBehindLog } from '../../src/raft/storage/unsafe-durability.js';
+import { UNSAFE_ENV } from '../../src/raft/unsafe-opt-in.js';
+import { WriteBehindLog } from '../../src/raft/storage/unsafe-durability.js';
 
 const dirs: string[] = [];
 afterAll(async () => {

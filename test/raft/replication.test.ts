@@ -35,6 +35,22 @@ describe('log replication', () => {
     expect(c.node('a').raft.status()).toMatchObject({ role: 'follower', term: 2, commit: 3 });
   });
 
+  it('proposeAll appends its commands as adjacent entries in order, and every replica applies them so', () => {
+    const c = new TestCluster(3);
+    c.campaign('a');
+    c.propose('a', 'before');
+    const enc = (t: string) => new TextEncoder().encode(t);
+    const tickets = c.node('a').raft.proposeAll([enc('fire'), enc('claim')]);
+    c.propose('a', 'after');
+    c.stabilize();
+    expect(tickets.map((t) => t.index)).toEqual([tickets[0]!.index, tickets[0]!.index + 1]);
+    for (const id of ['a', 'b', 'c']) expect(c.appliedData(id)).toEqual(['before', 'fire', 'claim', 'after']);
+    // A follower refuses the whole group: nothing of it is appended.
+    const last = c.node('b').storage.lastIndex();
+    expect(() => c.node('b').raft.proposeAll([enc('x'), enc('y')])).toThrow(/not the leader/);
+    expect(c.node('b').storage.lastIndex()).toBe(last);
+  });
+
   // The paper's Figure 7: whatever a follower's log looks like, the leader of term 8 makes it
   // identical to its own (missing entries, extra uncommitted entries, conflicting terms).
   const leaderLog = [1, 1, 1, 4, 4, 5, 5, 6, 6, 6];

@@ -9,7 +9,7 @@
 // leader's side reads the process-wide switches that `herald server --unsafe-...` enabled: a
 // test-only flag is a property of the process, and the leader code has no other channel to it.
 import { HeraldError } from '../../herald-error.js';
-import { UNSAFE_ENV } from '../../raft/storage/unsafe-durability.js';
+import { UNSAFE_ENV, unsafeOptedIn } from '../../raft/unsafe-opt-in.js';
 
 export { UNSAFE_ENV };
 
@@ -26,7 +26,7 @@ let inForce: Required<UnsafeSwitches> = OFF;
 /** The switches in force; throws when any is on without the environment opt-in. */
 export function checkUnsafeSwitches(s: UnsafeSwitches | undefined, env: NodeJS.ProcessEnv = process.env): Required<UnsafeSwitches> {
   const on = { acceptStaleTokens: s?.acceptStaleTokens === true, skipSlotCheck: s?.skipSlotCheck === true };
-  if ((on.acceptStaleTokens || on.skipSlotCheck) && env[UNSAFE_ENV] !== '1') {
+  if ((on.acceptStaleTokens || on.skipSlotCheck) && !unsafeOptedIn(env)) {
     throw new HeraldError('INVALID_ARGUMENT', `unsafe FSM switches are for negative-control tests only; set ${UNSAFE_ENV}=1 to allow them`);
   }
   return on;

@@ -255,6 +255,26 @@ export class RaftNode {
   }
 
   propose(data: Uint8Array): ProposalTicket {
+    this.assertMayPropose();
+    const index = this.appendEntries([{ term: 0, index: 0, type: 'normal', data }]);
+    this.bcastAppend();
+    return { index, term: this.term };
+  }
+
+  /**
+   * Appends the commands as adjacent entries of this term, in order, in one step: nothing can
+   * come between them in the log (a command whose meaning depends on the one before it, such as a
+   * claim of the runs a fire creates, relies on that).
+   */
+  proposeAll(data: readonly Uint8Array[]): ProposalTicket[] {
+    this.assertMayPropose();
+    const last = this.appendEntries(data.map((d) => ({ term: 0, index: 0, type: 'normal' as const, data: d })));
+    this.bcastAppend();
+    const first = last - data.length + 1;
+    return data.map((_, i) => ({ index: first + i, term: this.term }));
+  }
+
+  private assertMayPropose(): void {
     if (this.role !== 'leader') {
       throw new HeraldError('NOT_LEADER', `node ${this.id} is not the leader`, { leaderId: this.lead || undefined });
     }
@@ -263,9 +283,6 @@ export class RaftNode {
         leaderId: this.leadTransferee,
       });
     }
-    const index = this.appendEntries([{ term: 0, index: 0, type: 'normal', data }]);
-    this.bcastAppend();
-    return { index, term: this.term };
   }
 
   readIndex(context: Uint8Array): void {

@@ -331,6 +331,30 @@ export class RaftDriver {
     }
   }
 
+  /**
+   * Proposes commands as adjacent entries, in order (RaftNode.proposeAll): each promise resolves
+   * with its command's apply result. No retry across a leadership transfer: every promise rejects
+   * (NOT_LEADER, INVALID_STATE, PAYLOAD_TOO_LARGE, SHUTTING_DOWN) and none was appended.
+   */
+  proposeAll(data: readonly Uint8Array[], options: { timeoutMs?: number } = {}): Promise<ProposalOutcome>[] {
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    const limit = this.opts.maxProposalBytes ?? 4 * 1024 * 1024;
+    let tickets;
+    try {
+      for (const d of data) {
+        if (d.length > limit) throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${d.length} bytes exceeds the ${limit}-byte proposal limit`);
+      }
+      this.assertRunning();
+      tickets = this.node.proposeAll(data);
+    } catch (e) {
+      const err = isHeraldError(e, 'NOT_LEADER') ? this.notLeader() : e;
+      return data.map(() => Promise.reject(err));
+    }
+    this.stats.proposals += tickets.length;
+    this.scheduleLoop();
+    return tickets.map((t) => this.proposals.track(t.index, t.term, timeoutMs));
+  }
+
   private async proposeOnce(data: Uint8Array, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const deadline = this.clock.nowMs() + timeoutMs;

@@ -17,9 +17,7 @@
 // clients are not slowed; followers wait for the periodic write-back. The result: a client is
 // acknowledged once a majority *said* it stored the entry, while only the leader really did.
 import type { LogStore, PersistInput } from './log-store.js';
-
-/** The environment opt-in every unsafe test switch requires. */
-export const UNSAFE_ENV = 'HERALD_UNSAFE_TEST_SWITCHES';
+import { UNSAFE_ENV, unsafeOptedIn } from '../unsafe-opt-in.js';
 
 /** How long a write stays in the modelled page cache before it is written back. */
 export const WRITEBACK_DELAY_MS = 1_000;
@@ -28,7 +26,7 @@ let skipFsync = false;
 
 /** Turns the control on for the drivers this process creates; throws without the env opt-in. */
 export function enableUnsafeSkipFsync(env: NodeJS.ProcessEnv = process.env): void {
-  if (env[UNSAFE_ENV] !== '1') {
+  if (!unsafeOptedIn(env)) {
     throw new Error(`--unsafe-skip-fsync acknowledges log writes before they are durable (it loses acknowledged writes); it is for negative-control tests only: set ${UNSAFE_ENV}=1 to allow it`);
   }
   skipFsync = true;

@@ -91,6 +91,11 @@ export interface HeraldNode {
   readonly clusterClock: ClusterClock;
   readonly events: RaftDriver['events'];
   propose(command: Uint8Array, options?: ProposeOptions): Promise<ProposalOutcome>;
+  /**
+   * On the leader only (never forwarded): proposes the commands as adjacent log entries, in
+   * order, so that each applies right after the one before it (a fire and the claim behind it).
+   */
+  proposeBackToBack(commands: readonly Uint8Array[], options?: { timeoutMs?: number }): Promise<ProposalOutcome>[];
   /** Linearizable read barrier: resolves once this node applied at least the read index. */
   readIndex(options?: { timeoutMs?: number }): Promise<number>;
   leader(): LeaderChange;
@@ -299,6 +304,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       clusterClock: clusterClock!,
       events: driver.events,
       propose,
+      proposeBackToBack: (commands, opts) => driver.proposeAll(commands, opts),
       readIndex: (opts) => driver.readIndex(opts),
       leader: () => driver.leaderChange(),
       transferLeadership: async (target) => {
