@@ -2,11 +2,11 @@
 // run owns its phase, its one timer (start delay or execution timeout), its abort and its result,
 // and every phase change goes through HeldRun.moveTo, which keeps the per-phase counts of its
 // collection. Active runs and free slots are read from those counts, not kept by hand elsewhere.
+import { performance } from 'node:perf_hooks';
 import type { HeldRun as HeldRunRef, LeaseLost, ResultAck, RunAssignment, RunCancel, RunResult, WorkerWelcome } from '../../gen/herald/v1/worker_service.js';
 import type { AbortCause } from './handler-errors.js';
 import type { ClientLogger } from '../logger.js';
 import { RunAbort } from './run-abort.js';
-import { performance } from 'node:perf_hooks';
 
 /**
  * assigned: just taken, not yet placed. waiting: claimed ahead of its instant (start_delay_ms),
@@ -45,7 +45,7 @@ export class HeldRun {
   /** Holds the run until its instant, then hands it to `onStartTime` (on the monotonic clock). */
   wait(delayMs: number, onStartTime: (h: HeldRun) => void): void {
     this.moveTo('waiting');
-    // Timer arguments rather than a closure: nothing allocated per run beyond the timer itself.
+    // A static callback with timer arguments, as for the execution timeout: no closure per run.
     this.timer = setTimeout(HeldRun.startTimeReached, delayMs, this, onStartTime);
   }
 
@@ -115,9 +115,9 @@ export class HeldRun {
 /** The held runs by run id, the queue for free slots, and counts per phase. */
 export class HeldRuns {
   private readonly held = new Map<string, HeldRun>();
-  /** Runs in phase 'queued', in the order they came. */
+  /** Runs in phase 'queued', in the order they came (HeldRun.enqueue adds them). */
   readonly queue: HeldRun[] = [];
-  /** How many runs are in each phase (kept by HeldRun.moveTo alone). */
+  /** How many runs are in each phase (written by HeldRun.moveTo alone). */
   readonly inPhase: Record<Phase, number> = { assigned: 0, waiting: 0, queued: 0, executing: 0, reporting: 0, abandoned: 0, released: 0 };
   private idleWaiters: Array<() => void> = [];
 
@@ -195,7 +195,10 @@ export class HeldRuns {
   drop(h: HeldRun): void {
     if (this.held.get(h.assignment.runId) !== h) return;
     this.held.delete(h.assignment.runId);
-    if (h.phase === 'queued') this.queue.splice(this.queue.indexOf(h), 1);
+    if (h.phase === 'queued') {
+      const q = this.queue.indexOf(h);
+      if (q >= 0) this.queue.splice(q, 1);
+    }
     // A waiting or queued run gives back the credit it held.
     if (h.release()) this.onCreditFreed();
     this.checkIdle();
