@@ -1,6 +1,6 @@
 // Randomised scenarios against the fake worker server: assignments within credits, handlers
 // finishing, cancels, lease losses and dropped streams in a seeded random order. Checks the
-// worker's promises (src/client/worker/worker.ts header) rather than any one script.
+// worker's promises (the headers of src/client/worker/, listed in worker.ts) rather than any one script.
 import { afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Worker } from '../../src/client/worker/worker.js';

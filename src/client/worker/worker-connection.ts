@@ -1,0 +1,260 @@
+// The worker's one WorkerService.Connect stream at a time: opens it with a hello, follows
+// redirects to the leader, reconnects with backoff when it ends, and hands each message from the
+// server to the part of the worker it is about.
+//
+// Keeps the promise that a held run keeps its lease across streams (re-attach): the hello of every
+// new stream lists every held run, and a result not yet acked is re-sent after each welcome (by
+// the worker, which owns the results).
+import type { ChannelOptions } from '@grpc/grpc-js';
+import type {
+  ConnectRequest,
+  ConnectResponse,
+  HeldRun as HeldRunRef,
+  LeaseLost,
+  ResultAck,
+  RunAssignment,
+  RunCancel,
+  WorkerWelcome,
+} from '../../gen/herald/v1/worker_service.js';
+import { ConnectionPool, type ConnectionOptions } from '../connection-pool.js';
+import type { ClientLogger } from '../logger.js';
+import { Backoff, type RetryOptions } from '../retry-policy.js';
+import { WorkerStream } from './worker-stream.js';
+
+/** What the hello of every stream says besides capacity and held runs. */
+export interface HelloFields {
+  workerId: string;
+  taskTypes: string[];
+  version: string;
+}
+
+/** What the connection needs from the worker around each stream. */
+export interface ConnectionOwner {
+  /** No (re)connecting once 'stopped'; a 'draining' worker says so on each new stream. */
+  readonly state: string;
+  /** A stream opens: the capacity its hello offers. */
+  streamOpened(): number;
+  streamWelcomed(stream: WorkerStream, welcome: WorkerWelcome): void;
+  /** The current stream is gone (closed, or left for another node). */
+  streamLeft(): void;
+  /** It was closed (not left on purpose). */
+  disconnected(address: string, error: Error | undefined): void;
+  /** A result_ack settled a result this worker reported. */
+  settled(ack: ResultAck): void;
+}
+
+/** The messages about runs, and what a hello and a sign of life need of the held runs. */
+export interface RunMessages {
+  refs(): HeldRunRef[];
+  /** The cluster still knows our leases. */
+  touchAll(): void;
+  cancel(c: RunCancel): void;
+  leaseLost(l: LeaseLost): void;
+  /** True when the ack settled a result this worker reported. */
+  acknowledged(ack: ResultAck): boolean;
+}
+
+export interface WorkerConnectionOptions extends ConnectionOptions {
+  endpoints: string[];
+  reconnect?: { initialBackoffMs?: number; maxBackoffMs?: number };
+}
+
+export class WorkerConnection {
+  private readonly endpoints: string[];
+  private readonly pool: ConnectionPool;
+  private readonly backoff: Backoff;
+  /**
+   * Retries while the cluster answers but has no leader for us (a failover: followers point at
+   * the dead leader, then know none until the election ends): short, growing slowly to 0.5 s. The
+   * reconnect backoff, growing to 5 s, is for when no node answers; a worker that backed off like
+   * that through a failover came back seconds after the new leader.
+   */
+  private readonly electionBackoff: Backoff;
+  /** A node redirected us since the last welcome: the cluster is up, a leader is being found. */
+  private clusterAnswered = false;
+  private streamValue: WorkerStream | undefined;
+  private welcomed = false;
+  private leaderHint: string | undefined;
+  private redirectsSinceWelcome = 0;
+  private cursor = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    options: WorkerConnectionOptions,
+    private readonly hello: HelloFields,
+    private readonly owner: ConnectionOwner,
+    private readonly runs: RunMessages,
+    private readonly assigned: { onAssignment(a: RunAssignment): void },
+    private readonly logger: ClientLogger,
+  ) {
+    this.endpoints = [...options.endpoints];
+    // Long-lived stream: keepalive pings detect a silently dead leader (no heartbeat replies
+    // exist in the protocol), and the server side is configured to accept them (issue 7).
+    const channelOptions: ChannelOptions = {
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      ...options.channelOptions,
+    };
+    this.pool = new ConnectionPool({ ...options, channelOptions });
+    const retry: RetryOptions = {
+      maxAttempts: Infinity,
+      initialBackoffMs: options.reconnect?.initialBackoffMs ?? 100,
+      maxBackoffMs: options.reconnect?.maxBackoffMs ?? 5_000,
+    };
+    this.backoff = new Backoff(retry);
+    this.electionBackoff = new Backoff({ maxAttempts: Infinity, initialBackoffMs: retry.initialBackoffMs, maxBackoffMs: Math.max(retry.initialBackoffMs, 500), multiplier: 1.5 });
+  }
+
+  /** True while a stream is open and welcomed. */
+  get connected(): boolean {
+    return this.welcomed && this.streamValue !== undefined && !this.streamValue.closed;
+  }
+
+  /** Writes to the current stream (welcomed or not); false when there is none open. */
+  send(msg: ConnectRequest): boolean {
+    return this.streamValue?.send(msg) ?? false;
+  }
+
+  /** Stops reconnecting and lets go of the current stream, returned to be ended gracefully. */
+  stop(): WorkerStream | undefined {
+    clearTimeout(this.reconnectTimer);
+    const stream = this.streamValue;
+    this.streamValue = undefined;
+    this.welcomed = false;
+    return stream;
+  }
+
+  /** Closes the channels (after stop). */
+  close(): void {
+    this.pool.close();
+  }
+
+  private nextAddress(): string {
+    return this.leaderHint ?? this.endpoints[this.cursor % this.endpoints.length]!;
+  }
+
+  connect(): void {
+    if (this.owner.state === 'stopped' || this.streamValue) return;
+    const address = this.nextAddress();
+    let stream: WorkerStream;
+    try {
+      stream = new WorkerStream(address, this.pool.workers(address), {
+        onMessage: (msg) => this.onMessage(stream, msg),
+        onClose: (err) => this.onClose(stream, err),
+      });
+    } catch (err) {
+      this.logger.warn({ address, err: String(err) }, 'could not open worker stream');
+      this.scheduleReconnect(false);
+      return;
+    }
+    this.streamValue = stream;
+    this.welcomed = false;
+    const capacity = this.owner.streamOpened();
+    const heldRuns = this.runs.refs();
+    this.logger.debug({ address, held: heldRuns.length, capacity }, 'worker stream opening');
+    const { workerId, taskTypes, version } = this.hello;
+    stream.send({ message: { $case: 'hello', hello: { workerId, taskTypes, capacity, heldRuns, version, batches: true } } });
+    if (this.owner.state === 'draining') stream.send({ message: { $case: 'drain', drain: {} } });
+  }
+
+  private onClose(stream: WorkerStream, err: Error | undefined): void {
+    if (stream !== this.streamValue) return; // an old stream we replaced or closed on purpose
+    const wasWelcomed = this.welcomed;
+    this.streamValue = undefined;
+    this.welcomed = false;
+    this.owner.streamLeft();
+    this.logger.warn({ address: stream.address, err: err?.message }, 'worker stream closed');
+    this.owner.disconnected(stream.address, err);
+    if (!wasWelcomed) {
+      // The node did not take us in: it is down or unreachable. Stop preferring it. When a live
+      // follower sent us there (to a dead leader it still believes in), the cluster is still up:
+      // retries stay short. A partition between this worker and a live leader loops the same way,
+      // at most two streams a second.
+      if (this.leaderHint === stream.address) this.leaderHint = undefined;
+      else {
+        this.cursor += 1;
+        this.clusterAnswered = false;
+      }
+    }
+    this.scheduleReconnect(false);
+  }
+
+  private scheduleReconnect(immediately: boolean): void {
+    if (this.owner.state === 'stopped' || this.reconnectTimer) return;
+    const delay = immediately ? 0 : (this.clusterAnswered ? this.electionBackoff : this.backoff).next();
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.connect();
+    }, delay);
+  }
+
+  /** Leaves the current stream on purpose (redirect) and connects to `address` next. */
+  private moveTo(address: string | undefined, immediately: boolean): void {
+    const stream = this.streamValue;
+    this.streamValue = undefined;
+    this.welcomed = false;
+    this.owner.streamLeft();
+    stream?.cancel();
+    if (address) {
+      this.leaderHint = address;
+      this.scheduleReconnect(immediately);
+    } else {
+      this.leaderHint = undefined;
+      this.cursor += 1;
+      this.scheduleReconnect(false);
+    }
+  }
+
+  private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {
+    this.welcomed = true;
+    this.backoff.reset();
+    this.electionBackoff.reset();
+    this.clusterAnswered = false;
+    this.redirectsSinceWelcome = 0;
+    // Whoever welcomed us is the leader (followers redirect): come back here after a drop.
+    this.leaderHint = stream.address;
+    this.owner.streamWelcomed(stream, welcome);
+  }
+
+  private onMessage(stream: WorkerStream, msg: ConnectResponse): void {
+    if (stream !== this.streamValue) return;
+    // Any message on a welcomed stream shows the leader is alive and holds our leases (it sends
+    // lease_lost otherwise); the welcome itself refreshes the runs it did not reject.
+    if (this.welcomed) this.runs.touchAll();
+    const m = msg.message;
+    switch (m?.$case) {
+      case 'welcome':
+        return this.onWelcome(stream, m.welcome);
+      case 'assignment':
+        return this.assigned.onAssignment(m.assignment);
+      case 'assignments':
+        for (const a of m.assignments.assignments) this.assigned.onAssignment(a);
+        return;
+      case 'cancel':
+        return this.runs.cancel(m.cancel);
+      case 'leaseLost':
+        return this.runs.leaseLost(m.leaseLost);
+      case 'redirect': {
+        const to = m.redirect.leaderAddress;
+        this.logger.info({ from: stream.address, to }, 'redirected to leader');
+        // Follow at once only the first hop after a welcome: followers with stale views could
+        // otherwise bounce the worker between them at full speed during an election.
+        const first = this.redirectsSinceWelcome === 0;
+        this.redirectsSinceWelcome += 1;
+        this.clusterAnswered = true;
+        return this.moveTo(to !== '' && to !== stream.address ? to : undefined, first);
+      }
+      case 'resultAck':
+        return this.onResultAck(m.resultAck);
+      case 'resultAcks':
+        for (const ack of m.resultAcks.acks) this.onResultAck(ack);
+        return;
+      default:
+        this.logger.debug({ msg }, 'ignoring unknown message from server');
+    }
+  }
+
+  private onResultAck(ack: ResultAck): void {
+    if (this.runs.acknowledged(ack)) this.owner.settled(ack);
+  }
+}
