@@ -16,7 +16,7 @@ import {
 import { applyTrimHistory } from './apply-trim.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
-import { itemError } from './run-transitions.js';
+import { itemError } from './item-errors.js';
 import type { UnsafeSwitches } from './unsafe-switches.js';
 import { MAX_TIME_MS, type SpecLimits } from '../commands/validation.js';
 

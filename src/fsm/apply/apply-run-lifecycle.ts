@@ -6,7 +6,6 @@
 // ended, was cancelled or its lease expired) so the worker learns it lost the lease.
 import { Attempt, AttemptOutcome, RunError, RunState } from '../../gen/herald/v1/run.js';
 import { NOT_READ, type ApplyTxn, type NotRead } from '../store/apply-txn.js';
-import { asItemError } from './apply-jobs.js';
 import type {
   CancelRunsCommand,
   ClaimRunsCommand,
@@ -19,7 +18,8 @@ import type {
 import { MAX_CLAIM_AHEAD_MS } from '../commands/commands.js';
 import { isDispatchable, isTerminal, type RunRecord } from '../store/records.js';
 import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from '../commands/results.js';
-import { endRun, itemError, storeEndedRun } from './run-transitions.js';
+import { endRun, storeEndedRun } from './run-transitions.js';
+import { asItemError, itemError } from './item-errors.js';
 import { NO_OUTPUT } from '../commands/run-record-codec.js';
 import { effectiveRetry, retryBackoffMs } from '../schedule/index.js';
 import { MAX_OUTPUT_BYTES, validateId, validateNote } from '../commands/validation.js';

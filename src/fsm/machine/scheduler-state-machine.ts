@@ -37,7 +37,7 @@ import type { FsmResult } from '../commands/results.js';
 import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
-import { itemError } from '../apply/run-transitions.js';
+import { itemError } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
 
