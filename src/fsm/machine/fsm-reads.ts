@@ -12,14 +12,13 @@ import {
   JOB_PREFIX,
   jobKey,
   jobRunsPrefix,
-  padTime,
   parseDueKey,
+  prefixEnd,
   RUN_PREFIX,
   runIdOfTail,
   runKey,
   runKeyOfStateKey,
   SEP,
-  SEP_END,
   statePrefix,
 } from '../store/key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from '../store/records.js';
@@ -65,10 +64,6 @@ export interface ReadyQuery {
   readonly taskTypes?: readonly string[];
   /** Only runs whose not-before is at or before this instant; all when absent. */
   readonly nowMs?: number;
-}
-
-function upper(prefix: string): string {
-  return prefix.slice(0, -1) + SEP_END;
 }
 
 function pageSizeOf(n: number | undefined): number {
@@ -161,7 +156,7 @@ export class FsmReads {
     const items: Job[] = [];
     let scanned = 0;
     let lastKey = '';
-    const it = this.db.iterator(after ? { gt: after, lt: upper(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: upper(JOB_PREFIX) });
+    const it = this.db.iterator(after ? { gt: after, lt: prefixEnd(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: prefixEnd(JOB_PREFIX) });
     try {
       for await (const [key, value] of it) {
         lastKey = key;
@@ -189,7 +184,7 @@ export class FsmReads {
     let prefix: string;
     if (q.state) prefix = q.jobId ? `${statePrefix(q.state)}${q.jobId}${SEP}` : statePrefix(q.state);
     else prefix = q.jobId ? jobRunsPrefix(q.jobId) : RUN_PREFIX;
-    const before = q.pageToken ? decodeToken(q.pageToken, prefix) : upper(prefix);
+    const before = q.pageToken ? decodeToken(q.pageToken, prefix) : prefixEnd(prefix);
     const keys = await this.db.keys({ gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
     const more = keys.length > size;
     const page = keys.slice(0, size);
@@ -237,7 +232,7 @@ export class FsmReads {
    */
   async runningRuns(limit = Number.MAX_SAFE_INTEGER, want?: (runId: string) => boolean): Promise<Run[]> {
     const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
-    const keys = await this.db.keys({ gte: prefix, lt: upper(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
+    const keys = await this.db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
     const tails = keys.map((k) => k.slice(prefix.length));
     const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
     return this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`));
@@ -250,7 +245,7 @@ export class FsmReads {
   async runCounts(): Promise<Map<RunState, number>> {
     const out = new Map<RunState, number>();
     for (let s = RunState.RUN_STATE_PENDING; s <= RunState.RUN_STATE_MISSED; s++) out.set(s, 0);
-    for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
+    for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: prefixEnd(COUNTER_PREFIX) })) {
       out.set(Number(key.slice(COUNTER_PREFIX.length)) as RunState, decodeCount(value));
     }
     return out;

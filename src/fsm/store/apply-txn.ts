@@ -12,7 +12,7 @@ import {
   RUN_PREFIX,
   runIdOfTail,
   runKey,
-  SEP_END,
+  prefixEnd,
 } from './key-layout.js';
 import {
   decodeJobRecord,
@@ -382,7 +382,7 @@ export class ApplyTxn {
     const ids = new Set<string>();
     for (const state of ACTIVE_STATES) {
       const prefix = jobStatePrefix(state, jobId);
-      for (const k of await this.db.keys({ gte: prefix, lt: prefix.slice(0, -1) + SEP_END }).all()) {
+      for (const k of await this.db.keys({ gte: prefix, lt: prefixEnd(prefix) }).all()) {
         // "s\0<state:2>\0" is 5 characters: the rest is the run's tail.
         ids.add(runIdOfTail(k.slice(5)));
       }
@@ -406,7 +406,7 @@ export class ApplyTxn {
   /** Keys of a job's runs in history order, including this transaction's changes; no values are read. */
   async runKeysOfJob(jobId: string): Promise<string[]> {
     const prefix = jobRunsPrefix(jobId);
-    const lt = prefix.slice(0, -1) + SEP_END;
+    const lt = prefixEnd(prefix);
     const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
     for (const [k, t] of this.trackedRunsOf(jobId)) {
       if (k < prefix || k >= lt) continue;
