@@ -11,6 +11,7 @@ export type * from './commands/commands.js';
 export { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from './commands/commands.js';
 export { encodeCommand, decodeCommand } from './commands/command-codec.js';
 export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './commands/result-codec.js';
+export { SpecCache } from './commands/spec-cache.js';
 export type * from './commands/results.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './machine/fsm-reads.js';
 export type { ReadyEntry } from './store/ready-index.js';

@@ -3,7 +3,7 @@
 // tags are append-only — never renumber one.
 import { JobSpec } from '../../gen/herald/v1/job.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { specOf } from './job-record-codec.js';
+import { specOf } from './spec-bytes.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
@@ -37,7 +37,7 @@ function specBytes(spec: JobSpec): Uint8Array {
   return JobSpec.encode(spec).finish();
 }
 
-// A decoded command's spec keeps the bytes it came in (job-record-codec.ts), so storing the job
+// A decoded command's spec keeps the bytes it came in (spec-bytes.ts), so storing the job
 // does not encode it again.
 function decodeSpec(bytes: Uint8Array): JobSpec {
   const spec = specOf(bytes);

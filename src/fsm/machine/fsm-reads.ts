@@ -24,6 +24,7 @@ import {
 import { decodeJobRecord, decodeRunRecord } from '../store/records.js';
 import type { ReadyEntry, ReadyIndex } from '../store/ready-index.js';
 import type { RecordCache } from '../store/record-cache.js';
+import type { SpecCache } from '../commands/spec-cache.js';
 import { parseRunId } from '../commands/run-id.js';
 import { isValidId } from '../commands/validation.js';
 
@@ -90,12 +91,15 @@ function decodeToken(token: string, prefix: string): string {
 export class FsmReads {
   /**
    * `ready`: the in-memory ready index the state machine keeps (ready-index.ts); `records`: its
-   * record cache, which always holds what the store holds (record-cache.ts).
+   * record cache, which always holds what the store holds (record-cache.ts); `specCache`: the
+   * decoded specs its apply shares (spec-cache.ts), which the leader's fire scheduler also reads
+   * job heads through (decodeJobHeads).
    */
   constructor(
     private readonly db: Db,
     protected readonly ready: ReadyIndex,
-    private readonly records?: RecordCache,
+    private readonly records: RecordCache | undefined,
+    readonly specCache: SpecCache,
   ) {}
 
   async getJob(jobId: string): Promise<Job | undefined> {
@@ -108,7 +112,7 @@ export class FsmReads {
    * Many jobs for the leader's dispatch rounds and sweeps (they touch thousands), read-only:
    * absent ones map to undefined. Records come from the record cache where it has them (a herd's
    * jobs were just fired there) and the rest from one getMany; specs are decoded through apply's
-   * shared spec objects (job-record-codec.ts), so a job whose spec apply decoded costs no
+   * shared spec objects (specCache), so a job whose spec apply decoded costs no
    * protobuf decode. Callers must not mutate a returned spec (none does: they read the lease,
    * payload and deadlines).
    */
@@ -125,13 +129,13 @@ export class FsmReads {
       if (v === undefined) {
         missed.push(id);
         out.set(id, undefined); // its place, until read (and a repeat of it is skipped)
-      } else out.set(id, decodeJobRecord(v, true).job);
+      } else out.set(id, decodeJobRecord(v, this.specCache).job);
     }
     if (missed.length === 0) return out;
     const values = await this.db.getMany(missed.map(jobKey));
     for (let i = 0; i < missed.length; i++) {
       const v = values[i];
-      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, true).job);
+      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, this.specCache).job);
     }
     return out;
   }

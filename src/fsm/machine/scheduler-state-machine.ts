@@ -21,6 +21,7 @@ import type { FsmResult } from '../commands/results.js';
 import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
+import { SpecCache } from '../commands/spec-cache.js';
 import { itemError } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
@@ -106,7 +107,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     recordCacheBytes: number,
   ) {
     const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
-    super(store, new ReadyIndex(), cache);
+    super(store, new ReadyIndex(), cache, new SpecCache());
     this.recordCache = cache;
   }
 
@@ -228,7 +229,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     if (this.readyStale) await this.rebuildReady();
     for (;;) {
-      const txn = new ApplyTxn(this.store, this.counts, this.recordCache);
+      const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.

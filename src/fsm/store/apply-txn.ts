@@ -28,6 +28,7 @@ import {
   type RunRecord,
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
+import type { SpecCache } from '../commands/spec-cache.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 
@@ -110,11 +111,14 @@ export class ApplyTxn {
   /**
    * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
    * machine does: it is their only writer), saving a read per touched state in every apply.
+   * `specs`: the state machine's shared decoded specs (spec-cache.ts); without it each job
+   * record read decodes its spec.
    */
   constructor(
     private readonly db: Db,
     private readonly counts?: ReadonlyMap<number, number>,
     private readonly cache?: RecordCache,
+    private readonly specs?: SpecCache,
   ) {}
 
   /** Record bytes from the cache, the rest with one getMany. */
@@ -220,7 +224,7 @@ export class ApplyTxn {
   }
 
   private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
-    const value = bytes === undefined ? undefined : decodeJobRecord(bytes, true);
+    const value = bytes === undefined ? undefined : decodeJobRecord(bytes, this.specs);
     const t: Tracked<JobRecord> = {
       originalIndex: value ? jobIndexKeys(value.job) : NO_KEYS,
       originalState: -1,

@@ -8,7 +8,9 @@ import { ByteReader, ByteWriter, FsmDecodeError } from '../commands/binary-codec
 import { dueKey, stateKeyOfRunKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
 import { readRun, writeRun } from '../commands/run-record-codec.js';
-import { readJob, specBytes, specOf, writeJob } from '../commands/job-record-codec.js';
+import { readJob, writeJob } from '../commands/job-record-codec.js';
+import { specBytes, specOf } from '../commands/spec-bytes.js';
+import type { SpecCache } from '../commands/spec-cache.js';
 
 /** Format 1 records: [1][internal fields][protobuf message to the end] (still read). */
 const RECORD_FORMAT_VERSION = 1;
@@ -45,14 +47,14 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
   return bytes.subarray(bytes.length - r.remaining());
 }
 
-/** `shared`: for apply only (job-record-codec.ts, sharedSpecs). */
-export function decodeJobRecord(bytes: Uint8Array, shared = false): JobRecord {
+/** `specs`: the state machine's shared decoded specs, for apply and the leader's reads only (spec-cache.ts). */
+export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
   if (v === JOB_RECORD_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
-    const job = readJob(r, shared);
+    const job = readJob(r, specs);
     r.end();
     return { job, manualSeq, heldRunId };
   }
