@@ -3,7 +3,7 @@
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run } from '../../gen/herald/v1/run.js';
 import type { ErrorCode } from '../../herald-error.js';
-import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import type { SpecCache } from './spec-cache.js';
 import { readRun, writeRun } from './run-record-codec.js';
@@ -91,9 +91,10 @@ function readSignals(r: ByteReader): CancelSignal[] {
 const writeIds = (w: ByteWriter, ids: readonly string[]): void => void w.list(ids, (w, s) => w.str(s));
 const readIds = (r: ByteReader): string[] => r.list((r) => r.str());
 
-export function encodeResult(res: FsmResult): Uint8Array {
+/** `buffers`: the state machine's when apply encodes (binary-codec.ts); without, an exact buffer. */
+export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array {
   if (res.type === 'empty') return new Uint8Array();
-  const w = new ByteWriter();
+  const w = new ByteWriter(256, buffers);
   w.u8(RESULT_FORMAT_VERSION).u8(TAGS[res.type]);
   switch (res.type) {
     case 'job':

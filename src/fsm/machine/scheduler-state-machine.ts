@@ -11,7 +11,7 @@ import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } f
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-codec.js';
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
-import { FsmDecodeError } from '../commands/binary-codec.js';
+import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
 import { decodeCommand } from '../commands/command-codec.js';
 import { FsmReads } from './fsm-reads.js';
 import { META_APPLIED } from '../store/key-layout.js';
@@ -100,6 +100,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   readonly recordCache: RecordCache | undefined;
   /** The ready index no longer matches the store (a batch write failed): rebuilt before the next apply. */
   private readyStale = false;
+  /** Apply's encoding scratch and result slabs (binary-codec.ts), this machine's own. */
+  private readonly writeBuffers = new WriteBuffers();
 
   private constructor(
     private readonly store: Db,
@@ -229,14 +231,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     if (this.readyStale) await this.rebuildReady();
     for (;;) {
-      const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache);
+      const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache, this.writeBuffers);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
       const results: Uint8Array[] = [];
       // Results nobody waits for (most of a follower's) are not encoded at all.
       let want = true;
-      const push = (r: FsmResult): void => void results.push(want ? encodeResult(r) : UNWANTED);
+      const push = (r: FsmResult): void => void results.push(want ? encodeResult(r, this.writeBuffers) : UNWANTED);
       let last = this.applied;
       let failedAt = -1;
       for (let i = 0; i < entries.length; i++) {
@@ -274,7 +276,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
       const batch = new DirectBatch(this.store);
-      const recorder = capture ? new EffectsRecorder(batch) : undefined;
+      const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
       try {
         await txn.writeBatch(recorder ?? batch);
       } catch (e) {

@@ -3,7 +3,7 @@
 // counters and the applied index — leaves in ONE LevelDB batch at commit. Nothing is written
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
-import { FsmDecodeError } from '../commands/binary-codec.js';
+import { FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import {
   counterKey,
   jobStatePrefix,
@@ -112,13 +112,15 @@ export class ApplyTxn {
    * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
    * machine does: it is their only writer), saving a read per touched state in every apply.
    * `specs`: the state machine's shared decoded specs (spec-cache.ts); without it each job
-   * record read decodes its spec.
+   * record read decodes its spec. `writeBuffers`: the state machine's, for the records and
+   * entries this transaction encodes (binary-codec.ts).
    */
   constructor(
     private readonly db: Db,
     private readonly counts?: ReadonlyMap<number, number>,
     private readonly cache?: RecordCache,
     private readonly specs?: SpecCache,
+    readonly writeBuffers?: WriteBuffers,
   ) {}
 
   /** Record bytes from the cache, the rest with one getMany. */
@@ -449,7 +451,7 @@ export class ApplyTxn {
       if (!t.dirty) return;
       const key = jobKey(id);
       if (t.value) {
-        const value = encodeJobRecord(t.value);
+        const value = encodeJobRecord(t.value, this.writeBuffers);
         out.put(key, value);
         cached.push({ key, value, admit: t.admit });
         diffIndexKeys(out, t.originalIndex, jobIndexKeys(t.value.job));
@@ -467,7 +469,7 @@ export class ApplyTxn {
       if (!t.dirty) return;
       bump(t.originalState, -1);
       if (t.value) {
-        const value = encodeRunRecord(t.value);
+        const value = encodeRunRecord(t.value, this.writeBuffers);
         out.put(key, value);
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });

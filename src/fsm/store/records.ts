@@ -4,7 +4,7 @@
 // diffing the keys of a record before and after a change — no index is updated by hand.
 import { Job, JobState } from '../../gen/herald/v1/job.js';
 import { Run, RunState } from '../../gen/herald/v1/run.js';
-import { ByteReader, ByteWriter, FsmDecodeError } from '../commands/binary-codec.js';
+import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import { dueKey, stateKeyOfRunKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
 import { readRun, writeRun } from '../commands/run-record-codec.js';
@@ -35,8 +35,9 @@ export interface RunRecord {
  */
 const JOB_RECORD_FORMAT_VERSION = 2;
 
-export function encodeJobRecord(rec: JobRecord): Uint8Array {
-  const w = new ByteWriter(160 + specBytes(rec.job.spec).length);
+/** `buffers`: the state machine's (apply's writes); without, the record gets an exact buffer of its own. */
+export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Array {
+  const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
   w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
   writeJob(w, rec.job);
   return w.finish();
@@ -73,8 +74,9 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
  */
 const RUN_RECORD_FORMAT_VERSION = 2;
 
-export function encodeRunRecord(rec: RunRecord): Uint8Array {
-  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length);
+/** `buffers`: as for encodeJobRecord. */
+export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
+  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length, buffers);
   w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
   writeRun(w, rec.run);
   return w.finish();
