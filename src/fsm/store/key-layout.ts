@@ -53,7 +53,10 @@ export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
 export const META_RESTORING = `m${SEP}restoring`;
 
-/** The last time padded: the runs of a herd (and their keys) share one slot. */
+/**
+ * A one-entry memo cache of padTime, a pure function: the runs of a herd (and their keys) share
+ * one slot. It holds no settings, so state machines in one process may share it.
+ */
 let lastPadded = { ms: -1, text: '' };
 
 export function padTime(ms: number): string {
