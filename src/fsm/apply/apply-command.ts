@@ -11,7 +11,6 @@ import {
   applyExpireLeases,
   applyFinishRuns,
   applyMarkRuns,
-  applyRenewLeases,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
 import type { FsmCommand } from '../commands/commands.js';
@@ -33,7 +32,6 @@ function itemCount(cmd: FsmCommand): number {
     case 'fireRuns':
     case 'claimRuns':
     case 'finishRuns':
-    case 'renewLeases':
     case 'expireLeases':
     case 'cancelRuns':
     case 'markRuns':
@@ -76,8 +74,6 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
       return applyClaimRuns(txn, cmd, entryIndex);
     case 'finishRuns':
       return applyFinishRuns(txn, cmd, limits.unsafe.acceptStaleTokens);
-    case 'renewLeases':
-      return applyRenewLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'expireLeases':
       return applyExpireLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'cancelRuns':

@@ -58,7 +58,6 @@ const ADMITTING: ReadonlySet<FsmCommand['type']> = new Set<FsmCommand['type']>([
   'fireRuns',
   'claimRuns',
   'finishRuns',
-  'renewLeases',
   'expireLeases',
   'triggerJob',
 ]);
