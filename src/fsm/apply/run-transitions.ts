@@ -50,7 +50,7 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
   return { run, held: f.held ?? false };
 }
 
-/** Counts a new non-terminal run as active on its job (the a\0 index follows from the run). */
+/** Counts a new non-terminal run as active on its job (its s\0 state key, written with the run, lists it). */
 export function addActive(job: JobRecord): void {
   job.job.activeRuns += 1;
 }
