@@ -7,10 +7,13 @@
 // runs that must stop (cancel, delete, REPLACE) come back as `signals`. Read path: the
 // SchedulerStateMachine's read methods (fsm-reads.ts) straight from LevelDB.
 export { SchedulerStateMachine, type SchedulerFsmOptions } from './machine/scheduler-state-machine.js';
+export { DEFAULT_WRITE_BUFFER_BYTES } from './machine/open-machine.js';
+export { DEFAULT_RECORD_CACHE_BYTES } from './store/record-cache.js';
 export type * from './commands/commands.js';
 export { finishFailure, finishSuccess, MAX_CLAIM_AHEAD_MS } from './commands/commands.js';
 export { encodeCommand, decodeCommand } from './commands/command-codec.js';
 export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './commands/result-codec.js';
+export { SpecCache } from './commands/spec-cache.js';
 export type * from './commands/results.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './machine/fsm-reads.js';
 export type { ReadyEntry } from './store/ready-index.js';

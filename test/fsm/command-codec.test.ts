@@ -35,7 +35,6 @@ const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })) }),
   fc.record({ type: fc.constant('claimRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, workerId: id, leaseDeadlineMs: time })), aheadMs: fc.integer({ min: 0, max: 2_000 }), defaultLeaseMs: fc.integer({ min: 1, max: 100_000 }) }),
   fc.record({ type: fc.constant('finishRuns' as const), nowMs: time, items: fc.array(finishItem) }),
-  fc.record({ type: fc.constant('renewLeases' as const), nowMs: time, items: fc.array(fc.record({ runId: str, fencingToken: uint, leaseDeadlineMs: time })) }),
   fc.record({ type: fc.constant('expireLeases' as const), nowMs: time, items: fc.array(fc.record({ runId: str, fencingToken: uint })) }),
   fc.record({ type: fc.constant('cancelRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, reason: str })) }),
   fc.record({ type: fc.constant('markRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, outcome: fc.constantFrom('missed' as const, 'skipped' as const), reason: str })) }),
@@ -76,6 +75,9 @@ describe('command codec', () => {
     for (let n = 0; n < good.length; n++) expect(() => decodeCommand(good.slice(0, n))).toThrow(FsmDecodeError);
     expect(() => decodeCommand(Uint8Array.of(9, ...good.slice(1)))).toThrow(/version/);
     expect(() => decodeCommand(Uint8Array.of(1, 200, 0))).toThrow(/tag/);
+    // Reserved tags: 11 (renewLeases, removed) and 17 (apply effects) decode as unknown.
+    expect(() => decodeCommand(Uint8Array.of(1, 11, 0, 0))).toThrow(/tag/);
+    expect(() => decodeCommand(Uint8Array.of(1, 17, 0, 0))).toThrow(/tag/);
     expect(() => decodeCommand(Uint8Array.of(...good, 0))).toThrow(/trailing/);
   });
 

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
-import { encodeCommand, encodeResult, type DispatchHint, type FireItem, type FsmCommand } from '../../src/fsm/index.js';
+import { encodeCommand, encodeResult, SpecCache, type DispatchHint, type FireItem, type FsmCommand } from '../../src/fsm/index.js';
 import { RESULT_TAG } from '../../src/server/leader/observed-state-machine.js';
 import { FireScheduler } from '../../src/server/leader/fire/fire-scheduler.js';
 import type { DispatchRoom, LeaderContext } from '../../src/server/leader/leader-term.js';
@@ -29,7 +29,7 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     config: schedulerConfig({ tickMs: 10, wheelResolutionMs: 10, horizonMs: 60_000, ...config }),
     metrics: createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false }),
     log: pino({ level: 'silent' }),
-    fsm: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to) },
+    fsm: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to), specCache: new SpecCache() },
     now: () => now,
     active: () => true,
     wakeDispatcher: () => undefined,

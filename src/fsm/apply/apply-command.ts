@@ -11,12 +11,11 @@ import {
   applyExpireLeases,
   applyFinishRuns,
   applyMarkRuns,
-  applyRenewLeases,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
-import { itemError } from './run-transitions.js';
+import { itemError } from './item-errors.js';
 import type { UnsafeSwitches } from './unsafe-switches.js';
 import { MAX_TIME_MS, type SpecLimits } from '../commands/validation.js';
 
@@ -33,7 +32,6 @@ function itemCount(cmd: FsmCommand): number {
     case 'fireRuns':
     case 'claimRuns':
     case 'finishRuns':
-    case 'renewLeases':
     case 'expireLeases':
     case 'cancelRuns':
     case 'markRuns':
@@ -76,8 +74,6 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
       return applyClaimRuns(txn, cmd, entryIndex);
     case 'finishRuns':
       return applyFinishRuns(txn, cmd, limits.unsafe.acceptStaleTokens);
-    case 'renewLeases':
-      return applyRenewLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'expireLeases':
       return applyExpireLeases(txn, cmd, limits.unsafe.acceptStaleTokens);
     case 'cancelRuns':

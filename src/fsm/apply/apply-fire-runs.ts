@@ -9,14 +9,14 @@
 import { JobState, MisfirePolicy, OverlapPolicy, type JobSpec } from '../../gen/herald/v1/job.js';
 import { RunState } from '../../gen/herald/v1/run.js';
 import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
-import { asItemError } from './apply-jobs.js';
 import type { FireItem, FireRunsCommand } from '../commands/commands.js';
 import { isTerminal } from '../store/records.js';
 import type { CancelSignal, FireItemResult, FireResult } from '../commands/results.js';
 import { dispatchHintOf, overlapOf } from '../commands/dispatch-hint.js';
-import { addActive, cancelActiveRuns, itemError, newRun } from './run-transitions.js';
+import { addActive, cancelActiveRuns, newRun } from './run-transitions.js';
+import { asItemError, itemError } from './item-errors.js';
 import { parseRunId, scheduledRunId, type ParsedRunId } from '../commands/run-id.js';
-import { jitterOffsetMs, nextSlotAfter, slotsInRange } from '../schedule/index.js';
+import { jitteredSlot, nextSlotAfter, slotsInRange } from '../schedule/index.js';
 import { isValidId, validateId } from '../commands/validation.js';
 
 /** Slots handled per fire item; a longer gap continues with the next fire of the job. */
@@ -24,17 +24,6 @@ export const MAX_SLOTS_PER_FIRE_ITEM = 1000;
 export const DEFAULT_MISFIRE_MAX_RUNS = 100;
 /** FireRunsCommand.misfireThresholdMs of 0 means this. */
 export const DEFAULT_MISFIRE_THRESHOLD_MS = 60_000;
-
-/**
- * The instant slot `found[i]` is scheduled at: plus its jitter, a hash of (job, slot) that never
- * reaches the next slot (`found[i + 1]`, or the schedule's next one past the list).
- */
-export function jitteredSlot(jobId: string, spec: JobSpec, found: readonly number[], i: number, createdMs: number): number {
-  const slot = found[i]!;
-  if (spec.jitterMs <= 0) return slot;
-  const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, createdMs);
-  return slot + jitterOffsetMs(jobId, slot, spec.jitterMs, next);
-}
 
 type SlotFate = { readonly kind: 'run' } | { readonly kind: 'missed'; readonly reason: string };
 /** Most slots run: they share one fate (fates are replaced, never changed). */

@@ -1,23 +1,18 @@
 // Job commands: put (create), update, delete, pause, resume.
 import { Job, JobState, type JobSpec } from '../../gen/herald/v1/job.js';
-import { HeraldError, isHeraldError } from '../../herald-error.js';
+import { HeraldError } from '../../herald-error.js';
 import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
 import type { DeleteJobCommand, PauseJobCommand, PutJobCommand, ResumeJobCommand, UpdateJobCommand } from '../commands/commands.js';
 import { createIdemKey } from '../store/key-layout.js';
 import { loadedIdem, lookupIdem, storeIdem } from './idempotency.js';
 import type { JobRecord } from '../store/records.js';
 import type { DeleteResult, ItemError, JobResult } from '../commands/results.js';
-import { cancelActiveRuns, itemError } from './run-transitions.js';
+import { cancelActiveRuns } from './run-transitions.js';
+import { asItemError, itemError } from './item-errors.js';
 import { parseRunId } from '../commands/run-id.js';
 import { nextSlotAfter } from '../schedule/index.js';
 import { recordUnfiredSlots } from './unfired-slots.js';
 import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
-
-/** Turns a validation HeraldError into an item error; anything else is a bug and propagates. */
-export function asItemError(e: unknown): ItemError {
-  if (isHeraldError(e)) return itemError(e.code, e.message, typeof e.details.field === 'string' ? e.details.field : '');
-  throw e;
-}
 
 /**
  * The first slot of a schedule that starts (or restarts) at `nowMs`, never at or before

@@ -3,12 +3,12 @@
 import { JobState } from '../../gen/herald/v1/job.js';
 import { RunState } from '../../gen/herald/v1/run.js';
 import type { ApplyTxn } from '../store/apply-txn.js';
-import { asItemError } from './apply-jobs.js';
 import type { BackfillJobCommand, TriggerJobCommand } from '../commands/commands.js';
 import { triggerIdemKey } from '../store/key-layout.js';
 import { lookupIdem, storeIdem } from './idempotency.js';
 import type { BackfillResult, TriggerResult } from '../commands/results.js';
-import { addActive, itemError, newRun } from './run-transitions.js';
+import { addActive, newRun } from './run-transitions.js';
+import { asItemError, itemError } from './item-errors.js';
 import { backfillRunId, manualRunId, parseRunId, scheduledRunId } from '../commands/run-id.js';
 import { slotsInRange } from '../schedule/index.js';
 import { validateId, validateIdempotencyKey } from '../commands/validation.js';

@@ -1,12 +1,11 @@
-// Run commands after firing: claim (lease + fencing token), finish, renew, expire, cancel, mark.
+// Run commands after firing: claim (lease + fencing token), finish, expire, cancel, mark.
 //
-// Fencing: a claim's token is the Raft index of its entry, so tokens only grow. finish, renew and
+// Fencing: a claim's token is the Raft index of its entry, so tokens only grow. finish and
 // expire act only on a RUNNING run carrying exactly that token; anything else is refused per item
 // with STALE_FENCING_TOKEN and a reason (STALE_TOKEN: a newer claim exists; NOT_RUNNING: the run
 // ended, was cancelled or its lease expired) so the worker learns it lost the lease.
 import { Attempt, AttemptOutcome, RunError, RunState } from '../../gen/herald/v1/run.js';
 import { NOT_READ, type ApplyTxn, type NotRead } from '../store/apply-txn.js';
-import { asItemError } from './apply-jobs.js';
 import type {
   CancelRunsCommand,
   ClaimRunsCommand,
@@ -14,12 +13,12 @@ import type {
   FinishItem,
   FinishRunsCommand,
   MarkRunsCommand,
-  RenewLeasesCommand,
 } from '../commands/commands.js';
 import { MAX_CLAIM_AHEAD_MS } from '../commands/commands.js';
 import { isDispatchable, isTerminal, type RunRecord } from '../store/records.js';
 import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from '../commands/results.js';
-import { endRun, itemError, storeEndedRun } from './run-transitions.js';
+import { endRun, storeEndedRun } from './run-transitions.js';
+import { asItemError, itemError } from './item-errors.js';
 import { NO_OUTPUT } from '../commands/run-record-codec.js';
 import { effectiveRetry, retryBackoffMs } from '../schedule/index.js';
 import { MAX_OUTPUT_BYTES, validateId, validateNote } from '../commands/validation.js';
@@ -217,25 +216,6 @@ export async function applyFinishRuns(txn: ApplyTxn, cmd: FinishRunsCommand, acc
   await prefetch(txn, cmd.items.map((i) => i.runId));
   const items: RunItemResult[] = [];
   for (const item of cmd.items) items.push(await finishOne(txn, cmd.nowMs, item, acceptStale));
-  return { type: 'runItems', items };
-}
-
-export async function applyRenewLeases(txn: ApplyTxn, cmd: RenewLeasesCommand, acceptStale = false): Promise<RunItemsResult> {
-  await prefetch(txn, cmd.items.map((i) => i.runId));
-  const items: RunItemResult[] = [];
-  for (const item of cmd.items) {
-    const rec = await loadFenced(txn, item.runId, item.fencingToken, acceptStale);
-    if (!('run' in rec)) {
-      items.push({ error: rec, state: RunState.RUN_STATE_UNSPECIFIED });
-      continue;
-    }
-    // Leases only move forward: a delayed renew never shortens a newer one.
-    if (item.leaseDeadlineMs > rec.run.leaseDeadlineUnixMs) {
-      rec.run.leaseDeadlineUnixMs = item.leaseDeadlineMs;
-      txn.putRun(rec);
-    }
-    items.push({ state: rec.run.state });
-  }
   return { type: 'runItems', items };
 }
 

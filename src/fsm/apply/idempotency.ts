@@ -47,7 +47,7 @@ function liveIdem(v: Uint8Array | undefined, nowMs: number): IdemRecord | undefi
 
 export function storeIdem(txn: ApplyTxn, recordKey: string, target: string, nowMs: number, error?: { code: ErrorCode; message: string }): void {
   const expiresMs = nowMs + IDEMPOTENCY_TTL_MS;
-  const w = new ByteWriter(64).str(target).int(expiresMs);
+  const w = new ByteWriter(64, txn.writeBuffers).str(target).int(expiresMs);
   if (error) w.str(error.code).str(error.message);
   txn.putRaw(recordKey, w.finish());
   txn.putRaw(expiryKey(expiresMs, recordKey));

@@ -1,17 +1,12 @@
 // State changes of runs that several commands share: creating a run, ending one (which updates
 // its job's active set and releases a BUFFER_ONE run waiting behind it), cancelling.
 import { AttemptOutcome, RunState, type Run } from '../../gen/herald/v1/run.js';
-import type { ErrorCode } from '../../herald-error.js';
 import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
 import type { JobRecord, RunRecord } from '../store/records.js';
 import { isTerminal } from '../store/records.js';
-import type { CancelSignal, ItemError } from '../commands/results.js';
+import type { CancelSignal } from '../commands/results.js';
 import { parseRunId } from '../commands/run-id.js';
 import { NO_OUTPUT } from '../commands/run-record-codec.js';
-
-export function itemError(code: ErrorCode, message: string, reason = ''): ItemError {
-  return { code, message, reason };
-}
 
 export interface NewRunFields {
   readonly id: string;
@@ -55,7 +50,7 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
   return { run, held: f.held ?? false };
 }
 
-/** Counts a new non-terminal run as active on its job (the a\0 index follows from the run). */
+/** Counts a new non-terminal run as active on its job (its s\0 state key, written with the run, lists it). */
 export function addActive(job: JobRecord): void {
   job.job.activeRuns += 1;
 }

@@ -4,11 +4,11 @@
 // run naming why, so every slot of an active job has a run or an explicit record (I2).
 import { RunState } from '../../gen/herald/v1/run.js';
 import type { ApplyTxn } from '../store/apply-txn.js';
-import { jitteredSlot, MAX_SLOTS_PER_FIRE_ITEM } from './apply-fire-runs.js';
+import { MAX_SLOTS_PER_FIRE_ITEM } from './apply-fire-runs.js';
 import type { JobRecord } from '../store/records.js';
 import { newRun } from './run-transitions.js';
 import { parseRunId, scheduledRunId } from '../commands/run-id.js';
-import { nextSlotAfter, slotsInRange } from '../schedule/index.js';
+import { jitteredSlot, nextSlotAfter, slotsInRange } from '../schedule/index.js';
 
 /**
  * Records MISSED runs for the job's slots from its fire cursor whose (jittered) time is at or

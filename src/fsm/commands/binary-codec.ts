@@ -11,55 +11,67 @@ export class FsmDecodeError extends Error {
   override readonly name = 'FsmDecodeError';
 }
 
-/**
- * One scratch buffer shared by writers of small records: every run and job record written by
- * apply (three per run on every replica) would otherwise allocate a working buffer besides its
- * exact-size result. A writer takes it when free and gives it back in finish(); encoding is
- * synchronous, so it is free again before the next record starts (a writer that lives across an
- * await, like a snapshot chunk's, is larger than this and never takes it).
- */
-let scratch: Uint8Array | undefined = new Uint8Array(4096);
 const MAX_SCRATCH = 64 * 1024;
 const FINISHED = new Uint8Array(0);
 
-/**
- * Small results (records, idempotency entries, small commands) are carved out of shared slabs
- * instead of each getting an ArrayBuffer of its own: every replica writes five records per run,
- * and allocating, tracking and freeing an off-heap buffer for each cost more than encoding them
- * (bench/fsm-apply.ts per-run apply ~130 -> ~105 us). A slice keeps its whole slab alive, so the
- * record cache, which keeps slices longest, counts each slab it pins once, at full size
- * (record-cache.ts); other holders keep theirs briefly (batches, results). Commands, which the
- * leader's in-memory Raft log keeps until compaction, get buffers of their own.
- */
+/** Small results are carved out of slabs of this size (WriteBuffers). */
 export const SLAB_BYTES = 8192;
 /** Larger results get an exact buffer of their own. */
 export const MAX_SLAB_SLICE = 1024;
 /** What an empty bytes field reads as: one shared, zero-length (so nothing can be written into it). */
 const NO_BYTES = new Uint8Array(0);
 
-let slab = new Uint8Array(SLAB_BYTES);
-let slabPos = 0;
+/**
+ * The working memory of one state machine's writers, so that machines in one process share none.
+ *
+ * A scratch buffer: every run and job record written by apply (three per run on every replica)
+ * would otherwise allocate a working buffer besides its exact-size result. A writer takes it when
+ * free and gives it back in finish(); encoding is synchronous, so it is free again before the next
+ * record starts (a writer that lives across an await, like a snapshot chunk's, is larger than this
+ * and never takes it).
+ *
+ * Slabs: small results (records, idempotency entries, results) are carved out of a slab instead
+ * of each getting an ArrayBuffer of its own: every replica writes five records per run, and
+ * allocating, tracking and freeing an off-heap buffer for each cost more than encoding them. A
+ * slice keeps its whole slab alive, so the record cache, which keeps slices longest, counts each
+ * slab it pins once, at full size (record-cache.ts); other holders keep theirs briefly (batches,
+ * results). Commands, which the leader's in-memory Raft log keeps until compaction, get buffers of
+ * their own.
+ */
+export class WriteBuffers {
+  /** Undefined while a writer holds it. */
+  scratch: Uint8Array | undefined = new Uint8Array(4096);
+  private slab = new Uint8Array(SLAB_BYTES);
+  private slabPos = 0;
 
-function allocResult(n: number): Uint8Array {
-  if (n > MAX_SLAB_SLICE) return new Uint8Array(n);
-  if (slabPos + n > SLAB_BYTES) {
-    slab = new Uint8Array(SLAB_BYTES);
-    slabPos = 0;
+  /** `n` bytes for a result: a slice of the current slab when small. */
+  alloc(n: number): Uint8Array {
+    if (n > MAX_SLAB_SLICE) return new Uint8Array(n);
+    if (this.slabPos + n > SLAB_BYTES) {
+      this.slab = new Uint8Array(SLAB_BYTES);
+      this.slabPos = 0;
+    }
+    const out = this.slab.subarray(this.slabPos, this.slabPos + n);
+    this.slabPos += n;
+    return out;
   }
-  const out = slab.subarray(slabPos, slabPos + n);
-  slabPos += n;
-  return out;
 }
 
+/**
+ * Writes one message. With `buffers` (apply's writers: the state machine's WriteBuffers) it works
+ * in their scratch and returns a slab slice; without (commands, snapshots, tests) it allocates its
+ * own working buffer and an exact result.
+ */
 export class ByteWriter {
   private buf: Uint8Array;
   private pos = 0;
   private pooled = false;
 
-  constructor(initial = 256) {
+  constructor(initial = 256, private readonly buffers?: WriteBuffers) {
+    const scratch = buffers?.scratch;
     if (scratch !== undefined && initial <= scratch.length) {
       this.buf = scratch;
-      scratch = undefined;
+      buffers!.scratch = undefined;
       this.pooled = true;
     } else {
       this.buf = new Uint8Array(initial);
@@ -174,17 +186,20 @@ export class ByteWriter {
   }
 
   /**
-   * The bytes written: an exact-size copy (a slice of a shared slab when small, unless
-   * `ownBuffer`: for results kept long by holders that do not count slabs). The writer cannot be
-   * used afterwards.
+   * The bytes written: an exact-size copy (a slice of a slab of the writer's buffers when small,
+   * unless `ownBuffer`: for results kept long by holders that do not count slabs). The writer
+   * cannot be used afterwards.
    */
   finish(ownBuffer = false): Uint8Array {
-    const out = ownBuffer ? new Uint8Array(this.pos) : allocResult(this.pos);
+    const buffers = this.buffers;
+    const out = ownBuffer || buffers === undefined ? new Uint8Array(this.pos) : buffers.alloc(this.pos);
     out.set(this.buf.subarray(0, this.pos));
     // The working buffer (grown or not) becomes the scratch again unless it is huge. A writer
     // that did not have the scratch donates its own when there is none (one abandoned by a
     // throw mid-encode never gives it back).
-    if (this.pooled || scratch === undefined) scratch = this.buf.length <= MAX_SCRATCH ? this.buf : new Uint8Array(4096);
+    if (buffers !== undefined && (this.pooled || buffers.scratch === undefined)) {
+      buffers.scratch = this.buf.length <= MAX_SCRATCH ? this.buf : new Uint8Array(4096);
+    }
     this.pooled = false;
     this.buf = FINISHED;
     return out;

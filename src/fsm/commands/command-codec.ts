@@ -3,7 +3,7 @@
 // tags are append-only — never renumber one.
 import { JobSpec } from '../../gen/herald/v1/job.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
-import { specOf } from './job-record-codec.js';
+import { specOf } from './spec-bytes.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
@@ -19,7 +19,8 @@ const TAGS: Record<FsmCommandType, number> = {
   fireRuns: 8,
   claimRuns: 9,
   finishRuns: 10,
-  renewLeases: 11,
+  // tag 11 reserved: renewLeases, removed (no server ever proposed it: heartbeats renew leases in
+  // the leader's memory). Decoding it fails like any unknown tag.
   expireLeases: 12,
   cancelRuns: 13,
   markRuns: 14,
@@ -37,7 +38,7 @@ function specBytes(spec: JobSpec): Uint8Array {
   return JobSpec.encode(spec).finish();
 }
 
-// A decoded command's spec keeps the bytes it came in (job-record-codec.ts), so storing the job
+// A decoded command's spec keeps the bytes it came in (spec-bytes.ts), so storing the job
 // does not encode it again.
 function decodeSpec(bytes: Uint8Array): JobSpec {
   const spec = specOf(bytes);
@@ -87,9 +88,6 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
         if (i.succeeded) w.bytes(i.output);
         else w.str(i.errorType).str(i.errorMessage).bool(i.retryable).bool(i.timedOut);
       });
-      break;
-    case 'renewLeases':
-      w.list(cmd.items, (w, i) => w.str(i.runId).uint(i.fencingToken).int(i.leaseDeadlineMs));
       break;
     case 'expireLeases':
       w.list(cmd.items, (w, i) => w.str(i.runId).uint(i.fencingToken));
@@ -181,9 +179,6 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
           };
         }),
       };
-      break;
-    case 'renewLeases':
-      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), fencingToken: r.uint(), leaseDeadlineMs: r.int() })) };
       break;
     case 'expireLeases':
       cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), fencingToken: r.uint() })) };

@@ -145,18 +145,6 @@ export interface FinishRunsCommand {
   readonly items: readonly FinishItem[];
 }
 
-export interface RenewItem {
-  readonly runId: string;
-  readonly fencingToken: number;
-  readonly leaseDeadlineMs: number;
-}
-
-export interface RenewLeasesCommand {
-  readonly type: 'renewLeases';
-  readonly nowMs: number;
-  readonly items: readonly RenewItem[];
-}
-
 export interface ExpireItem {
   readonly runId: string;
   readonly fencingToken: number;
@@ -215,7 +203,6 @@ export type FsmCommand =
   | FireRunsCommand
   | ClaimRunsCommand
   | FinishRunsCommand
-  | RenewLeasesCommand
   | ExpireLeasesCommand
   | CancelRunsCommand
   | MarkRunsCommand

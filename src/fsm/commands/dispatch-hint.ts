@@ -10,7 +10,11 @@ export function overlapOf(spec: JobSpec | undefined): OverlapPolicy {
   return p === OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED ? OverlapPolicy.OVERLAP_POLICY_ALLOW : p;
 }
 
-/** Hints by spec object: jobs created from one template share a decoded spec (job-record-codec.ts), so one hint. */
+/**
+ * Hints by spec object: jobs created from one template share a decoded spec (spec-cache.ts), so
+ * one hint. A memo cache of immutable values keyed by their input, holding no settings: bounded
+ * by the specs alive (a WeakMap entry goes with its key), so state machines may share it.
+ */
 const hints = new WeakMap<JobSpec, DispatchHint>();
 
 export function dispatchHintOf(spec: JobSpec): DispatchHint {

@@ -3,8 +3,9 @@
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run } from '../../gen/herald/v1/run.js';
 import type { ErrorCode } from '../../herald-error.js';
-import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
+import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
+import type { SpecCache } from './spec-cache.js';
 import { readRun, writeRun } from './run-record-codec.js';
 import type { CancelSignal, ClaimedRun, ClaimItemResult, DispatchHint, FsmResult, ItemError } from './results.js';
 
@@ -90,9 +91,10 @@ function readSignals(r: ByteReader): CancelSignal[] {
 const writeIds = (w: ByteWriter, ids: readonly string[]): void => void w.list(ids, (w, s) => w.str(s));
 const readIds = (r: ByteReader): string[] => r.list((r) => r.str());
 
-export function encodeResult(res: FsmResult): Uint8Array {
+/** `buffers`: the state machine's when apply encodes (binary-codec.ts); without, an exact buffer. */
+export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array {
   if (res.type === 'empty') return new Uint8Array();
-  const w = new ByteWriter();
+  const w = new ByteWriter(256, buffers);
   w.u8(RESULT_FORMAT_VERSION).u8(TAGS[res.type]);
   switch (res.type) {
     case 'job':
@@ -173,10 +175,11 @@ export function encodeResult(res: FsmResult): Uint8Array {
  * The jobs a job or jobs result holds, as heads (id, state, next fire), without decoding their
  * specs: what the leader's timing wheel and job cache need after every create or change, at a
  * fraction of decodeResult's cost. `dispatchBeforeMs` adds the dispatch hint of each active job
- * whose next fire is before it (one spec decode per distinct spec; the fire scheduler's, for the
- * jobs its wheel holds): 0, the default, for none. Empty for any other result.
+ * whose next fire is before it (the fire scheduler's, for the jobs its wheel holds): 0, the
+ * default, for none. Those specs are decoded through `specs` (the state machine's specCache: one
+ * decode per distinct spec), or once per job without it. Empty for any other result.
  */
-export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0): JobHead[] {
+export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0, specs?: SpecCache): JobHead[] {
   if (bytes.length < 2 || bytes[0] !== RESULT_FORMAT_VERSION || (bytes[1] !== TAGS.job && bytes[1] !== TAGS.jobs)) return [];
   const r = new ByteReader(bytes);
   r.u8();
@@ -184,7 +187,7 @@ export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0): JobHead
   const heads: JobHead[] = [];
   const item = (r: ByteReader): void => {
     readError(r);
-    if (r.bool()) heads.push(readJobHead(r, dispatchBeforeMs));
+    if (r.bool()) heads.push(readJobHead(r, dispatchBeforeMs, specs));
     r.bool(); // created
   };
   if (tag === TAGS.job) item(r);

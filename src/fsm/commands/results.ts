@@ -143,7 +143,7 @@ export interface RunItemResult {
   readonly state: RunState;
 }
 
-/** finishRuns, renewLeases, expireLeases, markRuns. */
+/** finishRuns, expireLeases, markRuns. */
 export interface RunItemsResult {
   readonly type: 'runItems';
   readonly items: readonly RunItemResult[];

@@ -8,7 +8,7 @@
 // An effects record names the applied index it starts from and the one it ends at: it fits only
 // a store that has applied exactly `fromApplied` (the caller evaluates otherwise).
 import { isUtf8 } from 'node:buffer';
-import { ByteReader, ByteWriter, FsmDecodeError } from '../commands/binary-codec.js';
+import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import type { BatchSink } from '../store/apply-txn.js';
 import type { ReadyEntry } from '../store/ready-index.js';
 
@@ -35,14 +35,17 @@ export interface ApplyEffects {
 /**
  * A batch sink that passes every write on to the real batch and remembers it. The values are
  * kept by reference (the transaction never changes bytes it has written) and encoded once, in
- * finish(): encoding as they come would take the shared ByteWriter scratch away from the record
- * encodes running in between.
+ * finish(): encoding as they come would take the machine's ByteWriter scratch away from the
+ * record encodes running in between.
  */
 export class EffectsRecorder implements BatchSink {
   private readonly keys: string[] = [];
   private readonly values: (Uint8Array | null)[] = [];
 
-  constructor(private readonly batch: BatchSink) {}
+  constructor(
+    private readonly batch: BatchSink,
+    private readonly buffers?: WriteBuffers,
+  ) {}
 
   /** Writes recorded so far. */
   get size(): number {
@@ -68,7 +71,7 @@ export class EffectsRecorder implements BatchSink {
     // is a copy into freshly faulted pages.
     let size = 64 + ready.length * 96 + counts.size * 20;
     for (let i = 0; i < keys.length; i++) size += 1 + 5 + keys[i]!.length * 3 + (values[i] ? 5 + values[i]!.length : 0);
-    const out = new ByteWriter(size).u8(APPLY_EFFECTS_FORMAT_VERSION).uint(fromApplied).uint(toApplied).uint(keys.length);
+    const out = new ByteWriter(size, this.buffers).u8(APPLY_EFFECTS_FORMAT_VERSION).uint(fromApplied).uint(toApplied).uint(keys.length);
     // The ops go in as one length-prefixed block, so the reader can take them without a copy;
     // the prefix is filled in once the block is written.
     const prefixAt = out.reserveUint();

@@ -12,19 +12,19 @@ import {
   JOB_PREFIX,
   jobKey,
   jobRunsPrefix,
-  padTime,
   parseDueKey,
+  prefixEnd,
   RUN_PREFIX,
   runIdOfTail,
   runKey,
   runKeyOfStateKey,
   SEP,
-  SEP_END,
   statePrefix,
 } from '../store/key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from '../store/records.js';
 import type { ReadyEntry, ReadyIndex } from '../store/ready-index.js';
 import type { RecordCache } from '../store/record-cache.js';
+import type { SpecCache } from '../commands/spec-cache.js';
 import { parseRunId } from '../commands/run-id.js';
 import { isValidId } from '../commands/validation.js';
 
@@ -67,10 +67,6 @@ export interface ReadyQuery {
   readonly nowMs?: number;
 }
 
-function upper(prefix: string): string {
-  return prefix.slice(0, -1) + SEP_END;
-}
-
 function pageSizeOf(n: number | undefined): number {
   if (n === undefined || n === 0) return DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE) {
@@ -95,12 +91,15 @@ function decodeToken(token: string, prefix: string): string {
 export class FsmReads {
   /**
    * `ready`: the in-memory ready index the state machine keeps (ready-index.ts); `records`: its
-   * record cache, which always holds what the store holds (record-cache.ts).
+   * record cache, which always holds what the store holds (record-cache.ts); `specCache`: the
+   * decoded specs its apply shares (spec-cache.ts), which the leader's fire scheduler also reads
+   * job heads through (decodeJobHeads).
    */
   constructor(
     private readonly db: Db,
     protected readonly ready: ReadyIndex,
-    private readonly records?: RecordCache,
+    private readonly records: RecordCache | undefined,
+    readonly specCache: SpecCache,
   ) {}
 
   async getJob(jobId: string): Promise<Job | undefined> {
@@ -113,7 +112,7 @@ export class FsmReads {
    * Many jobs for the leader's dispatch rounds and sweeps (they touch thousands), read-only:
    * absent ones map to undefined. Records come from the record cache where it has them (a herd's
    * jobs were just fired there) and the rest from one getMany; specs are decoded through apply's
-   * shared spec objects (job-record-codec.ts), so a job whose spec apply decoded costs no
+   * shared spec objects (specCache), so a job whose spec apply decoded costs no
    * protobuf decode. Callers must not mutate a returned spec (none does: they read the lease,
    * payload and deadlines).
    */
@@ -130,13 +129,13 @@ export class FsmReads {
       if (v === undefined) {
         missed.push(id);
         out.set(id, undefined); // its place, until read (and a repeat of it is skipped)
-      } else out.set(id, decodeJobRecord(v, true).job);
+      } else out.set(id, decodeJobRecord(v, this.specCache).job);
     }
     if (missed.length === 0) return out;
     const values = await this.db.getMany(missed.map(jobKey));
     for (let i = 0; i < missed.length; i++) {
       const v = values[i];
-      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, true).job);
+      out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, this.specCache).job);
     }
     return out;
   }
@@ -161,7 +160,7 @@ export class FsmReads {
     const items: Job[] = [];
     let scanned = 0;
     let lastKey = '';
-    const it = this.db.iterator(after ? { gt: after, lt: upper(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: upper(JOB_PREFIX) });
+    const it = this.db.iterator(after ? { gt: after, lt: prefixEnd(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: prefixEnd(JOB_PREFIX) });
     try {
       for await (const [key, value] of it) {
         lastKey = key;
@@ -189,7 +188,7 @@ export class FsmReads {
     let prefix: string;
     if (q.state) prefix = q.jobId ? `${statePrefix(q.state)}${q.jobId}${SEP}` : statePrefix(q.state);
     else prefix = q.jobId ? jobRunsPrefix(q.jobId) : RUN_PREFIX;
-    const before = q.pageToken ? decodeToken(q.pageToken, prefix) : upper(prefix);
+    const before = q.pageToken ? decodeToken(q.pageToken, prefix) : prefixEnd(prefix);
     const keys = await this.db.keys({ gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
     const more = keys.length > size;
     const page = keys.slice(0, size);
@@ -237,7 +236,7 @@ export class FsmReads {
    */
   async runningRuns(limit = Number.MAX_SAFE_INTEGER, want?: (runId: string) => boolean): Promise<Run[]> {
     const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
-    const keys = await this.db.keys({ gte: prefix, lt: upper(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
+    const keys = await this.db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
     const tails = keys.map((k) => k.slice(prefix.length));
     const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
     return this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`));
@@ -250,7 +249,7 @@ export class FsmReads {
   async runCounts(): Promise<Map<RunState, number>> {
     const out = new Map<RunState, number>();
     for (let s = RunState.RUN_STATE_PENDING; s <= RunState.RUN_STATE_MISSED; s++) out.set(s, 0);
-    for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
+    for await (const [key, value] of this.db.iterator({ gte: COUNTER_PREFIX, lt: prefixEnd(COUNTER_PREFIX) })) {
       out.set(Number(key.slice(COUNTER_PREFIX.length)) as RunState, decodeCount(value));
     }
     return out;

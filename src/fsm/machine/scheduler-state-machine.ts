@@ -6,40 +6,27 @@
 // Time comes only from commands (I5). A command that fails to decode, or an entry whose handler
 // hits an unexpected error, gets a 'rejected' result and changes nothing; the other entries of
 // the call still apply. Reads are served straight from LevelDB (see fsm-reads.ts).
-import { createHash } from 'node:crypto';
-import { ClassicLevel } from 'classic-level';
-import { readSnapshotStream } from './snapshot-stream.js';
-import { HeraldError } from '../../herald-error.js';
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
 import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-codec.js';
-import { ApplyTxn, decodeCount, type Db } from '../store/apply-txn.js';
-import { ByteWriter, FsmDecodeError } from '../commands/binary-codec.js';
-import { decodeCommand, encodeCommand } from '../commands/command-codec.js';
+import { ApplyTxn, type Db } from '../store/apply-txn.js';
+import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
+import { decodeCommand } from '../commands/command-codec.js';
 import { FsmReads } from './fsm-reads.js';
-import {
-  COUNTER_PREFIX,
-  DROPPED_INDEX_PREFIXES,
-  META_APPLIED,
-  META_RESTORING,
-  META_SCHEMA,
-  READABLE_SCHEMAS,
-  runKeyOfStateKey,
-  SCHEMA_VERSION,
-  statePrefix,
-} from '../store/key-layout.js';
-import { RunState } from '../../gen/herald/v1/run.js';
-import { decodeRunRecord, readyEntryOf } from '../store/records.js';
+import { META_APPLIED } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
 import type { FsmResult } from '../commands/results.js';
 import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
-import { itemError } from '../apply/run-transitions.js';
+import { SpecCache } from '../commands/spec-cache.js';
+import { itemError } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
+import { loadCounts, openStore, rebuildReadyIndex } from './open-machine.js';
+import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from './machine-snapshot.js';
 
 const UNWANTED = new Uint8Array(0);
 
@@ -60,43 +47,22 @@ export interface SchedulerFsmOptions {
 }
 
 /**
- * LevelDB's default 4 MiB memtable flushed every second under bulk creates, and the compactions
- * that followed grew with the store: creates fell from ~12k to ~9.6k jobs/s on the way to 1M.
- * 16 MiB keeps them at ~11.8k/s at 1M for ~25 MiB more memory per node at most.
- */
-const DEFAULT_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
-
-/** Commands whose records are read again soon: the run lifecycle (a fired run is claimed, then finished). */
-/**
  * A job written (created, edited, resumed) whose next fire is this close enters the record cache,
  * so its fire does not read it back from LevelDB (a herd's creates, a minutely cron's edit). Jobs
  * due later do not: a store of a million jobs spread over a day admits a few hundred at a time.
  */
 const ADMIT_JOBS_DUE_WITHIN_MS = 5 * 60_000;
 
+/** Commands whose records are read again soon: the run lifecycle (a fired run is claimed, then finished). */
 const ADMITTING: ReadonlySet<FsmCommand['type']> = new Set<FsmCommand['type']>([
   'fireRuns',
   'claimRuns',
   'finishRuns',
-  'renewLeases',
   'expireLeases',
   'triggerJob',
 ]);
 
-const SNAPSHOT_FORMAT_VERSION = 1;
 const enc = new TextEncoder();
-const dec = new TextDecoder();
-
-/** One past every key starting with `prefix` (which ends with the NUL separator). */
-function upper(prefix: string): string {
-  return prefix.slice(0, -1) + '\x01';
-}
-
-/** Deletes every key except the restore marker (LevelDB's clear is not atomic). */
-async function clearAllButMarker(db: Db): Promise<void> {
-  await db.clear({ lt: META_RESTORING });
-  await db.clear({ gt: META_RESTORING });
-}
 
 type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 
@@ -118,6 +84,11 @@ function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   });
 }
 
+/**
+ * The apply entry points and the lock that orders them; opening and snapshots live beside it
+ * (open-machine.ts, machine-snapshot.ts). The read methods are inherited from FsmReads because
+ * the server calls them on the machine itself.
+ */
 export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private applied = 0;
   /** Stored per-state run counts (c\0 keys), mirrored here: apply is their only writer. */
@@ -128,6 +99,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   readonly recordCache: RecordCache | undefined;
   /** The ready index no longer matches the store (a batch write failed): rebuilt before the next apply. */
   private readyStale = false;
+  /** Apply's encoding scratch and result slabs (binary-codec.ts), this machine's own. */
+  private readonly writeBuffers = new WriteBuffers();
 
   private constructor(
     private readonly store: Db,
@@ -135,7 +108,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     recordCacheBytes: number,
   ) {
     const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
-    super(store, new ReadyIndex(), cache);
+    super(store, new ReadyIndex(), cache, new SpecCache());
     this.recordCache = cache;
   }
 
@@ -145,39 +118,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       snapshotChunkBytes: options.snapshotChunkBytes ?? 1 << 20,
       unsafe: checkUnsafeSwitches(options.unsafe),
     };
-    const db: Db = new ClassicLevel<string, Uint8Array>(dir, {
-      keyEncoding: 'utf8',
-      valueEncoding: 'view',
-      writeBufferSize: options.writeBufferBytes ?? DEFAULT_WRITE_BUFFER_BYTES,
-    });
-    await db.open();
+    const { db, applied } = await openStore(dir, options.writeBufferBytes);
     const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
+    fsm.applied = applied;
     try {
-      if ((await db.get(META_RESTORING)) !== undefined) {
-        // A restore was cut short: the contents are a mix of old and new. Start empty so the
-        // runtime installs a snapshot again rather than serving a broken state.
-        await clearAllButMarker(db);
-        await db.del(META_RESTORING, { sync: true });
-      }
-      const stored = await db.get(META_SCHEMA);
-      const schema = stored === undefined ? undefined : Number(dec.decode(stored));
-      if (schema === undefined) {
-        await db.batch([
-          { type: 'put', key: META_SCHEMA, value: enc.encode(String(SCHEMA_VERSION)) },
-          { type: 'put', key: META_APPLIED, value: enc.encode('0') },
-        ], { sync: true });
-      } else if (schema === SCHEMA_VERSION) {
-        // Current: nothing to do.
-      } else if (READABLE_SCHEMAS.includes(schema)) {
-        // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
-        // every replica does the same.
-        for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: upper(p) });
-        await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
-      } else {
-        throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(stored!)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
-      }
-      fsm.applied = Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0')));
-      await fsm.loadCounts();
+      await loadCounts(db, fsm.counts);
       await fsm.rebuildReady();
     } catch (e) {
       await db.close();
@@ -186,36 +131,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return fsm;
   }
 
-  private async loadCounts(): Promise<void> {
-    this.counts.clear();
-    for await (const [key, value] of this.store.iterator({ gte: COUNTER_PREFIX, lt: upper(COUNTER_PREFIX) })) {
-      this.counts.set(Number(key.slice(COUNTER_PREFIX.length)), decodeCount(value));
-    }
-  }
-
-  /**
-   * The in-memory ready index from the store: the dispatchable runs among the PENDING and FAILED
-   * ones (their s\0 ranges), read in pages. Costs a read per waiting run, at open and restore only.
-   */
   private async rebuildReady(): Promise<void> {
-    this.ready.clear();
-    for (const state of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_FAILED]) {
-      const prefix = statePrefix(state);
-      const it = this.store.keys({ gte: prefix, lt: upper(prefix) });
-      try {
-        for (;;) {
-          const keys = await it.nextv(1000);
-          if (keys.length === 0) break;
-          const values = await this.store.getMany(keys.map(runKeyOfStateKey));
-          for (const v of values) {
-            const e = v === undefined ? undefined : readyEntryOf(decodeRunRecord(v));
-            if (e) this.ready.add(e);
-          }
-        }
-      } finally {
-        await it.close();
-      }
-    }
+    await rebuildReadyIndex(this.store, this.ready);
     this.readyStale = false;
   }
 
@@ -237,7 +154,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   };
 
   /**
-   * apply, also returning the call's effects (apply-effects-codec.ts): what another replica at
+   * apply, also returning the call's effects (effects-codec.ts): what another replica at
    * the same applied index can write with applyEffects instead of evaluating these entries.
    * undefined when the call changed nothing but the applied index.
    */
@@ -313,14 +230,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     if (this.readyStale) await this.rebuildReady();
     for (;;) {
-      const txn = new ApplyTxn(this.store, this.counts, this.recordCache);
+      const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache, this.writeBuffers);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
       const results: Uint8Array[] = [];
       // Results nobody waits for (most of a follower's) are not encoded at all.
       let want = true;
-      const push = (r: FsmResult): void => void results.push(want ? encodeResult(r) : UNWANTED);
+      const push = (r: FsmResult): void => void results.push(want ? encodeResult(r, this.writeBuffers) : UNWANTED);
       let last = this.applied;
       let failedAt = -1;
       for (let i = 0; i < entries.length; i++) {
@@ -358,7 +275,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
       const batch = new DirectBatch(this.store);
-      const recorder = capture ? new EffectsRecorder(batch) : undefined;
+      const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
       try {
         await txn.writeBatch(recorder ?? batch);
       } catch (e) {
@@ -384,92 +301,22 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   }
 
   snapshot(): Promise<SnapshotSource> {
-    return this.exclusive(async () => {
-      // The iterator pins a LevelDB snapshot when it is created; holding the apply lock makes
-      // `applied` match that view exactly.
-      const it = this.store.iterator();
-      const appliedIndex = this.applied;
-      const chunkBytes = this.opts.snapshotChunkBytes;
-      let closed = false;
-      return {
-        appliedIndex,
-        async *chunks(): AsyncIterable<Uint8Array> {
-          yield new ByteWriter(8).u8(SNAPSHOT_FORMAT_VERSION).uint(appliedIndex).finish();
-          let w = new ByteWriter(chunkBytes + 1024);
-          let size = 0;
-          for (;;) {
-            const batch = await it.nextv(1000);
-            if (batch.length === 0) break;
-            for (const [k, v] of batch) {
-              const kb = enc.encode(k);
-              w.bytes(kb).bytes(v);
-              size += kb.length + v.length + 8;
-              if (size >= chunkBytes) {
-                yield w.finish();
-                w = new ByteWriter(chunkBytes + 1024);
-                size = 0;
-              }
-            }
-          }
-          if (size > 0) yield w.finish();
-        },
-        async close(): Promise<void> {
-          if (closed) return;
-          closed = true;
-          await it.close();
-        },
-      };
-    });
+    // Under the apply lock, so the snapshot's view and `applied` match.
+    return this.exclusive(async () => storeSnapshot(this.store, this.applied, this.opts.snapshotChunkBytes));
   }
 
   restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
     return this.exclusive(async () => {
-      // The marker goes first (synced) and survives the clear, so a crash anywhere from here to
-      // the final batch leaves a store that open() recognises as half restored and empties.
-      await this.store.put(META_RESTORING, enc.encode(String(meta.index)), { sync: true });
+      await markRestoring(this.store, meta);
       this.applied = 0;
       this.recordCache?.clear();
       this.ready.clear();
+      this.counts.clear(); // matches the store being cleared until the restore completes
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.readyStale = true;
-      await clearAllButMarker(this.store);
-      this.counts.clear(); // matches the cleared store until the restore completes
-      let header = false;
-      let batch = this.store.batch();
-      let pending = 0;
-      for await (const part of readSnapshotStream(chunks)) {
-        if (part.kind === 'header') {
-          if (part.version !== SNAPSHOT_FORMAT_VERSION) throw new HeraldError('CORRUPT_STORAGE', `unknown snapshot format ${part.version}`);
-          if (part.appliedIndex !== meta.index) {
-            throw new HeraldError('CORRUPT_STORAGE', `snapshot holds index ${part.appliedIndex}, meta says ${meta.index}`);
-          }
-          header = true;
-          continue;
-        }
-        const key = dec.decode(part.key);
-        if (key === META_RESTORING) throw new HeraldError('CORRUPT_STORAGE', 'snapshot contains a restore marker');
-        if (key === META_SCHEMA) {
-          const v = Number(dec.decode(part.value));
-          if (!READABLE_SCHEMAS.includes(v)) throw new HeraldError('CORRUPT_STORAGE', `snapshot of state machine schema ${v}; this build reads ${SCHEMA_VERSION}`);
-          batch.put(key, enc.encode(String(SCHEMA_VERSION)));
-          continue;
-        }
-        // A schema-1 or -2 snapshot (older leader) carries indexes this schema dropped.
-        if (DROPPED_INDEX_PREFIXES.some((p) => key.startsWith(p))) continue;
-        batch.put(key, part.value);
-        pending += 1;
-        if (pending >= 10_000) {
-          await batch.write();
-          batch = this.store.batch();
-          pending = 0;
-        }
-      }
-      if (!header) throw new HeraldError('CORRUPT_STORAGE', 'empty snapshot stream');
-      batch.put(META_APPLIED, enc.encode(String(meta.index)));
-      batch.del(META_RESTORING);
-      await batch.write({ sync: true });
+      await writeSnapshot(this.store, meta, chunks);
       this.applied = meta.index;
-      await this.loadCounts();
+      await loadCounts(this.store, this.counts);
       await this.rebuildReady();
     });
   }
@@ -489,17 +336,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return this.store.compactRange('\0', '\x7f');
   }
 
-  async stateHash(): Promise<string> {
-    const h = createHash('sha256');
-    const len = Buffer.alloc(4);
-    for await (const [k, v] of this.store.iterator()) {
-      const kb = enc.encode(k);
-      len.writeUInt32BE(kb.length);
-      h.update(len).update(kb);
-      len.writeUInt32BE(v.length);
-      h.update(len).update(v);
-    }
-    return h.digest('hex');
+  /** A hash of the whole store, for comparing replicas (machine-snapshot.ts). */
+  stateHash(): Promise<string> {
+    return stateHash(this.store);
   }
 
   close(): Promise<void> {

@@ -227,6 +227,10 @@ function checkCanFire(c: CronExpression): void {
   invalid(`cron expression "${c.source}" never fires: no allowed month has the given day-of-month`);
 }
 
+/**
+ * A memo cache of parsed (immutable) expressions keyed by their text, cleared when full: it holds
+ * no settings, so state machines in one process may share it.
+ */
 const cache = new Map<string, CronExpression>();
 const CACHE_LIMIT = 10_000;
 

@@ -16,7 +16,7 @@
 // - Jitter and retry backoff use FNV-1a 64 of (key, number); they never depend on process state.
 export { validateSchedule } from './validate-schedule.js';
 export { nextSlotAfter, slotsInRange } from './next-slot.js';
-export { jitterOffsetMs } from './jitter.js';
+export { jitteredSlot, jitterOffsetMs } from './jitter.js';
 export { retryBackoffMs, retryBackoffBaseMs } from './retry-backoff.js';
 export { effectiveRetry, validateRetryPolicy, type EffectiveRetry } from './retry-policy.js';
 export { parseCronExpression, type CronExpression } from './cron-expression.js';

@@ -46,6 +46,7 @@ const UTC_RULES: ZoneRules = {
 };
 
 class IntlZoneRules implements ZoneRules {
+  /** A memo cache of the zone's transitions per year, computed on first use; bounded by the years times can reach. */
   private readonly years = new Map<number, YearTable>();
   constructor(
     readonly name: string,
@@ -121,6 +122,9 @@ class IntlZoneRules implements ZoneRules {
   }
 }
 
+// Memo caches of immutable values keyed by their input (the zone name as given, and as Intl
+// resolves it): they hold no settings, so state machines in one process may share them. `zones`
+// is bounded below; `byResolvedName` by the zones Intl knows.
 const zones = new Map<string, ZoneRules>();
 const byResolvedName = new Map<string, ZoneRules>();
 

@@ -3,7 +3,7 @@
 // counters and the applied index — leaves in ONE LevelDB batch at commit. Nothing is written
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
-import { FsmDecodeError } from '../commands/binary-codec.js';
+import { FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import {
   counterKey,
   jobStatePrefix,
@@ -12,7 +12,7 @@ import {
   RUN_PREFIX,
   runIdOfTail,
   runKey,
-  SEP_END,
+  prefixEnd,
 } from './key-layout.js';
 import {
   decodeJobRecord,
@@ -28,6 +28,7 @@ import {
   type RunRecord,
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
+import type { SpecCache } from '../commands/spec-cache.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 
@@ -110,11 +111,16 @@ export class ApplyTxn {
   /**
    * `counts`: the stored per-state run counts when the caller keeps them in memory (the state
    * machine does: it is their only writer), saving a read per touched state in every apply.
+   * `specs`: the state machine's shared decoded specs (spec-cache.ts); without it each job
+   * record read decodes its spec. `writeBuffers`: the state machine's, for the records and
+   * entries this transaction encodes (binary-codec.ts).
    */
   constructor(
     private readonly db: Db,
     private readonly counts?: ReadonlyMap<number, number>,
     private readonly cache?: RecordCache,
+    private readonly specs?: SpecCache,
+    readonly writeBuffers?: WriteBuffers,
   ) {}
 
   /** Record bytes from the cache, the rest with one getMany. */
@@ -220,7 +226,7 @@ export class ApplyTxn {
   }
 
   private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
-    const value = bytes === undefined ? undefined : decodeJobRecord(bytes, true);
+    const value = bytes === undefined ? undefined : decodeJobRecord(bytes, this.specs);
     const t: Tracked<JobRecord> = {
       originalIndex: value ? jobIndexKeys(value.job) : NO_KEYS,
       originalState: -1,
@@ -382,7 +388,7 @@ export class ApplyTxn {
     const ids = new Set<string>();
     for (const state of ACTIVE_STATES) {
       const prefix = jobStatePrefix(state, jobId);
-      for (const k of await this.db.keys({ gte: prefix, lt: prefix.slice(0, -1) + SEP_END }).all()) {
+      for (const k of await this.db.keys({ gte: prefix, lt: prefixEnd(prefix) }).all()) {
         // "s\0<state:2>\0" is 5 characters: the rest is the run's tail.
         ids.add(runIdOfTail(k.slice(5)));
       }
@@ -406,7 +412,7 @@ export class ApplyTxn {
   /** Keys of a job's runs in history order, including this transaction's changes; no values are read. */
   async runKeysOfJob(jobId: string): Promise<string[]> {
     const prefix = jobRunsPrefix(jobId);
-    const lt = prefix.slice(0, -1) + SEP_END;
+    const lt = prefixEnd(prefix);
     const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
     for (const [k, t] of this.trackedRunsOf(jobId)) {
       if (k < prefix || k >= lt) continue;
@@ -445,7 +451,7 @@ export class ApplyTxn {
       if (!t.dirty) return;
       const key = jobKey(id);
       if (t.value) {
-        const value = encodeJobRecord(t.value);
+        const value = encodeJobRecord(t.value, this.writeBuffers);
         out.put(key, value);
         cached.push({ key, value, admit: t.admit });
         diffIndexKeys(out, t.originalIndex, jobIndexKeys(t.value.job));
@@ -463,7 +469,7 @@ export class ApplyTxn {
       if (!t.dirty) return;
       bump(t.originalState, -1);
       if (t.value) {
-        const value = encodeRunRecord(t.value);
+        const value = encodeRunRecord(t.value, this.writeBuffers);
         out.put(key, value);
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });

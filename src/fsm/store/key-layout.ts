@@ -38,6 +38,11 @@ export const SEP = '\0';
 /** One past SEP: the exclusive upper bound of a "<prefix>\0" range. */
 export const SEP_END = '\x01';
 
+/** One past every key starting with `prefix` (which ends with SEP): the `lt` bound of its range. */
+export function prefixEnd(prefix: string): string {
+  return prefix.slice(0, -1) + SEP_END;
+}
+
 export const SCHEMA_VERSION = 3;
 /** Schema versions whose stores and snapshots this build reads (upgrading them on the way in). */
 export const READABLE_SCHEMAS: readonly number[] = [1, 2, 3];
@@ -48,7 +53,10 @@ export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
 export const META_RESTORING = `m${SEP}restoring`;
 
-/** The last time padded: the runs of a herd (and their keys) share one slot. */
+/**
+ * A one-entry memo cache of padTime, a pure function: the runs of a herd (and their keys) share
+ * one slot. It holds no settings, so state machines in one process may share it.
+ */
 let lastPadded = { ms: -1, text: '' };
 
 export function padTime(ms: number): string {

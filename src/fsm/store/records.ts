@@ -4,11 +4,13 @@
 // diffing the keys of a record before and after a change — no index is updated by hand.
 import { Job, JobState } from '../../gen/herald/v1/job.js';
 import { Run, RunState } from '../../gen/herald/v1/run.js';
-import { ByteReader, ByteWriter, FsmDecodeError } from '../commands/binary-codec.js';
+import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import { dueKey, stateKeyOfRunKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
 import { readRun, writeRun } from '../commands/run-record-codec.js';
-import { readJob, specBytes, specOf, writeJob } from '../commands/job-record-codec.js';
+import { readJob, writeJob } from '../commands/job-record-codec.js';
+import { specBytes, specOf } from '../commands/spec-bytes.js';
+import type { SpecCache } from '../commands/spec-cache.js';
 
 /** Format 1 records: [1][internal fields][protobuf message to the end] (still read). */
 const RECORD_FORMAT_VERSION = 1;
@@ -33,8 +35,9 @@ export interface RunRecord {
  */
 const JOB_RECORD_FORMAT_VERSION = 2;
 
-export function encodeJobRecord(rec: JobRecord): Uint8Array {
-  const w = new ByteWriter(160 + specBytes(rec.job.spec).length);
+/** `buffers`: the state machine's (apply's writes); without, the record gets an exact buffer of its own. */
+export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Array {
+  const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
   w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
   writeJob(w, rec.job);
   return w.finish();
@@ -45,14 +48,14 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
   return bytes.subarray(bytes.length - r.remaining());
 }
 
-/** `shared`: for apply only (job-record-codec.ts, sharedSpecs). */
-export function decodeJobRecord(bytes: Uint8Array, shared = false): JobRecord {
+/** `specs`: the state machine's shared decoded specs, for apply and the leader's reads only (spec-cache.ts). */
+export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
   if (v === JOB_RECORD_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
-    const job = readJob(r, shared);
+    const job = readJob(r, specs);
     r.end();
     return { job, manualSeq, heldRunId };
   }
@@ -71,8 +74,9 @@ export function decodeJobRecord(bytes: Uint8Array, shared = false): JobRecord {
  */
 const RUN_RECORD_FORMAT_VERSION = 2;
 
-export function encodeRunRecord(rec: RunRecord): Uint8Array {
-  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length);
+/** `buffers`: as for encodeJobRecord. */
+export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
+  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length, buffers);
   w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
   writeRun(w, rec.run);
   return w.finish();

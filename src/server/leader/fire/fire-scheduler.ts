@@ -64,7 +64,7 @@ export class FireScheduler {
         // Dispatch hints only for jobs the wheel will hold now (the rest enter it later, by
         // due-window reads, and get theirs from their first fire), from specs decoded once per
         // distinct spec (a herd: once).
-        const heads = decodeJobHeads(e.result, this.loadedUpTo);
+        const heads = decodeJobHeads(e.result, this.loadedUpTo, this.ctx.fsm.specCache);
         for (const h of heads) this.setHint(h.id, h.dispatch);
         this.events.push({ kind: 'jobs', heads });
       } else if (e.tag === RESULT_TAG.fire) {

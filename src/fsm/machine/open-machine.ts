@@ -1,0 +1,118 @@
+// Bringing a state machine's store up: open LevelDB, finish or undo what a crash interrupted,
+// upgrade an older schema, and rebuild the in-memory state that mirrors the store (run counts and
+// the ready index). Also used by restore, which rebuilds the same state from a new store.
+import { ClassicLevel } from 'classic-level';
+import { RunState } from '../../gen/herald/v1/run.js';
+import { HeraldError } from '../../herald-error.js';
+import { decodeCount, type Db } from '../store/apply-txn.js';
+import {
+  COUNTER_PREFIX,
+  DROPPED_INDEX_PREFIXES,
+  META_APPLIED,
+  META_RESTORING,
+  META_SCHEMA,
+  prefixEnd,
+  READABLE_SCHEMAS,
+  runKeyOfStateKey,
+  SCHEMA_VERSION,
+  statePrefix,
+} from '../store/key-layout.js';
+import { decodeRunRecord, readyEntryOf } from '../store/records.js';
+import type { ReadyIndex } from '../store/ready-index.js';
+
+/**
+ * LevelDB's default 4 MiB memtable flushed every second under bulk creates, and the compactions
+ * that followed grew with the store, slowing creates as it grew; 16 MiB keeps them steady for a
+ * little more memory per node.
+ */
+export const DEFAULT_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/**
+ * Opens the store at `dir` ready for apply: a half-done restore is emptied, a new store gets its
+ * schema, an older readable schema is upgraded. Returns the store and its applied index; the
+ * store is closed again if anything fails.
+ */
+export async function openStore(dir: string, writeBufferBytes = DEFAULT_WRITE_BUFFER_BYTES): Promise<{ db: Db; applied: number }> {
+  const db: Db = new ClassicLevel<string, Uint8Array>(dir, {
+    keyEncoding: 'utf8',
+    valueEncoding: 'view',
+    writeBufferSize: writeBufferBytes,
+  });
+  await db.open();
+  try {
+    if ((await db.get(META_RESTORING)) !== undefined) {
+      // A restore was cut short: the contents are a mix of old and new. Start empty so the
+      // runtime installs a snapshot again rather than serving a broken state.
+      await clearAllButMarker(db);
+      await db.del(META_RESTORING, { sync: true });
+    }
+    await upgradeSchema(db, dir);
+    return { db, applied: Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0'))) };
+  } catch (e) {
+    await db.close();
+    throw e;
+  }
+}
+
+async function upgradeSchema(db: Db, dir: string): Promise<void> {
+  const stored = await db.get(META_SCHEMA);
+  const schema = stored === undefined ? undefined : Number(dec.decode(stored));
+  if (schema === undefined) {
+    await db.batch([
+      { type: 'put', key: META_SCHEMA, value: enc.encode(String(SCHEMA_VERSION)) },
+      { type: 'put', key: META_APPLIED, value: enc.encode('0') },
+    ], { sync: true });
+  } else if (schema === SCHEMA_VERSION) {
+    // Current: nothing to do.
+  } else if (READABLE_SCHEMAS.includes(schema)) {
+    // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
+    // every replica does the same.
+    for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: prefixEnd(p) });
+    await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
+  } else {
+    throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(stored!)} in ${dir}; this build reads ${SCHEMA_VERSION}`);
+  }
+}
+
+/** Deletes every key except the restore marker (LevelDB's clear is not atomic). */
+export async function clearAllButMarker(db: Db): Promise<void> {
+  await db.clear({ lt: META_RESTORING });
+  await db.clear({ gt: META_RESTORING });
+}
+
+/** Replaces `counts` with the stored per-state run counts (c\0 keys). */
+export async function loadCounts(db: Db, counts: Map<number, number>): Promise<void> {
+  counts.clear();
+  for await (const [key, value] of db.iterator({ gte: COUNTER_PREFIX, lt: prefixEnd(COUNTER_PREFIX) })) {
+    counts.set(Number(key.slice(COUNTER_PREFIX.length)), decodeCount(value));
+  }
+}
+
+/**
+ * Refills the in-memory ready index from the store: the dispatchable runs among the PENDING and
+ * FAILED ones (their s\0 ranges), read in pages. Costs a read per waiting run, at open and
+ * restore (and after a failed batch write) only.
+ */
+export async function rebuildReadyIndex(db: Db, ready: ReadyIndex): Promise<void> {
+  ready.clear();
+  for (const state of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_FAILED]) {
+    const prefix = statePrefix(state);
+    const it = db.keys({ gte: prefix, lt: prefixEnd(prefix) });
+    try {
+      for (;;) {
+        const keys = await it.nextv(1000);
+        if (keys.length === 0) break;
+        const values = await db.getMany(keys.map(runKeyOfStateKey));
+        for (const v of values) {
+          const e = v === undefined ? undefined : readyEntryOf(decodeRunRecord(v));
+          if (e) ready.add(e);
+        }
+      }
+    } finally {
+      await it.close();
+    }
+  }
+}
