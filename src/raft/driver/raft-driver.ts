@@ -1,7 +1,8 @@
-// The driver runs the pure Raft core: the only place with timers (ticks on the monotonic clock),
-// the single ordered writer of the log, and the ready loop (ready-loop.ts). This file is its
-// front: lifecycle, the inputs (proposals, messages, snapshots, effects) and what callers observe.
-// Each concern is a part of its own beside it; its outside world comes in through ../ports.ts.
+// The driver runs the pure Raft core: the only place with timers (ticks on the injected
+// monotonic timers), the single ordered writer of the log, and the ready loop (ready-loop.ts).
+// This file is its front: lifecycle, the inputs (proposals, messages, snapshots, effects) and
+// what callers observe. Each concern is a part of its own beside it; its outside world (log,
+// peers, staged snapshots, timers) comes in through ../ports.ts, so a simulator can stand in.
 
 import type { Logger } from 'pino';
 import { HeraldError, isHeraldError } from '../../herald-error.js';
