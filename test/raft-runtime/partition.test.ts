@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
 import { createNode, type HeraldNode } from '../../src/server/node/create-node.js';
-import type { PeerInfo } from '../../src/server/peer/peer-transport.js';
+import type { PeerInfo } from '../../src/raft/ports.js';
 import { freePort, waitFor } from './helpers/cluster.js';
 
 let nodes: HeraldNode[] = [];

@@ -4,6 +4,7 @@
 // lost before either happened, the outcome is unknown after a grace period.
 
 import { HeraldError } from '../../herald-error.js';
+import type { DriverTimers, TimerHandle } from '../ports.js';
 import type { Entry } from '../types.js';
 
 export interface ProposalOutcome {
@@ -15,12 +16,14 @@ interface Pending {
   term: number;
   resolve: (o: ProposalOutcome) => void;
   reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
+  timer: TimerHandle;
   leadershipLost: boolean;
 }
 
 export class ProposalTracker {
   private readonly pending = new Map<number, Pending>();
+
+  constructor(private readonly timers: Pick<DriverTimers, 'after' | 'cancel'>) {}
 
   get size(): number {
     return this.pending.size;
@@ -28,7 +31,7 @@ export class ProposalTracker {
 
   track(index: number, term: number, timeoutMs: number): Promise<ProposalOutcome> {
     return new Promise<ProposalOutcome>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.timers.after(timeoutMs, () => {
         const p = this.pending.get(index);
         if (!p) return;
         this.pending.delete(index);
@@ -37,7 +40,7 @@ export class ProposalTracker {
             ? new HeraldError('OUTCOME_UNKNOWN', `leadership was lost after entry ${index} was appended; it may or may not commit`)
             : new HeraldError('PROPOSAL_TIMEOUT', `entry ${index} was not committed within ${timeoutMs} ms; it may still commit`),
         );
-      }, timeoutMs);
+      });
       this.pending.set(index, { term, resolve, reject, timer, leadershipLost: false });
     });
   }
@@ -59,7 +62,7 @@ export class ProposalTracker {
       const p = this.pending.get(e.index);
       if (!p) continue;
       this.pending.delete(e.index);
-      clearTimeout(p.timer);
+      this.timers.cancel(p.timer);
       if (e.term === p.term) p.resolve({ index: e.index, result: results[i] ?? new Uint8Array(0) });
       else {
         p.reject(
@@ -80,12 +83,12 @@ export class ProposalTracker {
     for (const [index, p] of this.pending) {
       if (p.leadershipLost) continue;
       p.leadershipLost = true;
-      clearTimeout(p.timer);
-      p.timer = setTimeout(() => {
+      this.timers.cancel(p.timer);
+      p.timer = this.timers.after(graceMs, () => {
         if (this.pending.get(index) !== p) return;
         this.pending.delete(index);
         p.reject(new HeraldError('OUTCOME_UNKNOWN', `leadership was lost after entry ${index} was appended; it may or may not commit`));
-      }, graceMs);
+      });
     }
   }
 
@@ -94,14 +97,14 @@ export class ProposalTracker {
     for (const [i, p] of this.pending) {
       if (i > index) continue;
       this.pending.delete(i);
-      clearTimeout(p.timer);
+      this.timers.cancel(p.timer);
       p.reject(new HeraldError('OUTCOME_UNKNOWN', `entry ${i} was covered by an installed snapshot; outcome unknown`));
     }
   }
 
   failAll(make: (index: number) => Error): void {
     for (const [i, p] of this.pending) {
-      clearTimeout(p.timer);
+      this.timers.cancel(p.timer);
       p.reject(make(i));
     }
     this.pending.clear();

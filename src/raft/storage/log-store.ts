@@ -9,6 +9,7 @@
 import { ClassicLevel } from 'classic-level';
 import { HeraldError } from '../../herald-error.js';
 import { MemoryStorage } from '../core/memory-storage.js';
+import type { LogSink, PersistInput } from '../ports.js';
 import type { ConfState, Entry, HardState, NodeId, SnapshotMeta } from '../types.js';
 import { writeLevelBatch } from './level-batch-write.js';
 import {
@@ -33,12 +34,6 @@ export interface ClusterIdentity {
   voters: NodeId[];
 }
 
-export interface PersistInput {
-  hardState?: HardState;
-  entries: readonly Entry[];
-  snapshot?: SnapshotMeta;
-}
-
 export interface LogStoreStats {
   /** Batches written with sync:true (each one fsync of LevelDB's WAL). */
   syncedWrites: number;
@@ -49,7 +44,7 @@ export interface LogStoreStats {
 type Db = ClassicLevel<Buffer, Buffer>;
 type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
 
-export class LogStore {
+export class LogStore implements LogSink {
   readonly stats: LogStoreStats = { syncedWrites: 0, entriesWritten: 0 };
   /** What is on disk: entries (base.index, lastIndex]. */
   private durableFirst = 1;

@@ -7,6 +7,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { createHash, type Hash } from 'node:crypto';
 import { join } from 'node:path';
+import type { SnapshotStaging } from '../ports.js';
 import type { SnapshotMeta } from '../types.js';
 
 export function stagedSnapshotPath(dir: string, meta: { index: number; term: number }): string {
@@ -68,5 +69,18 @@ export class SnapshotWriter {
   async abort(): Promise<void> {
     await this.fh.close().catch(() => undefined);
     await rm(this.tmpPath, { force: true });
+  }
+}
+
+/** Production's SnapshotStaging: the staged snapshot files in one directory. */
+export class StagedSnapshots implements SnapshotStaging {
+  constructor(readonly dir: string) {}
+
+  read(meta: SnapshotMeta): AsyncIterable<Uint8Array> {
+    return readSnapshotFile(stagedSnapshotPath(this.dir, meta));
+  }
+
+  prune(): Promise<void> {
+    return pruneStagedSnapshots(this.dir);
   }
 }

@@ -16,29 +16,22 @@
 // not the failure under test). A leader writes back at once when it has entries to apply, so its
 // clients are not slowed; followers wait for the periodic write-back. The result: a client is
 // acknowledged once a majority *said* it stored the entry, while only the leader really did.
-import type { LogStore, PersistInput } from './log-store.js';
+import type { LogSink, PersistInput } from '../ports.js';
+import type { SnapshotMeta } from '../types.js';
 import { UNSAFE_ENV, unsafeOptedIn } from '../unsafe-opt-in.js';
 
 /** How long a write stays in the modelled page cache before it is written back. */
 export const WRITEBACK_DELAY_MS = 1_000;
 
-let skipFsync = false;
-
-/** Turns the control on for the drivers this process creates; throws without the env opt-in. */
-export function enableUnsafeSkipFsync(env: NodeJS.ProcessEnv = process.env): void {
-  if (!unsafeOptedIn(env)) {
+/**
+ * Whether a driver may run with the control: `requested` as given, but throws when it is
+ * requested without the environment opt-in (no configuration mistake alone turns it on).
+ */
+export function checkUnsafeSkipFsync(requested: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (requested && !unsafeOptedIn(env)) {
     throw new Error(`--unsafe-skip-fsync acknowledges log writes before they are durable (it loses acknowledged writes); it is for negative-control tests only: set ${UNSAFE_ENV}=1 to allow it`);
   }
-  skipFsync = true;
-}
-
-export function unsafeSkipFsyncEnabled(): boolean {
-  return skipFsync;
-}
-
-/** Back to safe (tests that enabled the control in-process). */
-export function resetUnsafeSkipFsync(): void {
-  skipFsync = false;
+  return requested;
 }
 
 interface Queued {
@@ -47,8 +40,8 @@ interface Queued {
   seq: number;
 }
 
-/** The modelled page cache in front of a LogStore (see the top of this file). */
-export class WriteBehindLog {
+/** The modelled page cache in front of a log (see the top of this file): a LogSink decorator. */
+export class WriteBehindLog implements LogSink {
   private queue: Queued[] = [];
   private seq = 0;
   private written = 0;
@@ -60,7 +53,7 @@ export class WriteBehindLog {
   private failed: Error | undefined;
 
   constructor(
-    private readonly store: LogStore,
+    private readonly store: LogSink,
     private readonly now: () => number,
     private readonly delayMs = WRITEBACK_DELAY_MS,
   ) {
@@ -83,6 +76,11 @@ export class WriteBehindLog {
     this.queue.push({ input, atMs: this.now(), seq: ++this.seq });
   }
 
+  /** Not modelled: compaction writes its snapshot point synced, as without the control. */
+  compact(snap: SnapshotMeta, base: { index: number; term: number }): Promise<void> {
+    return this.store.compact(snap, base);
+  }
+
   /**
    * Resolves once everything queued so far is on disk: at once (`now`, a leader about to apply)
    * or at the periodic write-back (a follower).
@@ -95,6 +93,11 @@ export class WriteBehindLog {
   }
 
   /** Clean shutdown: everything written back (a stopped process loses nothing). */
+  drain(): Promise<void> {
+    return this.close();
+  }
+
+  /** The same as drain (afterwards writes go straight to the log). */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);

@@ -20,8 +20,9 @@ import { DEFAULT_MAX_BATCH_BYTES, PeerRaftClient, PeerTransport, peerChannelOpti
 import { PEER_RAFT_SERVICE } from '../peer/stream-request-codec.js';
 import { RaftDriver, type LeaderChange, type RaftDriverEvents, type RaftTimingOptions } from '../../raft/driver/raft-driver.js';
 import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
-import { pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from '../../raft/storage/snapshot-files.js';
+import { StagedSnapshots, pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from '../../raft/storage/snapshot-files.js';
 import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import { systemTimers } from '../../raft/system-timers.js';
 import { ClusterClock } from './cluster-clock.js';
 import { createClusterService } from './cluster-service.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
@@ -59,6 +60,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
   followerApplyWindowMs?: number;
   /** Effects replication (RaftDriver replicateEffects; default on). */
   replicateEffects?: boolean;
+  /** Negative control only: the skip-fsync control for this node's log (RaftDriver unsafeSkipFsync; needs the unsafe opt-in). */
+  unsafeSkipFsync?: boolean;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
 }
@@ -184,14 +187,14 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     driver = new RaftDriver(
       {
         id: o.id,
-        clusterId,
         members: o.members,
-        logStore,
+        log: logStore,
         storage,
         stateMachine,
         transport,
+        snapshots: new StagedSnapshots(snapshotDir),
+        timers: systemTimers,
         logger: log.child({ c: 'raft' }),
-        snapshotDir,
         tickMs: o.tickMs,
         electionTicks: o.electionTicks,
         heartbeatTicks: o.heartbeatTicks,
@@ -205,6 +208,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         maxProposalBytes: o.maxProposalBytes,
         followerApplyWindowMs: o.followerApplyWindowMs ?? DEFAULT_FOLLOWER_APPLY_WINDOW_MS,
         replicateEffects: o.replicateEffects ?? true,
+        unsafeSkipFsync: o.unsafeSkipFsync,
       },
       applied,
     );

@@ -14,14 +14,11 @@ import type { Message, NodeId } from '../../raft/types.js';
 import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
 import { coalesceMessages } from './message-coalescer.js';
 import { systemMonotonicClock, wallClockUnixMs, type MonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import type { PeerInfo, RaftTransport, SnapshotSend, SnapshotSent } from '../../raft/ports.js';
+import { sendSnapshot } from './snapshot-sender.js';
 
-export interface PeerInfo {
-  id: NodeId;
-  /** host:port of the peer's RaftService. */
-  peerAddress: string;
-  /** host:port of the peer's public API ('' when not configured). */
-  clientAddress: string;
-}
+/** Kept here too: callers that build peer lists import it with the transport. */
+export type { PeerInfo };
 
 export interface PeerClock {
   /** The peer's wall clock as stamped on the last message received from it. */
@@ -97,7 +94,7 @@ class PeerLink {
   ) {}
 }
 
-export class PeerTransport {
+export class PeerTransport implements RaftTransport {
   private readonly links = new Map<NodeId, PeerLink>();
   private readonly clock: MonotonicClock;
   private readonly maxBatchBytes: number;
@@ -128,6 +125,13 @@ export class PeerTransport {
   /** The generated client for a peer (Forward, ReadIndex, InstallSnapshot). */
   client(peer: NodeId): RaftServiceClient | undefined {
     return this.links.get(peer)?.client;
+  }
+
+  /** Ships a snapshot over RaftService.InstallSnapshot (snapshot-sender.ts); undefined for an unknown peer. */
+  sendSnapshot(s: SnapshotSend): Promise<SnapshotSent> | undefined {
+    const client = this.client(s.to);
+    if (!client) return undefined;
+    return sendSnapshot({ ...s, client, clusterId: this.opts.clusterId, from: this.opts.selfId });
   }
 
   peerClock(peer: NodeId): PeerClock | undefined {

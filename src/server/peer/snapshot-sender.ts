@@ -9,30 +9,17 @@
 import { createHash } from 'node:crypto';
 import type { ClientWritableStream } from '@grpc/grpc-js';
 import type { InstallSnapshotRequest, InstallSnapshotResponse, RaftServiceClient } from '../../gen/herald/raft/v1/raft.js';
-import type { StateMachine } from '../../raft/state-machine.js';
-import type { ConfState, NodeId } from '../../raft/types.js';
+import type { SnapshotSend, SnapshotSent } from '../../raft/ports.js';
+import type { NodeId } from '../../raft/types.js';
 import { asBuffer, snapshotMetaToPb } from './message-codec.js';
 
-export interface SendSnapshotArgs {
+export interface SendSnapshotArgs extends SnapshotSend {
   client: RaftServiceClient;
   clusterId: string;
   from: NodeId;
-  to: NodeId;
-  term: number;
-  conf: ConfState;
-  stateMachine: StateMachine;
-  /** The term of a log index (throws when compacted: the send fails and is retried). */
-  termOf: (index: number) => number;
-  /** Overall deadline for the transfer. */
-  timeoutMs: number;
 }
 
-export interface SendSnapshotResult {
-  index: number;
-  bytes: number;
-}
-
-export async function sendSnapshot(a: SendSnapshotArgs): Promise<SendSnapshotResult> {
+export async function sendSnapshot(a: SendSnapshotArgs): Promise<SnapshotSent> {
   const src = await a.stateMachine.snapshot();
   try {
     const index = src.appliedIndex;

@@ -1,0 +1,97 @@
+// Snapshots between leader and follower. A leader ships the state machine's snapshot to a
+// follower the log no longer covers (one transfer per follower at a time, beside the loop); a
+// follower restores from the snapshot the transport staged, once the log recorded it.
+
+import type { MemoryStorage } from '../core/memory-storage.js';
+import type { RaftNode } from '../core/raft-node.js';
+import type { RaftTransport, SnapshotStaging } from '../ports.js';
+import type { StateMachine } from '../state-machine.js';
+import type { Message, NodeId, SnapshotMeta } from '../types.js';
+import type { ApplyPipeline } from './apply-pipeline.js';
+import type { DriverState } from './driver-state.js';
+
+/** Overall deadline of one transfer. */
+const SEND_TIMEOUT_MS = 10 * 60_000;
+
+export class SnapshotExchange {
+  private readonly inFlight = new Set<NodeId>();
+
+  constructor(
+    private readonly state: DriverState,
+    private readonly node: RaftNode,
+    private readonly storage: MemoryStorage,
+    private readonly stateMachine: StateMachine,
+    private readonly transport: RaftTransport,
+    private readonly staging: SnapshotStaging,
+    private readonly pipeline: ApplyPipeline,
+    /** Runs the ready loop soon. */
+    private readonly wake: () => void,
+  ) {}
+
+  /** The core asked to send a snapshot ('snap' message): ship one unless a transfer to that peer runs. */
+  startSend(m: Message): void {
+    const to = m.to;
+    if (this.inFlight.has(to)) return;
+    const state = this.state;
+    const sending = this.transport.sendSnapshot({
+      to,
+      term: m.term,
+      conf: m.snapshot?.conf ?? this.node.confState(),
+      stateMachine: this.stateMachine,
+      termOf: (i) => this.storage.term(i),
+      timeoutMs: SEND_TIMEOUT_MS,
+    });
+    if (!sending) return;
+    this.inFlight.add(to);
+    const log = state.logger.child({ peer: to });
+    log.info({ compactedTo: m.snapshot?.index }, 'sending snapshot');
+    sending.then(
+      (r) => {
+        state.stats.snapshotsSent++;
+        log.info(r, 'snapshot sent');
+        this.inFlight.delete(to);
+        if (!state.stopped) {
+          this.node.reportSnapshot(to, true);
+          this.wake();
+        }
+      },
+      (e: unknown) => {
+        log.warn({ err: e }, 'snapshot send failed');
+        this.inFlight.delete(to);
+        if (!state.stopped) {
+          this.node.reportSnapshot(to, false);
+          this.wake();
+        }
+      },
+    );
+  }
+
+  /** The log now records a snapshot from the leader: restore the state machine from the staged file. */
+  async install(meta: SnapshotMeta): Promise<void> {
+    const state = this.state;
+    await this.stateMachine.restore(meta, this.staging.read(meta));
+    state.stats.snapshotsInstalled++;
+    state.logger.info({ index: meta.index, term: meta.term }, 'snapshot installed');
+    await this.staging.prune();
+    state.proposals.supersededUpTo(meta.index);
+    this.pipeline.setApplied(Math.max(state.applied, meta.index));
+  }
+}
+
+/** The 'snap' message for a snapshot received from `from` and staged: stepping it makes the core install it. */
+export function snapshotMessage(from: NodeId, to: NodeId, term: number, meta: SnapshotMeta): Message {
+  return {
+    type: 'snap',
+    from,
+    to,
+    term,
+    logTerm: 0,
+    index: 0,
+    entries: [],
+    commit: 0,
+    reject: false,
+    rejectHint: 0,
+    rejectHintTerm: 0,
+    snapshot: meta,
+  };
+}
