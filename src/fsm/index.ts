@@ -15,6 +15,7 @@ export { encodeCommand, decodeCommand } from './commands/command-codec.js';
 export { encodeResult, decodeResult, decodeJobHeads, decodeFireOutcomes, decodeSignals, resultTypeOf, type FireOutcome } from './commands/result-codec.js';
 export { SpecCache } from './commands/spec-cache.js';
 export type * from './commands/results.js';
+export { appliedKindOf, type AppliedKind } from './commands/applied-result.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './machine/fsm-reads.js';
 export type { ReadyEntry } from './store/ready-index.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './machine/fsm-reads.js';

@@ -1,7 +1,8 @@
-// A Herald scheduler node: the Raft node (node.ts) running the scheduler state machine, with the
-// public services on its client port (JobService, WorkerService, ClusterService, health,
-// reflection), Prometheus metrics, and the leader-only services (timing wheel, dispatcher,
-// leases, watchdog) started when this node becomes leader and stopped when it stops leading.
+// A Herald scheduler node: the Raft node (node/create-node.ts) running the scheduler state
+// machine behind the applied-results feed, with the public services on its client port
+// (JobService, WorkerService, ClusterService, health, reflection), Prometheus metrics, and one
+// term's leader services (leader/leader-services.ts: timing wheel, dispatcher, leases, watchdog)
+// started when this node becomes leader and stopped when it stops leading.
 //
 //   const s = await createSchedulerNode({ id, members, dataDir, logger, scheduler: { ... } });
 //   ...
@@ -18,14 +19,14 @@ import { LeaderServices } from './leader/leader-services.js';
 import { createNodeMetrics, type NodeMetrics } from './node/metrics.js';
 import { startMetricsServer } from './node/metrics-http.js';
 import { createNode, type HeraldNode, type NodeOptions } from './node/create-node.js';
-import { ObservedStateMachine } from './leader/observed-state-machine.js';
+import { AppliedResultsFeed } from './leader/applied-results-feed.js';
 import { schedulerConfig, type SchedulerConfig } from './leader/leader-config.js';
 import { addServerConventions, raftReadiness } from './grpc/server-conventions.js';
 import { createWorkerService } from './api/worker-service.js';
 import type { WorkerSession } from './leader/worker-session.js';
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
-  /** Scheduler, dispatcher and lease settings (defaults in scheduler-config.ts). */
+  /** Scheduler, dispatcher and lease settings (defaults in leader/leader-config.ts). */
   scheduler?: Partial<SchedulerConfig>;
   fsm?: SchedulerFsmOptions;
   /** host:port for GET /metrics (Prometheus); none when absent. */
@@ -53,7 +54,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   const config = schedulerConfig(o.scheduler);
   const log: Logger = o.logger;
   const metrics = createNodeMetrics({ nodeId: o.id });
-  let observed: ObservedStateMachine | undefined;
+  let feed: AppliedResultsFeed | undefined;
   let services: LeaderServices | undefined;
   let stopping = false;
   let conventions: { stop(): void } | undefined;
@@ -61,9 +62,10 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
 
   const node = await createNode({
     ...o,
-    stateMachine: async (dir) => (observed = new ObservedStateMachine(await SchedulerStateMachine.open(dir, o.fsm))),
+    // The state machine behind the applied-results feed, which the leader services listen to.
+    stateMachine: async (dir) => (feed = new AppliedResultsFeed(await SchedulerStateMachine.open(dir, o.fsm))),
     registerClientServices: (server, n) => {
-      const fsm = observed!.fsm;
+      const fsm = feed!.fsm;
       const js = createJobService({
         node: n,
         fsm,
@@ -92,7 +94,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
       o.registerClientServices?.(server, n);
     },
   });
-  const fsm = observed!.fsm;
+  const fsm = feed!.fsm;
 
   // Workers of a leader that stepped down go to the new leader once it is known (bounded wait).
   const redirectWhenKnown = (sessions: WorkerSession[]) => {
@@ -129,7 +131,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   const startServices = (term: number) => {
     stopServices();
     if (stopping) return;
-    const s = new LeaderServices({ node, observed: observed!, config, metrics, log: log.child({ c: 'leader', term }), term });
+    const s = new LeaderServices({ node, feed: feed!, config, metrics, log: log.child({ c: 'leader', term }), term });
     services = s;
     metrics.raftIsLeader.set(1);
     const attempt = () => {

@@ -28,9 +28,9 @@ describe('leader safety nets (in-process)', () => {
     await sleep(Math.max(0, at + 20 - Date.now()));
     const node = await c.leader();
     const services = node.leaderServices()!;
-    const now = services.ctx.now()!;
+    const now = services.term.now()!;
     // A claim for a worker that never heard of it, committed behind the dispatcher's back.
-    const claim = await services.ctx.propose({ type: 'claimRuns', nowMs: now, items: [{ runId: pending.id, workerId: 'ghost', leaseDeadlineMs: now + 1000 }] }, 'claim');
+    const claim = await services.term.propose({ type: 'claimRuns', nowMs: now, items: [{ runId: pending.id, workerId: 'ghost', leaseDeadlineMs: now + 1000 }] }, 'claim');
     const ghostToken = claim.items[0]!.run!.fencingToken;
     expect(services.leases.get(pending.id)).toBeUndefined();
     expect(await services.leaseKeeper.adoptOrphans()).toBe(1);

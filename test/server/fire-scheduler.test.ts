@@ -1,14 +1,15 @@
-// The fire scheduler against a fake leader context: due slots go out as fireRuns commands, at most
-// maxFiresInFlight at a time, slots coming due meanwhile wait for the next command, no faster than
+// The fire scheduler against a fake node and dispatcher: due slots go out as fireRuns commands,
+// at most maxFiresInFlight at a time, each with the claim the dispatcher plans for its runs as
+// the adjacent entry, slots coming due meanwhile wait for the next command, no faster than
 // connected workers have room for (fire pacing, bounded by maxFireHoldMs), and a failed fire puts
 // its slots back in the wheel.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
-import { encodeCommand, encodeResult, SpecCache, type DispatchHint, type FireItem, type FsmCommand } from '../../src/fsm/index.js';
-import { RESULT_TAG } from '../../src/server/leader/observed-state-machine.js';
-import { FireScheduler } from '../../src/server/leader/fire/fire-scheduler.js';
-import type { DispatchRoom, LeaderContext } from '../../src/server/leader/leader-term.js';
+import { decodeCommand, encodeCommand, encodeResult, scheduledRunId, SpecCache, type DispatchHint, type FireItem } from '../../src/fsm/index.js';
+import type { ProposalOutcome } from '../../src/raft/driver/proposal-tracker.js';
+import { FireScheduler, type FireSchedulerDeps } from '../../src/server/leader/fire/fire-scheduler.js';
+import type { ClaimBehindFire, DispatchRoom } from '../../src/server/leader/dispatch/dispatcher.js';
 import { createNodeMetrics } from '../../src/server/node/metrics.js';
 import { schedulerConfig, type SchedulerConfig } from '../../src/server/leader/leader-config.js';
 
@@ -22,26 +23,60 @@ interface Proposed {
 function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[]) {
   let now = T0;
   const proposed: Proposed[] = [];
+  /** The fired items of each fire proposed with a claim as its adjacent entry. */
   const behind: FireItem[][] = [];
-  // The dispatcher's room for runs (undefined: no worker connected, no pacing).
-  const dispatch = { room: undefined as DispatchRoom | undefined };
-  const ctx = {
+  /** Fires proposed on their own (the dispatcher planned no claim). */
+  const alone: FireItem[][] = [];
+  /** Claims whose outcome went back to the dispatcher, with that outcome. */
+  const claimOutcomes: { claim: ClaimBehindFire; outcome: Promise<ProposalOutcome> }[] = [];
+  // The dispatcher's room for runs (undefined: no worker connected, no pacing), and whether it
+  // plans a claim behind each fire.
+  const dispatch = { room: undefined as DispatchRoom | undefined, claims: true };
+  const fireResult = encodeResult({ type: 'fire', items: [], signals: [] });
+  const firedItems = (command: Uint8Array): FireItem[] => {
+    const cmd = decodeCommand(command);
+    if (cmd.type !== 'fireRuns') throw new Error(`unexpected ${cmd.type}`);
+    return [...cmd.items];
+  };
+  // A fire waits for the test to settle it (commit or failure).
+  const proposeFire = (command: Uint8Array): Promise<ProposalOutcome> =>
+    new Promise((resolve, reject) => {
+      proposed.push({ items: firedItems(command), settle: (ok) => (ok ? resolve({ index: proposed.length, result: fireResult }) : reject(new Error('commit failed'))) });
+    });
+  const deps: FireSchedulerDeps = {
     config: schedulerConfig({ tickMs: 10, wheelResolutionMs: 10, horizonMs: 60_000, ...config }),
     metrics: createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false }),
     log: pino({ level: 'silent' }),
-    fsm: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to), specCache: new SpecCache() },
+    reads: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to), fireCursor: async () => undefined, specCache: new SpecCache() },
     now: () => now,
     active: () => true,
-    wakeDispatcher: () => undefined,
-    dispatchRoom: () => dispatch.room,
-    claimBehindFire: (items: readonly FireItem[]) => void behind.push([...items]),
-    proposeUnread: (cmd: FsmCommand) =>
-      new Promise<void>((resolve, reject) => {
-        if (cmd.type !== 'fireRuns') throw new Error(`unexpected ${cmd.type}`);
-        proposed.push({ items: cmd.items, settle: (ok) => (ok ? resolve() : reject(new Error('commit failed'))) });
-      }),
-  } as unknown as LeaderContext;
-  return { ctx, proposed, behind, dispatch, advance: (ms: number) => (now += ms) };
+    node: {
+      propose: (command) => {
+        alone.push(firedItems(command));
+        return proposeFire(command);
+      },
+      proposeBackToBack: (commands) => {
+        const [fire, claim] = commands;
+        if (commands.length !== 2 || decodeCommand(claim!).type !== 'claimRuns') throw new Error('expected a fire and its claim');
+        const fired = proposeFire(fire!);
+        behind.push(firedItems(fire!));
+        return [fired, fired.then(() => ({ index: proposed.length + 1, result: encodeResult({ type: 'claim', items: [] }) }))];
+      },
+    },
+    dispatch: {
+      dispatchRoom: () => dispatch.room,
+      claimBehindFire: (items, nowMs) =>
+        dispatch.claims
+          ? { command: { type: 'claimRuns', nowMs, items: items.map((i) => ({ runId: scheduledRunId(i.jobId, i.slotMs), workerId: 'w', leaseDeadlineMs: 0 })), aheadMs: 0, defaultLeaseMs: 30_000 }, plan: [], reserved: [] }
+          : undefined,
+      claimProposed: (claim, outcome) => {
+        claimOutcomes.push({ claim, outcome });
+        outcome.catch(() => undefined); // the real dispatcher handles a failed claim
+      },
+      wake: () => undefined,
+    },
+  };
+  return { ctx: deps, proposed, behind, alone, claimOutcomes, dispatch, advance: (ms: number) => (now += ms) };
 }
 
 async function tick(advance: (ms: number) => void, ms: number): Promise<void> {
@@ -68,6 +103,26 @@ describe('FireScheduler', () => {
     expect(f.proposed.map((p) => p.items.map((i) => i.jobId))).toEqual([['j0'], ['j1', 'j2']]);
     // Each fire's claim is proposed right behind it.
     expect(f.behind).toEqual(f.proposed.map((p) => p.items));
+    s.stop();
+  });
+
+  it('proposes the fire and its claim as one back-to-back pair and hands the claim\'s outcome to the dispatcher; a fire without a claim goes alone', async () => {
+    const due = [0, 1].map((i) => ({ jobId: `j${i}`, slotMs: T0 + 20 + i * 10 }));
+    const f = fakeContext({ fireBatchSize: 100 }, due);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    await tick(f.advance, 25);
+    expect(f.behind).toEqual([[{ jobId: 'j0', slotMs: T0 + 20 }]]);
+    expect(f.claimOutcomes.map((c) => c.claim.command.items.map((i) => i.runId))).toEqual([[scheduledRunId('j0', T0 + 20)]]);
+    f.proposed[0]!.settle(true);
+    await expect(f.claimOutcomes[0]!.outcome).resolves.toMatchObject({ result: encodeResult({ type: 'claim', items: [] }) });
+    // The dispatcher plans no claim (a backlog, say): the next fire is proposed on its own.
+    f.dispatch.claims = false;
+    await tick(f.advance, 10);
+    expect(f.alone).toEqual([[{ jobId: 'j1', slotMs: T0 + 30 }]]);
+    expect(f.claimOutcomes).toHaveLength(1);
+    f.proposed[1]!.settle(true);
+    await vi.advanceTimersByTimeAsync(0);
     s.stop();
   });
 
@@ -109,7 +164,7 @@ describe('FireScheduler', () => {
     s.onApplied([
       {
         index: 7,
-        tag: RESULT_TAG.fire,
+        kind: 'fire',
         data: encodeCommand({ type: 'fireRuns', nowMs: T0 - 1000, misfireThresholdMs: 60_000, items: jobs.map((jobId) => ({ jobId, slotMs: T0 - 1000 })) }),
         result: encodeResult({ type: 'fire', items: jobs.map((_, i) => ({ created: [], missed: [], skipped: [], nextFireMs: slot, ...(dispatch[i] && { dispatch: dispatch[i] }) })), signals: [] }),
       },
@@ -118,7 +173,7 @@ describe('FireScheduler', () => {
     // An applied change to a job replaces its hint with the changed spec's ("changed" got a jitter
     // after that fire, so it now fires at its slot).
     const job = Job.fromPartial({ id: 'changed', state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 't', jitterMs: 50 }) });
-    s.onApplied([{ index: 8, tag: RESULT_TAG.job, data: new Uint8Array(), result: encodeResult({ type: 'job', job, created: false }) }]);
+    s.onApplied([{ index: 8, kind: 'job', data: new Uint8Array(), result: encodeResult({ type: 'job', job, created: false }) }]);
     expect(s.hintOf('changed')).toEqual(hint({ jittered: true }));
     await tick(f.advance, 90);
     expect(f.proposed).toEqual([]); // 110 ms before the slot: not yet
@@ -137,7 +192,7 @@ describe('FireScheduler', () => {
     const job = (id: string, spec: Partial<JobSpec>, state = JobState.JOB_STATE_ACTIVE) =>
       Job.fromPartial({ id, state, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 'mail', priority: 3, ...spec }) });
     const jobs = [job('a', {}), job('b', {}), job('paused', {}, JobState.JOB_STATE_PAUSED)];
-    s.onApplied([{ index: 5, tag: RESULT_TAG.jobs, data: new Uint8Array(), result: encodeResult({ type: 'jobs', items: jobs.map((j) => ({ job: j, created: true })) }) }]);
+    s.onApplied([{ index: 5, kind: 'jobs', data: new Uint8Array(), result: encodeResult({ type: 'jobs', items: jobs.map((j) => ({ job: j, created: true })) }) }]);
     const expected: DispatchHint = { taskType: 'mail', priority: 3, jittered: false, allowsOverlap: true };
     expect(s.hintOf('a')).toEqual(expected);
     // Jobs created with equal specs share one hint (one spec decode for a whole herd).
@@ -158,7 +213,7 @@ describe('FireScheduler', () => {
       job: Job.fromPartial({ id, state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slotMs, spec: JobSpec.fromPartial({ taskType, jitterMs }) }),
       created: true,
     }));
-    s.onApplied([{ index: 5, tag: RESULT_TAG.jobs, data: new Uint8Array(), result: encodeResult({ type: 'jobs', items }) }]);
+    s.onApplied([{ index: 5, kind: 'jobs', data: new Uint8Array(), result: encodeResult({ type: 'jobs', items }) }]);
   }
   const room = (credits: number, taskTypes = ['t']): DispatchRoom => ({ credits, taskTypes: new Set(taskTypes) });
   const ids = (f: { proposed: Proposed[] }) => f.proposed.map((p) => p.items.map((i) => i.jobId));
@@ -247,7 +302,7 @@ describe('FireScheduler', () => {
     s.onApplied([
       {
         index: 7,
-        tag: RESULT_TAG.fire,
+        kind: 'fire',
         data: encodeCommand({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'allow', slotMs: T0 - 1000 }] }),
         result: encodeResult({ type: 'fire', items: [{ created: [], missed: [], skipped: [], nextFireMs: T0 + 200, dispatch: { taskType: 't', priority: 0, jittered: false, allowsOverlap: true } }], signals: [] }),
       },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { ConnectRequest, ConnectResponse, RunAssignment } from '../../src/gen/herald/v1/worker_service.js';
-import { MAX_BATCH_MESSAGE_BYTES, WorkerSession } from '../../src/server/leader/worker-session.js';
+import { MAX_BATCH_MESSAGE_BYTES, SessionRegistry } from '../../src/server/leader/worker-session.js';
 
 /** A stream that records writes and can break after a number of them. */
 function fakeCall(breakAfter = Infinity) {
@@ -41,13 +41,16 @@ const assignment = (i: number, payloadBytes = 0): RunAssignment => ({
   startDelayMs: 0,
 });
 
+/** Sessions are opened by a term's registry, which numbers them. */
+const sessions = new SessionRegistry();
+
 describe('WorkerSession batched writes', () => {
   it('sends one message for a batching worker and one per run for the others', () => {
     const a = fakeCall();
-    expect(new WorkerSession('w', new Set(['t']), 10, a.call, true).sendAssignments([0, 1, 2].map((i) => assignment(i)))).toBe(3);
+    expect(sessions.open('w', new Set(['t']), 10, a.call, true).sendAssignments([0, 1, 2].map((i) => assignment(i)))).toBe(3);
     expect(a.written.map((m) => m.message?.$case)).toEqual(['assignments']);
     const b = fakeCall();
-    expect(new WorkerSession('w', new Set(['t']), 10, b.call, false).sendAssignments([0, 1, 2].map((i) => assignment(i)))).toBe(3);
+    expect(sessions.open('w', new Set(['t']), 10, b.call, false).sendAssignments([0, 1, 2].map((i) => assignment(i)))).toBe(3);
     expect(b.written.map((m) => m.message?.$case)).toEqual(['assignment', 'assignment', 'assignment']);
   });
 
@@ -55,7 +58,7 @@ describe('WorkerSession batched writes', () => {
     const { call, written } = fakeCall();
     const big = Math.floor(MAX_BATCH_MESSAGE_BYTES / 3);
     const list = Array.from({ length: 10 }, (_, i) => assignment(i, big));
-    expect(new WorkerSession('w', new Set(['t']), 10, call, true).sendAssignments(list)).toBe(10);
+    expect(sessions.open('w', new Set(['t']), 10, call, true).sendAssignments(list)).toBe(10);
     expect(written.length).toBeGreaterThanOrEqual(3);
     const ids = written.flatMap((m) =>
       m.message?.$case === 'assignments' ? m.message.assignments.assignments.map((a) => a.runId) : m.message?.$case === 'assignment' ? [m.message.assignment.runId] : [],
@@ -71,8 +74,29 @@ describe('WorkerSession batched writes', () => {
     const { call } = fakeCall(1);
     const big = Math.floor(MAX_BATCH_MESSAGE_BYTES / 2);
     const list = Array.from({ length: 6 }, (_, i) => assignment(i, big));
-    const sent = new WorkerSession('w', new Set(['t']), 10, call, true).sendAssignments(list);
+    const sent = sessions.open('w', new Set(['t']), 10, call, true).sendAssignments(list);
     expect(sent).toBeGreaterThan(0);
     expect(sent).toBeLessThan(6);
+  });
+});
+
+describe('SessionRegistry', () => {
+  it('numbers the sessions it opens itself: two registries (two terms, two nodes) do not share a counter', () => {
+    const a = new SessionRegistry();
+    const b = new SessionRegistry();
+    expect([a.open('w1', new Set(['t']), 1, fakeCall().call).sessionId, a.open('w2', new Set(['t']), 1, fakeCall().call).sessionId]).toEqual([1, 2]);
+    expect(b.open('w1', new Set(['t']), 1, fakeCall().call).sessionId).toBe(1);
+  });
+
+  it("a worker's reconnect replaces its older session", () => {
+    const r = new SessionRegistry();
+    const old = fakeCall();
+    const first = r.open('w', new Set(['t']), 1, old.call);
+    r.add(first);
+    const second = r.open('w', new Set(['t']), 1, fakeCall().call);
+    r.add(second);
+    expect(r.ofWorker('w')).toBe(second);
+    expect(first.closed).toBe(true);
+    expect(r.all()).toEqual([second]);
   });
 });

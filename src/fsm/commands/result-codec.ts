@@ -28,6 +28,8 @@ type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
   Object.entries(TAGS).map(([k, v]) => [v, k as Tagged['type']]),
 );
+/** The tag table itself, for applied-result.ts's typed view (its one definition is here). */
+export { TAGS as RESULT_TAGS };
 
 function writeError(w: ByteWriter, e: ItemError | undefined): void {
   if (e === undefined) {

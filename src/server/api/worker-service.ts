@@ -6,9 +6,9 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { ConnectRequest, ConnectResponse, WorkerHello, WorkerServiceServer } from '../../gen/herald/v1/worker_service.js';
 import { HeraldError } from '../../herald-error.js';
 import type { Logger } from 'pino';
-import { LeaderServices } from '../leader/leader-services.js';
+import type { LeaderServices } from '../leader/leader-services.js';
 import { toServiceError } from '../grpc/service-error.js';
-import { WorkerSession } from '../leader/worker-session.js';
+import { validateHello, type WorkerSession } from '../leader/worker-session.js';
 
 export interface WorkerServiceHost {
   readonly nodeId: string;
@@ -86,7 +86,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
         services.credits(session, m.credits.credits);
         return;
       case 'heartbeat':
-        services.heartbeat(session, m.heartbeat.runs);
+        services.workerLeases.heartbeat(session, m.heartbeat.runs);
         return;
       case 'result':
         services.results.add(session, m.result);
@@ -104,7 +104,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       }
       case 'reattach': {
         const s = session;
-        void services.reattach(s, m.reattach.runs).then(({ rejected }) => {
+        void services.workerLeases.reattach(s, m.reattach.runs).then(({ rejected }) => {
           for (const r of rejected) {
             s.send({ message: { $case: 'leaseLost', leaseLost: { runId: r.runId, fencingToken: r.fencingToken, reason: 'not re-attached: the lease is no longer held' } } });
           }
@@ -124,7 +124,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
 
   const onHello = async (hello: WorkerHello) => {
     try {
-      LeaderServices.validateHello(hello);
+      validateHello(hello);
     } catch (e) {
       fail(e);
       return;
@@ -140,7 +140,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       return;
     }
     services = s;
-    session = new WorkerSession(hello.workerId, new Set(hello.taskTypes), hello.capacity, call, hello.batches);
+    session = s.sessions.open(hello.workerId, new Set(hello.taskTypes), hello.capacity, call, hello.batches);
     const { adopted, rejected } = await s.attach(session, hello.heldRuns);
     if (closed || !s.active) {
       s.detach(session);

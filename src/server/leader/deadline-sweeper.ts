@@ -4,15 +4,22 @@
 // never claimed, e.g. no worker serves the task type.) The oldest ready runs come first in the
 // ready index, so one bounded read per sweep finds the overdue ones.
 import type { MarkItem } from '../../fsm/index.js';
-import type { LeaderContext } from './leader-term.js';
+import type { JobCache } from './job-cache.js';
+import type { LeaderReads, LeaderTerm } from './leader-term.js';
 
 const SWEEP_LIMIT = 2_000;
+
+/** What the starting-deadline sweep uses of its term. */
+export interface DeadlineSweeperDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly reads: Pick<LeaderReads, 'readyEntries' | 'getRuns'>;
+  readonly jobs: Pick<JobCache, 'getMany'>;
+}
 
 export class DeadlineSweeper {
   private timer: NodeJS.Timeout | undefined;
   private sweeping = false;
 
-  constructor(private readonly ctx: LeaderContext) {}
+  constructor(private readonly ctx: DeadlineSweeperDeps) {}
 
   start(): void {
     this.timer = setInterval(() => void this.sweep(), this.ctx.config.watchdogIntervalMs);
@@ -30,11 +37,11 @@ export class DeadlineSweeper {
     try {
       // The ready index first, the run records only of jobs that have a starting deadline: most
       // have none, and the sweep runs every second over the runs a herd left waiting.
-      const entries = ctx.fsm.readyEntries({ limit: SWEEP_LIMIT, nowMs: now });
+      const entries = ctx.reads.readyEntries({ limit: SWEEP_LIMIT, nowMs: now });
       const jobs = await ctx.jobs.getMany(entries.map((e) => e.jobId));
       const timed = entries.filter((e) => (jobs.get(e.jobId)?.spec?.startingDeadlineMs ?? 0) > 0);
       if (timed.length === 0) return;
-      const ready = (await ctx.fsm.getRuns(timed.map((e) => e.runId))).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled);
+      const ready = (await ctx.reads.getRuns(timed.map((e) => e.runId))).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled);
       const items: MarkItem[] = [];
       for (const run of ready) {
         const deadline = jobs.get(run.jobId)?.spec?.startingDeadlineMs ?? 0;

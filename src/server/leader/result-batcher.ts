@@ -7,9 +7,10 @@ import type { ResultAck, RunResult } from '../../gen/herald/v1/worker_service.js
 import { AttemptOutcome } from '../../gen/herald/v1/run.js';
 import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } from '../../fsm/index.js';
 import { unsafeSwitches } from '../../fsm/apply/unsafe-switches.js';
-import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
-import type { LeaderContext } from './leader-term.js';
-import { TrimPlanner } from './trim-planner.js';
+import type { Dispatcher } from './dispatch/dispatcher.js';
+import type { LeaderReads, LeaderTerm } from './leader-term.js';
+import type { LeaseTable } from './leases/lease-table.js';
+import type { TrimPlanner } from './trim-planner.js';
 import type { WorkerSession } from './worker-session.js';
 
 const MAX_BATCH = 5_000;
@@ -39,16 +40,23 @@ export function finishItemOf(r: RunResult): FinishItem {
   });
 }
 
+/** What the result batcher uses of its term and of the other components. */
+export interface ResultBatcherDeps extends Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly reads: Pick<LeaderReads, 'getRun'>;
+  readonly leases: LeaseTable;
+  /** Finished runs freed worker slots: a dispatch round soon. */
+  readonly dispatcher: Pick<Dispatcher, 'wake'>;
+  /** Jobs with finished runs, for history trims. */
+  readonly trims: Pick<TrimPlanner, 'noteFinished'>;
+}
+
 export class ResultBatcher {
   private pending: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   /** One finishRuns in flight at a time: results arriving meanwhile form the next (larger) batch. */
   private flushing = false;
-  /** Jobs with finished runs, for history trims (leader-only, per term). */
-  readonly trims = new TrimPlanner(systemMonotonicClock);
-
-  constructor(private readonly ctx: LeaderContext) {}
+  constructor(private readonly ctx: ResultBatcherDeps) {}
 
   add(session: WorkerSession, result: RunResult): void {
     if (this.stopped) return;
@@ -97,7 +105,7 @@ export class ResultBatcher {
       }
       if (reads.length > 0) await Promise.all(reads);
       this.send(answers);
-      ctx.wakeDispatcher();
+      ctx.dispatcher.wake();
     } catch (e) {
       if (!ctx.active() || this.stopped) return; // the worker re-sends to the next leader
       ctx.log.warn({ err: e, results: batch.length }, 'finishRuns failed; retrying');
@@ -120,7 +128,7 @@ export class ResultBatcher {
     if (!r.error) {
       this.releaseIfOurs(result);
       const at = result.runId.indexOf('@');
-      if (at > 0) this.trims.noteFinished(result.runId.slice(0, at));
+      if (at > 0) ctx.trims.noteFinished(result.runId.slice(0, at));
       this.ack(answers, session, result, true, '', false);
       return;
     }
@@ -128,7 +136,7 @@ export class ResultBatcher {
       const message = r.error.message;
       // The same result delivered twice: the run's attempt with this token already ended the
       // way a result ends it. Acknowledge, so the worker stops re-sending.
-      return ctx.fsm.getRun(result.runId).then((run) => {
+      return ctx.reads.getRun(result.runId).then((run) => {
         const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
         this.releaseIfOurs(result);
         if (attempt && SETTLED.has(attempt.outcome)) this.ack(answers, session, result, true, '', false);

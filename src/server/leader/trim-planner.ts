@@ -1,14 +1,14 @@
-// Which jobs' run histories the leader trims next (trimHistory commands).
+// Which jobs' run histories the leader trims next, and the loop that proposes the trims.
 //
-// Trimming a job reads its whole history, up to its retention, on every node. Trimming every job
-// that finished anything in one command every 10 s stalled apply for a second and more at
-// 1,000 jobs/s (steady bench: lateness p99 1.4 s, in waves 10 s apart, growing with history). So
-// a job becomes due once it finished TRIM_AFTER_FINISHES runs since its last trim — its history
-// then overshoots its retention by at most that many runs — or, for rare jobs, once it finished
-// any run and waited STALE_AFTER_MS (age-based retention still applies); and one command carries
-// at most MAX_JOBS_PER_TRIM jobs, so the cost is spread over many small applies (the leader
-// proposes one every 100 ms by default: 200 jobs a second).
+// Trimming a job reads its whole history, up to its retention, on every node, and apply is serial:
+// trimming every job that finished anything in one large command stalls apply for everyone, in
+// waves, growing with history. So a job becomes due once it finished TRIM_AFTER_FINISHES runs
+// since its last trim (its history then overshoots its retention by at most that many runs) or,
+// for rare jobs, once it finished any run and waited STALE_AFTER_MS (age-based retention still
+// applies); and one command carries at most MAX_JOBS_PER_TRIM jobs, so the cost is spread over
+// many small applies (one every trimIntervalMs).
 import type { MonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import type { LeaderTerm } from './leader-term.js';
 
 export const TRIM_AFTER_FINISHES = 10;
 export const STALE_AFTER_MS = 60_000;
@@ -77,6 +77,51 @@ export class TrimPlanner {
       if (p) p.finishes += TRIM_AFTER_FINISHES;
       else this.pending.set(id, { finishes: TRIM_AFTER_FINISHES, sinceMs: this.clock.nowMs() });
       this.ready.add(id);
+    }
+  }
+}
+
+/** What the history trimmer uses of its term. */
+export type HistoryTrimmerDeps = Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'>;
+
+/**
+ * Proposes a trimHistory command every trimIntervalMs with the jobs the planner says are due;
+ * idempotency-key expiry rides along, bounded the same way.
+ */
+export class HistoryTrimmer {
+  private timer: NodeJS.Timeout | undefined;
+  private trimming = false;
+  private rounds = 0;
+
+  constructor(
+    private readonly ctx: HistoryTrimmerDeps,
+    private readonly planner: TrimPlanner,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.trim(), this.ctx.config.trimIntervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async trim(): Promise<void> {
+    const ctx = this.ctx;
+    const now = ctx.now();
+    if (now === undefined || !ctx.active() || this.trimming) return;
+    const jobIds = this.planner.take();
+    // With no history due, idempotency-key expiry alone goes out about every 10 s: an idle
+    // cluster should not write a log entry every round.
+    if (jobIds.length === 0 && this.rounds++ % Math.max(1, Math.round(10_000 / ctx.config.trimIntervalMs)) !== 0) return;
+    this.trimming = true;
+    try {
+      await ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 200 }, 'trim', 10_000);
+    } catch (e) {
+      this.planner.putBack(jobIds);
+      if (ctx.active()) ctx.log.debug({ err: e }, 'trimHistory failed');
+    } finally {
+      this.trimming = false;
     }
   }
 }

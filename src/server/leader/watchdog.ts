@@ -3,9 +3,14 @@
 // a metric (herald_watchdog_silent_jobs) and a log line. Firing advances a job's cursor, so
 // "due slot without a run record" is exactly "cursor older than now − grace": one bounded range
 // read of the due index per check, independent of the number of jobs stored (I6).
-import type { LeaderContext } from './leader-term.js';
+import type { LeaderReads, LeaderTerm } from './leader-term.js';
 
 const MAX_REPORTED = 1_000;
+
+/** What the watchdog uses of its term. */
+export interface WatchdogDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active'> {
+  readonly reads: Pick<LeaderReads, 'dueWindow'>;
+}
 
 export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
@@ -13,7 +18,7 @@ export class Watchdog {
   /** Jobs flagged at the last check (tests and operators). */
   lastSilent: { jobId: string; slotMs: number }[] = [];
 
-  constructor(private readonly ctx: LeaderContext) {}
+  constructor(private readonly ctx: WatchdogDeps) {}
 
   start(): void {
     this.timer = setInterval(() => void this.check(), this.ctx.config.watchdogIntervalMs);
@@ -30,7 +35,7 @@ export class Watchdog {
     if (this.checking || now === undefined || !ctx.active()) return;
     this.checking = true;
     try {
-      const silent = await ctx.fsm.dueWindow(0, Math.max(0, now - ctx.config.watchdogGraceMs), MAX_REPORTED);
+      const silent = await ctx.reads.dueWindow(0, Math.max(0, now - ctx.config.watchdogGraceMs), MAX_REPORTED);
       if (!ctx.active()) return;
       this.lastSilent = silent;
       ctx.metrics.silentJobs.set(silent.length);

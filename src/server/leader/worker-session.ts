@@ -1,24 +1,42 @@
 // One worker's stream on the leader: who it is, which task types it runs, how many more runs it
 // may be given (credits), and a safe way to write to it. Sessions live only while this node
-// leads; the registry finds a worker's current session for assignments, cancels and lease loss.
+// leads; the registry (one per term) opens them, numbering them itself, and finds a worker's
+// current session for assignments, cancels and lease loss.
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import type { ConnectRequest, ConnectResponse, ResultAck, RunAssignment } from '../../gen/herald/v1/worker_service.js';
+import type { ConnectRequest, ConnectResponse, ResultAck, RunAssignment, WorkerHello } from '../../gen/herald/v1/worker_service.js';
+import { HeraldError } from '../../herald-error.js';
 
 /** Most credits a session may accumulate (a bound on a buggy or hostile worker). */
 export const MAX_SESSION_CREDITS = 100_000;
 /** A batched message is cut at about this many bytes of payload. */
 export const MAX_BATCH_MESSAGE_BYTES = 1 << 20;
 
-let nextSessionId = 1;
+/** Refuses a malformed hello (ids, task types, capacity, held runs) before a session is opened. */
+export function validateHello(hello: WorkerHello): void {
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(hello.workerId)) {
+    throw new HeraldError('INVALID_ID', `hello.worker_id "${hello.workerId.slice(0, 200)}" must be 1–128 characters of [A-Za-z0-9._:-]`, { field: 'worker_id' });
+  }
+  if (hello.taskTypes.length === 0 || hello.taskTypes.length > 256) {
+    throw new HeraldError('INVALID_ARGUMENT', 'hello.task_types must list 1–256 task types', { field: 'task_types' });
+  }
+  for (const t of hello.taskTypes) {
+    if (!/^[A-Za-z0-9._:-]{1,128}$/.test(t)) throw new HeraldError('INVALID_ARGUMENT', `hello.task_types: bad task type "${t.slice(0, 200)}"`, { field: 'task_types' });
+  }
+  if (!Number.isInteger(hello.capacity) || hello.capacity < 0 || hello.capacity > 100_000) {
+    throw new HeraldError('INVALID_ARGUMENT', `hello.capacity must be 0–100000 (got ${hello.capacity})`, { field: 'capacity' });
+  }
+  if (hello.heldRuns.length > 100_000) throw new HeraldError('INVALID_ARGUMENT', 'hello.held_runs lists too many runs', { field: 'held_runs' });
+}
 
 export class WorkerSession {
-  readonly sessionId = nextSessionId++;
   /** Spare capacity: runs this worker may still be assigned. */
   credits: number;
   draining = false;
   private closedFlag = false;
 
   constructor(
+    /** Unique within its registry (SessionRegistry.open). */
+    readonly sessionId: number,
     readonly workerId: string,
     readonly taskTypes: ReadonlySet<string>,
     capacity: number,
@@ -111,6 +129,12 @@ export class WorkerSession {
 export class SessionRegistry {
   private readonly sessions = new Map<number, WorkerSession>();
   private readonly byWorker = new Map<string, WorkerSession>();
+  private nextSessionId = 1;
+
+  /** A new session for a worker's stream, numbered here; it joins the registry with add(). */
+  open(workerId: string, taskTypes: ReadonlySet<string>, capacity: number, call: ServerDuplexStream<ConnectRequest, ConnectResponse>, batches = false): WorkerSession {
+    return new WorkerSession(this.nextSessionId++, workerId, taskTypes, capacity, call, batches);
+  }
 
   add(s: WorkerSession): void {
     this.sessions.set(s.sessionId, s);

@@ -9,22 +9,26 @@
 // rounds at once), so a herd of 100k fired runs drains at the speed workers take them.
 //
 // Claim behind fire: when nothing is waiting in the ready index, the runs a fireRuns command is
-// about to create are claimed by a claimRuns entry proposed right behind it (same Ready, same
-// fsync, one round instead of two, no ready-index read). The claim's apply checks each run as
-// always (exists, pending, due, deadline); a run the fire did not create as pending (missed,
-// skipped, jittered) is simply refused and its credit returned. With a backlog the ready index
-// decides, so priorities and not-before order hold.
+// about to create are claimed by a claimRuns entry right behind it (same Ready, same fsync, one
+// round instead of two, no ready-index read). The dispatcher plans that claim (claimBehindFire)
+// and the fire scheduler proposes the fire and the claim together as adjacent entries; the
+// outcome comes back here (claimProposed). The claim's apply checks each run as always (exists,
+// pending, due, deadline); a run the fire did not create as pending (missed, skipped, jittered)
+// is simply refused and its credit returned. With a backlog the ready index decides, so
+// priorities and not-before order hold. FireDispatch is all the fire scheduler sees of the
+// dispatcher; the dispatcher tells it of new room through the listener it is given.
 //
 // Dispatch lead: runs due within dispatchLeadMs are claimed now, the claim saying so (aheadMs);
 // the assignment tells the worker how long to hold the run (start_delay_ms, from cluster time),
 // and the lease counts from then. A fire and its claim are an fsynced commit round plus a tick
 // late otherwise, on every run.
-import type { Job } from '../../../gen/herald/v1/job.js';
 import type { RunAssignment } from '../../../gen/herald/v1/worker_service.js';
 import { scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../../../fsm/index.js';
+import type { ProposalOutcome } from '../../../raft/driver/proposal-tracker.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
-import type { DispatchRoom, LeaderContext } from '../leader-term.js';
-import type { WorkerSession } from '../worker-session.js';
+import { checkedResult, type LeaderReads, type LeaderTerm } from '../leader-term.js';
+import type { LeaseTable } from '../leases/lease-table.js';
+import type { SessionRegistry, WorkerSession } from '../worker-session.js';
 
 /** Shared by assignments without a payload: the encoder only reads it. */
 const NO_PAYLOAD = Buffer.alloc(0);
@@ -36,23 +40,52 @@ const NO_PAYLOAD = Buffer.alloc(0);
  */
 type Reserved = (WorkerSession | undefined)[];
 
-export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
-  const ms = job?.spec?.leaseDurationMs ?? 0;
-  return ms > 0 ? ms : defaultMs;
+/** Connected workers' room for runs claimed behind their fire: credits, and the task types served. */
+export interface DispatchRoom {
+  readonly credits: number;
+  readonly taskTypes: ReadonlySet<string>;
 }
 
-export class Dispatcher {
+/**
+ * A claim of the runs a fire will create, planned by the dispatcher for the fire scheduler to
+ * propose right behind the fire. Until its outcome comes back (claimProposed) the plan holds the
+ * workers' credits and marks its runs as being claimed.
+ */
+export interface ClaimBehindFire {
+  readonly command: ClaimRunsCommand;
+  readonly plan: readonly DispatchAssignment[];
+  readonly reserved: Reserved;
+}
+
+/**
+ * What the fire scheduler may ask of the dispatcher: the room workers have (fire pacing), a claim
+ * of what a fire creates and what became of it once proposed, and a round when new runs may be ready.
+ */
+export interface FireDispatch {
+  dispatchRoom(): DispatchRoom | undefined;
+  claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): ClaimBehindFire | undefined;
+  claimProposed(claim: ClaimBehindFire, outcome: Promise<ProposalOutcome>): void;
+  wake(): void;
+}
+
+/** Told when workers may have room for slots the fire scheduler holds (FireScheduler.pump). */
+export type RoomListener = () => void;
+
+/** What the dispatcher uses of its term. */
+export interface DispatcherDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly reads: Pick<LeaderReads, 'readyEntries'>;
+  /** Leases granted as claims commit, and the runs whose claim is in flight. */
+  readonly leases: LeaseTable;
+  readonly sessions: Pick<SessionRegistry, 'all'>;
+}
+
+export class Dispatcher implements FireDispatch {
   private inFlight = 0;
   private wakePending = false;
   private scheduled = false;
   private stopped = false;
   private poll: NodeJS.Timeout | undefined;
-  /**
-   * Runs whose claim is in flight: the ready index still lists them until the claim applies, so
-   * rounds skip them. A claim settles only once it has applied here (or failed), and the ready
-   * index is read synchronously from what was applied, so no read can list a settled run.
-   */
-  private readonly claiming = new Set<string>();
+  private roomListener: RoomListener | undefined;
 
   /** The last ready read found runs it could not plan (or filled a whole round): a backlog. */
   private backlog = true;
@@ -63,8 +96,13 @@ export class Dispatcher {
   /** The lateness histogram's (only) series, looked up once: observe() on the metric costs a closure and a label object per run. */
   private readonly fireLateness: { observe(value: number): void };
 
-  constructor(private readonly ctx: LeaderContext) {
+  constructor(private readonly ctx: DispatcherDeps) {
     this.fireLateness = ctx.metrics.fireLateness.labels({});
+  }
+
+  /** Who hears that workers may have room again (the fire scheduler, for the slots it holds). */
+  setRoomListener(listener: RoomListener | undefined): void {
+    this.roomListener = listener;
   }
 
   start(): void {
@@ -94,10 +132,6 @@ export class Dispatcher {
     }
     if (taskTypes.size === 0) return undefined;
     return { credits: this.backlog ? 0 : credits, taskTypes };
-  }
-
-  claimInFlight(runId: string): boolean {
-    return this.claiming.has(runId);
   }
 
   /** Runs a round soon; wake-ups while one is pending coalesce. */
@@ -138,10 +172,10 @@ export class Dispatcher {
       const tRead = Date.now();
       // Runs due within the dispatch lead go now: the worker holds each until its instant.
       const lead = ctx.config.dispatchLeadMs;
-      const ready = ctx.fsm.readyEntries({ limit: limit + this.claiming.size, taskTypes: [...types], nowMs: now + lead });
+      const ready = ctx.reads.readyEntries({ limit: limit + ctx.leases.claimsInFlight, taskTypes: [...types], nowMs: now + lead });
       this.stats.readMs += Date.now() - tRead;
       const runs = new Map<string, ReadyEntry>();
-      for (const r of ready) if (!this.claiming.has(r.runId)) runs.set(r.runId, r);
+      for (const r of ready) if (!ctx.leases.claimInFlight(r.runId)) runs.set(r.runId, r);
       this.backlog = runs.size > 0;
       if (runs.size === 0) return;
       // Credits may have changed while we read; plan against the sessions as they are now.
@@ -174,30 +208,30 @@ export class Dispatcher {
         this.wake();
       }
       // The backlog may be gone and credits are what they are now: slots held for room may go.
-      if (!this.backlog) ctx.wakeFires();
+      if (!this.backlog) this.roomListener?.();
     }
   }
 
   /**
-   * Claims the runs a fireRuns command just proposed will create, with a claimRuns entry right
-   * behind it. Must be called synchronously after proposing the fire (nothing here waits), so
-   * the claim follows the fire in the log; only without a known backlog, and only for jobs whose
-   * dispatch hint (their last fire's) says no jitter: their runs are due at the slot.
+   * Plans a claim of the runs a fireRuns command will create, for the fire scheduler to propose
+   * right behind it: only without a known backlog, and only for jobs whose dispatch hint (their
+   * last fire's) says no jitter, so their runs are due at the slot. Nothing here waits: the plan
+   * is reserved (credits, runs being claimed) until claimProposed hears what became of it.
    */
-  claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): void {
+  claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): ClaimBehindFire | undefined {
     const ctx = this.ctx;
-    if (this.stopped || this.backlog || !ctx.active()) return;
+    if (this.stopped || this.backlog || !ctx.active()) return undefined;
     const workers = this.openSessions();
-    if (workers.length === 0) return;
+    if (workers.length === 0) return undefined;
     const candidates: DispatchCandidate[] = [];
     for (const f of fired) {
       const hint = hintOf(f.jobId);
       if (!hint || hint.jittered) continue;
       const runId = scheduledRunId(f.jobId, f.slotMs);
-      if (this.claiming.has(runId)) continue;
+      if (ctx.leases.claimInFlight(runId)) continue;
       candidates.push({ runId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: f.slotMs });
     }
-    if (candidates.length === 0) return;
+    if (candidates.length === 0) return undefined;
     let total = 0;
     for (const s of workers) total += s.credits;
     const reserved: Reserved = [];
@@ -205,23 +239,27 @@ export class Dispatcher {
     const plan = this.plan(candidates, workers, nowMs + lead, Math.min(total, ctx.config.claimBatchSize), reserved);
     // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
     if (plan.length < candidates.length) this.backlog = true;
-    if (plan.length === 0) return;
+    if (plan.length === 0) return undefined;
     const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
-    // Appended now, right behind the fire (the propose path is synchronous up to the append).
-    const claim = ctx.propose(this.claimCommand(nowMs, items), 'claim', 10_000);
+    return { command: this.claimCommand(nowMs, items), plan, reserved };
+  }
+
+  /** A claim planned by claimBehindFire was proposed behind its fire: assignments once it commits. */
+  claimProposed(claim: ClaimBehindFire, outcome: Promise<ProposalOutcome>): void {
+    const ctx = this.ctx;
+    const { command, plan, reserved } = claim;
     this.stats.claimsBehindFire++;
     let refused = true;
-    void claim
-      .then(
-        (res) => {
-          this.stats.claimed += items.length;
-          refused = res.items.some((r) => !r.run);
-          if (ctx.active()) this.deliver(res.items, items, reserved, nowMs);
-        },
-        (e: unknown) => {
-          if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
-        },
-      )
+    void outcome
+      .then((out) => {
+        const res = checkedResult(command, 'claim', out.result);
+        this.stats.claimed += command.items.length;
+        refused = res.items.some((r) => !r.run);
+        if (ctx.active()) this.deliver(res.items, command.items, reserved, command.nowMs);
+      })
+      .catch((e: unknown) => {
+        if (ctx.active()) ctx.log.warn({ err: e, planned: plan.length }, 'claim behind fire failed');
+      })
       .finally(() => {
         this.settle(plan, reserved);
         // A refused run that is pending after all (not due, say) is the ready index's again.
@@ -255,7 +293,7 @@ export class Dispatcher {
       const s = bySession.get(a.workerId)!;
       s.credits--;
       reserved.push(s);
-      this.claiming.add(a.runId);
+      this.ctx.leases.claimStarted(a.runId);
     }
     return plan;
   }
@@ -263,7 +301,7 @@ export class Dispatcher {
   /** A claim settled: credits of runs not delivered go back; the ready index now says where its runs are. */
   private settle(plan: readonly DispatchAssignment[], reserved: Reserved): void {
     for (const s of reserved) if (s) s.credits++;
-    for (const a of plan) this.claiming.delete(a.runId);
+    for (const a of plan) this.ctx.leases.claimSettled(a.runId);
   }
 
   /** Claim results: assignments for the runs claimed, credits back for the rest. */

@@ -7,15 +7,18 @@
 // FSM hands the whole gap since its last-fired cursor to the job's misfire policy.
 //
 // Firing uses cluster time only (DESIGN §5a). Due slots go out in batched fireRuns commands;
-// the job's next slot comes back in the fire result and re-arms the wheel. Job changes (create,
+// the job's next slot comes back in the fire result and re-arms the wheel. The claim of a fire's
+// runs, when the dispatcher plans one (FireDispatch.claimBehindFire), is proposed with the fire
+// as the adjacent log entry, in one proposeBackToBack call. Job changes (create,
 // update, pause, resume) are picked up from applied results in log order, so a job created while
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
 import { JobState } from '../../../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type DispatchHint, type FireItem, type FireOutcome } from '../../../fsm/index.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, encodeCommand, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
 import { unsafeSwitches } from '../../../fsm/apply/unsafe-switches.js';
-import type { LeaderContext } from '../leader-term.js';
-import { RESULT_TAG, type AppliedEntry } from '../observed-state-machine.js';
+import type { AppliedEntry } from '../applied-results-feed.js';
+import type { FireDispatch } from '../dispatch/dispatcher.js';
+import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
 import { TimingWheel, type WheelEntry } from './timing-wheel.js';
 
 const FIRST_PAGE = 10_000;
@@ -31,6 +34,15 @@ type SchedulerEvent =
   | { readonly kind: 'fire'; readonly items: readonly FireItem[]; readonly outcomes: readonly FireOutcome[] };
 /** A failed fire proposal is retried this much later (it is idempotent either way). */
 const RETRY_DELAY_MS = 100;
+const PROPOSE_TIMEOUT_MS = 10_000;
+
+/** What the fire scheduler uses of its term, and the dispatcher it fires for. */
+export interface FireSchedulerDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active'> {
+  /** Fires are proposed here (never forwarded), with the claim behind them as the adjacent entry. */
+  readonly node: Pick<LeaderTerm['node'], 'propose' | 'proposeBackToBack'>;
+  readonly reads: Pick<LeaderReads, 'dueWindow' | 'fireCursor' | 'specCache'>;
+  readonly dispatch: FireDispatch;
+}
 
 export class FireScheduler {
   private wheel: TimingWheel | undefined;
@@ -53,21 +65,21 @@ export class FireScheduler {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
-  constructor(private readonly ctx: LeaderContext) {}
+  constructor(private readonly ctx: FireSchedulerDeps) {}
 
   /** Queued applied entries (job and fire results), handled in log order on the next tick. */
   onApplied(entries: readonly AppliedEntry[]): void {
     let fired = false;
     for (const e of entries) {
-      if (e.tag === RESULT_TAG.job || e.tag === RESULT_TAG.jobs) {
+      if (e.kind === 'job' || e.kind === 'jobs') {
         // Heads only: decoding every created job's spec here cost the leader more than the create.
         // Dispatch hints only for jobs the wheel will hold now (the rest enter it later, by
         // due-window reads, and get theirs from their first fire), from specs decoded once per
         // distinct spec (a herd: once).
-        const heads = decodeJobHeads(e.result, this.loadedUpTo, this.ctx.fsm.specCache);
+        const heads = decodeJobHeads(e.result, this.loadedUpTo, this.ctx.reads.specCache);
         for (const h of heads) this.setHint(h.id, h.dispatch);
         this.events.push({ kind: 'jobs', heads });
-      } else if (e.tag === RESULT_TAG.fire) {
+      } else if (e.kind === 'fire') {
         fired = true;
         // Counts, not run ids: the ids of a herd's fire would be garbage at once.
         const outcomes = decodeFireOutcomes(e.result);
@@ -81,7 +93,7 @@ export class FireScheduler {
     // New runs are in the store now: the dispatcher reads them at once rather than after the
     // next tick's drainEvents (up to a tick of lateness on every run). A fire that created
     // nothing costs one empty ready read.
-    if (fired) this.ctx.wakeDispatcher();
+    if (fired) this.ctx.dispatch.wake();
   }
 
   /** Builds the wheel from committed state (the caller has passed a read barrier) and starts ticking. */
@@ -104,13 +116,13 @@ export class FireScheduler {
   private async refireLastSlots(nowMs: number): Promise<void> {
     try {
       const items: FireItem[] = [];
-      for (const s of await this.ctx.fsm.dueWindow(0, this.wheel!.horizonEndMs, FIRST_PAGE)) {
-        const cursor = await this.ctx.fsm.fireCursor(s.jobId);
+      for (const s of await this.ctx.reads.dueWindow(0, this.wheel!.horizonEndMs, FIRST_PAGE)) {
+        const cursor = await this.ctx.reads.fireCursor(s.jobId);
         if (cursor && cursor.lastSlotMs > 0) items.push({ jobId: s.jobId, slotMs: cursor.lastSlotMs });
       }
       if (items.length === 0 || this.stopped || !this.ctx.active()) return;
       this.ctx.log.warn({ slots: items.length }, 'UNSAFE skip-slot-check: firing the last fired slot of every due job again');
-      await this.ctx.proposeUnread({ type: 'fireRuns', nowMs, misfireThresholdMs: this.ctx.config.misfireThresholdMs, items }, 'fire', 10_000);
+      await proposeUnread(this.ctx.node, { type: 'fireRuns', nowMs, misfireThresholdMs: this.ctx.config.misfireThresholdMs, items }, 'fire', PROPOSE_TIMEOUT_MS);
     } catch (e) {
       this.ctx.log.warn({ err: e }, 'UNSAFE skip-slot-check: re-fire failed');
     }
@@ -167,7 +179,7 @@ export class FireScheduler {
     while (!this.stopped) {
       const to = wheel.horizonEndMs;
       if (this.loadedUpTo >= to) break;
-      const page = await this.ctx.fsm.dueWindow(this.loadedUpTo, to, limit);
+      const page = await this.ctx.reads.dueWindow(this.loadedUpTo, to, limit);
       if (this.stopped) return;
       let upTo = to;
       let items = page;
@@ -240,7 +252,7 @@ export class FireScheduler {
         m.missedSlots.inc(missed);
       }
       if (skipped) m.firedSlots.inc({ outcome: 'skipped' }, skipped);
-      if (created > 0) this.ctx.wakeDispatcher();
+      if (created > 0) this.ctx.dispatch.wake();
     }
   }
 
@@ -273,7 +285,7 @@ export class FireScheduler {
   private fire(due: readonly WheelEntry[], nowMs: number): void {
     for (const e of due) this.inFlight.add(e.jobId);
     // Paced: runs the claim behind the fire would take (a hint, no jitter, a worker for the type).
-    const served = this.holdMs() > 0 ? this.ctx.dispatchRoom()?.taskTypes : undefined;
+    const served = this.holdMs() > 0 ? this.ctx.dispatch.dispatchRoom()?.taskTypes : undefined;
     for (const e of due) {
       const hint = served && this.hints.get(e.jobId);
       (hint && !hint.jittered && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
@@ -300,10 +312,7 @@ export class FireScheduler {
       const now = Math.max(nowMs, this.ctx.now() ?? nowMs);
       this.firesInFlight++;
       // The outcome is read from the applied entry (drainEvents), for any leader's fires alike.
-      const fired = this.ctx.proposeUnread({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items }, 'fire', 10_000);
-      // Appended already (propose is synchronous up to the append): the claim goes right behind.
-      this.ctx.claimBehindFire(items, now, this.hintOf);
-      fired
+      this.proposeFire({ type: 'fireRuns', nowMs: now, misfireThresholdMs: c.misfireThresholdMs, items })
         .catch((e: unknown) => {
           if (this.stopped || !this.ctx.active()) return;
           this.ctx.log.warn({ err: e, items: items.length }, 'fireRuns failed; retrying the slots');
@@ -321,6 +330,20 @@ export class FireScheduler {
   }
 
   /**
+   * Proposes a fire and, when the dispatcher plans a claim of the runs it creates, that claim as
+   * the very next log entry: both are appended in one step, so the claim applies right after the
+   * fire (usually in the same transaction, its runs written once, already RUNNING). Resolves once
+   * the fire applied; the claim's outcome goes to the dispatcher.
+   */
+  private proposeFire(fire: FireRunsCommand): Promise<void> {
+    const claim = this.ctx.dispatch.claimBehindFire(fire.items, fire.nowMs, this.hintOf);
+    if (claim === undefined) return proposeUnread(this.ctx.node, fire, 'fire', PROPOSE_TIMEOUT_MS);
+    const [fired, claimed] = this.ctx.node.proposeBackToBack([encodeCommand(fire), encodeCommand(claim.command)], { timeoutMs: PROPOSE_TIMEOUT_MS });
+    this.ctx.dispatch.claimProposed(claim, claimed!);
+    return fired!.then((out) => checkResultType(fire, 'fire', out.result));
+  }
+
+  /**
    * How many paced slots the next fireRuns takes (at most `max`). Fire pacing: a slot whose run
    * the claim behind its fire would take goes only while a connected worker serving its task type
    * has a credit for it, and not while runs already fired wait for one (the dispatcher's backlog
@@ -335,7 +358,7 @@ export class FireScheduler {
     const n = Math.min(max, this.paced.length);
     const holdMs = this.holdMs();
     if (holdMs <= 0 || nowMs - this.paced[0]!.slotMs >= holdMs) return n;
-    const room = this.ctx.dispatchRoom();
+    const room = this.ctx.dispatch.dispatchRoom();
     if (room === undefined) return n;
     let credits = room.credits;
     let i = 0;

@@ -2,14 +2,26 @@
 // when a lease's monotonic deadline passes, the run's expiry goes through the log (one batched
 // expireLeases command), which makes the run ready again — its next claim carries a higher
 // fencing token — and the holder, if still connected, is told it lost the lease.
-import { leaseMsOf } from '../dispatch/dispatcher.js';
-import type { Lease } from './lease-table.js';
-import type { LeaderContext } from '../leader-term.js';
+import type { Dispatcher } from '../dispatch/dispatcher.js';
+import type { JobCache } from '../job-cache.js';
+import type { LeaderReads, LeaderTerm } from '../leader-term.js';
+import type { SessionRegistry } from '../worker-session.js';
+import { leaseMsOf, type Lease, type LeaseTable } from './lease-table.js';
 
 const MAX_EXPIRE_BATCH = 5_000;
 /** How often RUNNING runs missing from the lease table are looked for (ms). */
 const ORPHAN_SWEEP_MS = 5_000;
 const MAX_ORPHAN_SCAN = 50_000;
+
+/** What the lease keeper uses of its term and of the other components. */
+export interface LeaseKeeperDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly reads: Pick<LeaderReads, 'runningRuns'>;
+  readonly jobs: Pick<JobCache, 'get'>;
+  readonly leases: LeaseTable;
+  readonly sessions: Pick<SessionRegistry, 'ofWorker'>;
+  /** Expired runs are ready again: a dispatch round soon. */
+  readonly dispatcher: Pick<Dispatcher, 'wake'>;
+}
 
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
@@ -18,7 +30,7 @@ export class LeaseKeeper {
   private sweeping = false;
   private stopped = false;
 
-  constructor(private readonly ctx: LeaderContext) {}
+  constructor(private readonly ctx: LeaseKeeperDeps) {}
 
   start(): void {
     this.timer = setInterval(() => void this.sweep(), this.ctx.config.leaseSweepMs);
@@ -43,12 +55,12 @@ export class LeaseKeeper {
     let adopted = 0;
     try {
       // Records are read only for runs the table lacks (ids come from the state index).
-      const running = await ctx.fsm.runningRuns(MAX_ORPHAN_SCAN, (id) => !ctx.leases.get(id) && !ctx.claimInFlight(id));
+      const running = await ctx.reads.runningRuns(MAX_ORPHAN_SCAN, (id) => !ctx.leases.get(id) && !ctx.leases.claimInFlight(id));
       for (const run of running) {
         if (this.stopped || !ctx.active()) break;
-        if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;
+        if (ctx.leases.get(run.id) || ctx.leases.claimInFlight(run.id)) continue;
         const job = await ctx.jobs.get(run.jobId);
-        if (ctx.leases.get(run.id) || ctx.claimInFlight(run.id)) continue;
+        if (ctx.leases.get(run.id) || ctx.leases.claimInFlight(run.id)) continue;
         ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs));
         adopted++;
       }
@@ -89,7 +101,7 @@ export class LeaseKeeper {
       if (expired > 0) {
         ctx.metrics.leaseExpiries.inc(expired);
         ctx.log.info({ expired }, 'leases expired; runs are ready again');
-        ctx.wakeDispatcher();
+        ctx.dispatcher.wake();
       }
     } catch (e) {
       if (ctx.active()) ctx.log.warn({ err: e, leases: batch.length }, 'expireLeases failed; retrying on the next sweep');

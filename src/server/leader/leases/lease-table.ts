@@ -1,10 +1,19 @@
+// The leader's in-memory view of run leases. Heartbeats extend a lease here without a log write;
+// only expiry goes through the log (an expire-leases command), so a lease is lost only when the
+// leader has really not heard from the holder for a whole lease duration (monotonic time).
+//
+// It also knows the runs whose claim is in flight (the dispatcher proposed it, it has not applied
+// yet): their leases are about to be granted, so the lease sweeps and a reconnecting worker's
+// hello must leave them alone, and dispatch rounds must not claim them again.
+import type { Job } from '../../../gen/herald/v1/job.js';
 import type { Clock } from '../../node/cluster-clock.js';
 
-/**
- * The leader's in-memory view of run leases. Heartbeats extend a lease here without a log write;
- * only expiry goes through the log (an expire-leases command), so a lease is lost only when the
- * leader has really not heard from the holder for a whole lease duration (monotonic time).
- */
+/** A job's lease duration: its spec's, or the leader's default. */
+export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
+  const ms = job?.spec?.leaseDurationMs ?? 0;
+  return ms > 0 ? ms : defaultMs;
+}
+
 export interface Lease {
   runId: string;
   fencingToken: number;
@@ -18,11 +27,37 @@ export type RenewOutcome = 'renewed' | 'unknown-run' | 'stale-token' | 'other-wo
 
 export class LeaseTable {
   private readonly leases = new Map<string, Lease>();
+  /**
+   * Runs whose claim is in flight: the ready index still lists them until the claim applies. A
+   * claim settles only once it has applied here (or failed), and the ready index is read
+   * synchronously from what was applied, so no read can list a settled run.
+   */
+  private readonly claiming = new Set<string>();
 
   constructor(private readonly monotonic: Clock) {}
 
   get size(): number {
     return this.leases.size;
+  }
+
+  /** A claim of the run is being proposed (its lease is granted when it commits). */
+  claimStarted(runId: string): void {
+    this.claiming.add(runId);
+  }
+
+  /** The claim of the run applied or failed: the ready index and this table now say where it is. */
+  claimSettled(runId: string): void {
+    this.claiming.delete(runId);
+  }
+
+  /** True while a claim of this run is being proposed. */
+  claimInFlight(runId: string): boolean {
+    return this.claiming.has(runId);
+  }
+
+  /** How many runs have a claim in flight. */
+  get claimsInFlight(): number {
+    return this.claiming.size;
   }
 
   /** A claim committed: the worker holds the run from now for durationMs. */

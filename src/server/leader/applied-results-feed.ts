@@ -1,22 +1,35 @@
-// The scheduler state machine behind a thin wrapper that lets the leader watch what was applied,
-// in log order: job changes re-arm the timing wheel at once, cancel/REPLACE signals reach the
-// holding worker, new ready runs wake the dispatcher. Results are computed on every replica but
-// only returned to the proposer; watching apply is how the leader also sees the effects of
-// commands proposed elsewhere (a follower's forwarded DeleteJob, a previous leader's entries).
+// The applied-results feed: the scheduler state machine behind a thin wrapper that tells the
+// leader what was applied, in log order. Job changes re-arm the timing wheel at once,
+// cancel/REPLACE signals reach the holding worker, new ready runs wake the dispatcher. Results
+// are computed on every replica but only returned to the proposer; watching apply is how the
+// leader also sees the effects of commands proposed elsewhere (a follower's forwarded DeleteJob,
+// a previous leader's entries).
 //
-// The hook costs one byte comparison per entry and nothing at all while nobody listens
-// (followers). Decoding happens later, in the listener's own loop.
+// Per entry the feed reads the result's kind from its header (appliedKindOf: no decode, no
+// allocation); only watched kinds become AppliedEntry objects, and nothing at all is done while
+// nobody listens (followers). Decoding happens later, in the listener's own loop.
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
 import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
-import type { SchedulerStateMachine } from '../../fsm/index.js';
+import { appliedKindOf, type AppliedKind, type SchedulerStateMachine } from '../../fsm/index.js';
 
-/** Result tags (result-codec.ts: [format version][tag]...) the leader cares about. */
-export const RESULT_TAG = { job: 1, delete: 2, trigger: 3, backfill: 4, fire: 5, claim: 6, runItems: 7, cancel: 8, jobs: 11 } as const;
-const WATCHED = new Set<number>([RESULT_TAG.job, RESULT_TAG.jobs, RESULT_TAG.delete, RESULT_TAG.trigger, RESULT_TAG.backfill, RESULT_TAG.fire, RESULT_TAG.runItems, RESULT_TAG.cancel]);
+/** The kinds of applied results the leader acts on. */
+const WATCHED: Readonly<Record<AppliedKind, boolean>> = {
+  job: true,
+  jobs: true,
+  delete: true,
+  trigger: true,
+  backfill: true,
+  fire: true,
+  runItems: true,
+  cancel: true,
+  claim: false,
+  trim: false,
+  rejected: false,
+};
 
 export interface AppliedEntry {
   readonly index: number;
-  readonly tag: number;
+  readonly kind: AppliedKind;
   /** The entry's command bytes. */
   readonly data: Uint8Array;
   /** The encoded result. */
@@ -25,7 +38,7 @@ export interface AppliedEntry {
 
 export type AppliedListener = (entries: readonly AppliedEntry[]) => void;
 
-export class ObservedStateMachine implements StateMachine {
+export class AppliedResultsFeed implements StateMachine {
   private listener: AppliedListener | undefined;
 
   constructor(readonly fsm: SchedulerStateMachine) {}
@@ -81,7 +94,8 @@ function notify(listener: AppliedListener, entries: readonly Entry[], results: r
   const watched: AppliedEntry[] = [];
   for (let i = 0; i < entries.length; i++) {
     const r = results[i];
-    if (r && r.length > 1 && WATCHED.has(r[1]!)) watched.push({ index: entries[i]!.index, tag: r[1]!, data: entries[i]!.data, result: r });
+    const kind = r && appliedKindOf(r);
+    if (kind && WATCHED[kind]) watched.push({ index: entries[i]!.index, kind, data: entries[i]!.data, result: r });
   }
   if (watched.length === 0) return;
   try {
