@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
-import { enableUnsafeSkipFsync } from '../raft/storage/unsafe-durability.js';
+import { checkUnsafeSkipFsync } from '../raft/storage/unsafe-durability.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/create-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
@@ -104,15 +104,14 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
     const scheduler = schedulerOverrides(f);
     const unsafe = unsafeSwitchesOf(f);
     if (unsafe) {
-      // Process-wide: the leader services and the Raft driver have no other channel to them.
+      // Process-wide for the leader services (still to become a config field); the driver takes skip-fsync per node.
       enableUnsafeSwitches(unsafe.fsm);
-      if (unsafe.skipFsync) enableUnsafeSkipFsync();
     }
     const s = await createSchedulerNode({
       ...rest,
       scheduler,
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
-      ...(unsafe ? { fsm: { unsafe: unsafe.fsm } } : {}),
+      ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: checkUnsafeSkipFsync(unsafe.skipFsync) } : {}),
     });
     if (s.metricsPort) process.stdout.write(JSON.stringify({ event: 'metrics', id: o.id, metricsPort: s.metricsPort }) + '\n');
     return { ...s.node, stop: (opts) => s.stop(opts) };

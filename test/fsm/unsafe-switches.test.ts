@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { finishSuccess, UNSAFE_ENV } from '../../src/fsm/index.js';
 import { enableUnsafeSwitches, resetUnsafeSwitches, unsafeSwitches } from '../../src/fsm/apply/unsafe-switches.js';
-import { enableUnsafeSkipFsync, resetUnsafeSkipFsync, unsafeSkipFsyncEnabled } from '../../src/raft/storage/unsafe-durability.js';
+import { checkUnsafeSkipFsync } from '../../src/raft/storage/unsafe-durability.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm | undefined;
@@ -52,24 +52,21 @@ describe('unsafe switches', () => {
 describe('unsafe switches: process-wide (leader services, Raft driver)', () => {
   afterEach(() => {
     resetUnsafeSwitches();
-    resetUnsafeSkipFsync();
   });
 
   it('are off by default and refused without the opt-in', () => {
     vi.stubEnv(UNSAFE_ENV, '');
     expect(unsafeSwitches()).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
-    expect(unsafeSkipFsyncEnabled()).toBe(false);
+    expect(checkUnsafeSkipFsync(false)).toBe(false);
     expect(() => enableUnsafeSwitches({ skipSlotCheck: true })).toThrow(UNSAFE_ENV);
-    expect(() => enableUnsafeSkipFsync()).toThrow(UNSAFE_ENV);
+    expect(() => checkUnsafeSkipFsync(true)).toThrow(UNSAFE_ENV);
     expect(unsafeSwitches().skipSlotCheck).toBe(false);
-    expect(unsafeSkipFsyncEnabled()).toBe(false);
   });
 
   it('turn on with the opt-in', () => {
     vi.stubEnv(UNSAFE_ENV, '1');
     enableUnsafeSwitches({ acceptStaleTokens: true });
-    enableUnsafeSkipFsync();
     expect(unsafeSwitches()).toEqual({ acceptStaleTokens: true, skipSlotCheck: false });
-    expect(unsafeSkipFsyncEnabled()).toBe(true);
+    expect(checkUnsafeSkipFsync(true)).toBe(true);
   });
 });
