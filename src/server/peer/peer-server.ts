@@ -1,16 +1,13 @@
 // herald.raft.v1.RaftService on the peer port: inbound Raft streams, InstallSnapshot (staged to
-// disk, verified, then offered to the core), Forward (a follower's proposal), ProposeStream (many
-// proposals on one stream) and ReadIndex.
+// disk, verified, then offered to the core), Forward (a follower's proposal) and ReadIndex.
 
-import type { ServerDuplexStream, ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
+import type { ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type {
   ForwardRequest,
   ForwardResponse,
   InstallSnapshotRequest,
   InstallSnapshotResponse,
-  ProposeStreamRequest,
-  ProposeStreamResponse,
   RaftServiceServer,
   ReadIndexRequest,
   ReadIndexResponse,
@@ -22,7 +19,6 @@ import { snapshotMetaFromPb } from './message-codec.js';
 import type { PeerTransport } from './peer-transport.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
 import { SnapshotWriter } from '../../raft/storage/snapshot-files.js';
-import { handleProposeStream } from './propose-stream.js';
 import { toServiceError } from '../grpc/service-error.js';
 
 /** Metadata marking a Forward already forwarded once (a follower never forwards it again). */
@@ -121,10 +117,6 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         (o) => callback(null, { result: Buffer.from(o.result.buffer, o.result.byteOffset, o.result.byteLength), index: o.index }),
         (e: unknown) => callback(toServiceError(e)),
       );
-    },
-
-    proposeStream(call: ServerDuplexStream<ProposeStreamRequest, ProposeStreamResponse>) {
-      handleProposeStream({ clusterId: d.clusterId, propose: d.propose }, call, call.metadata.get(FORWARDED_KEY).length === 0);
     },
 
     readIndex(call, callback: sendUnaryData<ReadIndexResponse>) {
