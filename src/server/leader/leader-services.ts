@@ -23,7 +23,7 @@ import { proposeCommand, proposeUnread, type LeaderContext } from './leader-term
 import { LeaseKeeper } from './leases/lease-keeper.js';
 import { LeaseTable } from './leases/lease-table.js';
 import type { NodeMetrics } from '../node/metrics.js';
-import type { HeraldNode } from '../node/create-node.js';
+import type { HeraldNode } from '../node/herald-node.js';
 import { RESULT_TAG, type AppliedEntry, type ObservedStateMachine } from './observed-state-machine.js';
 import { ResultBatcher } from './result-batcher.js';
 import type { SchedulerConfig } from './leader-config.js';

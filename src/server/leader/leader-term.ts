@@ -7,7 +7,7 @@ import { HeraldError } from '../../herald-error.js';
 import type { JobCache } from './job-cache.js';
 import type { LeaseTable } from './leases/lease-table.js';
 import type { NodeMetrics } from '../node/metrics.js';
-import type { HeraldNode } from '../node/create-node.js';
+import type { HeraldNode } from '../node/herald-node.js';
 import type { SchedulerConfig } from './leader-config.js';
 import type { SessionRegistry } from './worker-session.js';
 

@@ -31,8 +31,11 @@ export interface PeerServiceDeps {
   transport: PeerTransport;
   snapshotDir: string;
   logger: Logger;
-  /** Proposes on behalf of a Forward call (forwards once more if this node is not the leader). */
-  propose: (command: Uint8Array, timeoutMs: number, mayForward: boolean) => Promise<{ index: number; result: Uint8Array }>;
+  /**
+   * Proposes on behalf of a Forward call (forwards once more if this node is not the leader);
+   * no timeout means the node's default.
+   */
+  propose: (command: Uint8Array, timeoutMs: number | undefined, mayForward: boolean) => Promise<{ index: number; result: Uint8Array }>;
 }
 
 export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
@@ -112,7 +115,7 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         return;
       }
       const mayForward = call.metadata.get(FORWARDED_KEY).length === 0;
-      const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : 10_000;
+      const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : undefined;
       d.propose(req.command, timeoutMs, mayForward).then(
         (o) => callback(null, { result: Buffer.from(o.result.buffer, o.result.byteOffset, o.result.byteLength), index: o.index }),
         (e: unknown) => callback(toServiceError(e)),
