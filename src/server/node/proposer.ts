@@ -50,7 +50,7 @@ export function createProposer(d: ProposerDeps): Propose {
     });
 
   const send = (client: RaftServiceClient, command: Uint8Array, deadline: number): Promise<ProposalOutcome> => {
-    const timeoutMs = Math.max(1, deadline - clock.nowMs());
+    const timeoutMs = Math.max(1, Math.ceil(deadline - clock.nowMs())); // an int64 on the wire
     const md = new Metadata();
     md.set(FORWARDED_KEY, d.selfId);
     return new Promise((resolve, reject) => {
