@@ -6,10 +6,8 @@
 //
 // Usage: npm run build && npm run bench -- raft-commit [--seq-seconds 12] [--conc-seconds 12]
 //        [--warmup-seconds 2] [--concurrency 64] [--value-bytes 256] [--procs 1] [--etcd-json <file>]
-//        [--transport stream|unary]
-// --transport: how the load generator delivers proposals to the leader — `stream` (default): one
-// RaftService.ProposeStream, a message per put each way; `unary`: one RaftService.Forward call per
-// put. Either way every put is its own Raft entry, answered only once committed and applied.
+// The load generator sends each put to the leader's peer port as one RaftService.Forward call;
+// every put is its own Raft entry, answered only once committed and applied.
 // Progress goes to stderr; the last stdout line is JSON.
 
 import { spawn, fork, type ChildProcess } from 'node:child_process';
@@ -23,7 +21,6 @@ import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { RaftServiceClient } from '../src/gen/herald/raft/v1/raft.js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../src/gen/herald/v1/cluster_service.js';
 import { encodeKvCommand } from '../src/raft/kv/kv-command.js';
-import { ProposeStreamClient } from '../src/server/peer/propose-stream-client.js';
 import { SERVER_NODE_FLAGS } from '../src/server/node/server-node-flags.js';
 
 const args = process.argv.slice(2);
@@ -42,9 +39,7 @@ const O = {
   role: opt('role', 'main'),
   target: opt('target', ''),
   clusterId: opt('cluster-id', ''),
-  transport: opt('transport', 'stream'),
 };
-if (O.transport !== 'stream' && O.transport !== 'unary') throw new Error(`--transport must be stream or unary, not ${O.transport}`);
 
 const log = (...a: unknown[]) => process.stderr.write(a.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(' ') + '\n');
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -94,10 +89,8 @@ function makeLoad(client: RaftServiceClient, clusterId: string, conc: number, ta
   let stop = false;
   let cpu0 = process.cpuUsage();
   let t0 = process.hrtime.bigint();
-  const stream = O.transport === 'stream' ? new ProposeStreamClient(client, { clusterId }) : undefined;
   const put = (key: string): Promise<unknown> => {
     const command = Buffer.from(encodeKvCommand({ op: 'put', key, value }));
-    if (stream) return stream.propose(command, 10_000);
     return new Promise<void>((resolve, reject) => {
       client.forward({ clusterId, command, timeoutMs: 10_000 }, (err: ServiceError | null) => (err ? reject(err) : resolve()));
     });
@@ -131,7 +124,6 @@ function makeLoad(client: RaftServiceClient, clusterId: string, conc: number, ta
       const cpu = process.cpuUsage(cpu0);
       stop = true;
       await Promise.all(loops);
-      stream?.close();
       return { lat, errors, elapsed, cpuSec: (cpu.user + cpu.system) / 1e6 };
     },
   };
@@ -237,7 +229,7 @@ async function runPhase(nodes: Node[], leader: Node, clusterId: string, conc: nu
     const self = fileURLToPath(import.meta.url);
     for (let i = 0; i < procs; i++) {
       const c = Math.floor(conc / procs) + (i < conc % procs ? 1 : 0);
-      const ch = fork(self, ['--role', 'loadgen', '--target', target, '--cluster-id', clusterId, '--concurrency', String(c), '--value-bytes', String(O.valueBytes), '--transport', O.transport], {
+      const ch = fork(self, ['--role', 'loadgen', '--target', target, '--cluster-id', clusterId, '--concurrency', String(c), '--value-bytes', String(O.valueBytes)], {
         execArgv: ['--import', 'tsx'],
         serialization: 'advanced',
       });
@@ -376,7 +368,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       JSON.stringify({
         bench: 'raft-commit',
-        config: { members: 3, loopback: true, fsync: 'sync write per Ready (group commit)', target: O.transport === 'stream' ? 'leader peer port (RaftService.ProposeStream, one message per put)' : 'leader peer port (RaftService.Forward, one call per put)', tick_ms: 100, election_ticks: 10, warmup_s: O.warmupSeconds, key_space: 100000 },
+        config: { members: 3, loopback: true, fsync: 'sync write per Ready (group commit)', target: 'leader peer port (RaftService.Forward, one call per put)', tick_ms: 100, election_ticks: 10, warmup_s: O.warmupSeconds, key_space: 100000 },
         machine: await machineInfo(),
         seq_puts: seq,
         conc_puts: conc,

@@ -36,6 +36,10 @@ export interface HeraldErrorDetails {
   leaderAddress?: string;
   /** The field a validation error is about, e.g. "spec.schedule.cron.expression". */
   field?: string;
+  /** The error came from the server a call went to (it carried a Herald code), not the transport. */
+  remote?: boolean;
+  /** No call was made (no connection): the server cannot have acted on it, a retry is safe. */
+  neverSent?: boolean;
   [key: string]: unknown;
 }
 

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
 import { checkUnsafeSkipFsync } from '../raft/storage/unsafe-durability.js';
-import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/create-node.js';
+import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
 

@@ -18,7 +18,8 @@ import { createJobService } from './api/job-service.js';
 import { LeaderServices } from './leader/leader-services.js';
 import { createNodeMetrics, type NodeMetrics } from './node/metrics.js';
 import { startMetricsServer } from './node/metrics-http.js';
-import { createNode, type HeraldNode, type NodeOptions } from './node/create-node.js';
+import { createNode } from './node/create-node.js';
+import type { HeraldNode, NodeOptions } from './node/herald-node.js';
 import { AppliedResultsFeed } from './leader/applied-results-feed.js';
 import { schedulerConfig, type SchedulerConfig } from './leader/leader-config.js';
 import { addServerConventions, raftReadiness } from './grpc/server-conventions.js';
@@ -190,9 +191,11 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   let stopped: Promise<void> | undefined;
   const stop = async ({ transfer = true, graceMs = 5000 } = {}) => {
     stopping = true;
-    if (transfer && node.driver.isLeader() && node.members.length > 1) {
+    if (transfer) {
       try {
-        await node.transferLeadership();
+        // Before the redirects below, so they name the new leader; the node lets the proposals
+        // in flight apply first (node.stop would be too late: leadership is gone by then).
+        await node.handOver({ graceMs });
       } catch (e) {
         log.warn({ err: e }, 'leadership transfer before shutdown failed');
       }

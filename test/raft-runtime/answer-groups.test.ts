@@ -7,7 +7,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
-import { createNode, type HeraldNode } from '../../src/server/node/create-node.js';
+import { createNode } from '../../src/server/node/create-node.js';
+import type { HeraldNode } from '../../src/server/node/herald-node.js';
 
 const logger = pino({ level: 'silent' });
 const members = [{ id: 'n1', peerAddress: '127.0.0.1:0', clientAddress: '127.0.0.1:0' }];

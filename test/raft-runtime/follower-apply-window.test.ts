@@ -8,7 +8,8 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
-import { createNode, type HeraldNode } from '../../src/server/node/create-node.js';
+import { createNode } from '../../src/server/node/create-node.js';
+import type { HeraldNode } from '../../src/server/node/herald-node.js';
 import type { PeerInfo } from '../../src/raft/ports.js';
 import { freePort, waitFor } from './helpers/cluster.js';
 

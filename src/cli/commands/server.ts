@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
-import { createNode, DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node/create-node.js';
+import { createNode } from '../../server/node/create-node.js';
+import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node/herald-node.js';
 import { parseMembers } from '../../server/node/node-config.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 

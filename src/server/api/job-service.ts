@@ -10,6 +10,8 @@ import {
 import { JobState } from '../../gen/herald/v1/job.js';
 import { RunState } from '../../gen/herald/v1/run.js';
 import {
+  DEFAULT_BACKFILL_MAX_RUNS,
+  MAX_BACKFILL_RUNS,
   decodeResult,
   encodeCommand,
   requireRunId,
@@ -23,7 +25,7 @@ import {
   type SchedulerStateMachine,
 } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
-import type { HeraldNode } from '../node/create-node.js';
+import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
 import { LeaderForwarder } from './leader-forwarder.js';
 import type { NodeMetrics } from '../node/metrics.js';
@@ -31,7 +33,7 @@ import { unary, type CallContext } from './unary-handler.js';
 import { status } from '@grpc/grpc-js';
 
 /** The most items one CreateJobs call may carry. */
-export const MAX_CREATE_JOBS_ITEMS = 10_000;
+const MAX_CREATE_JOBS_ITEMS = 10_000;
 /**
  * One putJobs entry carries at most this many jobs and about this many bytes of specs: large
  * enough that the per-entry cost of the log vanishes, small enough to stay far below the
@@ -41,8 +43,6 @@ const CREATE_CHUNK_ITEMS = 1000;
 const CREATE_CHUNK_BYTES = 1 << 20;
 /** putJobs proposals of one CreateJobs call in flight at once. */
 const CREATE_CHUNKS_IN_FLIGHT = 3;
-const DEFAULT_BACKFILL_RUNS = 1000;
-const MAX_BACKFILL_RUNS = 10_000;
 
 export interface JobServiceContext {
   node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver'>;
@@ -52,11 +52,6 @@ export interface JobServiceContext {
   maxPayloadBytes: number;
   /** Upper bound for one proposal when the caller set no (shorter) deadline. */
   proposalTimeoutMs: number;
-  /**
-   * Called on the leader after a write committed, with its command and result: the leader's
-   * scheduler re-arms jobs from it and the dispatcher sends cancel signals to workers.
-   */
-  onCommitted?: (command: FsmCommand, result: FsmResult) => void;
 }
 
 export interface JobServiceHandle {
@@ -74,7 +69,11 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     return Math.min(ctx.proposalTimeoutMs, left);
   }
 
-  /** Runs a write on the leader, forwarding once from a follower. */
+  /**
+   * Runs a write on the leader, forwarding the whole call once from a follower. This is the public
+   * API's one path to the leader (leader-forwarder.ts): a write only becomes a command on the
+   * leader, which stamps it with cluster time, so a follower cannot hand over a command instead.
+   */
   async function onLeader<Req, Res>(method: string, request: Req, call: CallContext, run: (nowMs: number) => Promise<Res>): Promise<Res> {
     if (!ctx.node.driver.isLeader()) {
       const leader = ctx.node.leader();
@@ -98,7 +97,6 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     const outcome = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs: timeoutFor(call) });
     const result = decodeResult(outcome.result);
     if (result.type === 'rejected') throw itemError(result.error);
-    ctx.onCommitted?.(command, result);
     return result;
   }
 
@@ -261,7 +259,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
         throw new HeraldError('INVALID_ARGUMENT', 'to_unix_ms: required, after from_unix_ms', { field: 'to_unix_ms' });
       }
       if (!Number.isInteger(req.maxRuns) || req.maxRuns < 0 || req.maxRuns > MAX_BACKFILL_RUNS) {
-        throw new HeraldError('INVALID_ARGUMENT', `max_runs: between 1 and ${MAX_BACKFILL_RUNS} (0 means ${DEFAULT_BACKFILL_RUNS})`, { field: 'max_runs' });
+        throw new HeraldError('INVALID_ARGUMENT', `max_runs: between 1 and ${MAX_BACKFILL_RUNS} (0 means ${DEFAULT_BACKFILL_MAX_RUNS})`, { field: 'max_runs' });
       }
       return onLeader('backfillJob', req, call, async (nowMs) => {
         if (req.toUnixMs > nowMs) {
@@ -273,7 +271,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
           jobId: req.jobId,
           fromMs: req.fromUnixMs,
           toMs: req.toUnixMs,
-          maxRuns: req.maxRuns || DEFAULT_BACKFILL_RUNS,
+          maxRuns: req.maxRuns || DEFAULT_BACKFILL_MAX_RUNS,
         };
         const r = expectType(await propose(cmd, call), 'backfill');
         if (r.error) throw itemError(r.error);

@@ -17,7 +17,8 @@ type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (e
 /**
  * Forwards a public API call from a follower to the leader's client port, one hop only (the
  * forwarded call carries a marker; a node that gets a forwarded call and is not the leader
- * answers NOT_LEADER with the leader's address, which the SDK follows).
+ * answers NOT_LEADER with the leader's address, which the SDK follows). The public API's only way
+ * to the leader; node/proposer.ts forwards bare commands for the Raft node's own callers.
  */
 export class LeaderForwarder {
   private clients = new Map<string, JobServiceClient>();
@@ -38,6 +39,7 @@ export class LeaderForwarder {
     md.set(REQUEST_ID_KEY, options.requestId);
     const fn = (client[method] as unknown as Unary<Req, Res>).bind(client);
     return new Promise<Res>((resolve, reject) => {
+      // grpc-js deadlines are wall-clock.
       fn(request, md, { deadline: new Date(Date.now() + options.timeoutMs) }, (err, res) => {
         if (err) reject(fromServiceError(err));
         else if (res === undefined) reject(new HeraldError('INTERNAL', `leader returned no response to ${method}`));

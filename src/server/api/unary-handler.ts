@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { toServiceError } from '../grpc/service-error.js';
+import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
 
 /** What every public RPC handler gets: the request, its metadata, a logger and its deadline. */
 export interface CallContext {
@@ -34,10 +35,13 @@ export function unary<Req, Res>(
     const logger = deps.logger.child({ requestId, method });
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
+    // grpc-js gives a wall-clock deadline; from here on it is counted on the monotonic clock, so
+    // a wall-clock step neither stretches nor cuts the call.
+    const expiresAt = Number.isFinite(deadlineMs) ? systemMonotonicClock.nowMs() + (deadlineMs - Date.now()) : Infinity;
     const ctx: CallContext = {
       requestId,
       logger,
-      remainingMs: () => (Number.isFinite(deadlineMs) ? deadlineMs - Date.now() : Infinity),
+      remainingMs: () => expiresAt - systemMonotonicClock.nowMs(),
       forwarded: call.metadata.get(FORWARDED_CALL_KEY).length > 0,
       call: call as ServerUnaryCall<unknown, unknown>,
     };

@@ -28,7 +28,7 @@ export const grpcStatusOf: Record<ErrorCode, status> = {
   INTERNAL: status.INTERNAL,
 };
 
-/** Metadata keys servers use to tell clients where the leader is. */
+// Trailing-metadata keys of a failed call: where the leader is, and the Herald error code.
 export const LEADER_ID_KEY = 'herald-leader-id';
 export const LEADER_ADDRESS_KEY = 'herald-leader-address';
 export const ERROR_CODE_KEY = 'herald-error-code';

@@ -34,7 +34,3 @@ function isServiceError(err: unknown): err is ServiceError {
   return err instanceof Error && typeof (err as Partial<ServiceError>).code === 'number' && (err as Partial<ServiceError>).metadata instanceof Metadata;
 }
 
-/** A HeraldError for a required field that is missing. */
-export function missingField(field: string): HeraldError {
-  return new HeraldError('INVALID_ARGUMENT', `${field} is required`, { field });
-}

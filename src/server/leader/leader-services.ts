@@ -15,7 +15,7 @@ import { decodeCommand, decodeJobHeads, decodeSignals, type AppliedKind, type Fs
 import { HeraldError } from '../../herald-error.js';
 import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
 import type { NodeMetrics } from '../node/metrics.js';
-import type { HeraldNode } from '../node/create-node.js';
+import type { HeraldNode } from '../node/herald-node.js';
 import type { AppliedEntry, AppliedResultsFeed } from './applied-results-feed.js';
 import { DeadlineSweeper } from './deadline-sweeper.js';
 import { Dispatcher } from './dispatch/dispatcher.js';

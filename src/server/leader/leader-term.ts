@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { decodeResult, encodeCommand, resultTypeOf, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
-import type { HeraldNode } from '../node/create-node.js';
+import type { HeraldNode } from '../node/herald-node.js';
 import type { SchedulerConfig } from './leader-config.js';
 
 /** What the leader reads from the state machine (committed state, straight from the store). */

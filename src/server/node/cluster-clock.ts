@@ -1,14 +1,13 @@
-/**
- * Cluster time (DESIGN §5a): the time the leader fires by, which one skewed wall clock cannot move.
- *
- * The leader keeps, per voter, the wall clock that voter last reported (in a heartbeat response)
- * together with the round trip and the leader's monotonic time of receipt. A voter's current wall
- * time is estimated as reported + rtt/2 + (monotonic time elapsed since receipt). Cluster time is the
- * lower median of the fresh estimates (the leader's own wall clock included) and requires a quorum
- * of fresh estimates; it never runs backwards. With 3 voters one bad clock — the leader's own
- * included — sits at an end of the sorted estimates and is never chosen; with only two fresh
- * estimates the lower one wins, so a clock jumping forward cannot make runs fire early.
- */
+// Cluster time (DESIGN §5a): the time the leader fires by, which one skewed wall clock cannot move.
+//
+// The leader keeps, per voter, the wall clock that voter last reported (in a heartbeat response)
+// together with the round trip and the leader's monotonic time of receipt. A voter's current wall
+// time is estimated as reported + rtt/2 + (monotonic time elapsed since receipt). Cluster time is the
+// lower median of the fresh estimates (the leader's own wall clock included) and requires a quorum
+// of fresh estimates; it never runs backwards. With 3 voters one bad clock — the leader's own
+// included — sits at an end of the sorted estimates and is never chosen; with only two fresh
+// estimates the lower one wins, so a clock jumping forward cannot make runs fire early.
+
 export interface Clock {
   nowMs(): number;
 }
@@ -20,7 +19,7 @@ export interface ClusterClockOptions {
   wall: Clock;
   /** This node's monotonic clock. */
   monotonic: Clock;
-  /** Samples older than this (monotonic ms) are not used; typically an election timeout. */
+  /** Samples older than this (monotonic ms) are not used; a few election timeouts. */
   maxSampleAgeMs: number;
 }
 
@@ -30,6 +29,7 @@ interface Sample {
   receivedAtMonoMs: number;
 }
 
+/** Cluster time as the leader estimates it from its voters' reports (see the top of this file). */
 export class ClusterClock {
   private readonly samples = new Map<string, Sample>();
   private lastMs = 0;

@@ -15,7 +15,7 @@ import { HeraldError } from '../../herald-error.js';
 import type { Role } from '../../raft/types.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
 import { toServiceError } from '../grpc/service-error.js';
-import type { HeraldNode } from './create-node.js';
+import type { HeraldNode } from './herald-node.js';
 
 const ROLE: Record<Role, NodeRole> = {
   follower: NodeRole.NODE_ROLE_FOLLOWER,
@@ -29,7 +29,7 @@ const REPL: Record<string, ReplicationState> = {
   snapshot: ReplicationState.REPLICATION_STATE_SNAPSHOT,
 };
 
-export function nodeStatus(node: HeraldNode): GetStatusResponse {
+function nodeStatus(node: HeraldNode): GetStatusResponse {
   const d = node.driver;
   const st = d.status();
   const leader = d.leaderChange();
@@ -90,6 +90,7 @@ export function createClusterService(node: HeraldNode): ClusterServiceServer {
         return;
       }
       const client = new ClusterServiceClient(l.leaderAddress, credentials.createInsecure());
+      // grpc-js deadlines are wall-clock.
       client.transferLeadership({ targetId: target }, new Metadata(), { deadline: Date.now() + 10_000 }, (err: ServiceError | null, resp) => {
         client.close();
         if (err) callback(toServiceError(fromServiceError(err)));

@@ -3,109 +3,35 @@
 // the caller registers, e.g. the scheduler's JobService later).
 //
 // Startup refuses to serve on bad data: another cluster's identity (CLUSTER_MISMATCH) or a
-// corrupt/inconsistent log (CORRUPT_STORAGE). Shutdown is bounded: a leader hands leadership
-// over first, waits briefly for its in-flight proposals to settle, then closes everything.
+// corrupt/inconsistent log (CORRUPT_STORAGE). Shutdown is bounded: a leader lets its proposals in
+// flight apply, hands leadership over, waits briefly for what the new leader commits for it, then
+// closes everything (leadership-handover.ts).
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Metadata, Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
-import type { Logger } from 'pino';
-import type { RaftServiceClient } from '../../gen/herald/raft/v1/raft.js';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { ClusterServiceService } from '../../gen/herald/v1/cluster_service.js';
-import { HeraldError, isHeraldError } from '../../herald-error.js';
+import { HeraldError } from '../../herald-error.js';
 import type { StateMachine } from '../../raft/state-machine.js';
-import type { NodeId } from '../../raft/types.js';
 import { LogStore } from '../../raft/storage/log-store.js';
-import { DEFAULT_MAX_BATCH_BYTES, PeerRaftClient, PeerTransport, peerChannelOptions, type PeerInfo } from '../peer/peer-transport.js';
+import { DEFAULT_MAX_BATCH_BYTES, PeerTransport } from '../peer/peer-transport.js';
 import { PEER_RAFT_SERVICE } from '../peer/stream-request-codec.js';
-import { RaftDriver, type LeaderChange, type RaftDriverEvents, type RaftTimingOptions } from '../../raft/driver/raft-driver.js';
-import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
+import { RaftDriver } from '../../raft/driver/raft-driver.js';
 import { StagedSnapshots, pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from '../../raft/storage/snapshot-files.js';
 import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
 import { systemTimers } from '../../raft/system-timers.js';
 import { ClusterClock } from './cluster-clock.js';
 import { createClusterService } from './cluster-service.js';
-import { fromServiceError } from '../grpc/grpc-errors.js';
-import { FORWARDED_KEY, createPeerService } from '../peer/peer-server.js';
+import { createPeerService } from '../peer/peer-server.js';
 import { deriveClusterId } from './node-config.js';
 import { enableNoDelay } from '../grpc/grpc-no-delay.js';
 import { CLIENT_SERVER_OPTIONS } from '../grpc/server-conventions.js';
-import { credentials } from '@grpc/grpc-js';
+import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, DEFAULT_PROPOSAL_TIMEOUT_MS, type HeraldNode, type NodeOptions } from './herald-node.js';
+import { createProposer } from './proposer.js';
+import { LeadershipHandover } from './leadership-handover.js';
 
-/** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
-export type StateMachineFactory = (dir: string) => Promise<StateMachine>;
-
-export interface NodeOptions extends Partial<RaftTimingOptions> {
-  id: NodeId;
-  members: readonly PeerInfo[];
-  /** host:port to listen on for peers (default: this member's peerAddress). */
-  peerListen?: string;
-  /** host:port to listen on for clients (default: this member's clientAddress, else 127.0.0.1:0). */
-  clientListen?: string;
-  dataDir: string;
-  /** Written at bootstrap; when given on restart it must match. Default: derived from members. */
-  clusterId?: string;
-  stateMachine: StateMachineFactory;
-  logger: Logger;
-  snapshotEntries?: number;
-  compactionKeepEntries?: number;
-  snapshotBytes?: number;
-  compactionKeepBytes?: number;
-  maxSizePerMsg?: number;
-  maxInflightMsgs?: number;
-  defaultProposalTimeoutMs?: number;
-  /** Largest command a proposal may carry (default 4 MiB). */
-  maxProposalBytes?: number;
-  /** A follower gathers committed entries this long before applying them in one call (RaftDriver; default 200). */
-  followerApplyWindowMs?: number;
-  /** Effects replication (RaftDriver replicateEffects; default on). */
-  replicateEffects?: boolean;
-  /** Negative control only: the skip-fsync control for this node's log (RaftDriver unsafeSkipFsync; needs the unsafe opt-in). */
-  unsafeSkipFsync?: boolean;
-  /** Adds the caller's services (JobService, ...) to the client server before it starts. */
-  registerClientServices?: (server: Server, node: HeraldNode) => void;
-}
-
-/**
- * Long enough to take a herd run's claim and its finish into one follower transaction (they come
- * 100–300 ms apart under load): a herd's followers then write ~30 % fewer LevelDB operations.
- * Short enough that a follower is never far behind; reads and leadership end the window early.
- */
-export const DEFAULT_FOLLOWER_APPLY_WINDOW_MS = 200;
-/** Reads stay prompt whatever the window (they end it), but a follower should never lag by more. */
-export const MAX_FOLLOWER_APPLY_WINDOW_MS = 2000;
-
-export interface ProposeOptions {
-  timeoutMs?: number;
-  /** On a follower, forward to the leader (default true); false rejects with NOT_LEADER. */
-  forward?: boolean;
-}
-
-export interface HeraldNode {
-  readonly id: NodeId;
-  readonly clusterId: string;
-  readonly peerPort: number;
-  readonly clientPort: number;
-  readonly members: readonly PeerInfo[];
-  readonly driver: RaftDriver;
-  readonly transport: PeerTransport;
-  readonly stateMachine: StateMachine;
-  readonly logStore: LogStore;
-  readonly clusterClock: ClusterClock;
-  readonly events: RaftDriver['events'];
-  propose(command: Uint8Array, options?: ProposeOptions): Promise<ProposalOutcome>;
-  /**
-   * On the leader only (never forwarded): proposes the commands as adjacent log entries, in
-   * order, so that each applies right after the one before it (a fire and the claim behind it).
-   */
-  proposeBackToBack(commands: readonly Uint8Array[], options?: { timeoutMs?: number }): Promise<ProposalOutcome>[];
-  /** Linearizable read barrier: resolves once this node applied at least the read index. */
-  readIndex(options?: { timeoutMs?: number }): Promise<number>;
-  leader(): LeaderChange;
-  transferLeadership(target?: NodeId): Promise<LeaderChange>;
-  /** Bounded shutdown; a leader transfers leadership first unless transfer is false. */
-  stop(options?: { transfer?: boolean; graceMs?: number }): Promise<void>;
-}
+/** How long stop() may take when its caller gives no grace. */
+const DEFAULT_STOP_GRACE_MS = 5000;
 
 export async function createNode(o: NodeOptions): Promise<HeraldNode> {
   const self = o.members.find((m) => m.id === o.id);
@@ -222,59 +148,15 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     // A new term starts from fresh reports (the clock's samples belong to one leadership).
     driver.events.on('lostLeadership', () => clusterClock?.reset());
 
-    // Proposals from this node's clients; a follower forwards to the leader's peer port. Errors
-    // that guarantee the command was not appended (no leader, not leader, a forward that never
-    // reached anyone) are retried until the deadline; anything else goes back to the caller.
-    const propose = async (command: Uint8Array, opts: ProposeOptions = {}): Promise<ProposalOutcome> => {
-      const timeoutMs = opts.timeoutMs ?? o.defaultProposalTimeoutMs ?? 10_000;
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) throw new HeraldError('PROPOSAL_TIMEOUT', `no leader accepted the proposal within ${timeoutMs} ms`);
-        try {
-          if (driver.isLeader() || opts.forward === false) return await driver.propose(command, { timeoutMs: remaining });
-          const leaderId = driver.leaderChange().leaderId;
-          if (!leaderId) {
-            await waitLeader(Math.min(remaining, 100));
-            continue;
-          }
-          return await forwardTo(leaderId, command, remaining);
-        } catch (e) {
-          if (opts.forward === false || !isHeraldError(e)) throw e;
-          const retry =
-            e.code === 'NO_LEADER' ||
-            (e.code === 'NOT_LEADER' && (e.details.remote === true || !driver.isLeader())) ||
-            (e.code === 'SHUTTING_DOWN' && e.details.remote === true) ||
-            e.details.neverSent === true;
-          if (!retry || Date.now() + 10 >= deadline) throw e;
-          await waitLeader(Math.min(deadline - Date.now(), 50));
-        }
-      }
-    };
-    const waitLeader = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(t);
-          driver.events.off('leaderChanged', done);
-          resolve();
-        };
-        const t = setTimeout(done, Math.max(1, ms));
-        driver.events.on('leaderChanged', done);
-      });
-    const forwardTo = (leaderId: NodeId, command: Uint8Array, timeoutMs: number): Promise<ProposalOutcome> => {
-      const client = transport.client(leaderId);
-      if (!client) throw new HeraldError('NOT_LEADER', `unknown leader ${leaderId}`);
-      const md = new Metadata();
-      md.set(FORWARDED_KEY, o.id);
-      return new Promise((resolve, reject) => {
-        client.forward(
-          { clusterId, command: Buffer.from(command.buffer, command.byteOffset, command.byteLength), timeoutMs },
-          md,
-          { deadline: Date.now() + timeoutMs + 1000 },
-          (err: ServiceError | null, resp) => (err ? reject(fromServiceError(err, true)) : resolve({ index: resp.index, result: resp.result })),
-        );
-      });
-    };
+    const handover = new LeadershipHandover(driver, o.members.length, systemMonotonicClock, log);
+    const propose = createProposer({
+      selfId: o.id,
+      clusterId,
+      driver,
+      peerClient: (id) => transport.client(id),
+      defaultTimeoutMs: o.defaultProposalTimeoutMs ?? DEFAULT_PROPOSAL_TIMEOUT_MS,
+      clock: systemMonotonicClock,
+    });
 
     const peerServer = new Server({
       'grpc.max_receive_message_length': DEFAULT_MAX_BATCH_BYTES + 1024 * 1024,
@@ -320,6 +202,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
             })
           : new HeraldError('NO_LEADER', 'no leader is known');
       },
+      handOver: ({ graceMs = DEFAULT_STOP_GRACE_MS } = {}) => handover.handOver(graceMs),
       stop: (opts = {}) => (stopping ??= shutdown(opts)),
     };
 
@@ -331,22 +214,16 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     (node as { clientPort: number }).clientPort = clientPort;
 
     const sm = stateMachine;
-    const shutdown = async ({ transfer = true, graceMs = 5000 }: { transfer?: boolean; graceMs?: number }) => {
-      const deadline = Date.now() + graceMs;
-      if (transfer && driver.isLeader() && o.members.length > 1) {
+    const shutdown = async ({ transfer = true, graceMs = DEFAULT_STOP_GRACE_MS }: { transfer?: boolean; graceMs?: number }) => {
+      const deadline = systemMonotonicClock.nowMs() + graceMs;
+      if (transfer) {
         try {
-          // Up to half the grace: on a loaded machine the target's election can outlast two
-          // election timeouts, and a slower handover beats failing every proposal in flight.
-          const to = await driver.transferLeadership(undefined, Math.min(graceMs, Math.max(driver.electionTimeoutMs() * 2, graceMs / 2)));
-          log.info({ leader: to.leaderId }, 'handed leadership over before shutdown');
-          // Entries this node appended are committed by the new leader; wait (bounded) so the
-          // proposals waiting here see their results instead of OUTCOME_UNKNOWN.
-          const st = driver.status();
-          await Promise.race([driver.waitApplied(st.lastIndex).catch(() => undefined), sleep(Math.max(0, deadline - Date.now()))]);
+          await handover.handOver(graceMs);
         } catch (e) {
           log.warn({ err: e }, 'leadership transfer before shutdown failed; stopping anyway');
         }
       }
+      await handover.settle(deadline);
       await driver.stop();
       transport.stop();
       await Promise.all([tryShutdown(peerServer, 1000), tryShutdown(clientServer, 1000)]);
@@ -385,14 +262,3 @@ function tryShutdown(server: Server, graceMs: number): Promise<void> {
     });
   });
 }
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** A client for a node's peer port (tests, benches and tools use Forward/ReadIndex with it). */
-export function raftClient(address: string): RaftServiceClient {
-  return new PeerRaftClient(address, credentials.createInsecure(), peerChannelOptions(DEFAULT_MAX_BATCH_BYTES + 1024 * 1024));
-}
-
-export type { RaftDriverEvents };

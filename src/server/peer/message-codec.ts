@@ -29,7 +29,7 @@ export function asBuffer(u: Uint8Array): Buffer {
   return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 }
 
-export function entryToPb(e: Entry): pb.Entry {
+function entryToPb(e: Entry): pb.Entry {
   return {
     term: e.term,
     index: e.index,
@@ -38,7 +38,7 @@ export function entryToPb(e: Entry): pb.Entry {
   };
 }
 
-export function entryFromPb(e: pb.Entry): Entry {
+function entryFromPb(e: pb.Entry): Entry {
   const type: EntryType = e.type === pb.EntryType.ENTRY_TYPE_CONFIG ? 'config' : 'normal';
   return { term: e.term, index: e.index, type, data: e.data };
 }

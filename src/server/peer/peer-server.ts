@@ -1,16 +1,13 @@
 // herald.raft.v1.RaftService on the peer port: inbound Raft streams, InstallSnapshot (staged to
-// disk, verified, then offered to the core), Forward (a follower's proposal), ProposeStream (many
-// proposals on one stream) and ReadIndex.
+// disk, verified, then offered to the core), Forward (a follower's proposal) and ReadIndex.
 
-import type { ServerDuplexStream, ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
+import type { ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type {
   ForwardRequest,
   ForwardResponse,
   InstallSnapshotRequest,
   InstallSnapshotResponse,
-  ProposeStreamRequest,
-  ProposeStreamResponse,
   RaftServiceServer,
   ReadIndexRequest,
   ReadIndexResponse,
@@ -22,7 +19,6 @@ import { snapshotMetaFromPb } from './message-codec.js';
 import type { PeerTransport } from './peer-transport.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
 import { SnapshotWriter } from '../../raft/storage/snapshot-files.js';
-import { handleProposeStream } from './propose-stream.js';
 import { toServiceError } from '../grpc/service-error.js';
 
 /** Metadata marking a Forward already forwarded once (a follower never forwards it again). */
@@ -35,8 +31,11 @@ export interface PeerServiceDeps {
   transport: PeerTransport;
   snapshotDir: string;
   logger: Logger;
-  /** Proposes on behalf of a Forward call (forwards once more if this node is not the leader). */
-  propose: (command: Uint8Array, timeoutMs: number, mayForward: boolean) => Promise<{ index: number; result: Uint8Array }>;
+  /**
+   * Proposes on behalf of a Forward call (forwards once more if this node is not the leader);
+   * no timeout means the node's default.
+   */
+  propose: (command: Uint8Array, timeoutMs: number | undefined, mayForward: boolean) => Promise<{ index: number; result: Uint8Array }>;
 }
 
 export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
@@ -116,15 +115,11 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         return;
       }
       const mayForward = call.metadata.get(FORWARDED_KEY).length === 0;
-      const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : 10_000;
+      const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : undefined;
       d.propose(req.command, timeoutMs, mayForward).then(
         (o) => callback(null, { result: Buffer.from(o.result.buffer, o.result.byteOffset, o.result.byteLength), index: o.index }),
         (e: unknown) => callback(toServiceError(e)),
       );
-    },
-
-    proposeStream(call: ServerDuplexStream<ProposeStreamRequest, ProposeStreamResponse>) {
-      handleProposeStream({ clusterId: d.clusterId, propose: d.propose }, call, call.metadata.get(FORWARDED_KEY).length === 0);
     },
 
     readIndex(call, callback: sendUnaryData<ReadIndexResponse>) {

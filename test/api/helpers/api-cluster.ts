@@ -7,7 +7,8 @@ import { JobServiceClient } from '../../../src/gen/herald/v1/job_service.js';
 import { JobServiceService } from '../../../src/gen/herald/v1/job_service.js';
 import { SchedulerStateMachine } from '../../../src/fsm/index.js';
 import { createJobService, type JobServiceHandle } from '../../../src/server/api/job-service.js';
-import { createNode, type HeraldNode } from '../../../src/server/node/create-node.js';
+import { createNode } from '../../../src/server/node/create-node.js';
+import type { HeraldNode } from '../../../src/server/node/herald-node.js';
 import { freePort } from './free-port.js';
 
 export interface ApiCluster {

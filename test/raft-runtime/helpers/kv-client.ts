@@ -6,7 +6,7 @@ import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { RaftServiceClient } from '../../../src/gen/herald/raft/v1/raft.js';
 import { decodeKvResult, encodeKvCommand, type KvCommand, type KvResult } from '../../../src/raft/kv/kv-command.js';
 import { fromServiceError } from '../../../src/server/grpc/grpc-errors.js';
-import { raftClient } from '../../../src/server/node/create-node.js';
+import { raftClient } from '../../../src/server/peer/raft-client.js';
 import type { HeraldError } from '../../../src/herald-error.js';
 
 export interface KvOutcome extends KvResult {

@@ -1,0 +1,102 @@
+// What one Herald cluster node is to the rest of the server (the scheduler node, the public
+// services, the cluster service) and the options it is created with (create-node.ts).
+
+import type { Server } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { StateMachine } from '../../raft/state-machine.js';
+import type { NodeId } from '../../raft/types.js';
+import type { LogStore } from '../../raft/storage/log-store.js';
+import type { LeaderChange, RaftDriver, RaftTimingOptions } from '../../raft/driver/raft-driver.js';
+import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
+import type { PeerInfo, PeerTransport } from '../peer/peer-transport.js';
+import type { ClusterClock } from './cluster-clock.js';
+
+/** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
+export type StateMachineFactory = (dir: string) => Promise<StateMachine>;
+
+export interface NodeOptions extends Partial<RaftTimingOptions> {
+  id: NodeId;
+  members: readonly PeerInfo[];
+  /** host:port to listen on for peers (default: this member's peerAddress). */
+  peerListen?: string;
+  /** host:port to listen on for clients (default: this member's clientAddress, else 127.0.0.1:0). */
+  clientListen?: string;
+  dataDir: string;
+  /** Written at bootstrap; when given on restart it must match. Default: derived from members. */
+  clusterId?: string;
+  stateMachine: StateMachineFactory;
+  logger: Logger;
+  snapshotEntries?: number;
+  compactionKeepEntries?: number;
+  snapshotBytes?: number;
+  compactionKeepBytes?: number;
+  maxSizePerMsg?: number;
+  maxInflightMsgs?: number;
+  /** A proposal's deadline when its caller sets none (default DEFAULT_PROPOSAL_TIMEOUT_MS). */
+  defaultProposalTimeoutMs?: number;
+  /** Largest command a proposal may carry (default 4 MiB). */
+  maxProposalBytes?: number;
+  /** A follower gathers committed entries this long before applying them in one call (RaftDriver; default 200). */
+  followerApplyWindowMs?: number;
+  /** Effects replication (RaftDriver replicateEffects; default on). */
+  replicateEffects?: boolean;
+  /** Negative control only: the skip-fsync control for this node's log (RaftDriver unsafeSkipFsync; needs the unsafe opt-in). */
+  unsafeSkipFsync?: boolean;
+  /** Adds the caller's services (JobService, ...) to the client server before it starts. */
+  registerClientServices?: (server: Server, node: HeraldNode) => void;
+}
+
+/** A proposal's deadline when neither its caller nor the node's options set one. */
+export const DEFAULT_PROPOSAL_TIMEOUT_MS = 10_000;
+
+/**
+ * Long enough to take a herd run's claim and its finish into one follower transaction (they come
+ * 100–300 ms apart under load): a herd's followers then write fewer LevelDB operations.
+ * Short enough that a follower is never far behind; reads and leadership end the window early.
+ */
+export const DEFAULT_FOLLOWER_APPLY_WINDOW_MS = 200;
+/** Reads stay prompt whatever the window (they end it), but a follower should never lag by more. */
+export const MAX_FOLLOWER_APPLY_WINDOW_MS = 2000;
+
+export interface ProposeOptions {
+  timeoutMs?: number;
+  /** On a follower, forward to the leader (default true); false rejects with NOT_LEADER. */
+  forward?: boolean;
+}
+
+export interface HeraldNode {
+  readonly id: NodeId;
+  readonly clusterId: string;
+  readonly peerPort: number;
+  readonly clientPort: number;
+  readonly members: readonly PeerInfo[];
+  readonly driver: RaftDriver;
+  readonly transport: PeerTransport;
+  readonly stateMachine: StateMachine;
+  readonly logStore: LogStore;
+  readonly clusterClock: ClusterClock;
+  readonly events: RaftDriver['events'];
+  /** Proposes a command; a follower forwards it to the leader's peer port (proposer.ts). */
+  propose(command: Uint8Array, options?: ProposeOptions): Promise<ProposalOutcome>;
+  /**
+   * On the leader only (never forwarded): proposes the commands as adjacent log entries, in
+   * order, so that each applies right after the one before it (a fire and the claim behind it).
+   */
+  proposeBackToBack(commands: readonly Uint8Array[], options?: { timeoutMs?: number }): Promise<ProposalOutcome>[];
+  /** Linearizable read barrier: resolves once this node applied at least the read index. */
+  readIndex(options?: { timeoutMs?: number }): Promise<number>;
+  leader(): LeaderChange;
+  transferLeadership(target?: NodeId): Promise<LeaderChange>;
+  /**
+   * Before a shutdown, on the leader of a multi-node cluster: lets the proposals in flight apply
+   * (bounded), then transfers leadership; does nothing elsewhere. stop() does this itself; a
+   * caller that acts between the handover and the stop (redirecting workers to the new leader)
+   * calls it first. Rejects when the transfer fails.
+   */
+  handOver(options?: { graceMs?: number }): Promise<void>;
+  /**
+   * Bounded shutdown: a leader hands leadership over first unless transfer is false, and the
+   * proposals this node appended as leader get their results before the driver stops.
+   */
+  stop(options?: { transfer?: boolean; graceMs?: number }): Promise<void>;
+}
