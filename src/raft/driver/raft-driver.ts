@@ -230,7 +230,20 @@ export class RaftDriver {
     }
     this.stats.proposals += tickets.length;
     this.loop.schedule();
-    return tickets.map((t) => this.proposals.track(t.index, t.term, timeoutMs));
+    const started = this.timers.nowMs();
+    // Counted like propose()'s, so metrics see every proposal however it was made.
+    return tickets.map((t) =>
+      this.proposals.track(t.index, t.term, timeoutMs).then(
+        (out) => {
+          this.events.emit('proposed', { outcome: 'ok', ms: this.timers.nowMs() - started });
+          return out;
+        },
+        (e: unknown) => {
+          this.events.emit('proposed', { outcome: isHeraldError(e) ? e.code : 'error', ms: this.timers.nowMs() - started });
+          throw e;
+        },
+      ),
+    );
   }
 
   private async proposeOnce(data: Uint8Array, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
