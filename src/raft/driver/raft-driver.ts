@@ -211,29 +211,29 @@ export class RaftDriver {
 
   /**
    * Proposes commands as adjacent entries, in order (RaftNode.proposeAll): each promise resolves
-   * with its command's apply result. No retry across a leadership transfer: every promise rejects
-   * (NOT_LEADER, INVALID_STATE, PAYLOAD_TOO_LARGE, SHUTTING_DOWN) and none was appended.
+   * with its command's apply result. The group is appended whole or not at all: across a
+   * leadership transfer it waits, as propose() does; otherwise every promise rejects alike
+   * (NOT_LEADER, PROPOSAL_TIMEOUT, PAYLOAD_TOO_LARGE, SHUTTING_DOWN).
    */
   proposeAll(data: readonly Uint8Array[], options: { timeoutMs?: number } = {}): Promise<ProposalOutcome>[] {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
-    const limit = this.maxProposalBytes;
-    let tickets;
-    try {
-      for (const d of data) {
-        if (d.length > limit) throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${d.length} bytes exceeds the ${limit}-byte proposal limit`);
-      }
-      this.state.assertRunning();
-      tickets = this.node.proposeAll(data);
-    } catch (e) {
-      const err = isHeraldError(e, 'NOT_LEADER') ? this.leadership.notLeader() : e;
-      return data.map(() => Promise.reject(err));
-    }
-    this.stats.proposals += tickets.length;
-    this.loop.schedule();
     const started = this.timers.nowMs();
+    let tracked: Promise<ProposalOutcome>[];
+    try {
+      tracked = this.appendAll(data, timeoutMs);
+    } catch (e) {
+      // A leadership transfer is in progress: like propose(), wait for it to settle and append
+      // the whole group then (here, or NOT_LEADER for the caller to go to the new leader).
+      if (!isHeraldError(e, 'INVALID_STATE')) {
+        const err = isHeraldError(e, 'NOT_LEADER') ? this.leadership.notLeader() : e;
+        return data.map(() => Promise.reject(err));
+      }
+      const later = this.appendAllAfterTransfer(data, started + timeoutMs);
+      tracked = data.map((_, i) => later.then((ps) => ps[i]!));
+    }
     // Counted like propose()'s, so metrics see every proposal however it was made.
-    return tickets.map((t) =>
-      this.proposals.track(t.index, t.term, timeoutMs).then(
+    return tracked.map((p) =>
+      p.then(
         (out) => {
           this.events.emit('proposed', { outcome: 'ok', ms: this.timers.nowMs() - started });
           return out;
@@ -244,6 +244,33 @@ export class RaftDriver {
         },
       ),
     );
+  }
+
+  /** Appends the group now (throws what the core throws); each promise tracks one entry. */
+  private appendAll(data: readonly Uint8Array[], timeoutMs: number): Promise<ProposalOutcome>[] {
+    const limit = this.maxProposalBytes;
+    for (const d of data) {
+      if (d.length > limit) throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${d.length} bytes exceeds the ${limit}-byte proposal limit`);
+    }
+    this.state.assertRunning();
+    const tickets = this.node.proposeAll(data);
+    this.stats.proposals += tickets.length;
+    this.loop.schedule();
+    return tickets.map((t) => this.proposals.track(t.index, t.term, Math.max(1, timeoutMs)));
+  }
+
+  private async appendAllAfterTransfer(data: readonly Uint8Array[], deadline: number): Promise<Promise<ProposalOutcome>[]> {
+    const timers = this.timers;
+    for (;;) {
+      if (timers.nowMs() >= deadline) throw new HeraldError('PROPOSAL_TIMEOUT', 'leadership transfer did not finish before the deadline');
+      await this.leadership.waitForLeaderChange(Math.min(deadline - timers.nowMs(), this.electionTimeoutMs()));
+      try {
+        return this.appendAll(data, deadline - timers.nowMs());
+      } catch (e) {
+        if (isHeraldError(e, 'NOT_LEADER')) throw this.leadership.notLeader();
+        if (!isHeraldError(e, 'INVALID_STATE')) throw e;
+      }
+    }
   }
 
   private async proposeOnce(data: Uint8Array, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
