@@ -4,7 +4,6 @@
 import type { Command } from 'commander';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
-import { checkUnsafeSkipFsync } from '../raft/storage/unsafe-durability.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
@@ -111,7 +110,7 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
       ...rest,
       scheduler,
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
-      ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: checkUnsafeSkipFsync(unsafe.skipFsync) } : {}),
+      ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: unsafe.skipFsync } : {}),
     });
     if (s.metricsPort) process.stdout.write(JSON.stringify({ event: 'metrics', id: o.id, metricsPort: s.metricsPort }) + '\n');
     return { ...s.node, stop: (opts) => s.stop(opts) };

@@ -1,56 +1,39 @@
 // A follower gathers committed entries over its apply window and applies them in one call (one
 // state machine transaction), while the leader applies as entries commit; a read on the follower,
 // or the follower becoming leader, ends the window at once.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
-import { createNode } from '../../src/server/node/create-node.js';
 import type { HeraldNode } from '../../src/server/node/herald-node.js';
-import type { PeerInfo } from '../../src/raft/ports.js';
-import { freePort, waitFor } from './helpers/cluster.js';
+import { waitFor } from './helpers/cluster.js';
+import { startInProcessKv, type InProcessKv } from './helpers/in-process-kv.js';
 
+let kv: InProcessKv | undefined;
 let nodes: HeraldNode[] = [];
-let dir = '';
 afterEach(async () => {
-  await Promise.all(nodes.map((n) => n.stop({ transfer: false }).catch(() => undefined)));
+  await kv?.stop();
+  kv = undefined;
   nodes = [];
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** Apply calls per node. */
 const calls = new Map<string, number>();
 
 async function cluster(windowMs: number): Promise<{ leader: HeraldNode; followers: HeraldNode[] }> {
-  dir = await mkdtemp(join(tmpdir(), 'herald-apply-window-'));
   calls.clear();
-  const members: PeerInfo[] = [];
-  for (const id of ['n1', 'n2', 'n3']) members.push({ id, peerAddress: `127.0.0.1:${await freePort()}`, clientAddress: '' });
-  nodes = await Promise.all(
-    members.map((m) =>
-      createNode({
-        id: m.id,
-        members,
-        clientListen: '127.0.0.1:0',
-        dataDir: join(dir, m.id),
-        stateMachine: async (d) => {
-          const sm = await KvStateMachine.open(d);
-          const apply = sm.apply.bind(sm);
-          sm.apply = (entries) => {
-            calls.set(m.id, (calls.get(m.id) ?? 0) + 1);
-            return apply(entries);
-          };
-          return sm;
-        },
-        logger: pino({ level: 'silent' }),
-        tickMs: 20,
-        followerApplyWindowMs: windowMs,
-      }),
-    ),
-  );
+  kv = await startInProcessKv('apply-window', {
+    followerApplyWindowMs: windowMs,
+    stateMachine: async (id, d) => {
+      const sm = await KvStateMachine.open(d);
+      const apply = sm.apply.bind(sm);
+      sm.apply = (entries) => {
+        calls.set(id, (calls.get(id) ?? 0) + 1);
+        return apply(entries);
+      };
+      return sm;
+    },
+  });
+  nodes = kv.nodes;
   const leader = await waitFor('a leader', () => nodes.find((n) => n.driver.isLeader()));
   // The leader's no-op is applied everywhere before the scenario starts counting (a read on a
   // follower ends its window).

@@ -1,36 +1,24 @@
 // Stopping a leader while proposals are in flight: every proposal gets an answer its caller can
 // act on (applied, or not appended and safe to retry), never OUTCOME_UNKNOWN, whether the node
 // hands leadership over itself (stop) or its caller did it first (the scheduler node's order).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isHeraldError } from '../../src/herald-error.js';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
-import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
-import { createNode } from '../../src/server/node/create-node.js';
 import type { HeraldNode } from '../../src/server/node/herald-node.js';
-import type { PeerInfo } from '../../src/server/peer/peer-transport.js';
-import { freePort, waitFor } from './helpers/cluster.js';
+import { waitFor } from './helpers/cluster.js';
+import { startInProcessKv, type InProcessKv } from './helpers/in-process-kv.js';
 
+let kv: InProcessKv | undefined;
 let nodes: HeraldNode[] = [];
-let dir = '';
 afterEach(async () => {
-  await Promise.all(nodes.map((n) => n.stop({ transfer: false }).catch(() => undefined)));
+  await kv?.stop();
+  kv = undefined;
   nodes = [];
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 async function startCluster(): Promise<HeraldNode> {
-  dir = await mkdtemp(join(tmpdir(), 'herald-leader-shutdown-'));
-  const members: PeerInfo[] = [];
-  for (const id of ['n1', 'n2', 'n3']) members.push({ id, peerAddress: `127.0.0.1:${await freePort()}`, clientAddress: '' });
-  nodes = await Promise.all(
-    members.map((m) =>
-      createNode({ id: m.id, members, clientListen: '127.0.0.1:0', dataDir: join(dir, m.id), stateMachine: (d) => KvStateMachine.open(d), logger: pino({ level: 'silent' }), tickMs: 20 }),
-    ),
-  );
+  kv = await startInProcessKv('leader-shutdown');
+  nodes = kv.nodes;
   return waitFor('a leader', () => nodes.find((n) => n.driver.isLeader()));
 }
 

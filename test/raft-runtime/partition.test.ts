@@ -1,33 +1,18 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
-import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
-import { createNode } from '../../src/server/node/create-node.js';
-import type { HeraldNode } from '../../src/server/node/herald-node.js';
-import type { PeerInfo } from '../../src/raft/ports.js';
-import { freePort, waitFor } from './helpers/cluster.js';
+import { waitFor } from './helpers/cluster.js';
+import { startInProcessKv, type InProcessKv } from './helpers/in-process-kv.js';
 
-let nodes: HeraldNode[] = [];
-let dir = '';
+let kv: InProcessKv | undefined;
 afterEach(async () => {
-  await Promise.all(nodes.map((n) => n.stop({ transfer: false }).catch(() => undefined)));
-  nodes = [];
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await kv?.stop();
+  kv = undefined;
 });
 
 describe('in-process cluster with the transport fault hook', () => {
   it('a follower cut off from its peers misses commits, then catches up when the link heals', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'herald-partition-'));
-    const members: PeerInfo[] = [];
-    for (const id of ['n1', 'n2', 'n3']) members.push({ id, peerAddress: `127.0.0.1:${await freePort()}`, clientAddress: '' });
-    nodes = await Promise.all(
-      members.map((m) =>
-        createNode({ id: m.id, members, clientListen: '127.0.0.1:0', dataDir: join(dir, m.id), stateMachine: (d) => KvStateMachine.open(d), logger: pino({ level: 'silent' }), tickMs: 20 }),
-      ),
-    );
+    kv = await startInProcessKv('partition');
+    const { nodes, members } = kv;
     const leader = await waitFor('a leader', () => nodes.find((n) => n.driver.isLeader()));
     const cut = nodes.find((n) => n !== leader)!;
     for (const n of nodes) {
