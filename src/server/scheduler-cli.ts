@@ -3,7 +3,7 @@
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
-import { enableUnsafeSwitches, UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
+import { UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
@@ -102,10 +102,6 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
     const { stateMachine: _ignored, ...rest } = o;
     const scheduler = schedulerOverrides(f);
     const unsafe = unsafeSwitchesOf(f);
-    if (unsafe) {
-      // Process-wide for the leader services (still to become a config field); the driver takes skip-fsync per node.
-      enableUnsafeSwitches(unsafe.fsm);
-    }
     const s = await createSchedulerNode({
       ...rest,
       scheduler,

@@ -3,7 +3,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { finishSuccess, UNSAFE_ENV } from '../../src/fsm/index.js';
-import { enableUnsafeSwitches, resetUnsafeSwitches, unsafeSwitches } from '../../src/fsm/apply/unsafe-switches.js';
 import { checkUnsafeSkipFsync } from '../../src/raft/storage/unsafe-durability.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
@@ -49,24 +48,38 @@ describe('unsafe switches', () => {
   });
 });
 
-describe('unsafe switches: process-wide (leader services, Raft driver)', () => {
-  afterEach(() => {
-    resetUnsafeSwitches();
-  });
-
-  it('are off by default and refused without the opt-in', () => {
+describe('unsafe switches belong to one state machine (and its leader services), not the process', () => {
+  it('are off by default; skip-fsync is refused without the opt-in too', async () => {
     vi.stubEnv(UNSAFE_ENV, '');
-    expect(unsafeSwitches()).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
+    t = await openTestFsm();
+    expect(t.fsm.unsafe).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
     expect(checkUnsafeSkipFsync(false)).toBe(false);
-    expect(() => enableUnsafeSwitches({ skipSlotCheck: true })).toThrow(UNSAFE_ENV);
     expect(() => checkUnsafeSkipFsync(true)).toThrow(UNSAFE_ENV);
-    expect(unsafeSwitches().skipSlotCheck).toBe(false);
   });
 
-  it('turn on with the opt-in', () => {
+  it('two machines in one process apply with their own switches', async () => {
     vi.stubEnv(UNSAFE_ENV, '1');
-    enableUnsafeSwitches({ acceptStaleTokens: true });
-    expect(unsafeSwitches()).toEqual({ acceptStaleTokens: true, skipSlotCheck: false });
-    expect(checkUnsafeSkipFsync(true)).toBe(true);
+    const broken = await openTestFsm({ unsafe: { acceptStaleTokens: true } });
+    const safe = await openTestFsm();
+    try {
+      expect(broken.fsm.unsafe).toEqual({ acceptStaleTokens: true, skipSlotCheck: false });
+      expect(safe.fsm.unsafe).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
+      const outcomes: RunState[] = [];
+      for (const m of [broken, safe]) {
+        await m.one({ type: 'putJob', nowMs: T0, jobId: 'a', spec: everySpec(60_000, {}, T0), idempotencyKey: '' });
+        await m.one({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 }] });
+        const old = m.nextIndex();
+        await m.one({ type: 'claimRuns', nowMs: T0 + 1, items: [{ runId: `a@${T0}`, workerId: 'w1', leaseDeadlineMs: T0 + 30_000 }] });
+        await m.one({ type: 'expireLeases', nowMs: T0 + 40_000, items: [{ runId: `a@${T0}`, fencingToken: old }] });
+        await m.one({ type: 'claimRuns', nowMs: T0 + 40_001, items: [{ runId: `a@${T0}`, workerId: 'w2', leaseDeadlineMs: T0 + 70_000 }] });
+        await m.one({ type: 'finishRuns', nowMs: T0 + 40_002, items: [finishSuccess(`a@${T0}`, old)] });
+        outcomes.push((await m.fsm.getRun(`a@${T0}`))!.state);
+      }
+      // The broken machine took the stale report; the safe one kept w2's claim.
+      expect(outcomes).toEqual([RunState.RUN_STATE_SUCCEEDED, RunState.RUN_STATE_RUNNING]);
+    } finally {
+      await broken.close();
+      await safe.close();
+    }
   });
 });

@@ -12,6 +12,7 @@ import { FireScheduler, type FireSchedulerDeps } from '../../src/server/leader/f
 import type { ClaimBehindFire, DispatchRoom } from '../../src/server/leader/dispatch/dispatcher.js';
 import { createNodeMetrics } from '../../src/server/node/metrics.js';
 import { schedulerConfig, type SchedulerConfig } from '../../src/server/leader/leader-config.js';
+import { checkUnsafeSwitches } from '../../src/fsm/apply/unsafe-switches.js';
 
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -47,7 +48,7 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     config: schedulerConfig({ tickMs: 10, wheelResolutionMs: 10, horizonMs: 60_000, ...config }),
     metrics: createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false }),
     log: pino({ level: 'silent' }),
-    reads: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to), fireCursor: async () => undefined, specCache: new SpecCache() },
+    reads: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to), fireCursor: async () => undefined, specCache: new SpecCache(), unsafe: checkUnsafeSwitches(undefined) },
     now: () => now,
     active: () => true,
     node: {

@@ -112,6 +112,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     this.recordCache = cache;
   }
 
+  /** The negative controls this machine applies with; the leader's services obey the same ones. */
+  get unsafe(): Required<UnsafeSwitches> {
+    return this.opts.unsafe;
+  }
+
   static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
     const opts = {
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,

@@ -53,17 +53,8 @@ export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
 export const META_RESTORING = `m${SEP}restoring`;
 
-/**
- * A one-entry memo cache of padTime, a pure function: the runs of a herd (and their keys) share
- * one slot. It holds no settings, so state machines in one process may share it.
- */
-let lastPadded = { ms: -1, text: '' };
-
 export function padTime(ms: number): string {
-  if (ms === lastPadded.ms) return lastPadded.text;
-  const text = String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
-  lastPadded = { ms, text };
-  return text;
+  return String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
 }
 
 /** Two-digit state strings, built once: state keys are built on every run transition. */

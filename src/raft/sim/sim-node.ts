@@ -31,6 +31,8 @@ export interface NodeParams {
   /** Entries kept behind the snapshot point when compacting. */
   compactKeep: number;
   mutations: ReadonlySet<CoreMutation>;
+  /** Shared by the nodes of one simulation. */
+  decoded: DecodedCommands;
 }
 
 /** What the simulator observes while a node processes a Ready, in processing order. */
@@ -44,12 +46,16 @@ export interface NodeObserver {
 
 const logKey = (i: number): string => `log/${String(i).padStart(12, '0')}`;
 
-// Every node applies the same entry objects (the simulated network shares them): decode each
-// command once.
-const decoded = new WeakMap<Uint8Array, PutCommand>();
-function decodeCached(data: Uint8Array): PutCommand {
-  let cmd = decoded.get(data);
-  if (!cmd) decoded.set(data, (cmd = decodePut(data)));
+/**
+ * Decoded commands by entry bytes. Every node of one simulation applies the same entry objects
+ * (the simulated network shares them), so the simulation hands its nodes one cache and each
+ * command is decoded once.
+ */
+export type DecodedCommands = WeakMap<Uint8Array, PutCommand>;
+
+function decodeCached(cache: DecodedCommands, data: Uint8Array): PutCommand {
+  let cmd = cache.get(data);
+  if (!cmd) cache.set(data, (cmd = decodePut(data)));
   return cmd;
 }
 
@@ -174,7 +180,7 @@ export class SimNode {
       for (const e of rd.committedEntries) {
         if (e.index <= this.appliedIndex) continue;
         if (e.type === 'normal' && e.data.length > 0) {
-          const cmd = decodeCached(e.data);
+          const cmd = decodeCached(this.params.decoded, e.data);
           this.kv.set(cmd.key, cmd.value);
         }
         this.appliedIndex = e.index;

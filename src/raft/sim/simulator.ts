@@ -20,7 +20,7 @@ import { SafetyChecker, type Violation } from './safety-checker.js';
 import { SimClients, type ClientOp } from './sim-clients.js';
 import { SimDisk } from './sim-disk.js';
 import { SimNetwork } from './sim-network.js';
-import { SimNode, type DiskValue, type NodeObserver } from './sim-node.js';
+import { SimNode, type DecodedCommands, type DiskValue, type NodeObserver } from './sim-node.js';
 
 export const TICK_UNITS = 5;
 
@@ -93,6 +93,7 @@ export function runSimulation(opts: SimOptions): SimResult {
     },
   });
   const nodes = new Map<NodeId, SimNode>();
+  const decoded: DecodedCommands = new WeakMap();
   const tickOffset: number[] = [];
   const tickPeriod: number[] = [];
   for (const id of ids) {
@@ -117,6 +118,7 @@ export function runSimulation(opts: SimOptions): SimResult {
           compactEvery: plan.compactEvery,
           compactKeep: plan.compactKeep,
           mutations,
+          decoded,
         },
         () => nodeRng.next(),
       ),

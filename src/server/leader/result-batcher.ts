@@ -6,7 +6,6 @@
 import type { ResultAck, RunResult } from '../../gen/herald/v1/worker_service.js';
 import { AttemptOutcome } from '../../gen/herald/v1/run.js';
 import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } from '../../fsm/index.js';
-import { unsafeSwitches } from '../../fsm/apply/unsafe-switches.js';
 import type { Dispatcher } from './dispatch/dispatcher.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
 import type { LeaseTable } from './leases/lease-table.js';
@@ -42,7 +41,7 @@ export function finishItemOf(r: RunResult): FinishItem {
 
 /** What the result batcher uses of its term and of the other components. */
 export interface ResultBatcherDeps extends Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'> {
-  readonly reads: Pick<LeaderReads, 'getRun'>;
+  readonly reads: Pick<LeaderReads, 'getRun' | 'unsafe'>;
   readonly leases: LeaseTable;
   /** Finished runs freed worker slots: a dispatch round soon. */
   readonly dispatcher: Pick<Dispatcher, 'wake'>;
@@ -62,7 +61,7 @@ export class ResultBatcher {
     if (this.stopped) return;
     const lease = this.ctx.leases.get(result.runId);
     // The accept-stale-tokens negative control lets such a report through to the FSM.
-    if (lease && lease.workerId !== session.workerId && !unsafeSwitches().acceptStaleTokens) {
+    if (lease && lease.workerId !== session.workerId && !this.ctx.reads.unsafe.acceptStaleTokens) {
       // Tokens are guessable Raft indexes; only the holder may report.
       const answers: Answers = new Map();
       this.ack(answers, session, result, false, `run is held by worker ${lease.workerId}, not ${session.workerId}`, true);

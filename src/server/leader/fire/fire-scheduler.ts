@@ -15,7 +15,6 @@
 // after any due-window page that was read concurrently, the newest state always wins.
 import { JobState } from '../../../gen/herald/v1/job.js';
 import { decodeCommand, decodeFireOutcomes, decodeJobHeads, encodeCommand, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
-import { unsafeSwitches } from '../../../fsm/apply/unsafe-switches.js';
 import type { AppliedEntry } from '../applied-results-feed.js';
 import type { FireDispatch } from '../dispatch/dispatcher.js';
 import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
@@ -40,7 +39,7 @@ const PROPOSE_TIMEOUT_MS = 10_000;
 export interface FireSchedulerDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active'> {
   /** Fires are proposed here (never forwarded), with the claim behind them as the adjacent entry. */
   readonly node: Pick<LeaderTerm['node'], 'propose' | 'proposeBackToBack'>;
-  readonly reads: Pick<LeaderReads, 'dueWindow' | 'fireCursor' | 'specCache'>;
+  readonly reads: Pick<LeaderReads, 'dueWindow' | 'fireCursor' | 'specCache' | 'unsafe'>;
   readonly dispatch: FireDispatch;
 }
 
@@ -103,7 +102,7 @@ export class FireScheduler {
     this.loadedUpTo = 0;
     await this.refill();
     this.ctx.log.info({ jobsInWheel: this.wheel.size, horizonMs: c.horizonMs }, 'timing wheel built from committed state');
-    if (unsafeSwitches().skipSlotCheck) void this.refireLastSlots(nowMs);
+    if (this.ctx.reads.unsafe.skipSlotCheck) void this.refireLastSlots(nowMs);
     this.schedule();
   }
 

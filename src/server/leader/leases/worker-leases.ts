@@ -5,7 +5,6 @@
 import type { Logger } from 'pino';
 import { AttemptOutcome } from '../../../gen/herald/v1/run.js';
 import type { HeldRun } from '../../../gen/herald/v1/worker_service.js';
-import { unsafeSwitches } from '../../../fsm/apply/unsafe-switches.js';
 import type { JobCache } from '../job-cache.js';
 import type { SchedulerConfig } from '../leader-config.js';
 import type { LeaderReads } from '../leader-term.js';
@@ -19,13 +18,13 @@ const RESULT_OUTCOMES = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, Attem
  * superseded is not told it lost its lease, so it finishes and reports, and the FSM (same switch)
  * accepts that report. Never true without the test-only opt-in.
  */
-function staleTolerated(outcome: string): boolean {
-  return (outcome === 'stale-token' || outcome === 'other-worker') && unsafeSwitches().acceptStaleTokens;
+function staleTolerated(outcome: string, acceptStaleTokens: boolean): boolean {
+  return (outcome === 'stale-token' || outcome === 'other-worker') && acceptStaleTokens;
 }
 
 /** What worker leases use of their term and of the other components. */
 export interface WorkerLeasesDeps {
-  readonly reads: Pick<LeaderReads, 'getRun' | 'runningRuns'>;
+  readonly reads: Pick<LeaderReads, 'getRun' | 'runningRuns' | 'unsafe'>;
   readonly jobs: Pick<JobCache, 'get'>;
   readonly leases: LeaseTable;
   readonly config: Pick<SchedulerConfig, 'defaultLeaseMs'>;
@@ -55,7 +54,7 @@ export class WorkerLeases {
       const ref = { runId: h.runId, fencingToken: h.fencingToken };
       const outcome = this.deps.leases.renew(h.runId, h.fencingToken, session.workerId);
       if (outcome === 'renewed' || (outcome === 'unknown-run' && (await this.resultRecorded(h, session.workerId)))) adopted.push(ref);
-      else if (staleTolerated(outcome)) adopted.push(ref); // negative control: the stale holder keeps going
+      else if (staleTolerated(outcome, this.deps.reads.unsafe.acceptStaleTokens)) adopted.push(ref); // negative control: the stale holder keeps going
       else rejected.push(ref);
     }
     return { adopted, rejected };
@@ -91,7 +90,7 @@ export class WorkerLeases {
     if (this.stopped) return;
     for (const h of runs) {
       const outcome = this.deps.leases.renew(h.runId, h.fencingToken, session.workerId);
-      if (outcome === 'renewed' || staleTolerated(outcome)) continue;
+      if (outcome === 'renewed' || staleTolerated(outcome, this.deps.reads.unsafe.acceptStaleTokens)) continue;
       if (outcome === 'unknown-run') {
         // Maybe only the ack of its result is missing (it comes with the re-sent result).
         void this.resultRecorded(h, session.workerId).then((recorded) => {
