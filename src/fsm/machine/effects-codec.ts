@@ -1,9 +1,8 @@
 // The effects of one apply call as bytes the leader sends its followers: every LevelDB write of its batch,
 // the ready-index changes and the per-state run counts it left. A replica that holds them can
 // write them instead of evaluating the same commands again. Apply is deterministic (I5), so the
-// bytes are exactly what its own evaluation would have written; only the CPU differs (in a herd,
-// writing a run's effects costs a follower ~11 µs, evaluating its commands ~80 µs: bench/fsm-apply
-// --effects).
+// bytes are exactly what its own evaluation would have written; only the CPU differs (writing is
+// several times cheaper than evaluating: bench/README.md).
 //
 // An effects record names the applied index it starts from and the one it ends at: it fits only
 // a store that has applied exactly `fromApplied` (the caller evaluates otherwise).

@@ -49,7 +49,7 @@ const NO_KEYS: readonly string[] = [];
 /**
  * What loadedJob / loadedRunAt answer for a record the transaction has not read yet. Commands
  * prefetch their records, so items usually find them loaded: reading them synchronously spares
- * each item the promises of an async read (a herd's finish allocated ~2 KB per run in them).
+ * each item the promises of an async read, which a herd allocates per run.
  */
 export const NOT_READ: unique symbol = Symbol('not read');
 export type NotRead = typeof NOT_READ;

@@ -141,9 +141,9 @@ function checkPartition<S, I, O>(
     const r = search(model, ops, clock, order === 'lazy', Infinity);
     return r.kind === 'slice' ? { kind: 'timeout' } : r; // an unbounded slice never ends as 'slice'
   }
-  // With unknown-outcome ops, when to try them matters, and neither order wins everywhere
-  // (measured: eager is ~7x faster on append-heavy KV histories, lazy ~7x faster on versioned
-  // documents with 20% timeouts). So run both as a portfolio, alternating with growing step
+  // With unknown-outcome ops, when to try them matters, and neither order wins everywhere (eager
+  // on append-heavy KV histories, lazy on versioned documents with many timeouts; figures in
+  // bench/README.md). So run both as a portfolio, alternating with growing step
   // slices: the total stays within a small factor of the better order. Each search is complete,
   // so the first to finish decides, 'illegal' included.
   for (let slice = FIRST_SLICE; ; slice *= 4) {

@@ -1,9 +1,9 @@
 // Writes a list of LevelDB operations as one atomic batch through a chained batch.
 //
 // abstract-level's array form, db.batch(ops), clones every operation ({ ...options, ...op }),
-// looks up its encodings and validates it on the main thread before the native call: ~5–7 µs per
-// operation, measured on this machine, against ~0.6–1.9 µs for the same operations put into a
-// chained batch. The log writes every entry and the state machines write several keys per
+// looks up its encodings and validates it on the main thread before the native call, several
+// times what the same operations cost put into a chained batch (bench/README.md). The log writes
+// every entry and the state machines write several keys per
 // command on every node, so this is most of a write's main-thread cost. Same atomicity, same
 // durability: one leveldb::WriteBatch, synced when asked.
 

@@ -12,9 +12,9 @@ export interface SchedulerConfig {
   /** A slot older than now − this when fired is handed to the job's misfire policy (downtime). */
   misfireThresholdMs: number;
   /**
-   * Most fire items in one fireRuns command. Apply is serial on every node: a 5,000-item fire
-   * held claims and finishes back for its whole apply, so a herd drained ~8 % slower than with
-   * commands of 1,000 (30k herd, interleaved: 8.4–9.1 s vs 9.1–9.7 s; 500 and 2,000 were slower).
+   * Most fire items in one fireRuns command. Apply is serial on every node: a large fire holds
+   * claims and finishes back for its whole apply, small ones cost more per item; 1,000 drained a
+   * herd fastest (bench/README.md).
    */
   fireBatchSize: number;
   /** fireRuns commands in flight at once. */
@@ -23,8 +23,7 @@ export interface SchedulerConfig {
    * Fire pacing (fire-scheduler.ts pacedToTake): while workers are connected, due slots are fired no
    * faster than the workers have room for, each run claimed in the entry behind its fire, for at
    * most this long past the slot (and at most half the misfire threshold and half the watchdog
-   * grace); 0 fires every slot as it comes due. A 30k herd on workers of capacity 200 drained in
-   * 4.4 s without, 3.0 s with (bench/herd.ts --capacity 200).
+   * grace); 0 fires every slot as it comes due.
    */
   maxFireHoldMs: number;
   /** Lease duration for jobs that do not set one (ms). */

@@ -7,16 +7,14 @@
 // one command — a few milliseconds, across the command's LevelDB reads and write. With V8's
 // default 16 MB semi-spaces a herd scavenged every ~80 ms, so most of each command's objects were
 // still alive, copied and promoted to the old generation, whose pages were then faulted in and
-// freed again: GC threads and page faults took a third of a follower's CPU. Server CPU per run of
-// a 60k herd, two interleaved pairs each: 336 µs at 16 MB, 286 at 32, 263 at 64. 32 it is: the
-// young generation is at most 2 × the semi-space per process, and at 64 the leader holding a
-// million jobs went over its 512 MB memory target (581 MiB, against 484 at the default).
+// freed again: GC threads and page faults took a third of a follower's CPU. 32 MB rather than
+// more: the young generation is up to twice the semi-space per process, and larger ones put a
+// leader holding a million jobs over its memory target (figures: bench/README.md).
 //
 // Why --v8-pool-size=0: V8 then sizes its helper pool (parallel scavenge, concurrent marking,
 // background compiles) to the machine, one thread per core but one, where node's default is four
 // threads whatever the cores. On a 2-core machine four helpers and the main thread fight for two
 // cores: the main thread waits in each scavenge's join for helpers that are not running, and the
-// helpers' work costs more than it saves. A 60k herd on this 2-core machine (three pairs,
-// interleaved): leader CPU off the main thread 42–51 -> 30–35 µs per run, all processes 173–194
-// -> 152–174 µs per run, drain 6.5–7.6 -> 5.9–6.8 s. Machines with more cores keep more helpers.
+// helpers' work costs more than it saves (bench/README.md). Machines with more cores keep more
+// helpers.
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32', '--v8-pool-size=0'];

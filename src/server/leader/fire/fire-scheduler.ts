@@ -349,8 +349,7 @@ export class FireScheduler {
    * goes first). Such a run's fire and claim usually apply in one transaction that writes it once,
    * already RUNNING; a run fired ahead of room is written PENDING and claimed from the ready index
    * in a transaction of its own: about twice the apply work and replicated bytes per run
-   * (bench/fsm-apply.ts --phases; a 30k herd on workers of capacity 200: drain 4.4 s -> 3.0 s,
-   * leader CPU 131 -> 82 µs per run). Waiting costs the run nothing: it could not have started
+   * (bench/README.md, fire pacing). Waiting costs the run nothing: it could not have started
    * sooner. No slot is held longer than holdMs() past its instant: then it fires as due.
    */
   private pacedToTake(nowMs: number, max: number): number {
