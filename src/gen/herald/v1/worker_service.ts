@@ -2085,6 +2085,7 @@ export const ResultAck: MessageFns<ResultAck> = {
 /**
  * Workers hold one long-lived stream to the leader. A follower answers the stream with a
  * Redirect and closes it; the worker reconnects to the leader and re-attaches its runs.
+ * docs/worker-protocol.md describes what a worker must do, for workers written from this file.
  */
 export type WorkerServiceService = typeof WorkerServiceService;
 export const WorkerServiceService = {
