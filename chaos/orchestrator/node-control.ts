@@ -18,9 +18,20 @@ export interface CrashControl {
   nth: number;
 }
 
+/** An injected LevelDB I/O error in the node's state machine store (<data-dir>/sm). */
+export interface IoErrorControl {
+  /** A new id re-arms it (the match counter restarts); each id fails one operation. */
+  id: string;
+  /** 'read': a getMany (apply's reads); 'write': a chained batch write (every apply's one write). */
+  op: 'read' | 'write';
+  /** Fail the nth matching operation after arming. */
+  nth: number;
+}
+
 export interface NodeControlState {
   clock: ClockControl;
   crash?: CrashControl;
+  ioError?: IoErrorControl;
 }
 
 export class NodeControl {
@@ -41,6 +52,11 @@ export class NodeControl {
 
   armCrash(crash: CrashControl | undefined): void {
     this.state = { ...this.state, crash };
+    this.write();
+  }
+
+  armIoError(ioError: IoErrorControl | undefined): void {
+    this.state = { ...this.state, ioError };
     this.write();
   }
 

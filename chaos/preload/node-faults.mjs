@@ -12,6 +12,9 @@
 //   synced batch recording a new compaction base, m/base), 'snapshot-save' (the state machine's synced applied-index
 //   write that precedes compaction), 'snapshot-install' (the rename of a received snapshot into
 //   place); phase 'before' or 'after' the write completes.
+// - ioError: { id, op, nth } — the nth read ('read': getMany) or batch write ('write': a chained
+//   batch's write, what every apply writes) of the STATE MACHINE store (<data-dir>/sm) after
+//   arming fails with an injected LevelDB I/O error, once per id (a write fails without writing).
 // Without CHAOS_CONTROL_FILE this module does nothing.
 import { readFileSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
@@ -20,17 +23,23 @@ const file = process.env.CHAOS_CONTROL_FILE;
 if (file) {
   const require = createRequire(import.meta.url);
   const realNow = Date.now.bind(Date);
-  let control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 }, crash: undefined };
+  let control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 }, crash: undefined, ioError: undefined };
   let armedId;
   let matches = 0;
+  let ioArmedId;
+  let ioMatches = 0;
 
   const read = () => {
     try {
       const next = JSON.parse(readFileSync(file, 'utf8'));
-      control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0, ...(next.clock ?? {}) }, crash: next.crash };
+      control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0, ...(next.clock ?? {}) }, crash: next.crash, ioError: next.ioError };
       if (control.crash && control.crash.id !== armedId) {
         armedId = control.crash.id;
         matches = 0;
+      }
+      if (control.ioError && control.ioError.id !== ioArmedId) {
+        ioArmedId = control.ioError.id;
+        ioMatches = 0;
       }
     } catch {
       // missing or half-written: keep the last control
@@ -79,17 +88,47 @@ if (file) {
       if (hit(point, 'after')) die(`${point}/after`);
       return result;
     };
+  /** True when this operation on `db` is the armed I/O error's nth match (state machine store only). */
+  const ioHit = (db, op) => {
+    const f = control.ioError;
+    if (!f || f.id !== ioArmedId || f.op !== op || ioMatches >= (f.nth ?? 1)) return false;
+    if (!/[\\/]sm$/.test(String(db.location))) return false;
+    ioMatches += 1;
+    return ioMatches === (f.nth ?? 1);
+  };
+  const ioError = (op) => {
+    process.stderr.write(`chaos: injected I/O error (${op})\n`);
+    return Object.assign(new Error(`IO error: chaos: injected ${op} failure`), { code: 'LEVEL_IO_ERROR' });
+  };
   try {
     const { ClassicLevel } = require('classic-level');
     const proto = Object.getPrototypeOf(ClassicLevel.prototype);
     const batch = ClassicLevel.prototype.batch ?? proto.batch;
     const put = ClassicLevel.prototype.put ?? proto.put;
+    const getMany = ClassicLevel.prototype.getMany ?? proto.getMany;
     ClassicLevel.prototype.batch = function (...args) {
-      // The chained form (no arguments) keeps its own write(); only the array form is a hook.
-      if (args.length === 0 || !Array.isArray(args[0])) return batch.apply(this, args);
+      // The chained form (no arguments) keeps its own write(), hooked only for I/O errors.
+      if (args.length === 0 || !Array.isArray(args[0])) {
+        const chained = batch.apply(this, args);
+        if (!control.ioError) return chained;
+        const db = this;
+        const write = chained.write;
+        chained.write = async function (...a) {
+          if (ioHit(db, 'write')) {
+            await this.close();
+            throw ioError('write');
+          }
+          return write.apply(this, a);
+        };
+        return chained;
+      }
       return wrap('batch', batch).apply(this, args);
     };
     ClassicLevel.prototype.put = wrap('put', put);
+    ClassicLevel.prototype.getMany = async function (...args) {
+      if (control.ioError && ioHit(this, 'read')) throw ioError('read');
+      return getMany.apply(this, args);
+    };
   } catch (e) {
     process.stderr.write(`chaos: could not hook classic-level: ${e}\n`);
   }

@@ -24,10 +24,16 @@ export type ResultWanted = (index: number) => boolean;
  * evaluating the entries. Committed entries are the same on every replica and apply is
  * deterministic, so the effects are exactly what evaluation would write: only ever a shortcut.
  */
+export type EffectsOutcome = 'applied' | 'stale' | 'gap' | 'malformed';
+
 export interface EffectsReplication {
   applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }>;
-  /** 'applied', or 'stale' / 'gap' when they do not start at the applied index (nothing written). */
-  applyEffects(effects: Uint8Array): Promise<'applied' | 'stale' | 'gap'>;
+  /**
+   * 'applied'; 'stale' / 'gap' when they do not start at the applied index, 'malformed' when they
+   * do not decode (nothing written: the entries are evaluated). Throws only what stops the node
+   * (a store error): never a reason to skip entries.
+   */
+  applyEffects(effects: Uint8Array): Promise<EffectsOutcome>;
   /** The applied range effects cover (from = the applied index they start at); throws when malformed. */
   effectsRange(effects: Uint8Array): { fromApplied: number; toApplied: number };
 }

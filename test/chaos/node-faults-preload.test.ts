@@ -72,6 +72,55 @@ describe('chaos node-faults preload', () => {
   });
 });
 
+const ioScript = (dir: string) => `
+const { ClassicLevel } = require('classic-level');
+(async () => {
+  const attempt = async (what, fn) => {
+    try {
+      await fn();
+      console.log(JSON.stringify({ what, ok: true }));
+    } catch (e) {
+      console.log(JSON.stringify({ what, ok: false, code: e.code }));
+    }
+  };
+  for (const name of ['sm', 'log']) {
+    const db = new ClassicLevel(${JSON.stringify(dir)} + '/' + name);
+    await db.open();
+    for (const k of ['a', 'b']) {
+      await attempt(name + ':write:' + k, () => db.batch().put(k, 'v').write());
+      await attempt(name + ':read:' + k, () => db.getMany([k]));
+    }
+    console.log(JSON.stringify({ what: name + ':keys', keys: await db.keys().all() }));
+    await db.close();
+  }
+})();
+`;
+
+describe('chaos node-faults preload: I/O errors', () => {
+  it('fails the nth write, and the nth read, of the state machine store only, once', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'herald-chaos-io-'));
+    try {
+      const control = new NodeControl(join(root, 'c.json'));
+      control.armIoError({ id: 'w', op: 'write', nth: 2 });
+      const writes = await run(ioScript(root), control.file);
+      expect(writes.code).toBe(0);
+      const lines = writes.stdout.trim().split('\n').map((l) => JSON.parse(l) as { what: string; ok?: boolean; code?: string; keys?: string[] });
+      const failed = lines.filter((l) => l.ok === false);
+      // The second batch write of <dir>/sm fails as LevelDB reports an I/O error, without writing;
+      // the other store is untouched.
+      expect(failed).toEqual([{ what: 'sm:write:b', ok: false, code: 'LEVEL_IO_ERROR' }]);
+      expect(lines.find((l) => l.what === 'sm:keys')!.keys).toEqual(['a']);
+      expect(lines.find((l) => l.what === 'log:keys')!.keys).toEqual(['a', 'b']);
+
+      control.armIoError({ id: 'r', op: 'read', nth: 1 });
+      const reads = await run(ioScript(join(root, 'again')), control.file);
+      expect(reads.stdout.trim().split('\n').map((l) => JSON.parse(l) as { what: string; ok?: boolean }).filter((l) => l.ok === false).map((l) => l.what)).toEqual(['sm:read:a']);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('chaos node-faults preload: orphans', () => {
   it('a node process exits once its orchestrator is gone, even after SIGKILL', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'herald-chaos-orphan-'));

@@ -69,4 +69,24 @@ describe('KvStateMachine', () => {
     await a.close();
     await b.close();
   });
+
+  it('a malformed command is a no-op result on every replica; a read that fails is no result at all: apply throws', async () => {
+    idx = 0;
+    const sm = await KvStateMachine.open(join(dir, 'a'));
+    await sm.apply([e({ op: 'put', key: 'a', value: v('1') })]);
+    await sm.sync();
+    const [bad] = await sm.apply([{ index: ++idx, term: 1, type: 'normal', data: Uint8Array.of(9) }]);
+    expect(decodeKvResult(bad!)).toEqual({ ok: false, value: null });
+    // The store fails the cas's read (an I/O error): answering "no match" would make this
+    // replica's result and state differ from the others'.
+    const db = (sm as unknown as { db: { get: (...a: unknown[]) => Promise<unknown> } }).db;
+    const get = db.get.bind(db);
+    db.get = async () => {
+      throw Object.assign(new Error('IO error: read'), { code: 'LEVEL_IO_ERROR' });
+    };
+    await expect(sm.apply([e({ op: 'cas', key: 'a', expected: v('1'), value: v('2') })])).rejects.toMatchObject({ code: 'LEVEL_IO_ERROR' });
+    expect(await sm.appliedIndex()).toBe(2);
+    db.get = get;
+    await sm.close();
+  });
 });

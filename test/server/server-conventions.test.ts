@@ -2,7 +2,7 @@ import { Server, ServerCredentials, credentials, loadPackageDefinition, type Cli
 import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { addServerConventions } from '../../src/server/grpc/server-conventions.js';
+import { addServerConventions, raftReadiness } from '../../src/server/grpc/server-conventions.js';
 
 type Unary = (req: object, cb: (err: Error | null, res: { status: string }) => void) => void;
 
@@ -61,5 +61,18 @@ describe('server conventions', () => {
     });
     stream.end();
     expect(names).toEqual(expect.arrayContaining(['herald.v1.JobService', 'herald.v1.WorkerService', 'herald.v1.ClusterService']));
+  });
+
+  it('a Raft node is ready once it knows a leader and applied all it knows committed, and never again once its driver failed', () => {
+    const node = { leader: '', commit: 5, applied: 4, failed: undefined as Error | undefined };
+    const r = raftReadiness({ status: () => node, appliedIndex: () => node.applied, failure: () => node.failed });
+    expect(r.isReady()).toBe(false);
+    node.leader = 'n1';
+    expect(r.isReady()).toBe(false);
+    node.applied = 5;
+    expect(r.isReady()).toBe(true);
+    // An I/O error stopped its applying: caught up or not, it does not serve.
+    node.failed = new Error('IO error');
+    expect(r.isReady()).toBe(false);
   });
 });

@@ -15,9 +15,16 @@ export const EXIT_SERVER = {
   corruptStorage: 3,
   /** The data dir belongs to another cluster. */
   clusterMismatch: 4,
-  /** Anything else at runtime (storage failure, ...). */
+  /**
+   * Anything else at runtime: the node stopped because its log or state machine store failed
+   * (an I/O error while applying, say). A supervisor restarts it; it applies again from the last
+   * applied index its store holds.
+   */
   failed: 1,
 } as const;
+
+/** How long a node that failed may take to stop before it exits anyway. */
+const FATAL_STOP_BOUND_MS = 5000;
 
 /** State machines the server can run: the scheduler (Herald itself) or a small KV machine for Raft tests and benches. */
 export const STATE_MACHINES: Record<string, StateMachineFactory> = {
@@ -170,9 +177,11 @@ async function runServer(flags: ServerFlags): Promise<void> {
   });
 
   let exiting = false;
+  /** The driver failed (storage or state machine): whatever else happens, the exit code is `failed`. */
+  let fatal = false;
   const exit = (code: number) => {
     log.flush();
-    setTimeout(() => process.exit(code), 20);
+    setTimeout(() => process.exit(fatal ? EXIT_SERVER.failed : code), 20);
   };
   const onSignal = (sig: string) => {
     if (exiting) return;
@@ -192,9 +201,13 @@ async function runServer(flags: ServerFlags): Promise<void> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   node.events.on('fatal', (e) => {
+    fatal = true;
     if (exiting) return;
     exiting = true;
     process.stderr.write(`herald server: fatal: ${e.message}\n`);
+    // (The driver logged the error.) A store that failed may not close either: the exit must
+    // not wait on it for ever.
+    setTimeout(() => exit(EXIT_SERVER.failed), FATAL_STOP_BOUND_MS);
     void node.stop({ transfer: false, graceMs: 500 }).finally(() => exit(EXIT_SERVER.failed));
   });
 }

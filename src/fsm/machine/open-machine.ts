@@ -50,11 +50,22 @@ export async function openStore(dir: string, writeBufferBytes = DEFAULT_WRITE_BU
       await db.del(META_RESTORING, { sync: true });
     }
     await upgradeSchema(db, dir);
-    return { db, applied: Number(dec.decode((await db.get(META_APPLIED)) ?? enc.encode('0'))) };
+    return { db, applied: await readAppliedIndex(db) };
   } catch (e) {
     await db.close();
     throw e;
   }
+}
+
+/** The applied index the store holds (written in the same batch as each apply's changes). */
+export async function readAppliedIndex(db: Db): Promise<number> {
+  const v = await db.get(META_APPLIED);
+  return v === undefined ? 0 : Number(dec.decode(v));
+}
+
+/** True while a restore is cut short (the store mixes two states until it is opened again). */
+export async function restoreInterrupted(db: Db): Promise<boolean> {
+  return (await db.get(META_RESTORING)) !== undefined;
 }
 
 async function upgradeSchema(db: Db, dir: string): Promise<void> {

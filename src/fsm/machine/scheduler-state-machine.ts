@@ -3,11 +3,16 @@
 //
 // apply: every entry of one call is applied into one transaction and written — with the new
 // applied index — in ONE LevelDB batch, so a crash leaves either all of the call or none of it.
-// Time comes only from commands (I5). A command that fails to decode, or an entry whose handler
-// hits an unexpected error, gets a 'rejected' result and changes nothing; the other entries of
-// the call still apply. Reads are served straight from LevelDB (see fsm-reads.ts).
+// Time comes only from commands (I5). A command that fails to decode, or whose handler throws a
+// deterministic rejection (item-errors.ts rejectionOf: bad input, not found, conflicts), gets a
+// 'rejected' result and changes nothing; the other entries of the call still apply. Anything else
+// thrown — an I/O error, a corrupt record, a bug — may happen on this replica only, so it is never
+// a result: apply throws, nothing of the call is written, and the runtime stops the node (a
+// restart applies again from the applied index in the store). Reads are served straight from
+// LevelDB (see fsm-reads.ts).
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
-import type { EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
+import type { EffectsOutcome, EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
+import { HeraldError } from '../../herald-error.js';
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-codec.js';
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
@@ -17,15 +22,15 @@ import { FsmReads } from './fsm-reads.js';
 import { META_APPLIED } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
-import type { FsmResult } from '../commands/results.js';
+import type { FsmResult, ItemError } from '../commands/results.js';
 import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
 import { SpecCache } from '../commands/spec-cache.js';
-import { itemError } from '../apply/item-errors.js';
+import { itemError, rejectionOf } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
-import { loadCounts, openStore, rebuildReadyIndex } from './open-machine.js';
+import { loadCounts, openStore, readAppliedIndex, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
 import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from './machine-snapshot.js';
 
 const UNWANTED = new Uint8Array(0);
@@ -72,14 +77,18 @@ function isAppliedKey(key: Uint8Array): boolean {
   return key.length === APPLIED_KEY_BYTES.length && Buffer.compare(key, APPLIED_KEY_BYTES) === 0;
 }
 
-/** Decodes the command entries once (undefined for no-op/config and already applied entries). */
+/**
+ * Decodes the command entries once (undefined for no-op/config and already applied entries). The
+ * decoder throws only FsmDecodeError on bad bytes (command-codec tests): anything else propagates.
+ */
 function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   return entries.map((e) => {
     if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
     try {
       return decodeCommand(e.data);
     } catch (err) {
-      return { undecodable: err instanceof FsmDecodeError ? err.message : String(err) };
+      if (err instanceof FsmDecodeError) return { undecodable: err.message };
+      throw err;
     }
   });
 }
@@ -97,8 +106,12 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private lock: Promise<unknown> = Promise.resolve();
   /** Bytes of live job and run records, for apply's reads (undefined when disabled). */
   readonly recordCache: RecordCache | undefined;
-  /** The ready index no longer matches the store (a batch write failed): rebuilt before the next apply. */
-  private readyStale = false;
+  /**
+   * What mirrors the store in memory (applied index, counts, ready index, record cache) may no
+   * longer match it (a batch write failed with an unknown outcome, a restore broke off): read
+   * again from the store before anything else is applied (resync).
+   */
+  private stale = false;
   /** Apply's encoding scratch and result slabs (binary-codec.ts), this machine's own. */
   private readonly writeBuffers = new WriteBuffers();
 
@@ -138,7 +151,16 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   private async rebuildReady(): Promise<void> {
     await rebuildReadyIndex(this.store, this.ready);
-    this.readyStale = false;
+  }
+
+  /** Reads everything that mirrors the store again from it (see `stale`). */
+  private async resync(): Promise<void> {
+    if (await restoreInterrupted(this.store)) throw new HeraldError('CORRUPT_STORAGE', 'a snapshot restore broke off: the store must be opened again');
+    this.recordCache?.clear();
+    this.applied = await readAppliedIndex(this.store);
+    await loadCounts(this.store, this.counts);
+    await this.rebuildReady();
+    this.stale = false;
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -175,15 +197,21 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
    * Writes the effects another replica's applyCapturing produced, instead of evaluating the
    * entries they cover. 'applied' when they fitted (this store had applied exactly their start);
    * 'stale' when this store is already at or past their end (nothing done); 'gap' when it is
-   * between or before (nothing done: the caller evaluates the entries itself). Malformed bytes
-   * throw before anything is written.
+   * between or before (nothing done: the caller evaluates the entries itself); 'malformed' for
+   * bytes that do not decode (nothing written: the caller evaluates). A store error throws.
    */
-  applyEffects(bytes: Uint8Array): Promise<'applied' | 'stale' | 'gap'> {
+  applyEffects(bytes: Uint8Array): Promise<EffectsOutcome> {
     return this.exclusive(async () => {
-      const range = readEffectsRange(bytes);
+      if (this.stale) await this.resync();
+      let range: { fromApplied: number; toApplied: number };
+      try {
+        range = readEffectsRange(bytes);
+      } catch (e) {
+        if (e instanceof FsmDecodeError) return 'malformed';
+        throw e;
+      }
       if (range.toApplied <= this.applied) return 'stale';
       if (range.fromApplied !== this.applied) return 'gap';
-      if (this.readyStale) await this.rebuildReady();
       const batch = new DirectBatch(this.store);
       let fx: ReturnType<typeof readApplyEffects>;
       try {
@@ -194,7 +222,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         });
       } catch (e) {
         await batch.close();
-        throw e instanceof TypeError ? new FsmDecodeError(`apply effects: ${e.message}`) : e;
+        // Bytes from a peer, checked before anything is written: a bad one is evaluated instead.
+        if (e instanceof FsmDecodeError || e instanceof TypeError) return 'malformed';
+        throw e;
       }
       await this.writeApplied(batch, fx.toApplied);
       // The cache may hold older bytes of keys just written. A replica writing effects reads
@@ -217,23 +247,23 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     try {
       await batch.write();
     } catch (e) {
-      // What the store holds now is unknown: the cache must not vouch for it, and the ready
-      // index is read again from the store (now, or before the next apply if that fails too).
-      this.recordCache?.clear();
-      this.readyStale = true;
-      await this.rebuildReady().catch(() => undefined);
+      // What the store holds now is unknown (the batch may be in it or not): what mirrors it in
+      // memory is read again from it — now, or before the next apply if that fails too. The error
+      // goes on to the runtime, which stops the node.
+      this.stale = true;
+      await this.resync().catch(() => undefined);
       throw e;
     }
   }
 
   private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined, capture: { effects?: Uint8Array } | undefined): Promise<Uint8Array[]> {
-    // Entries that threw unexpectedly are re-run as 'rejected' from a fresh transaction, so one
-    // bad entry can never leave half of its changes behind.
-    const poisoned = new Map<number, string>();
+    if (this.stale) await this.resync();
+    // Entries whose handler threw a deterministic rejection midway are re-run as 'rejected' from
+    // a fresh transaction, so they never leave half of their changes behind.
+    const rejected = new Map<number, ItemError>();
     const decoded = decodeEntries(entries, this.applied);
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
-    if (this.readyStale) await this.rebuildReady();
     for (;;) {
       const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache, this.writeBuffers);
       await txn.prefetchJobs(jobIds);
@@ -262,9 +292,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${cmd.undecodable}`) });
           continue;
         }
-        const poison = poisoned.get(i);
-        if (poison !== undefined) {
-          push({ type: 'rejected', error: itemError('INTERNAL', poison) });
+        const rejection = rejected.get(i);
+        if (rejection !== undefined) {
+          push({ type: 'rejected', error: rejection });
           continue;
         }
         try {
@@ -272,7 +302,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           txn.admitJobsDueBy = cmd.nowMs + ADMIT_JOBS_DUE_WITHIN_MS;
           push(await applyCommand(txn, cmd, entry.index, this.opts));
         } catch (e) {
-          poisoned.set(i, `apply of ${cmd.type} failed: ${(e as Error).message}`);
+          // Not a rejection (an I/O error, a corrupt record, a bug): the whole call fails,
+          // nothing of it written, and the node stops applying.
+          const rejection = rejectionOf(e);
+          if (rejection === undefined) throw e;
+          rejected.set(i, rejection);
           failedAt = i;
           break;
         }
@@ -307,7 +341,10 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   snapshot(): Promise<SnapshotSource> {
     // Under the apply lock, so the snapshot's view and `applied` match.
-    return this.exclusive(async () => storeSnapshot(this.store, this.applied, this.opts.snapshotChunkBytes));
+    return this.exclusive(async () => {
+      if (this.stale) await this.resync();
+      return storeSnapshot(this.store, this.applied, this.opts.snapshotChunkBytes);
+    });
   }
 
   restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
@@ -318,16 +355,19 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.ready.clear();
       this.counts.clear(); // matches the store being cleared until the restore completes
       // Until the restore completes, a throw below leaves a store that must be read again.
-      this.readyStale = true;
+      this.stale = true;
       await writeSnapshot(this.store, meta, chunks);
       this.applied = meta.index;
       await loadCounts(this.store, this.counts);
       await this.rebuildReady();
+      this.stale = false;
     });
   }
 
   sync(): Promise<void> {
     return this.exclusive(async () => {
+      // Never an applied index older than the store's (it would re-apply what the store holds).
+      if (this.stale) await this.resync();
       // One synced write flushes LevelDB's write-ahead log, making every earlier batch durable.
       await this.store.put(META_APPLIED, enc.encode(String(this.applied)), { sync: true });
     });

@@ -374,6 +374,11 @@ export class RaftDriver {
     return this.state.applied;
   }
 
+  /** Why the driver failed (storage or the state machine; it no longer applies), or undefined. */
+  failure(): Error | undefined {
+    return this.state.failed;
+  }
+
   /** Milliseconds since a message from `peer` arrived (-1 if never). */
   lastContactMs(peer: NodeId): number {
     return this.leadership.lastContactMs(peer);

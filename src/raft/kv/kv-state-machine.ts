@@ -9,7 +9,9 @@
 // an extra thread round trip. Keys of batches still in flight are served from `pending`; every
 // reader of LevelDB (snapshot, sync, hash, restore, close) waits for the chain first. A crash
 // loses only batches whose entries are still in the Raft log (applied index rides in the same
-// batch), so they are re-applied on restart, exactly once.
+// batch), so they are re-applied on restart, exactly once. A write that fails fails every later
+// apply, snapshot and sync (never a result): the runtime stops the node, and a restart applies
+// again from the index in the store.
 
 import { createHash } from 'node:crypto';
 import { ClassicLevel } from 'classic-level';
@@ -94,41 +96,44 @@ export class KvStateMachine implements StateMachine {
         results.push(EMPTY);
         continue;
       }
-      let r: KvResult;
+      let c: ReturnType<typeof decodeKvCommand>;
       try {
-        const c = decodeKvCommand(e.data);
-        switch (c.op) {
-          case 'put':
+        c = decodeKvCommand(e.data);
+      } catch {
+        // A malformed command is a deterministic no-op on every replica. Only decoding is
+        // caught: a read that fails below is this replica's own trouble and fails the apply.
+        results.push(encodeKvResult({ ok: false, value: null }));
+        continue;
+      }
+      let r: KvResult;
+      switch (c.op) {
+        case 'put':
+          overlay.set(c.key, Buffer.from(c.value));
+          batch.put(dataKey(c.key), Buffer.from(c.value));
+          r = { ok: true, value: null };
+          break;
+        case 'delete': {
+          const had = (await read(c.key)) !== null;
+          overlay.set(c.key, null);
+          batch.del(dataKey(c.key));
+          r = { ok: had, value: null };
+          break;
+        }
+        case 'get': {
+          const v = await read(c.key);
+          r = { ok: v !== null, value: v };
+          break;
+        }
+        case 'cas': {
+          const cur = await read(c.key);
+          const match = c.expected === null ? cur === null : cur !== null && Buffer.compare(cur, Buffer.from(c.expected)) === 0;
+          if (match) {
             overlay.set(c.key, Buffer.from(c.value));
             batch.put(dataKey(c.key), Buffer.from(c.value));
-            r = { ok: true, value: null };
-            break;
-          case 'delete': {
-            const had = (await read(c.key)) !== null;
-            overlay.set(c.key, null);
-            batch.del(dataKey(c.key));
-            r = { ok: had, value: null };
-            break;
           }
-          case 'get': {
-            const v = await read(c.key);
-            r = { ok: v !== null, value: v };
-            break;
-          }
-          case 'cas': {
-            const cur = await read(c.key);
-            const match = c.expected === null ? cur === null : cur !== null && Buffer.compare(cur, Buffer.from(c.expected)) === 0;
-            if (match) {
-              overlay.set(c.key, Buffer.from(c.value));
-              batch.put(dataKey(c.key), Buffer.from(c.value));
-            }
-            r = { ok: match, value: match ? null : cur };
-            break;
-          }
+          r = { ok: match, value: match ? null : cur };
+          break;
         }
-      } catch {
-        // A malformed command is a deterministic no-op on every replica.
-        r = { ok: false, value: null };
       }
       results.push(encodeKvResult(r));
     }

@@ -53,10 +53,14 @@ export function addServerConventions(server: Server, readiness: ReadinessSource,
   };
 }
 
-/** Readiness of a Raft node: a leader is known and the node applied all it knows committed. */
-export function raftReadiness(driver: { status(): { leader: string; commit: number }; appliedIndex(): number }): ReadinessSource {
+/**
+ * Readiness of a Raft node: it has not failed (a node whose store failed stops applying), a
+ * leader is known and the node applied all it knows committed.
+ */
+export function raftReadiness(driver: { status(): { leader: string; commit: number }; appliedIndex(): number; failure(): Error | undefined }): ReadinessSource {
   return {
     isReady() {
+      if (driver.failure()) return false;
       const s = driver.status();
       return s.leader !== '' && driver.appliedIndex() >= s.commit;
     },
