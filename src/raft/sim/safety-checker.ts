@@ -101,6 +101,14 @@ export class SafetyChecker {
     else if (seen !== digest) this.fail('state-divergence', `${node.id}: state at applied index ${index} differs from another replica's`);
   }
 
+  /** `node`'s state machine evaluates `e`: its log on disk must hold that very entry by now. */
+  evaluatedFromDisk(node: SimNode, e: Entry): void {
+    const onDisk = node.landedTerm(e.index);
+    if (onDisk !== e.term) {
+      this.fail('applied-not-durable', `${node.id} applies ${e.index}@${e.term} while its disk holds ${onDisk === undefined ? 'nothing' : `${e.index}@${onDisk}`} there`);
+    }
+  }
+
   /**
    * A restart: the state machine's applied index must be covered by the log it restarts with,
    * and each entry of the log up to it must be the committed one (else it applied entries its

@@ -125,6 +125,8 @@ export class SimClients {
   /** A node crashed: its pending operations will never be answered. */
   crashed(node: SimNode): void {
     for (const op of this.busy.values()) if (op.node === node.id) this.finish(op, 'unknown');
+    // Puts whose client gave up waiting are still the node's to answer.
+    for (const op of this.putsById.values()) if (op.node === node.id && op.outcome === 'pending') this.finish(op, 'unknown');
   }
 
   private finish(op: ClientOp, outcome: Outcome, output?: string): void {

@@ -224,6 +224,12 @@ export class SimNode {
     }
   }
 
+  /** The term at `index` among the log writes that landed (undefined when absent). */
+  landedTerm(index: number): number | undefined {
+    const v = this.logDisk.read(logKey(index));
+    return v?.kind === 'entry' ? v.entry.term : undefined;
+  }
+
   /** The durable term at `index` (undefined when absent), and the durable snapshot index. */
   durableTerm(index: number): number | undefined {
     const v = this.logDisk.readDurable(logKey(index));

@@ -96,7 +96,7 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
   let crashes = 0;
   let partitions = 0;
   let partitioned = false;
-  /** Leaders picked by the crash-on-commit fault; crashed at the end of the unit. */
+  /** Nodes picked by the crash-on-commit fault; crashed at the end of the unit. */
   const crashNext: SimNode[] = [];
 
   const pickForCrash = (node: SimNode) => {
@@ -105,10 +105,15 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
   const hooks: NodeHooks = {
     sent: (node, m) => checker.sent(node, m),
     landed: (node, entries) => checker.appended(node, entries),
-    evaluated: (node, e) => checker.applied(node, e),
+    evaluated(node, e) {
+      checker.applied(node, e);
+      checker.evaluatedFromDisk(node, e);
+    },
     applied(node, index) {
       checker.appliedState(node, index, node.sm.applied, node.sm.digest);
-      if (node.driver.isLeader()) pickForCrash(node);
+      // A leader just past a commit, or a follower that applied while its log write may still
+      // be in flight: the adversarial moments to die.
+      pickForCrash(node);
     },
     becameLeader(node, term) {
       log?.(`t=${sched.now} ${node.id} leader term ${term}`);
