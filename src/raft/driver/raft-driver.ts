@@ -74,6 +74,9 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
    * (RaftTransport.sendEffects), and a follower writes those instead of evaluating the entries.
    */
   replicateEffects?: boolean;
+  /** Pre-vote and check-quorum (default on; the simulator turns them off to let deposed leaders live on). */
+  preVote?: boolean;
+  checkQuorum?: boolean;
   /** Randomness for election timeouts and read nonces (default Math.random; the simulator seeds it). */
   random?: () => number;
   /** Negative controls only (the simulator): deliberate bugs in the core and in the driver. */
@@ -126,8 +129,8 @@ export class RaftDriver {
       heartbeatTicks: this.timing.heartbeatTicks,
       maxSizePerMsg: opts.maxSizePerMsg ?? 1024 * 1024,
       maxInflightMsgs: opts.maxInflightMsgs ?? 256,
-      preVote: true,
-      checkQuorum: true,
+      preVote: opts.preVote ?? true,
+      checkQuorum: opts.checkQuorum ?? true,
       random,
       mutations: opts.coreMutations,
     });

@@ -28,6 +28,8 @@ export interface NodeParams {
   tickUnits: number;
   maxSizePerMsg: number;
   maxInflightMsgs: number;
+  preVote: boolean;
+  checkQuorum: boolean;
   runtime: RuntimeOptions;
   coreMutations: ReadonlySet<CoreMutation>;
   mutations: ReadonlySet<DriverMutation>;
@@ -170,6 +172,8 @@ export class SimNode {
         heartbeatTicks: 1,
         maxSizePerMsg: p.maxSizePerMsg,
         maxInflightMsgs: p.maxInflightMsgs,
+        preVote: p.preVote,
+        checkQuorum: p.checkQuorum,
         defaultProposalTimeoutMs: 40 * p.tickUnits,
         followerApplyWindowMs: rt.followerApplyWindowMs,
         replicateEffects: rt.replicateEffects,

@@ -143,6 +143,8 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
       tickUnits: TICK_UNITS,
       maxSizePerMsg: plan.maxSizePerMsg,
       maxInflightMsgs: plan.maxInflightMsgs,
+      preVote: plan.preVote,
+      checkQuorum: plan.checkQuorum,
       runtime: { ...runtime },
       coreMutations: opts.mutations ?? new Set<CoreMutation>(),
       mutations: opts.driverMutations ?? new Set<DriverMutation>(),
