@@ -30,7 +30,7 @@ const controls: Control[] = [
   { mutation: 'skip-up-to-date-check', nodes: 5, profile: 'random', caughtBy: lostOrChanged, maxSeeds: 100 },
   { mutation: 'read-index-no-confirm', nodes: 3, profile: 'partition', caughtBy: ['linearizability'], maxSeeds: 100 },
   { mutation: 'apply-before-durable', nodes: 3, profile: 'churn', runtime: { ioMaxDelay: 4 }, caughtBy: ['applied-not-durable'], maxSeeds: 200 },
-  { mutation: 'send-vote-before-persist', nodes: 5, profile: 'random', runtime: { ioMaxDelay: 4 }, caughtBy: ['term-regressed', 'vote-regressed', 'election-safety'], maxSeeds: 100 },
+  { mutation: 'send-vote-before-persist', nodes: 5, profile: 'random', runtime: { ioMaxDelay: 4 }, caughtBy: ['term-regressed', 'vote-regressed', 'election-safety', ...lostOrChanged], maxSeeds: 100 },
   { mutation: 'apply-effects-at-wrong-index', nodes: 3, profile: 'random', runtime: { replicateEffects: true, followerApplyWindowMs: 5 }, caughtBy: ['applied-index-mismatch', 'state-divergence'], maxSeeds: 100 },
   { mutation: 'skip-conflict-truncation', nodes: 3, profile: 'churn', caughtBy: ['corrupt-log', 'log-matching', 'applied-not-durable', ...lostOrChanged], maxSeeds: 200 },
   { mutation: 'io-error-as-rejection', nodes: 3, profile: 'random', runtime: { ioErrorRate: 0.01 }, caughtBy: ['applied-index-mismatch', 'state-divergence'], maxSeeds: 100 },
