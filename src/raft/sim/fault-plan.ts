@@ -37,6 +37,7 @@ export interface FaultPlan {
   checkQuorum: boolean;
   maxSizePerMsg: number;
   maxInflightMsgs: number;
+  /** Unused since the driver runs here (its compaction options are runtime-options.ts); still drawn so seeds keep their runs. */
   compactEvery: number;
   compactKeep: number;
   /** Per time unit per idle client. */
