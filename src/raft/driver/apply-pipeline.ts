@@ -20,6 +20,8 @@ import type { EffectsInbox } from './effects-inbox.js';
 /** A follower's apply window ends early once this many entries, or bytes of them, gathered. */
 const MAX_WINDOW_ENTRIES = 1024;
 const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
+/** The 'io-error-as-rejection' mutation's answer for entries whose apply failed. */
+const REJECTED = new Uint8Array([0]);
 
 interface AppliedWaiter {
   index: number;
@@ -182,6 +184,8 @@ export class ApplyPipeline {
         state.stats.effectsSent++;
         this.transport.sendEffects(out.effects);
       }
+    } else if (state.mutations.has('io-error-as-rejection')) {
+      results = await this.stateMachine.apply(todo, this.resultWanted).catch(() => todo.map(() => REJECTED));
     } else {
       results = await this.stateMachine.apply(todo, this.resultWanted);
     }
@@ -224,7 +228,7 @@ export class ApplyPipeline {
         }
         state.stats.entriesApplied += covered;
         state.stats.entriesAppliedFromEffects += covered;
-        this.setApplied(next.toApplied);
+        this.setApplied(state.mutations.has('apply-effects-at-wrong-index') ? last : next.toApplied);
         continue;
       }
       const start = inbox.nextStartAfter(state.applied);

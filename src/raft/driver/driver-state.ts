@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { HeraldError } from '../../herald-error.js';
 import type { NodeId, Role } from '../types.js';
+import type { DriverMutation } from './mutations.js';
 import type { ProposalTracker } from './proposal-tracker.js';
 
 export interface RaftTimingOptions {
@@ -99,6 +100,8 @@ export class DriverState {
     /** Local proposals waiting for their entries (failed here when the driver fails). */
     readonly proposals: ProposalTracker,
     applied: number,
+    /** Deliberate bugs (mutations.ts): the simulator's negative controls only. */
+    readonly mutations: ReadonlySet<DriverMutation>,
   ) {
     // Every proposal or read waiting out an election listens for the next leader change: hundreds
     // can wait at once, which is not a leak (each removes its listener when it resolves).

@@ -30,10 +30,19 @@ export class ProposalTracker {
   }
 
   track(index: number, term: number, timeoutMs: number): Promise<ProposalOutcome> {
+    // An older proposal at this index lost its entry to a truncation before this node applied
+    // that far, and this node leads again: its entry may still survive on another node, so its
+    // outcome is unknown (found by the simulator: it used to be overwritten and never settle).
+    const older = this.pending.get(index);
+    if (older) {
+      this.pending.delete(index);
+      this.timers.cancel(older.timer);
+      older.reject(new HeraldError('OUTCOME_UNKNOWN', `entry ${index} of term ${older.term} was replaced in this node's log; it may or may not commit elsewhere`));
+    }
     return new Promise<ProposalOutcome>((resolve, reject) => {
-      const timer = this.timers.after(timeoutMs, () => {
-        const p = this.pending.get(index);
-        if (!p) return;
+      const p: Pending = { term, resolve, reject, timer: undefined as unknown as TimerHandle, leadershipLost: false };
+      p.timer = this.timers.after(timeoutMs, () => {
+        if (this.pending.get(index) !== p) return;
         this.pending.delete(index);
         p.reject(
           p.leadershipLost
@@ -41,7 +50,7 @@ export class ProposalTracker {
             : new HeraldError('PROPOSAL_TIMEOUT', `entry ${index} was not committed within ${timeoutMs} ms; it may still commit`),
         );
       });
-      this.pending.set(index, { term, resolve, reject, timer, leadershipLost: false });
+      this.pending.set(index, p);
     });
   }
 

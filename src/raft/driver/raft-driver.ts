@@ -10,6 +10,7 @@ import { RaftNode, type RaftStatus } from '../core/raft-node.js';
 import type { MemoryStorage } from '../core/memory-storage.js';
 import type { DriverTimers, LogSink, PeerInfo, RaftTransport, SnapshotStaging } from '../ports.js';
 import type { StateMachine } from '../state-machine.js';
+import type { CoreMutation } from '../core/mutations.js';
 import type { Message, NodeId, SnapshotMeta } from '../types.js';
 import { checkUnsafeSkipFsync, WriteBehindLog } from '../storage/unsafe-durability.js';
 import { ApplyPipeline } from './apply-pipeline.js';
@@ -17,6 +18,7 @@ import { DriverState, type DriverStats, type LeaderChange, type RaftDriverEvents
 import { EffectsInbox } from './effects-inbox.js';
 import { Leadership } from './leadership.js';
 import { LogCompaction } from './log-compaction.js';
+import { noDriverMutations, type DriverMutation } from './mutations.js';
 import { ProposalTracker, type ProposalOutcome } from './proposal-tracker.js';
 import { ReadBarrier } from './read-barrier.js';
 import { ReadyLoop } from './ready-loop.js';
@@ -72,6 +74,14 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
    * (RaftTransport.sendEffects), and a follower writes those instead of evaluating the entries.
    */
   replicateEffects?: boolean;
+  /** Pre-vote and check-quorum (default on; the simulator turns them off to let deposed leaders live on). */
+  preVote?: boolean;
+  checkQuorum?: boolean;
+  /** Randomness for election timeouts and read nonces (default Math.random; the simulator seeds it). */
+  random?: () => number;
+  /** Negative controls only (the simulator): deliberate bugs in the core and in the driver. */
+  coreMutations?: ReadonlySet<CoreMutation>;
+  mutations?: ReadonlySet<DriverMutation>;
 }
 
 export class RaftDriver {
@@ -106,7 +116,8 @@ export class RaftDriver {
     // The skip-fsync control wraps this driver's log only (other drivers in the process are safe).
     this.log = checkUnsafeSkipFsync(opts.unsafeSkipFsync === true) ? new WriteBehindLog(opts.log, () => timers.nowMs()) : opts.log;
     this.proposals = new ProposalTracker(timers);
-    const state = new DriverState(opts.id, this.timing, opts.logger, this.proposals, applied);
+    const random = opts.random ?? Math.random;
+    const state = new DriverState(opts.id, this.timing, opts.logger, this.proposals, applied, opts.mutations ?? noDriverMutations());
     this.state = state;
     this.events = state.events;
     this.stats = state.stats;
@@ -118,9 +129,10 @@ export class RaftDriver {
       heartbeatTicks: this.timing.heartbeatTicks,
       maxSizePerMsg: opts.maxSizePerMsg ?? 1024 * 1024,
       maxInflightMsgs: opts.maxInflightMsgs ?? 256,
-      preVote: true,
-      checkQuorum: true,
-      random: Math.random,
+      preVote: opts.preVote ?? true,
+      checkQuorum: opts.checkQuorum ?? true,
+      random,
+      mutations: opts.coreMutations,
     });
     state.term = this.node.status().term;
 
@@ -133,7 +145,7 @@ export class RaftDriver {
       followerApplyWindowMs: opts.followerApplyWindowMs ?? 0,
     });
     this.leadership = new Leadership(state, this.node, opts.members, this.pipeline, this.inbox, timers, wake);
-    this.reads = new ReadBarrier(state, this.node, this.pipeline, this.leadership, timers, wake, Math.random() * 0x1_0000_0000, this.defaultTimeoutMs);
+    this.reads = new ReadBarrier(state, this.node, this.pipeline, this.leadership, timers, wake, random() * 0x1_0000_0000, this.defaultTimeoutMs);
     this.snapshots = new SnapshotExchange(state, this.node, opts.storage, opts.stateMachine, opts.transport, opts.snapshots, this.pipeline, wake);
     this.compaction = new LogCompaction(state, opts.storage, this.log, opts.stateMachine, this.pipeline, timers, {
       snapshotEntries: opts.snapshotEntries ?? 10_000,

@@ -136,6 +136,10 @@ export class ReadyLoop {
     //    only come out of a later Ready, after this write finished. Nothing that carries a
     //    new term or vote goes early.
     let messages = rd.messages;
+    if (state.mutations.has('send-vote-before-persist') && messages.length > 0) {
+      this.send(messages);
+      messages = [];
+    }
     const termOrVoteChanged = rd.hardState !== undefined && (rd.hardState.term !== this.durableTerm || rd.hardState.vote !== this.durableVote);
     if (state.role === 'leader' && !termOrVoteChanged && !rd.snapshot && messages.length > 0) {
       const early = messages.filter((m) => m.type === 'app' || m.type === 'heartbeat');
@@ -148,12 +152,15 @@ export class ReadyLoop {
     // 0b. Committed entries this node already holds durably need not wait for this Ready's
     //     write: they go to the apply chain now and apply while the fsync runs (etcd applies
     //     and saves in parallel too). MemoryStorage mirrors only what was persisted, so its last
-    //     index is the durable one; committed entries are never truncated. A follower's entries
-    //     committed in the same message that brought them wait for the write (step 5), so the
-    //     state machine never gets ahead of the local log.
+    //     index bounds the durable ones; but this Ready's entries replace whatever the disk holds
+    //     from their first index on (a follower's conflicting suffix), so those are durable only
+    //     once written (etcd bounds it by the unstable offset). A follower's entries committed in
+    //     the same message that brought them wait for the write (step 5), so the state machine
+    //     never gets ahead of the local log.
     let committed = rd.committedEntries;
     if (committed.length > 0 && !rd.snapshot) {
-      const durableLast = this.storage.lastIndex();
+      let durableLast = this.storage.lastIndex();
+      if (rd.entries.length > 0 && !state.mutations.has('apply-before-durable')) durableLast = Math.min(durableLast, rd.entries[0]!.index - 1);
       let n = 0;
       while (n < committed.length && committed[n]!.index <= durableLast) n++;
       if (n > 0) {

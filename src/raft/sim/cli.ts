@@ -1,9 +1,11 @@
 // `npm run sim -- --seeds 2000 [--start-seed S] [--nodes 3|5] [--mutation NAME]`
 // `npm run sim -- --seed N [--nodes 3|5] --trace`
+// `npm run sim -- --list-mutations`
 // Runs simulation seeds and prints one JSON summary as the last line:
-// { seeds, steps, faults, violations, seedsPerSecond, failingSeeds }.
+// { seeds, steps, faults, violations, seedsPerSecond, failingSeeds, crashes, ioErrors, options, ... }.
 
 import { ALL_MUTATIONS, type CoreMutation } from '../core/mutations.js';
+import { ALL_DRIVER_MUTATIONS, type DriverMutation } from '../driver/mutations.js';
 import { FAULT_PROFILES, type FaultProfile } from './fault-plan.js';
 import { runSimulation } from './simulator.js';
 
@@ -14,11 +16,13 @@ interface Args {
   seed?: number;
   trace: boolean;
   mutations: Set<CoreMutation>;
+  driverMutations: Set<DriverMutation>;
   profile: FaultProfile;
+  listMutations: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), profile: 'random' };
+  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), driverMutations: new Set(), profile: 'random', listMutations: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const val = () => {
@@ -52,11 +56,15 @@ function parseArgs(argv: string[]): Args {
         a.trace = true;
         break;
       case '--mutation': {
-        const m = val() as CoreMutation;
-        if (!ALL_MUTATIONS.includes(m)) throw new Error(`unknown mutation ${m}; one of ${ALL_MUTATIONS.join(', ')}`);
-        a.mutations.add(m);
+        const m = val();
+        if (ALL_MUTATIONS.includes(m as CoreMutation)) a.mutations.add(m as CoreMutation);
+        else if (ALL_DRIVER_MUTATIONS.includes(m as DriverMutation)) a.driverMutations.add(m as DriverMutation);
+        else throw new Error(`unknown mutation ${m}; one of ${[...ALL_MUTATIONS, ...ALL_DRIVER_MUTATIONS].join(', ')}`);
         break;
       }
+      case '--list-mutations':
+        a.listMutations = true;
+        break;
       default:
         throw new Error(`unknown flag ${flag}`);
     }
@@ -65,14 +73,19 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.listMutations) {
+    for (const m of [...ALL_MUTATIONS, ...ALL_DRIVER_MUTATIONS]) console.log(m);
+    return;
+  }
+  const sim = { mutations: args.mutations, driverMutations: args.driverMutations, profile: args.profile };
   if (args.seed !== undefined) {
     let failed = 0;
     for (const nodes of args.nodes) {
-      const r = runSimulation({ seed: args.seed, nodes, trace: args.trace, mutations: args.mutations, profile: args.profile });
+      const r = await runSimulation({ seed: args.seed, nodes, trace: args.trace, ...sim });
       if (args.trace) {
-        console.log(`# seed ${args.seed}, ${nodes} nodes, plan ${JSON.stringify(r.plan)}`);
+        console.log(`# seed ${args.seed}, ${nodes} nodes, plan ${JSON.stringify(r.plan)}, runtime ${JSON.stringify(r.runtime)}`);
         for (const line of r.trace) console.log(line);
       }
       failed += r.violations.length > 0 ? 1 : 0;
@@ -82,6 +95,9 @@ function main(): void {
           nodes,
           steps: r.steps,
           faults: r.faults,
+          crashes: r.crashes,
+          ioErrors: r.ioErrors,
+          runtime: r.runtime,
           ops: r.ops,
           livenessTicks: r.livenessTicks,
           linearizability: r.linearizability,
@@ -101,12 +117,25 @@ function main(): void {
   let maxLivenessTicks = 0;
   let sumLivenessTicks = 0;
   let liveRuns = 0;
+  let crashes = 0;
+  let ioErrors = 0;
+  // How many runs drew each runtime option (every combination production can run with).
+  const options = { applyWindow: 0, effects: 0, writeBehind: 0, snapshotByBytes: 0, compactionKeepZero: 0, ioErrorsOn: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
-      const r = runSimulation({ seed: s, nodes, mutations: args.mutations, profile: args.profile });
+      const r = await runSimulation({ seed: s, nodes, ...sim });
       runs++;
       steps += r.steps;
+      crashes += r.crashes;
+      ioErrors += r.ioErrors;
+      const rt = r.runtime;
+      if (rt.followerApplyWindowMs > 0) options.applyWindow++;
+      if (rt.replicateEffects) options.effects++;
+      if (rt.writeBehind) options.writeBehind++;
+      if (rt.snapshotBy === 'bytes') options.snapshotByBytes++;
+      if ((rt.snapshotBy === 'bytes' ? rt.compactionKeepBytes : rt.compactionKeepEntries) === 0) options.compactionKeepZero++;
+      if (rt.ioErrorRate > 0) options.ioErrorsOn++;
       if (r.linearizability === 'unknown') linearizabilityUnknown++;
       if (r.livenessTicks >= 0) {
         liveRuns++;
@@ -135,10 +164,13 @@ function main(): void {
       violations,
       seedsPerSecond: Math.round((runs / secs) * 10) / 10,
       failingSeeds,
+      crashes,
+      ioErrors,
+      options,
       linearizabilityUnknown,
       livenessTicks: { mean: liveRuns ? Math.round((sumLivenessTicks / liveRuns) * 10) / 10 : 0, max: maxLivenessTicks },
     };
   }
 }
 
-main();
+await main();

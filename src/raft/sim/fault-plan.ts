@@ -16,7 +16,7 @@ export interface FaultPlan {
   crashRate: number;
   /** Per time unit: probability that the current leader crashes (leader churn: Figure 8 shapes). */
   leaderCrashRate: number;
-  /** Probability that a leader crashes right after its commit index advances (adversarial timing). */
+  /** Probability that a node crashes right after it applies, or becomes leader (adversarial timing). */
   crashOnCommitRate: number;
   /** Per time unit: probability that a down node restarts. */
   restartRate: number;
@@ -27,8 +27,8 @@ export interface FaultPlan {
   /** Per time unit: probability of a new partition shape / of healing. */
   partitionRate: number;
   healRate: number;
-  /** Whether crashes keep a random prefix of unsynced batches (allowed by the disk model). */
-  unsyncedSurvival: 'none' | 'prefix';
+  /** What a crash keeps of unsynced batches: none (power loss), a random prefix, or all (a process crash). */
+  unsyncedSurvival: 'none' | 'prefix' | 'all';
   /** Whether nodes' clocks run at different rates (tick periods of 4..6 units instead of 5). */
   clockDrift: boolean;
   /** Raft election timeout in ticks (shorter means more elections per run). */
@@ -37,6 +37,7 @@ export interface FaultPlan {
   checkQuorum: boolean;
   maxSizePerMsg: number;
   maxInflightMsgs: number;
+  /** Unused since the driver runs here (its compaction options are runtime-options.ts); still drawn so seeds keep their runs. */
   compactEvery: number;
   compactKeep: number;
   /** Per time unit per idle client. */
@@ -101,7 +102,7 @@ function mixedPlan(rng: Prng, calm: boolean, compactEvery: number): FaultPlan {
     healRate: rng.pick([0.005, 0.02]),
     leaderTargeted: 0.5,
     transferRate: rng.pick([0, 0, 0.001, 0.005]),
-    unsyncedSurvival: rng.chance(0.5) ? 'prefix' : 'none',
+    unsyncedSurvival: rng.pick(['none', 'prefix', 'all'] as const),
     clockDrift: !calm && rng.chance(0.3),
     electionTicks: 10,
     preVote: rng.chance(0.7),

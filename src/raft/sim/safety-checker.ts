@@ -4,7 +4,9 @@
 // - log matching: every (index, term) ever written anywhere has one payload and one previous
 //   term, which by induction makes logs that share an entry identical up to it;
 // - leader completeness: a new leader holds every entry committed so far;
-// - state machine safety: no two nodes apply different entries at one index;
+// - state machine safety: no two nodes apply different entries at one index, and replicas hold
+//   the same state at the same applied index (the driver's applied index is the machine's);
+// - a restarted node's applied index is covered by the log it restarts with;
 // - committed entries are never lost (a majority keeps them durably) or changed;
 // - a node's term and vote never go backwards across a restart (relative to what it told others).
 
@@ -28,6 +30,8 @@ export class SafetyChecker {
   private readonly leaderOfTerm = new Map<number, NodeId>();
   /** (index:term) -> payload and previous term, for every entry ever persisted. */
   private readonly written = new Map<string, { data: Uint8Array; prevTerm: number | undefined }>();
+  /** Applied index -> the state digest replicas hold there. */
+  private readonly digests = new Map<number, number>();
   /** index -> the committed entry (sparse array). */
   readonly committed: Committed[] = [];
   maxCommitted = 0;
@@ -35,7 +39,7 @@ export class SafetyChecker {
   private readonly exposed = new Map<NodeId, { term: number; vote: NodeId }>();
   now = 0;
   /** Called when an index is first seen committed, with its term. */
-  onCommit: ((index: number, term: number) => void) | undefined;
+  onCommit: ((index: number, term: number, data: Uint8Array) => void) | undefined;
 
   constructor(readonly quorum: number) {}
 
@@ -66,39 +70,61 @@ export class SafetyChecker {
     }
   }
 
-  /** Entries just persisted by `node` (after the append). */
+  /** Entries that just landed on `node`'s disk (its running log still holds what they follow). */
   appended(node: SimNode, entries: readonly Entry[]): void {
+    let prevTerm = entries.length > 0 && entries[0]!.index > 1 ? node.termAt(entries[0]!.index - 1) : 0;
     for (const e of entries) {
-      const prevTerm = e.index > 1 ? node.termAt(e.index - 1) : 0;
       const key = `${e.index}:${e.term}`;
       const seen = this.written.get(key);
       if (!seen) {
         this.written.set(key, { data: e.data, prevTerm });
-        continue;
-      }
-      if (!bytesEqual(seen.data, e.data)) {
+      } else if (!bytesEqual(seen.data, e.data)) {
         this.fail('log-matching', `${node.id}: entry ${key} has two payloads`);
       } else if (seen.prevTerm !== undefined && prevTerm !== undefined && seen.prevTerm !== prevTerm) {
         this.fail('log-matching', `${node.id}: entry ${key} follows term ${prevTerm}, elsewhere ${seen.prevTerm}`);
       }
+      prevTerm = e.term;
     }
   }
 
-  /** `node` advanced its commit index from `from` (exclusive) to `to`. */
-  committedRange(node: SimNode, from: number, to: number): void {
-    for (let i = Math.max(from + 1, node.storage.firstIndex()); i <= to; i++) {
-      const e = node.entryAt(i);
-      if (!e) {
-        this.fail('commit', `${node.id} committed ${i} but does not hold it`);
-        return;
-      }
+  /**
+   * The driver says `node` applied up to `index`: its state machine must be there too, holding
+   * the state every replica holds at that index (digests agree).
+   */
+  appliedState(node: SimNode, index: number, smApplied: number, digest: number): void {
+    if (smApplied !== index) {
+      this.fail('applied-index-mismatch', `${node.id}: driver applied ${index}, state machine at ${smApplied}`);
+      return;
+    }
+    const seen = this.digests.get(index);
+    if (seen === undefined) this.digests.set(index, digest);
+    else if (seen !== digest) this.fail('state-divergence', `${node.id}: state at applied index ${index} differs from another replica's`);
+  }
+
+  /** `node`'s state machine evaluates `e`: its log on disk must hold that very entry by now. */
+  evaluatedFromDisk(node: SimNode, e: Entry): void {
+    const onDisk = node.landedTerm(e.index);
+    if (onDisk !== e.term) {
+      this.fail('applied-not-durable', `${node.id} applies ${e.index}@${e.term} while its disk holds ${onDisk === undefined ? 'nothing' : `${e.index}@${onDisk}`} there`);
+    }
+  }
+
+  /**
+   * A restart: the state machine's applied index must be covered by the log it restarts with,
+   * and each entry of the log up to it must be the committed one (else it applied entries its
+   * disk does not hold: applied before durable).
+   */
+  restartedApplied(node: SimNode, applied: number): void {
+    const st = node.storage;
+    if (applied > st.lastIndex()) {
+      this.fail('applied-not-durable', `${node.id} restarted with applied ${applied} beyond its log's last entry ${st.lastIndex()}`);
+      return;
+    }
+    for (let i = Math.max(1, st.firstIndex()); i <= applied; i++) {
       const c = this.committed[i];
-      if (!c) {
-        this.committed[i] = { term: e.term, data: e.data };
-        if (i > this.maxCommitted) this.maxCommitted = i;
-        this.onCommit?.(i, e.term);
-      } else if (c.term !== e.term || !bytesEqual(c.data, e.data)) {
-        this.fail('committed-changed', `${node.id} committed ${i}@${e.term}, earlier ${i}@${c.term}`);
+      const t = node.termAt(i);
+      if (c && t !== c.term) {
+        this.fail('applied-not-durable', `${node.id} restarted with applied ${applied} but holds ${i}@${t}, committed ${i}@${c.term}`);
         return;
       }
     }
@@ -110,7 +136,7 @@ export class SafetyChecker {
       // Applied through a path that did not record the commit (e.g. after a snapshot): record it.
       this.committed[e.index] = { term: e.term, data: e.data };
       if (e.index > this.maxCommitted) this.maxCommitted = e.index;
-      this.onCommit?.(e.index, e.term);
+      this.onCommit?.(e.index, e.term, e.data);
       return;
     }
     if (c.term !== e.term || !bytesEqual(c.data, e.data)) {

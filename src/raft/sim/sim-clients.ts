@@ -1,18 +1,18 @@
-// Simulated clients: each issues one operation at a time (a put proposed through Raft, or a
-// get served by ReadIndex) against the node it believes leads, and records the outcome as a
-// history for the linearizability checker.
+// Simulated clients: each issues one operation at a time (a put proposed through the driver, or
+// a get behind the driver's ReadIndex barrier) against the node it believes leads, and records
+// the outcome as a history for the linearizability checker.
 //
 // Times are the simulator's client clock (4 per unit, see simulator.ts).
 //
-// Outcomes: a put is 'ok' once its (index, term) is seen committed and 'failed' once a
-// different term is committed at its index (its entry can then never commit); otherwise it
-// stays 'unknown' (return = Infinity). A get is 'ok' when its node has applied up to the read
-// index; a get that never completes has no effect and is left out. Requests refused before
-// anything was proposed (NOT_LEADER, NO_LEADER) are 'failed'.
+// Outcomes: a put is 'ok' once the driver answers it or its entry is seen committed anywhere,
+// and 'failed' when the driver says it was never applied (NOT_LEADER); a timeout, a lost
+// leadership or a crash leave it 'unknown' (return = Infinity) unless its entry later commits.
+// A get is 'ok' with the value its node holds once the barrier resolves; a get that fails has
+// no effect and is left out.
 
 import { isHeraldError } from '../../herald-error.js';
-import type { NodeId, ReadState } from '../types.js';
-import { encodePut } from './kv-command.js';
+import type { NodeId } from '../types.js';
+import { decodePut, encodePut } from './kv-command.js';
 import type { Prng } from './prng.js';
 import type { SimNode } from './sim-node.js';
 
@@ -29,10 +29,6 @@ export interface ClientOp {
   return: number;
   outcome: Outcome;
   output?: string;
-  ticket?: { index: number; term: number };
-  /** Reads: the node's incarnation and the read index once known. */
-  incarnation?: number;
-  readIndex?: number;
 }
 
 export interface ClientStats {
@@ -47,12 +43,7 @@ export class SimClients {
   readonly ops: ClientOp[] = [];
   private readonly busy = new Map<number, ClientOp>();
   private readonly leaderGuess = new Map<number, NodeId>();
-  /** Puts awaiting a commit decision, by index. */
-  private readonly putsByIndex = new Map<number, ClientOp[]>();
-  /** Reads awaiting a read state, by context. */
-  private readonly readsByContext = new Map<string, ClientOp>();
-  /** Reads with a read index, waiting for their node to apply it. */
-  private readonly waitingReads: ClientOp[] = [];
+  private readonly putsById = new Map<number, ClientOp>();
   private nextId = 1;
 
   constructor(
@@ -60,8 +51,8 @@ export class SimClients {
     private readonly rng: Prng,
     private readonly opRate: number,
     private readonly opTimeout: number,
-    /** The term committed at an index, if known (a stale leader may propose at a decided index). */
-    private readonly committedTerm: (index: number) => number | undefined,
+    /** The client clock now (for answers that arrive while the simulation runs). */
+    private readonly clock: () => number,
     private readonly trace?: (line: string) => void,
   ) {}
 
@@ -73,7 +64,7 @@ export class SimClients {
         if (op.outcome !== 'pending') this.busy.delete(c);
         else if (now - op.call > this.opTimeout) {
           // The client gives up; a put stays tracked (it may still commit), a read is dropped.
-          if (op.input.kind === 'get') this.finishRead(op, 'unknown', now);
+          if (op.input.kind === 'get') this.finish(op, 'unknown');
           this.busy.delete(c);
           // Like a real SDK after a timeout: try someone else next time.
           this.leaderGuess.delete(c);
@@ -96,116 +87,62 @@ export class SimClients {
     const input: KvInput = isPut ? { kind: 'put', key, value: `v${id}` } : { kind: 'get', key };
     const op: ClientOp = { id, client, input, node: node.id, call: now, return: Infinity, outcome: 'pending' };
     this.ops.push(op);
-    const refused = input.kind === 'put' ? node.role !== 'leader' : node.role !== 'leader' && node.leader === '';
-    if (refused) {
-      // What propose()/readIndex() would throw (NOT_LEADER / NO_LEADER), without paying for an
-      // exception per refusal.
-      op.outcome = 'failed';
-      op.return = now;
-      if (node.leader !== '') this.leaderGuess.set(client, node.leader);
+    this.busy.set(client, op);
+    this.trace?.(`t=${Math.floor(now / 4)} client ${client} op ${id} ${describe(input)} at ${node.id}`);
+    const refused = (e: unknown): boolean => {
+      if (!isHeraldError(e, 'NOT_LEADER') && !isHeraldError(e, 'NO_LEADER')) return false;
+      const leader = e.details.leaderId;
+      if (typeof leader === 'string' && leader !== '') this.leaderGuess.set(client, leader);
       else this.leaderGuess.delete(client);
-      return;
-    }
-    try {
-      if (input.kind === 'put') {
-        op.ticket = node.raft.propose(encodePut({ opId: id, key, value: input.value }));
-        let list = this.putsByIndex.get(op.ticket.index);
-        if (!list) this.putsByIndex.set(op.ticket.index, (list = []));
-        list.push(op);
-        const decided = this.committedTerm(op.ticket.index);
-        if (decided !== undefined) this.committed(op.ticket.index, decided, now);
-      } else {
-        op.incarnation = node.incarnation;
-        this.readsByContext.set(String(id), op);
-        node.raft.readIndex(new TextEncoder().encode(String(id)));
-      }
-      this.busy.set(client, op);
-      this.trace?.(`t=${Math.floor(now / 4)} client ${client} op ${id} ${describe(input)} at ${node.id}`);
-    } catch (e) {
-      if (isHeraldError(e, 'NOT_LEADER') || isHeraldError(e, 'NO_LEADER') || isHeraldError(e, 'INVALID_STATE')) {
-        op.outcome = 'failed';
-        op.return = now;
-        this.readsByContext.delete(String(id));
-        const leader = isHeraldError(e) ? e.details.leaderId : undefined;
-        if (typeof leader === 'string' && leader !== '') this.leaderGuess.set(client, leader);
-        else this.leaderGuess.delete(client);
-        return;
-      }
-      throw e;
+      return true;
+    };
+    if (input.kind === 'put') {
+      this.putsById.set(id, op);
+      node.driver.propose(encodePut({ opId: id, key, value: input.value })).then(
+        () => this.finish(op, 'ok', 'ok'),
+        // NOT_LEADER: never appended, or replaced by another leader's entry (never applied).
+        (e: unknown) => this.finish(op, refused(e) ? 'failed' : 'unknown'),
+      );
+    } else {
+      const sm = node.sm;
+      node.driver.readIndex({ timeoutMs: this.opTimeout }).then(
+        () => this.finish(op, 'ok', sm.get(key)),
+        (e: unknown) => {
+          refused(e);
+          this.finish(op, 'unknown');
+        },
+      );
     }
   }
 
-  /** An index was committed (first sighting) with `term`: decides the puts proposed there. */
-  committed(index: number, term: number, now: number): void {
-    const list = this.putsByIndex.get(index);
-    if (!list) return;
-    this.putsByIndex.delete(index);
-    for (const op of list) {
-      if (op.outcome !== 'pending' && op.outcome !== 'unknown') continue;
-      if (op.ticket!.term === term) {
-        op.outcome = 'ok';
-        op.output = 'ok';
-        op.return = now;
-      } else {
-        op.outcome = 'failed';
-        op.return = now;
-      }
-      this.trace?.(`t=${Math.floor(now / 4)} op ${op.id} ${op.outcome}`);
-    }
+  /** An entry was first seen committed: the put it carries took effect. */
+  committed(data: Uint8Array): void {
+    if (data.length === 0) return;
+    const op = this.putsById.get(decodePut(data).opId);
+    if (op) this.finish(op, 'ok', 'ok');
   }
 
-  readState(node: SimNode, rs: ReadState, now: number): void {
-    const ctx = new TextDecoder().decode(rs.context);
-    const op = this.readsByContext.get(ctx);
-    if (!op || op.node !== node.id || op.incarnation !== node.incarnation || op.outcome !== 'pending') return;
-    this.readsByContext.delete(ctx);
-    op.readIndex = rs.index;
-    this.waitingReads.push(op);
-    this.applied(node, now);
+  /** A node crashed: its pending operations will never be answered. */
+  crashed(node: SimNode): void {
+    for (const op of this.busy.values()) if (op.node === node.id) this.finish(op, 'unknown');
+    // Puts whose client gave up waiting are still the node's to answer.
+    for (const op of this.putsById.values()) if (op.node === node.id && op.outcome === 'pending') this.finish(op, 'unknown');
   }
 
-  /** `node` applied more entries: answers the reads whose index it reached. */
-  applied(node: SimNode, now: number): void {
-    if (this.waitingReads.length === 0) return;
-    for (let i = 0; i < this.waitingReads.length; i++) {
-      const op = this.waitingReads[i]!;
-      if (op.node !== node.id || node.appliedIndex < op.readIndex!) continue;
-      if (op.outcome === 'pending') {
-        op.output = node.kv.get(op.input.key) ?? '';
-        op.outcome = 'ok';
-        op.return = now;
-        this.trace?.(`t=${Math.floor(now / 4)} op ${op.id} ok '${op.output}' (read index ${op.readIndex})`);
-      }
-      this.waitingReads.splice(i--, 1);
-    }
-  }
-
-  /** A node crashed: its reads are lost. Puts stay tracked: the log decides them. */
-  crashed(node: SimNode, now: number): void {
-    for (const [ctx, op] of this.readsByContext) {
-      if (op.node === node.id) {
-        this.readsByContext.delete(ctx);
-        this.finishRead(op, 'unknown', now);
-      }
-    }
-    for (let i = 0; i < this.waitingReads.length; i++) {
-      const op = this.waitingReads[i]!;
-      if (op.node === node.id) {
-        this.finishRead(op, 'unknown', now);
-        this.waitingReads.splice(i--, 1);
-      }
-    }
-  }
-
-  private finishRead(op: ClientOp, outcome: Outcome, now: number): void {
-    if (op.outcome !== 'pending') return;
+  private finish(op: ClientOp, outcome: Outcome, output?: string): void {
+    if (op.outcome === 'ok' || op.outcome === 'failed') return;
+    if (op.outcome === 'unknown' && outcome !== 'ok') return;
+    if (op.outcome === 'unknown' && op.input.kind === 'get') return;
     op.outcome = outcome;
-    op.return = outcome === 'unknown' ? Infinity : now;
+    if (outcome === 'ok' || outcome === 'failed') op.return = this.clock();
+    if (output !== undefined) op.output = output;
+    if (outcome === 'ok' || outcome === 'failed') this.putsById.delete(op.id);
+    this.trace?.(`t=${Math.floor(op.return / 4)} op ${op.id} ${outcome}${op.input.kind === 'get' && outcome === 'ok' ? ` '${output}'` : ''}`);
   }
 
-  /** Puts issued before `before` that no commit has decided yet. */
+  /** Puts issued before `before` that are still waiting for an answer. */
   undecidedPuts(before = Infinity): ClientOp[] {
-    return this.ops.filter((op) => op.input.kind === 'put' && op.ticket && op.outcome === 'pending' && op.call < before);
+    return this.ops.filter((op) => op.input.kind === 'put' && op.outcome === 'pending' && op.call < before);
   }
 
   stats(): ClientStats {

@@ -18,8 +18,11 @@ import type { Prng } from './prng.js';
 export type DiskOp<V> = { key: string; value: V } | { key: string; delete: true };
 
 export interface CrashFaults {
-  /** 'none': every unsynced batch is lost. 'prefix': a random prefix of them survives. */
-  unsyncedSurvival: 'none' | 'prefix';
+  /**
+   * 'none': every unsynced batch is lost (the machine lost power). 'prefix': a random prefix of
+   * them survives. 'all': every batch written survives (the process died, the kernel did not).
+   */
+  unsyncedSurvival: 'none' | 'prefix' | 'all';
   /** Probability that the first lost batch is torn (a random subset of its ops survives). */
   tornRate: number;
 }
@@ -67,7 +70,7 @@ export class SimDisk<V> {
   constructor(opts: SimDiskOptions = {}) {
     this.rng = opts.rng;
     this.faults = { unsyncedSurvival: 'none', tornRate: 0, ...opts.crashFaults };
-    if ((this.faults.unsyncedSurvival !== 'none' || this.faults.tornRate > 0) && this.rng === undefined) {
+    if ((this.faults.unsyncedSurvival === 'prefix' || this.faults.tornRate > 0) && this.rng === undefined) {
       throw new Error('SimDisk: seeded crash faults need an rng');
     }
   }
@@ -112,7 +115,7 @@ export class SimDisk<V> {
     let torn = false;
     if (this.faults.unsyncedSurvival === 'prefix' && this.pending.length > 0) {
       survived = this.rng!.int(0, this.pending.length + 1);
-    }
+    } else if (this.faults.unsyncedSurvival === 'all') survived = this.pending.length;
     for (let i = 0; i < survived; i++) applyOps(this.durable, this.pending[i]!);
     const first = this.pending[survived];
     if (first !== undefined && first.length > 1 && this.rng !== undefined && this.rng.chance(this.faults.tornRate)) {

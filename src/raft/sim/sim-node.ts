@@ -1,256 +1,248 @@
-// One simulated cluster node: a RaftNode driven exactly like the runtime drives it (persist the
-// Ready, fsync when asked, then send, then apply, then advance), over a SimDisk whose unsynced
-// writes a crash may lose. A restart rebuilds everything from the durable disk only.
-//
-// Disk layout (one atomic batch per Ready, like a LevelDB write batch):
-//   "hs"          -> HardState
-//   "snap"        -> snapshot meta + the key-value state at that index
-//   "log/<index>" -> Entry (zero-padded index so keys sort in log order)
+// One simulated cluster node: the real RaftDriver over simulated ports (sim-log.ts over a log
+// SimDisk, SimKvMachine over a state-machine SimDisk, SimTransport over the SimNetwork, staged
+// snapshots in memory, SimTimers on simulated time). A crash kills the incarnation (its timers
+// and in-flight I/O vanish, its disks keep only what was synced, or what the disk model lets
+// survive); a restart rebuilds everything from the disks, as `herald server` does at startup
+// (create-node.ts): load and validate the log, open the state machine, finish the restore of a
+// staged snapshot the log records, then start a new driver at the state machine's applied index.
 
-import { MemoryStorage } from '../core/memory-storage.js';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import type { MemoryStorage } from '../core/memory-storage.js';
 import type { CoreMutation } from '../core/mutations.js';
-import { RaftNode } from '../core/raft-node.js';
-import type { Entry, HardState, Message, NodeId, ReadState, Ready, Role, SnapshotMeta } from '../types.js';
-import { decodePut, type KvState, type PutCommand } from './kv-command.js';
-import type { DiskOp, SimDisk } from './sim-disk.js';
-
-export type DiskValue =
-  | { kind: 'hs'; hs: HardState }
-  | { kind: 'entry'; entry: Entry }
-  | { kind: 'snap'; meta: SnapshotMeta; data: KvState };
+import type { DriverMutation } from '../driver/mutations.js';
+import { RaftDriver } from '../driver/raft-driver.js';
+import type { Entry, Message, NodeId } from '../types.js';
+import type { Prng } from './prng.js';
+import type { RuntimeOptions } from './runtime-options.js';
+import { SimDisk, type CrashFaults } from './sim-disk.js';
+import { SimIo } from './sim-io.js';
+import { SimKvMachine, type SmImage } from './sim-kv-machine.js';
+import { CorruptLog, loadSimLog, logKey, SimLogSink, type LogValue } from './sim-log.js';
+import type { SimNetwork } from './sim-network.js';
+import { SimTimers, type Owner, type SimScheduler } from './sim-scheduler.js';
+import { SimTransport, type Packet } from './sim-transport.js';
 
 export interface NodeParams {
   electionTicks: number;
-  heartbeatTicks: number;
+  tickUnits: number;
   maxSizePerMsg: number;
   maxInflightMsgs: number;
   preVote: boolean;
   checkQuorum: boolean;
-  /** Compact once this many applied entries sit in the log. */
-  compactEvery: number;
-  /** Entries kept behind the snapshot point when compacting. */
-  compactKeep: number;
-  mutations: ReadonlySet<CoreMutation>;
-  /** Shared by the nodes of one simulation. */
-  decoded: DecodedCommands;
+  runtime: RuntimeOptions;
+  coreMutations: ReadonlySet<CoreMutation>;
+  mutations: ReadonlySet<DriverMutation>;
+  crashFaults: CrashFaults;
 }
 
-/** What the simulator observes while a node processes a Ready, in processing order. */
-export interface NodeObserver {
-  /** After the Ready's state is written (synced when required), before anything is sent. */
-  persisted(node: SimNode, rd: Ready, prevCommit: number): void;
-  send(node: SimNode, m: Message, snapData: KvState | undefined): void;
-  applied(node: SimNode, entry: Entry): void;
-  readState(node: SimNode, rs: ReadState): void;
+/** What the simulator watches, in the order things happen. Only a live incarnation reports. */
+export interface NodeHooks {
+  sent(node: SimNode, m: Message): void;
+  /** Log entries that landed on disk. */
+  landed(node: SimNode, entries: readonly Entry[]): void;
+  /** An entry the state machine evaluates. */
+  evaluated(node: SimNode, e: Entry): void;
+  /** The driver's applied index moved (the state machine's must agree). */
+  applied(node: SimNode, index: number): void;
+  becameLeader(node: SimNode, term: number): void;
+  /** The driver failed (an I/O error): the process exits; its supervisor restarts it. */
+  fatal(node: SimNode, err: Error): void;
+  /** A new incarnation loaded its log and state machine; its driver starts next. */
+  started(node: SimNode, applied: number): void;
+  /** A restart found its disks in a state it cannot serve from. */
+  broken(node: SimNode, kind: string, detail: string): void;
 }
 
-const logKey = (i: number): string => `log/${String(i).padStart(12, '0')}`;
-
-/**
- * Decoded commands by entry bytes. Every node of one simulation applies the same entry objects
- * (the simulated network shares them), so the simulation hands its nodes one cache and each
- * command is decoded once.
- */
-export type DecodedCommands = WeakMap<Uint8Array, PutCommand>;
-
-function decodeCached(cache: DecodedCommands, data: Uint8Array): PutCommand {
-  let cmd = cache.get(data);
-  if (!cmd) cache.set(data, (cmd = decodePut(data)));
-  return cmd;
-}
+const silent: Logger = pino({ level: 'silent' });
 
 export class SimNode {
-  raft!: RaftNode;
+  driver!: RaftDriver;
+  sm!: SimKvMachine;
   storage!: MemoryStorage;
-  kv: KvState = new Map();
-  appliedIndex = 0;
-  commitSeen = 0;
-  up = true;
-  /** Role and leader as of the last Ready (what a client-facing API would report cheaply). */
-  role: Role = 'follower';
-  leader: NodeId = '';
-  /** Incremented on every restart: stale callbacks (snapshot reports) check it. */
+  up = false;
   incarnation = 0;
-  /** Data of the latest local snapshot (storage.snapshot()). */
-  private snapData: KvState = new Map();
-  /** Data of an incoming snapshot staged before its 'snap' message is stepped. */
-  private staged: { index: number; data: KvState } | undefined;
-  private diskFirst = 1;
-  private diskLast = 0;
+  readonly logDisk: SimDisk<LogValue>;
+  readonly smDisk: SimDisk<SmImage>;
+  /** Snapshots received and staged (files: they survive a crash until pruned). */
+  private readonly staged = new Map<number, Uint8Array>();
+  private owner: Owner = { alive: false };
+  private io!: SimIo;
+  private transport!: SimTransport;
 
   constructor(
     readonly id: NodeId,
-    readonly voters: readonly NodeId[],
-    readonly disk: SimDisk<DiskValue>,
+    private readonly voters: readonly NodeId[],
     private readonly params: NodeParams,
-    private readonly random: () => number,
+    private readonly sched: SimScheduler,
+    private readonly net: SimNetwork<Packet>,
+    /** The node's clock rate (units per simulated ms). */
+    private readonly unitsPerMs: number,
+    private readonly rng: Prng,
+    private readonly hooks: NodeHooks,
   ) {
-    this.load();
+    this.logDisk = new SimDisk<LogValue>({ rng: rng.fork('log-disk'), crashFaults: params.crashFaults });
+    this.smDisk = new SimDisk<SmImage>({ rng: rng.fork('sm-disk'), crashFaults: params.crashFaults });
   }
 
-  /** Rebuilds the node from the disk's current view (after crash(): the durable state). */
-  private load(): void {
-    const storage = new MemoryStorage(this.voters);
-    const snap = this.disk.read('snap');
-    let snapIndex = 0;
-    this.kv = new Map();
-    this.snapData = new Map();
-    if (snap && snap.kind === 'snap') {
-      storage.applySnapshot(snap.meta);
-      snapIndex = snap.meta.index;
-      this.kv = new Map(snap.data);
-      this.snapData = snap.data;
+  /** I/O failures injected into this node, over all its incarnations. */
+  readonly counts = { ioErrors: 0 };
+
+  /** The live incarnation (its events run while it lives). */
+  get current(): Owner {
+    return this.owner;
+  }
+
+  /** Changes the I/O error rate of the running incarnation (the liveness phase calms it). */
+  setIoErrorRate(rate: number): void {
+    this.params.runtime.ioErrorRate = rate;
+    if (this.io) this.io.opts.errorRate = rate;
+  }
+
+  /** Starts a new incarnation from the disks; false when it could not (it stays down). */
+  async start(): Promise<boolean> {
+    const owner: Owner = { alive: true };
+    const live = () => owner.alive;
+    const rt = this.params.runtime;
+    const io = new SimIo(this.sched, owner, this.rng.fork(`io-${this.incarnation}`), { maxDelay: rt.ioMaxDelay, errorRate: rt.ioErrorRate }, this.counts);
+    this.owner = owner;
+    this.io = io;
+    this.incarnation++;
+    let loaded: ReturnType<typeof loadSimLog>;
+    try {
+      io.read('log load');
+      loaded = loadSimLog(this.logDisk, this.voters);
+    } catch (e) {
+      owner.alive = false;
+      if (e instanceof CorruptLog) this.hooks.broken(this, 'corrupt-log', `${this.id}: ${e.message}`);
+      return false;
     }
-    const ents: Entry[] = [];
-    let maxKey = snapIndex;
-    let minKey = snapIndex + 1;
-    for (const [, v] of this.disk.entries('log/')) {
-      if (v.kind !== 'entry') continue;
-      const e = v.entry;
-      maxKey = Math.max(maxKey, e.index);
-      minKey = Math.min(minKey, e.index);
-      if (e.index <= snapIndex) continue;
-      // Only a contiguous run after the snapshot is the log (writes are atomic batches, so a
-      // gap would mean corruption; stop there rather than invent entries).
-      if (e.index !== snapIndex + ents.length + 1) break;
-      ents.push(e);
-    }
-    storage.append(ents);
-    const hs = this.disk.read('hs');
-    if (hs && hs.kind === 'hs') {
-      storage.setHardState({ ...hs.hs, commit: Math.min(Math.max(hs.hs.commit, snapIndex), storage.lastIndex()) });
+    const storage = loaded.storage;
+    let sm: SimKvMachine;
+    try {
+      sm = new SimKvMachine(this.smDisk, io, rt.writeBehind, (e) => live() && this.hooks.evaluated(this, e));
+      const base = storage.firstIndex() - 1;
+      if (sm.applied < base) {
+        const snap = storage.snapshot();
+        const data = this.staged.get(snap.index);
+        if (!data) {
+          owner.alive = false;
+          this.hooks.broken(this, 'snapshot-lost', `${this.id}: applied ${sm.applied} is behind the compaction point ${base} and no snapshot ${snap.index} is staged`);
+          return false;
+        }
+        await sm.restore(snap, (async function* () {
+          yield data;
+        })());
+        this.staged.clear();
+      }
+    } catch {
+      owner.alive = false; // an I/O error while starting: the supervisor tries again later
+      return false;
     }
     this.storage = storage;
-    this.diskFirst = minKey;
-    this.diskLast = maxKey;
-    this.appliedIndex = snapIndex;
-    this.commitSeen = storage.initialState().hardState.commit;
-    this.staged = undefined;
-    this.role = 'follower';
-    this.leader = '';
-    this.raft = new RaftNode({
-      id: this.id,
-      storage,
-      applied: snapIndex,
-      electionTicks: this.params.electionTicks,
-      heartbeatTicks: this.params.heartbeatTicks,
-      maxSizePerMsg: this.params.maxSizePerMsg,
-      maxInflightMsgs: this.params.maxInflightMsgs,
-      preVote: this.params.preVote,
-      checkQuorum: this.params.checkQuorum,
-      random: this.random,
-      mutations: this.params.mutations,
-    });
-  }
-
-  crash(): void {
-    this.disk.crash();
-    this.up = false;
-  }
-
-  restart(): void {
-    this.incarnation++;
+    this.sm = sm;
+    this.hooks.started(this, sm.applied);
+    const timers = new SimTimers(this.sched, owner, this.unitsPerMs);
+    this.transport = new SimTransport(this.id, this.voters, this.net, timers, () => this.sched.now, (m) => {
+      if (live()) this.hooks.sent(this, m);
+    }, live);
+    const staged = this.staged;
+    const random = this.rng.fork(`raft-${this.incarnation}`);
+    const p = this.params;
+    this.driver = new RaftDriver(
+      {
+        id: this.id,
+        members: this.voters.map((id) => ({ id, peerAddress: id, clientAddress: id })),
+        log: new SimLogSink(this.logDisk, io, loaded.first, loaded.last, p.mutations, (es) => live() && this.hooks.landed(this, es)),
+        storage,
+        stateMachine: sm,
+        transport: this.transport,
+        snapshots: {
+          read: async function* (meta) {
+            const d = staged.get(meta.index);
+            if (!d) throw new Error(`snapshot ${meta.index} is not staged`);
+            yield d;
+          },
+          prune: async () => staged.clear(),
+        },
+        timers,
+        logger: silent,
+        tickMs: p.tickUnits,
+        electionTicks: p.electionTicks,
+        heartbeatTicks: 1,
+        maxSizePerMsg: p.maxSizePerMsg,
+        maxInflightMsgs: p.maxInflightMsgs,
+        preVote: p.preVote,
+        checkQuorum: p.checkQuorum,
+        defaultProposalTimeoutMs: 40 * p.tickUnits,
+        followerApplyWindowMs: rt.followerApplyWindowMs,
+        replicateEffects: rt.replicateEffects,
+        snapshotEntries: rt.snapshotEntries,
+        snapshotBytes: rt.snapshotBytes,
+        compactionKeepEntries: rt.compactionKeepEntries,
+        compactionKeepBytes: rt.compactionKeepBytes,
+        random: () => random.next(),
+        coreMutations: p.coreMutations,
+        mutations: p.mutations,
+      },
+      sm.applied,
+    );
+    const driver = this.driver;
+    driver.events.on('applied', ({ index }) => live() && this.hooks.applied(this, index));
+    driver.events.on('becameLeader', ({ term }) => live() && this.hooks.becameLeader(this, term));
+    driver.events.on('fatal', (err) => live() && this.hooks.fatal(this, err));
     this.up = true;
-    this.load();
+    driver.start();
+    return true;
   }
 
-  /** Steps a delivered message; a 'snap' message's data is staged first, as the runtime does. */
-  deliver(m: Message, snapData: KvState | undefined): void {
-    if (m.type === 'snap' && m.snapshot && snapData) this.staged = { index: m.snapshot.index, data: snapData };
-    this.raft.step(m);
+  /** The process dies: timers and unfinished I/O vanish, the disks keep what they keep. */
+  crash(): void {
+    this.owner.alive = false;
+    this.up = false;
+    this.logDisk.crash();
+    this.smDisk.crash();
   }
 
-  /** Processes every pending Ready: persist, sync, send, apply, advance. */
-  processReady(obs: NodeObserver): void {
-    if (!this.raft.hasReady()) return;
-    while (this.raft.hasReady()) {
-      const rd = this.raft.ready();
-      const prevCommit = this.commitSeen;
-      if (rd.softState) {
-        this.role = rd.softState.role;
-        this.leader = rd.softState.leader;
+  deliver(from: NodeId, p: Packet): void {
+    const driver = this.driver;
+    switch (p.kind) {
+      case 'raft':
+        driver.step([p.m]);
+        return;
+      case 'effects':
+        driver.receiveEffects([p.effects]);
+        return;
+      case 'snapshotResp':
+        this.transport.settle(p.id, p.installed);
+        return;
+      case 'snapshot': {
+        this.staged.set(p.meta.index, p.data);
+        const owner = this.owner;
+        const reply = (installed: boolean) => {
+          if (owner.alive) this.net.send(this.id, from, { kind: 'snapshotResp', id: p.id, installed }, this.sched.now);
+        };
+        driver.offerSnapshot(from, p.term, p.meta).then(reply, () => reply(false));
+        return;
       }
-      this.persist(rd);
-      if (rd.hardState) this.commitSeen = Math.max(this.commitSeen, rd.hardState.commit);
-      if (rd.snapshot) this.commitSeen = Math.max(this.commitSeen, rd.snapshot.index);
-      obs.persisted(this, rd, prevCommit);
-      for (const m of rd.messages) {
-        obs.send(this, m, m.type === 'snap' ? this.snapData : undefined);
-      }
-      for (const e of rd.committedEntries) {
-        if (e.index <= this.appliedIndex) continue;
-        if (e.type === 'normal' && e.data.length > 0) {
-          const cmd = decodeCached(this.params.decoded, e.data);
-          this.kv.set(cmd.key, cmd.value);
-        }
-        this.appliedIndex = e.index;
-        obs.applied(this, e);
-      }
-      for (const rs of rd.readStates) obs.readState(this, rs);
-      this.raft.advance(rd);
     }
-    this.maybeCompact();
   }
 
-  private persist(rd: Ready): void {
-    const ops: DiskOp<DiskValue>[] = [];
-    if (rd.snapshot) {
-      const meta = rd.snapshot;
-      const data = this.staged && this.staged.index === meta.index ? this.staged.data : undefined;
-      if (!data) throw new Error(`${this.id}: snapshot ${meta.index} surfaced without staged data`);
-      ops.push({ key: 'snap', value: { kind: 'snap', meta, data } });
-      for (let i = this.diskFirst; i <= this.diskLast; i++) ops.push({ key: logKey(i), delete: true });
-      this.storage.applySnapshot(meta);
-      this.kv = new Map(data);
-      this.snapData = data;
-      this.appliedIndex = meta.index;
-      this.diskFirst = meta.index + 1;
-      this.diskLast = meta.index;
-      this.staged = undefined;
-    }
-    if (rd.entries.length > 0) {
-      for (const e of rd.entries) ops.push({ key: logKey(e.index), value: { kind: 'entry', entry: e } });
-      const last = rd.entries[rd.entries.length - 1]!.index;
-      // A conflicting append replaces the old suffix: drop keys past the new end.
-      for (let i = last + 1; i <= this.diskLast; i++) ops.push({ key: logKey(i), delete: true });
-      this.diskLast = last;
-      this.storage.append(rd.entries);
-    }
-    if (rd.hardState) {
-      ops.push({ key: 'hs', value: { kind: 'hs', hs: rd.hardState } });
-      this.storage.setHardState(rd.hardState);
-    }
-    this.disk.writeBatch(ops);
-    if (rd.mustSync) this.disk.sync();
-  }
-
-  /** Snapshots the applied state and compacts the log behind it (syncing first, as the runtime does). */
-  private maybeCompact(): void {
-    const first = this.storage.firstIndex();
-    if (this.appliedIndex - first + 1 < this.params.compactEvery) return;
-    const meta = this.storage.createSnapshot(this.appliedIndex);
-    const data: KvState = new Map(this.kv);
-    this.snapData = data;
-    const upto = Math.max(first - 1, this.appliedIndex - this.params.compactKeep);
-    const ops: DiskOp<DiskValue>[] = [{ key: 'snap', value: { kind: 'snap', meta, data } }];
-    if (upto >= first) {
-      this.storage.compact(upto);
-      for (let i = this.diskFirst; i <= upto; i++) ops.push({ key: logKey(i), delete: true });
-      this.diskFirst = upto + 1;
-    }
-    this.disk.writeBatch(ops);
-    this.disk.sync();
+  /** The term at `index` among the log writes that landed (undefined when absent). */
+  landedTerm(index: number): number | undefined {
+    const v = this.logDisk.read(logKey(index));
+    return v?.kind === 'entry' ? v.entry.term : undefined;
   }
 
   /** The durable term at `index` (undefined when absent), and the durable snapshot index. */
   durableTerm(index: number): number | undefined {
-    const v = this.disk.readDurable(logKey(index));
-    return v && v.kind === 'entry' ? v.entry.term : undefined;
+    const v = this.logDisk.readDurable(logKey(index));
+    return v?.kind === 'entry' ? v.entry.term : undefined;
   }
 
   durableSnapshotIndex(): number {
-    const v = this.disk.readDurable('snap');
-    return v && v.kind === 'snap' ? v.meta.index : 0;
+    const v = this.logDisk.readDurable('snap');
+    return v?.kind === 'snap' ? v.meta.index : 0;
   }
 
   /** The term of `index` in the running log (undefined when compacted or absent). */

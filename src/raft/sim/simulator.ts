@@ -1,26 +1,30 @@
-// The deterministic simulator: N Raft cores, a simulated network and per-node disks, clients,
-// and every fault drawn from one seed. A run is a chaos phase (drops, delays, duplicates,
-// reordering, crashes with restart from durable state, partitions of many shapes) followed by
-// a liveness phase (heal everything; a leader must emerge and every outstanding proposal must
-// be decided within a bound). Safety is checked on every step; the client history must be
-// linearizable at the end.
+// The deterministic simulator: N nodes running the real RaftDriver (sim-node.ts) over a
+// simulated network, per-node disks and one scheduler of timers and I/O completions, clients,
+// and every fault and runtime option drawn from one seed. A run is a chaos phase (drops, delays,
+// duplicates, reordering, crashes with restart from durable state, disk I/O errors, partitions
+// of many shapes) followed by a liveness phase (heal everything; a leader must emerge and every
+// outstanding proposal must be decided within a bound). Safety is checked as the run goes; the
+// client history must be linearizable at the end.
 //
-// Time is a counter of "units"; a Raft tick is TICK_UNITS units, so network delays (1..6 units)
-// are shorter than a heartbeat, as on a LAN.
+// Time is a counter of "units", one simulated millisecond of the drivers' clocks (give or take
+// a node's clock drift); a Raft tick is TICK_UNITS units, so network delays (1..6 units) are
+// shorter than a heartbeat, as on a LAN.
 
 import { kvModel, type KvOperation } from '../linearizability/kv-model.js';
 import { checkOperations, describeResult } from '../linearizability/checker.js';
 import type { CoreMutation } from '../core/mutations.js';
-import type { Message, NodeId } from '../types.js';
+import type { DriverMutation } from '../driver/mutations.js';
+import type { NodeId } from '../types.js';
 import { drawFaultPlan, type FaultPlan, type FaultProfile } from './fault-plan.js';
-import type { KvState } from './kv-command.js';
 import { randomShape } from './partition-shapes.js';
 import { createPrng } from './prng.js';
+import { drawRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
 import { SafetyChecker, type Violation } from './safety-checker.js';
 import { SimClients, type ClientOp } from './sim-clients.js';
-import { SimDisk } from './sim-disk.js';
 import { SimNetwork } from './sim-network.js';
-import { SimNode, type DecodedCommands, type DiskValue, type NodeObserver } from './sim-node.js';
+import { SimNode, type NodeHooks } from './sim-node.js';
+import { SimScheduler, type Owner } from './sim-scheduler.js';
+import type { Packet } from './sim-transport.js';
 
 export const TICK_UNITS = 5;
 
@@ -32,8 +36,11 @@ export interface SimOptions {
   /** Bound for the liveness phase, in units. */
   livenessUnits?: number;
   mutations?: ReadonlySet<CoreMutation>;
+  driverMutations?: ReadonlySet<DriverMutation>;
   /** Force one fault profile instead of drawing it from the seed. */
   profile?: FaultProfile;
+  /** Override runtime options drawn from the seed. */
+  runtime?: Partial<RuntimeOptions>;
   trace?: boolean;
   /** Stop at the first violation (faster for searches); default true. */
   stopOnViolation?: boolean;
@@ -44,8 +51,12 @@ export interface SimResult {
   nodes: number;
   steps: number;
   faults: number;
+  /** Crashes (drawn, and after a driver's fatal error) and injected disk I/O errors. */
+  crashes: number;
+  ioErrors: number;
   violations: Violation[];
   plan: FaultPlan;
+  runtime: RuntimeOptions;
   ops: { ok: number; failed: number; unknown: number };
   /** Raft ticks from healing to a stable leader with every earlier proposal decided (-1: never). */
   livenessTicks: number;
@@ -54,202 +65,140 @@ export interface SimResult {
   trace: string[];
 }
 
-interface Packet {
-  m: Message;
-  snapData: KvState | undefined;
-}
+/** The simulator's own events (restarts after a fatal error) never die. */
+const SIM: Owner = { alive: true };
 
-interface SnapReport {
-  leader: SimNode;
-  incarnation: number;
-  to: NodeId;
-  due: number;
-  delivered: boolean;
-}
-
-export function runSimulation(opts: SimOptions): SimResult {
+export async function runSimulation(opts: SimOptions): Promise<SimResult> {
   const rng = createPrng(opts.seed);
   const n = opts.nodes;
-
   const livenessUnits = opts.livenessUnits ?? 1500;
   const stopOnViolation = opts.stopOnViolation ?? true;
   const plan = drawFaultPlan(rng.fork(`plan-${n}`), opts.profile);
+  const calm = plan.dropRate === 0 && plan.crashRate === 0 && plan.partitionRate === 0 && plan.leaderCrashRate === 0;
+  const runtime: RuntimeOptions = { ...drawRuntimeOptions(rng.fork(`runtime-${n}`), calm), ...opts.runtime };
   const chaosUnits = opts.chaosUnits ?? plan.chaosUnits;
   const faultRng = rng.fork('faults');
   const trace: string[] = [];
   const log = opts.trace ? (line: string) => trace.push(line) : undefined;
   const ids: NodeId[] = Array.from({ length: n }, (_, i) => `n${i + 1}`);
-  const mutations = opts.mutations ?? new Set<CoreMutation>();
-
+  const sched = new SimScheduler();
   const net = new SimNetwork<Packet>({
     nodes: ids,
     rng: rng.fork('network'),
-    faults: {
-      dropRate: plan.dropRate,
-      duplicateRate: plan.duplicateRate,
-      reorderRate: plan.reorderRate,
-      minDelay: plan.minDelay,
-      maxDelay: plan.maxDelay,
-    },
+    faults: { dropRate: plan.dropRate, duplicateRate: plan.duplicateRate, reorderRate: plan.reorderRate, minDelay: plan.minDelay, maxDelay: plan.maxDelay },
   });
-  const nodes = new Map<NodeId, SimNode>();
-  const decoded: DecodedCommands = new WeakMap();
-  const tickOffset: number[] = [];
-  const tickPeriod: number[] = [];
-  for (const id of ids) {
-    const disk = new SimDisk<DiskValue>({
-      rng: rng.fork(`disk-${id}`),
-      crashFaults: { unsyncedSurvival: plan.unsyncedSurvival, tornRate: 0 },
-    });
-    const nodeRng = rng.fork(`raft-${id}`);
-    nodes.set(
-      id,
-      new SimNode(
-        id,
-        ids,
-        disk,
-        {
-          electionTicks: plan.electionTicks,
-          heartbeatTicks: 1,
-          maxSizePerMsg: plan.maxSizePerMsg,
-          maxInflightMsgs: plan.maxInflightMsgs,
-          preVote: plan.preVote,
-          checkQuorum: plan.checkQuorum,
-          compactEvery: plan.compactEvery,
-          compactKeep: plan.compactKeep,
-          mutations,
-          decoded,
-        },
-        () => nodeRng.next(),
-      ),
-    );
-    // Monotonic clocks tick at different rates on different machines (here up to ±20%; beyond
-    // 2x a stale node with a fast clock can win every timeout race and, without pre-vote,
-    // keep deposing everyone: a real Raft liveness limit, not a bug).
-    const period = plan.clockDrift ? faultRng.int(TICK_UNITS - 1, TICK_UNITS + 2) : TICK_UNITS;
-    tickPeriod.push(period);
-    tickOffset.push(faultRng.int(0, period));
-  }
-  const all = [...nodes.values()];
   const checker = new SafetyChecker(Math.floor(n / 2) + 1);
-  const clients = new SimClients(3, rng.fork('clients'), plan.opRate, 4 * 30 * TICK_UNITS, (i) => checker.committed[i]?.term, log);
-  let now = 0;
-  // Client-visible times: calls at now*4+1, responses at now*4+2, so a response observed while
-  // processing Readies is never placed before a call issued earlier in the same unit.
-  const respTime = () => now * 4 + 2;
-  checker.onCommit = (index, term) => clients.committed(index, term, respTime());
-
-  const snapReports = new Map<Packet, SnapReport>();
-  /** Leaders picked by the crash-on-commit fault; crashed at the end of the unit. */
-  const crashNext: SimNode[] = [];
+  const respTime = () => sched.now * 4 + 2;
+  const clients = new SimClients(3, rng.fork('clients'), plan.opRate, 4 * 30 * TICK_UNITS, respTime, log);
+  checker.onCommit = (_index, _term, data) => clients.committed(data);
+  const violated = () => checker.violations.length > 0;
   let inChaos = true;
-  let steps = 0;
   let crashes = 0;
   let partitions = 0;
   let partitioned = false;
+  /** Nodes picked by the crash-on-commit fault; crashed at the end of the unit. */
+  const crashNext: SimNode[] = [];
 
-  const obs: NodeObserver = {
-    persisted(node, rd, prevCommit) {
-      if (rd.entries.length > 0) checker.appended(node, rd.entries);
-      if (rd.softState) {
-        const term = node.storage.initialState().hardState.term;
-        log?.(`t=${now} ${node.id} ${rd.softState.role} term ${term} leader '${rd.softState.leader}'`);
-        if (rd.softState.role === 'leader') {
-          checker.becameLeader(node, term);
-          if (inChaos && !crashNext.includes(node) && faultRng.chance(plan.crashOnCommitRate)) crashNext.push(node);
-        }
-      }
-      if (node.commitSeen > prevCommit) {
-        checker.committedRange(node, prevCommit, node.commitSeen);
-        if (inChaos && !crashNext.includes(node) && faultRng.chance(plan.crashOnCommitRate) && node.raft.status().role === 'leader') {
-          crashNext.push(node);
-        }
-      }
-    },
-    send(node, m, snapData) {
-      checker.sent(node, m);
-      const p: Packet = { m, snapData };
-      if (m.type === 'snap') {
-        snapReports.set(p, { leader: node, incarnation: node.incarnation, to: m.to, due: now + 3 * plan.maxDelay + 10, delivered: false });
-        log?.(`t=${now} ${node.id} sends snapshot ${m.snapshot?.index} to ${m.to}`);
-      }
-      net.send(node.id, m.to, p, now);
-    },
-    applied(node, e) {
+  const pickForCrash = (node: SimNode) => {
+    if (inChaos && !crashNext.includes(node) && faultRng.chance(plan.crashOnCommitRate)) crashNext.push(node);
+  };
+  const hooks: NodeHooks = {
+    sent: (node, m) => checker.sent(node, m),
+    landed: (node, entries) => checker.appended(node, entries),
+    evaluated(node, e) {
       checker.applied(node, e);
+      checker.evaluatedFromDisk(node, e);
     },
-    readState(node, rs) {
-      clients.readState(node, rs, respTime());
+    applied(node, index) {
+      checker.appliedState(node, index, node.sm.applied, node.sm.digest);
+      // A leader just past a commit, or a follower that applied while its log write may still
+      // be in flight: the adversarial moments to die.
+      pickForCrash(node);
+    },
+    becameLeader(node, term) {
+      log?.(`t=${sched.now} ${node.id} leader term ${term}`);
+      checker.becameLeader(node, term);
+      pickForCrash(node);
+    },
+    fatal(node, err) {
+      log?.(`t=${sched.now} ${node.id} FATAL ${err.message}: exits, restarts`);
+      crash(node);
+      sched.at(sched.now + faultRng.int(1, 4 * TICK_UNITS), SIM, () => restart(node));
+    },
+    started(node, applied) {
+      checker.restarted(node);
+      checker.restartedApplied(node, applied);
+    },
+    broken(node, kind, detail) {
+      checker.violations.push({ kind, detail, at: sched.now });
     },
   };
 
-  const violated = () => checker.violations.length > 0;
+  const nodes = new Map<NodeId, SimNode>();
+  for (const id of ids) {
+    // Clocks of different machines run at different rates (here up to ±20%).
+    const period = plan.clockDrift ? faultRng.int(TICK_UNITS - 1, TICK_UNITS + 2) : TICK_UNITS;
+    const params = {
+      electionTicks: plan.electionTicks,
+      tickUnits: TICK_UNITS,
+      maxSizePerMsg: plan.maxSizePerMsg,
+      maxInflightMsgs: plan.maxInflightMsgs,
+      preVote: plan.preVote,
+      checkQuorum: plan.checkQuorum,
+      runtime: { ...runtime },
+      coreMutations: opts.mutations ?? new Set<CoreMutation>(),
+      mutations: opts.driverMutations ?? new Set<DriverMutation>(),
+      crashFaults: { unsyncedSurvival: plan.unsyncedSurvival, tornRate: 0 },
+    };
+    nodes.set(id, new SimNode(id, ids, params, sched, net, period / TICK_UNITS, rng.fork(`node-${id}`), hooks));
+  }
+  const all = [...nodes.values()];
+  const starting = new Set<SimNode>();
 
-  const processAll = () => {
-    for (const node of all) {
-      if (!node.up) continue;
-      try {
-        node.processReady(obs);
-      } catch (e) {
-        checker.violations.push({ kind: 'core-threw', detail: `${node.id}: ${(e as Error).message}`, at: now });
-      }
-      clients.applied(node, respTime());
-    }
-  };
+  function crash(node: SimNode): void {
+    if (!node.up) return;
+    node.crash();
+    crashes++;
+    clients.crashed(node);
+    // Packets addressed to a dead process are lost.
+    net.discardInFlight((d) => d.to === node.id);
+    log?.(`t=${sched.now} ${node.id} CRASH`);
+    checker.durability(all);
+  }
+
+  function restart(node: SimNode): void {
+    if (node.up || starting.has(node)) return;
+    starting.add(node);
+    void node.start().then((ok) => {
+      starting.delete(node);
+      log?.(ok ? `t=${sched.now} ${node.id} restart at term ${node.storage.initialState().hardState.term} last ${node.storage.lastIndex()} applied ${node.sm.applied}` : `t=${sched.now} ${node.id} restart failed`);
+    });
+  }
 
   const currentLeader = (): SimNode | undefined => {
     let best: SimNode | undefined;
     let bestTerm = -1;
     for (const node of all) {
-      if (!node.up) continue;
-      const st = node.raft.status();
-      if (st.role === 'leader' && st.term > bestTerm) {
+      if (!node.up || !node.driver.isLeader()) continue;
+      const term = node.driver.status().term;
+      if (term > bestTerm) {
         best = node;
-        bestTerm = st.term;
+        bestTerm = term;
       }
     }
     return best;
   };
 
-  const crash = (node: SimNode) => {
-    node.crash();
-    crashes++;
-    clients.crashed(node, respTime());
-    // Packets addressed to a dead process are lost.
-    net.discardInFlight((d) => d.to === node.id);
-    log?.(`t=${now} ${node.id} CRASH`);
-    checker.durability(all);
-  };
-
-  const restart = (node: SimNode) => {
-    node.restart();
-    checker.restarted(node);
-    log?.(`t=${now} ${node.id} restart at term ${node.storage.initialState().hardState.term} last ${node.storage.lastIndex()}`);
-  };
-
-  const unit = (chaos: boolean, opRate: number) => {
-    now++;
+  const unit = async (chaos: boolean, opRate: number) => {
+    const now = ++sched.now;
     checker.now = now;
     for (const d of net.deliverDue(now)) {
       const node = nodes.get(d.to)!;
       if (!node.up) continue;
-      const r = d.msg.m.type === 'snap' ? snapReports.get(d.msg) : undefined;
-      if (r) r.delivered = true;
-      steps++;
-      try {
-        node.deliver(d.msg.m, d.msg.snapData);
-      } catch (e) {
-        checker.violations.push({ kind: 'core-threw', detail: `${node.id} step ${d.msg.m.type}: ${(e as Error).message}`, at: now });
-      }
+      sched.at(now, node.current, () => node.deliver(d.from, d.msg));
     }
-    for (let i = 0; i < all.length; i++) {
-      const node = all[i]!;
-      if (node.up && (now + tickOffset[i]!) % tickPeriod[i]! === 0) {
-        node.raft.tick();
-        steps++;
-      }
-    }
-    clients.step(now * 4 + 1, nodes, ids, opRate);
+    sched.at(now, SIM, () => clients.step(now * 4 + 1, nodes, ids, opRate));
+    await sched.runDue();
     if (chaos) {
       for (const node of all) {
         if (node.up && faultRng.chance(plan.crashRate)) crash(node);
@@ -263,7 +212,7 @@ export function runSimulation(opts: SimOptions): SimResult {
         const leader = currentLeader();
         const target = faultRng.pick(ids);
         if (leader && target !== leader.id) {
-          leader.raft.transferLeadership(target);
+          sched.at(now, leader.current, () => void leader.driver.transferLeadership(target).catch(() => undefined));
           log?.(`t=${now} ${leader.id} transfers leadership to ${target}`);
         }
       }
@@ -280,79 +229,82 @@ export function runSimulation(opts: SimOptions): SimResult {
         log?.(`t=${now} heal`);
       }
     }
-    processAll();
     for (const node of crashNext.splice(0)) {
       if (!node.up) continue;
       // Dying right after a Ready may also lose what sat in its socket buffers.
       if (faultRng.chance(0.7)) net.discardInFlight((d) => d.from === node.id);
       crash(node);
     }
-    for (const [p, r] of snapReports) {
-      if (r.due > now) continue;
-      snapReports.delete(p);
-      if (r.leader.up && r.leader.incarnation === r.incarnation) r.leader.raft.reportSnapshot(r.to, r.delivered);
-    }
+    await sched.runDue();
   };
 
-  let livenessTicks = -1;
-  // Chaos phase.
-  while (now < chaosUnits && !(stopOnViolation && violated())) unit(true, plan.opRate);
+  for (const node of all) restart(node);
+  await sched.runDue();
 
-  // Liveness phase: heal, restart everyone, calm network.
+  let livenessTicks = -1;
+  while (sched.now < chaosUnits && !(stopOnViolation && violated())) await unit(true, plan.opRate);
+
+  // Liveness phase: heal, restart everyone, calm network and disks.
   if (!(stopOnViolation && violated())) {
-    const healedAt = now;
+    const healedAt = sched.now;
     inChaos = false;
     net.heal();
     net.setDefaultFaults({ dropRate: 0, duplicateRate: 0, reorderRate: 0 });
-    for (const node of all) if (!node.up) restart(node);
-    log?.(`t=${now} LIVENESS: healed, all nodes up`);
+    for (const node of all) node.setIoErrorRate(0);
+    for (const node of all) restart(node);
+    log?.(`t=${sched.now} LIVENESS: healed, all nodes up`);
     const callCutoff = healedAt * 4 + 4;
     let live = false;
-    livenessTicks = -1;
-    while (now < healedAt + livenessUnits && !(stopOnViolation && violated())) {
-      unit(false, Math.max(plan.opRate, 0.1));
-      if (now % TICK_UNITS !== 0) continue;
+    while (sched.now < healedAt + livenessUnits && !(stopOnViolation && violated())) {
+      await unit(false, Math.max(plan.opRate, 0.1));
+      if (sched.now % TICK_UNITS !== 0) continue;
       const leader = currentLeader();
       if (!leader) continue;
-      const st = leader.raft.status();
-      const stable = all.every((x) => x.raft.status().leader === leader.id);
+      const st = leader.driver.status();
+      const stable = all.every((x) => x.up && x.driver.status().leader === leader.id);
       if (stable && st.commit === st.lastIndex && clients.undecidedPuts(callCutoff).length === 0) {
         live = true;
-        livenessTicks = Math.ceil((now - healedAt) / TICK_UNITS);
+        livenessTicks = Math.ceil((sched.now - healedAt) / TICK_UNITS);
         break;
       }
     }
     if (!live && !violated()) {
-      const undecided = clients.undecidedPuts(callCutoff).map((op) => `${op.id}@${op.ticket!.index}/${op.ticket!.term}`);
+      const undecided = clients.undecidedPuts(callCutoff).map((op) => `${op.id}@${op.node}`);
       checker.violations.push({
         kind: 'liveness',
-        detail: `no stable leader with all proposals decided ${livenessUnits} units after healing (leader ${currentLeader()?.id ?? 'none'}; undecided ${undecided.join(',')})`,
-        at: now,
+        detail: `no stable leader with all proposals decided ${livenessUnits} units after healing (leader ${currentLeader()?.id ?? 'none'}; down ${all.filter((x) => !x.up).map((x) => x.id).join(',') || 'none'}; undecided ${undecided.join(',')})`,
+        at: sched.now,
       });
     }
   }
+  // Whatever still runs belongs to this run only: kill it so nothing outlives the result.
+  for (const node of all) if (node.up) node.crash();
 
   let linearizability: SimResult['linearizability'] = 'skipped';
   if (!violated()) {
-    const history = toHistory(clients.ops);
-    const res = checkOperations(kvModel, history, { maxSteps: 2_000_000 });
+    const res = checkOperations(kvModel, toHistory(clients.ops), { maxSteps: 2_000_000 });
     linearizability = res.result;
     if (res.result === 'illegal') {
-      checker.violations.push({ kind: 'linearizability', detail: describeResult(kvModel, res), at: now });
+      checker.violations.push({ kind: 'linearizability', detail: describeResult(kvModel, res), at: sched.now });
     } else if (res.result === 'unknown') {
       log?.('linearizability check gave up (budget)');
     }
   }
 
   const nc = net.counters();
+  let ioErrors = 0;
+  for (const node of all) ioErrors += node.counts.ioErrors;
   for (const v of checker.violations) log?.(`VIOLATION ${v.kind} at t=${v.at}: ${v.detail}`);
   return {
     seed: opts.seed,
     nodes: n,
-    steps,
-    faults: nc.dropped + nc.duplicated + nc.reordered + nc.partitioned + crashes + partitions,
+    steps: sched.ran,
+    faults: nc.dropped + nc.duplicated + nc.reordered + nc.partitioned + crashes + partitions + ioErrors,
+    crashes,
+    ioErrors,
     violations: checker.violations,
     plan,
+    runtime,
     ops: clients.stats(),
     linearizability,
     livenessTicks,
