@@ -283,6 +283,7 @@ export function decodeSignals(bytes: Uint8Array): readonly CancelSignal[] {
       skipIds(r);
       r.int();
       readDispatchHint(r);
+      r.uint(); // backlog full
     }
     const signals = readSignals(r);
     r.end();

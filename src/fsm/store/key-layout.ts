@@ -100,9 +100,9 @@ export function trimDueRange(nowMs: number): { gte: string; lt: string } {
   return { gte: TRIM_PREFIX, lt: `h${SEP}${padTime(nowMs + 1)}` };
 }
 
-/** The job id of a trim index key ("h\0<15>\0" is 19 characters). */
+/** The job id of a trim index key ("h\0<15>\0" is 18 characters). */
 export function jobIdOfTrimKey(key: string): string {
-  return key.slice(19);
+  return key.slice(2 + 15 + 1);
 }
 
 /** Splits a due key into (time, job id). */
