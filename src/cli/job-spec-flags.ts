@@ -28,6 +28,7 @@ export interface JobSpecFlags {
   lease?: string;
   label?: string[];
   priority?: string;
+  maxPendingRuns?: string;
 }
 
 const OVERLAP: Record<string, Overlap> = { allow: 'allow', forbid: 'forbid', 'buffer-one': 'bufferOne', bufferone: 'bufferOne', replace: 'replace' };
@@ -121,6 +122,7 @@ function partialInput(f: JobSpecFlags): Partial<JobSpecInput> {
   if (f.lease !== undefined) input.lease = f.lease;
   if (f.label !== undefined && f.label.length > 0) input.labels = parseLabels(f.label);
   if (f.priority !== undefined) input.priority = wholeNumber(f.priority, '--priority');
+  if (f.maxPendingRuns !== undefined) input.maxPendingRuns = wholeNumber(f.maxPendingRuns, '--max-pending-runs');
   return input;
 }
 
@@ -175,6 +177,7 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
   if (input.timeout !== undefined) out.executionTimeoutMs = built.executionTimeoutMs;
   if (input.lease !== undefined) out.leaseDurationMs = built.leaseDurationMs;
   if (input.priority !== undefined) out.priority = built.priority;
+  if (input.maxPendingRuns !== undefined) out.maxPendingRuns = built.maxPendingRuns;
   if (input.labels !== undefined) {
     for (const [k, v] of Object.entries(input.labels)) {
       if (v === '') delete out.labels[k];

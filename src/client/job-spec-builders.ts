@@ -185,11 +185,13 @@ export interface JobSpecInput {
   /** -1000..1000; higher is dispatched first. */
   priority?: number;
   retention?: { maxRuns?: number; maxAge?: Duration };
+  /** Most runs pending or running at once; a slot beyond it is recorded MISSED (default 100, at most 10000). */
+  maxPendingRuns?: number;
 }
 
 const SPEC_KEYS = [
   'taskType', 'schedule', 'payload', 'retry', 'overlap', 'misfire', 'misfireMaxRuns', 'startingDeadline',
-  'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention',
+  'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns',
 ] as const;
 
 function intIn(value: unknown, min: number, max: number, field: string): number {
@@ -285,5 +287,6 @@ export function jobSpec(input: JobSpecInput): JobSpec {
     retention,
     labels,
     priority: input.priority === undefined ? 0 : intIn(input.priority, -1000, 1000, 'priority'),
+    maxPendingRuns: input.maxPendingRuns === undefined ? 0 : intIn(input.maxPendingRuns, 1, 10_000, 'maxPendingRuns'),
   };
 }

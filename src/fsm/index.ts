@@ -19,6 +19,7 @@ export { appliedKindOf, type AppliedKind } from './commands/applied-result.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './machine/fsm-reads.js';
 export type { ReadyEntry } from './store/ready-index.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './machine/fsm-reads.js';
+export { jobIdOfTrimKey } from './store/key-layout.js';
 export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './commands/run-id.js';
 export * from './commands/validation.js';
 export { IDEMPOTENCY_TTL_MS } from './apply/idempotency.js';

@@ -16,6 +16,8 @@ const FLAGS: Array<[flag: string, key: keyof SchedulerConfig, help: string]> = [
   ['--misfire-threshold-ms <ms>', 'misfireThresholdMs', 'slots older than this when fired follow the misfire policy'],
   ['--horizon-ms <ms>', 'horizonMs', 'how far ahead the timing wheel holds fire times'],
   ['--watchdog-grace-ms <ms>', 'watchdogGraceMs', 'a due slot without a run record after this long is flagged'],
+  ['--watchdog-interval-ms <ms>', 'watchdogIntervalMs', 'how often the watchdog and the starting-deadline sweep run'],
+  ['--trim-interval-ms <ms>', 'trimIntervalMs', 'how often run history is trimmed to each job\'s retention (one bounded trim command per round)'],
   ['--claim-batch <n>', 'claimBatchSize', 'most claims per dispatch round (admission limit)'],
   ['--fire-batch <n>', 'fireBatchSize', 'most due slots per fireRuns command'],
   ['--fires-in-flight <n>', 'maxFiresInFlight', 'fireRuns commands in flight at once'],

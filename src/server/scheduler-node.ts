@@ -64,6 +64,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   const node = await createNode({
     ...o,
     // The state machine behind the applied-results feed, which the leader services listen to.
+    unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
     stateMachine: async (dir) => (feed = new AppliedResultsFeed(await SchedulerStateMachine.open(dir, o.fsm))),
     registerClientServices: (server, n) => {
       const fsm = feed!.fsm;

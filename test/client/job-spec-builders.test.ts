@@ -62,6 +62,7 @@ describe('jobSpec', () => {
       labels: { team: 'growth' },
       priority: 7,
       retention: { maxRuns: 50, maxAge: '2d' },
+      maxPendingRuns: 20,
     });
     const expected: JobSpec = {
       taskType: 'email.digest',
@@ -87,6 +88,7 @@ describe('jobSpec', () => {
       retention: { maxRuns: 50, maxAgeMs: 172_800_000 },
       labels: { team: 'growth' },
       priority: 7,
+      maxPendingRuns: 20,
     };
     expect(spec).toEqual(expected);
     // And it survives the wire unchanged.

@@ -232,7 +232,7 @@ describe('trigger and backfill', () => {
 describe('bounded job records', () => {
   it('active runs live in an index, not in the job record: the record stays small while runs pile up', async () => {
     t = await openTestFsm();
-    await t.one({ type: 'putJob', nowMs: T0, jobId: 'p', spec: everySpec(1000, {}, T0), idempotencyKey: '' });
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'p', spec: everySpec(1000, { maxPendingRuns: 1000 }, T0), idempotencyKey: '' });
     for (let k = 0; k < 300; k += 50) {
       await t.one({ type: 'fireRuns', nowMs: T0 + (k + 49) * 1000, misfireThresholdMs: 3_600_000, items: [{ jobId: 'p', slotMs: T0 + (k + 49) * 1000 }] });
     }

@@ -1,8 +1,10 @@
-// Job records: the positional format 2 round-trips every field of Job (a proto field added later
-// fails here until the codec writes it), and format-1 records (protobuf Job) still read.
+// Job records: the positional format 3 round-trips every field of Job (a proto field added later
+// fails here until the codec writes it), and format-1 and -2 records still read (without retention
+// state, which the schema-4 upgrade derives).
 import { describe, expect, it } from 'vitest';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
+import { writeJob } from '../../src/fsm/commands/job-record-codec.js';
 import { decodeJobRecord, encodeJobRecord, type JobRecord } from '../../src/fsm/store/records.js';
 import { everySpec } from './fsm-test-kit.js';
 
@@ -18,7 +20,8 @@ const full = Job.fromPartial({
   pauseNote: 'maintenance ✓',
   activeRuns: 3,
 });
-const rec: JobRecord = { job: full, manualSeq: 4, heldRunId: 'job-1@1900000000000' };
+const rec: JobRecord = { job: full, manualSeq: 4, heldRunId: 'job-1@1900000000000', terminalRuns: 17, trimDueMs: 1_900_000_100_000 };
+const withoutRetention: JobRecord = { ...rec, terminalRuns: 0, trimDueMs: 0 };
 
 describe('job record codec', () => {
   it('covers every field of Job', () => {
@@ -30,17 +33,23 @@ describe('job record codec', () => {
 
   it('round-trips every field exactly', () => {
     const bytes = encodeJobRecord(rec);
-    expect(bytes[0]).toBe(2);
+    expect(bytes[0]).toBe(3);
     const back = decodeJobRecord(bytes);
     expect(back).toEqual(rec);
     expect(encodeJobRecord(back)).toEqual(bytes);
-    const bare = { job: Job.fromPartial({ id: 'j' }), manualSeq: 0, heldRunId: '' };
+    const bare = { job: Job.fromPartial({ id: 'j' }), manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
     expect(decodeJobRecord(encodeJobRecord(bare))).toEqual(bare);
   });
 
   it('reads format-1 records written before', () => {
     const header = new ByteWriter().u8(1).uint(rec.manualSeq).str(rec.heldRunId).bytes(JobSpec.encode(full.spec!).finish()).finish();
     const body = Job.encode({ ...full, spec: undefined }).finish();
-    expect(decodeJobRecord(Uint8Array.of(...header, ...body))).toEqual(rec);
+    expect(decodeJobRecord(Uint8Array.of(...header, ...body))).toEqual(withoutRetention);
+  });
+
+  it('reads format-2 records written before (no retention state)', () => {
+    const w = new ByteWriter().u8(2).uint(rec.manualSeq).str(rec.heldRunId);
+    writeJob(w, full);
+    expect(decodeJobRecord(w.finish())).toEqual(withoutRetention);
   });
 });

@@ -64,7 +64,7 @@ describe('narrow result readers', () => {
     items: [
       { created: ['a@1', 'a@2'], missed: [], skipped: [], nextFireMs: 3, dispatch: { taskType: 'report', priority: 5, jittered: true, allowsOverlap: false } },
       { error: err, created: [], missed: [], skipped: [], nextFireMs: 0 },
-      { created: [], missed: ['c@1', 'c@2', 'c@3'], skipped: ['c@4'], nextFireMs: 123_456_789_000 },
+      { created: [], missed: ['c@1', 'c@2', 'c@3'], skipped: ['c@4'], nextFireMs: 123_456_789_000, backlogFull: 2 },
     ],
     signals,
   });
@@ -73,10 +73,10 @@ describe('narrow result readers', () => {
     const full = decodeResult(fire);
     if (full.type !== 'fire') throw new Error('not a fire');
     expect(decodeFireOutcomes(fire)).toEqual(
-      full.items.map((i) => ({ failed: i.error !== undefined, created: i.created.length, missed: i.missed.length, skipped: i.skipped.length, nextFireMs: i.nextFireMs, dispatch: i.dispatch })),
+      full.items.map((i) => ({ failed: i.error !== undefined, created: i.created.length, missed: i.missed.length, skipped: i.skipped.length, nextFireMs: i.nextFireMs, dispatch: i.dispatch, backlogFull: i.backlogFull ?? 0 })),
     );
     expect(decodeFireOutcomes(fire)[0]!.dispatch).toEqual({ taskType: 'report', priority: 5, jittered: true, allowsOverlap: false });
-    expect(decodeFireOutcomes(fire)[2]).toEqual({ failed: false, created: 0, missed: 3, skipped: 1, nextFireMs: 123_456_789_000, dispatch: undefined });
+    expect(decodeFireOutcomes(fire)[2]).toEqual({ failed: false, created: 0, missed: 3, skipped: 1, nextFireMs: 123_456_789_000, dispatch: undefined, backlogFull: 2 });
     expect(decodeFireOutcomes(encodeResult({ type: 'claim', items: [] }))).toEqual([]);
     expect(decodeFireOutcomes(new Uint8Array())).toEqual([]);
   });

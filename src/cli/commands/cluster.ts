@@ -3,7 +3,7 @@ import type { GetStatusResponse } from '../../gen/herald/v1/cluster_service.js';
 import { addClientOptions, resolveTimeoutMs } from '../client-options.js';
 import { commandAction, withClient } from '../command-action.js';
 import { EXIT } from '../exit-codes.js';
-import { MEMBER_HEADERS, joinMembers, memberRow, statusHeadline, statusJson } from '../output/cluster-view.js';
+import { MEMBER_HEADERS, joinMembers, memberRow, statusHeadline, statusJson, unservedLine, unservedOf } from '../output/cluster-view.js';
 import { print, printJson } from '../output/print.js';
 import { renderTable } from '../output/table.js';
 
@@ -31,7 +31,7 @@ export function registerClusterCommands(program: Command): void {
         );
         const views = joinMembers(base, own);
         if (flags.json) printJson(statusJson(base, views));
-        else print(statusHeadline(base) + '\n' + renderTable(MEMBER_HEADERS, views.map(memberRow)));
+        else print(statusHeadline(base) + '\n' + renderTable(MEMBER_HEADERS, views.map(memberRow)) + unservedLine(unservedOf(base, views)));
         return base.leaderId ? EXIT.ok : EXIT.unavailable;
       }),
     ),

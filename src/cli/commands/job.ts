@@ -37,7 +37,8 @@ function addSpecOptions(cmd: Command): Command {
     .option('--timeout-ms <ms>', 'same as --exec-timeout, in milliseconds')
     .option('--lease <duration>', 'lease of a claimed run (renewed by heartbeats)')
     .option('--label <key=value>', 'label (repeatable)', collect)
-    .option('--priority <n>', '-1000..1000; higher is dispatched first');
+    .option('--priority <n>', '-1000..1000; higher is dispatched first')
+    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)');
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;

@@ -1,6 +1,6 @@
 // `cluster status`: every member's own view (role, term, commit/applied index) joined with the
 // leader's view of it (match index, last contact, health), one row per member.
-import { NodeRole, ReplicationState, type GetStatusResponse, type Member } from '../../gen/herald/v1/cluster_service.js';
+import { NodeRole, ReplicationState, type GetStatusResponse, type Member, type UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import { enumName, formatInstant } from './format.js';
 
 export const MEMBER_HEADERS = ['id', 'role', 'term', 'commit', 'applied', 'match', 'last contact', 'health', 'replication', 'client address'];
@@ -65,9 +65,22 @@ export function statusHeadline(base: GetStatusResponse): string {
   return `cluster ${base.clusterId}  ${leader}  term ${base.term}  cluster time ${formatInstant(base.clusterTimeUnixMs)}`;
 }
 
+/** The leader's unserved task types (its watchdog's), from whichever status the leader answered. */
+export function unservedOf(base: GetStatusResponse, views: readonly MemberView[]): UnservedTaskType[] {
+  if (base.role === NodeRole.NODE_ROLE_LEADER) return base.unservedTaskTypes;
+  return views.find((v) => v.isLeader)?.own?.unservedTaskTypes ?? [];
+}
+
+/** A line naming task types with waiting runs and no worker; empty when there are none. */
+export function unservedLine(unserved: readonly UnservedTaskType[]): string {
+  if (unserved.length === 0) return '';
+  return `\nWARNING unserved task types (runs waiting, no worker connected): ${unserved.map((u) => `${u.taskType} (${u.waitingRuns} waiting)`).join(', ')}`;
+}
+
 export function statusJson(base: GetStatusResponse, views: MemberView[]): Record<string, unknown> {
   return {
     clusterId: base.clusterId,
+    unservedTaskTypes: unservedOf(base, views),
     leaderId: base.leaderId,
     leaderAddress: base.leaderAddress,
     term: base.term,

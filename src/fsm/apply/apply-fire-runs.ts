@@ -17,7 +17,7 @@ import { addActive, cancelActiveRuns, newRun } from './run-transitions.js';
 import { asItemError, itemError } from './item-errors.js';
 import { parseRunId, scheduledRunId, type ParsedRunId } from '../commands/run-id.js';
 import { jitteredSlot, nextSlotAfter, slotsInRange } from '../schedule/index.js';
-import { isValidId, validateId } from '../commands/validation.js';
+import { DEFAULT_MAX_PENDING_RUNS, isValidId, validateId } from '../commands/validation.js';
 
 /** Slots handled per fire item; a longer gap continues with the next fire of the job. */
 export const MAX_SLOTS_PER_FIRE_ITEM = 1000;
@@ -122,6 +122,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   let created: string[] | undefined;
   let missed: string[] | undefined;
   let skipped: string[] | undefined;
+  let backlogFull = 0;
   const policy = overlapOf(spec);
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
@@ -157,6 +158,14 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
         signals.push(...(await cancelActiveRuns(txn, rec, cmd.nowMs, `replaced by run ${id} (overlap policy REPLACE)`)).signals);
       }
     }
+    if (job.activeRuns >= (spec.maxPendingRuns || DEFAULT_MAX_PENDING_RUNS)) {
+      // A bounded backlog (I6): with no worker (or too few) a job would pile up runs forever.
+      const reason = `backlog full (${job.activeRuns} pending)`;
+      txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_MISSED, reason }));
+      missed = appended(missed, id);
+      backlogFull++;
+      continue;
+    }
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
     addActive(rec);
     if (held) rec.heldRunId = id;
@@ -174,8 +183,8 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   job.updatedUnixMs = cmd.nowMs;
   txn.putJob(rec);
   const nextFireMs = job.nextFireUnixMs;
-  if (nextFireMs === 0) return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs };
-  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs, dispatch: dispatchHintOf(spec) };
+  if (nextFireMs === 0) return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs, backlogFull };
+  return { created: created ?? NONE, missed: missed ?? NONE, skipped: skipped ?? NONE, nextFireMs, backlogFull, dispatch: dispatchHintOf(spec) };
 }
 
 /** What parseRunId(scheduledRunId(jobId, slotMs)) gives. */

@@ -12,6 +12,7 @@ import { asItemError, itemError } from './item-errors.js';
 import { parseRunId } from '../commands/run-id.js';
 import { nextSlotAfter } from '../schedule/index.js';
 import { recordUnfiredSlots } from './unfired-slots.js';
+import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
 import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
 
 /**
@@ -85,7 +86,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     activeRuns: 0,
   };
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0));
-  const rec: JobRecord = { job, manualSeq: 0, heldRunId: '' };
+  const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, cmd.jobId, cmd.nowMs);
   // The new record itself rather than a copy (a copy re-encodes the spec): the result is encoded
@@ -127,6 +128,8 @@ export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limit
     // Due slots of the old schedule that were never fired keep a record (under the old spec).
     await recordUnfiredSlots(txn, rec, cmd.nowMs, 'came due but was not fired before the schedule changed (no leader or no quorum at the time)');
   }
+  // A new retention is acted on by the next trim round, not only once more runs end.
+  if (rec.terminalRuns > 0 && (maxRunsOf(job.spec) !== maxRunsOf(cmd.spec) || maxAgeOf(job.spec) !== maxAgeOf(cmd.spec))) rec.trimDueMs = TRIM_DUE_NOW;
   job.spec = cmd.spec;
   job.version += 1;
   job.updatedUnixMs = cmd.nowMs;

@@ -1,19 +1,27 @@
 // History retention and idempotency-key expiry: keeps state bounded for jobs that run every
-// second forever. The leader proposes trims for the jobs it fired; each trim reads the keys of
-// that job's history (bounded by its retention) and the values of only the runs it removes (plus
-// one), never a scan of all jobs: on a cluster firing 1,000 jobs a second, decoding every job's
+// second forever, whatever their runs' outcomes. The leader proposes trims for the jobs the trim
+// index says are due (by count or by age; the transaction keeps that index as runs end, so any
+// leader continues where the last one stopped); each trim reads the keys of that job's history
+// (bounded by its retention) and the values of only the runs it removes (plus one), never a scan
+// of all jobs: on a cluster firing 1,000 jobs a second, decoding every job's
 // whole history on every trim cost more than the runs themselves (bench/README.md).
 import type { ApplyTxn } from '../store/apply-txn.js';
 import type { TrimHistoryCommand } from '../commands/commands.js';
 import { decodeIdem } from './idempotency.js';
 import { EXPIRY_PREFIX, idemKeyOfExpiry, padTime, SEP } from '../store/key-layout.js';
-import { isTerminal } from '../store/records.js';
+import { isTerminal, type JobRecord } from '../store/records.js';
+import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
 import type { TrimResult } from '../commands/results.js';
 import { parseRunId } from '../commands/run-id.js';
 import { isValidId } from '../commands/validation.js';
 
-export const DEFAULT_RETENTION_RUNS = 100;
-export const DEFAULT_RETENTION_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from '../store/retention.js';
+
+/**
+ * Most runs one trim command deletes: a job far over its retention (a store from before the trim
+ * index, a retention lowered by an update) is trimmed over several commands, each a bounded apply.
+ */
+export const MAX_RUNS_TRIMMED_PER_COMMAND = 2_000;
 
 export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): Promise<TrimResult> {
   let runsTrimmed = 0;
@@ -21,26 +29,7 @@ export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): 
     if (!isValidId(jobId)) continue;
     const rec = await txn.getJob(jobId);
     if (!rec) continue;
-    const maxRuns = rec.job.spec?.retention?.maxRuns || DEFAULT_RETENTION_RUNS;
-    const maxAge = rec.job.spec?.retention?.maxAgeMs || DEFAULT_RETENTION_AGE_MS;
-    // Oldest slot first: the oldest finished runs beyond the newest `maxRuns` go, and so does each
-    // finished run older than maxAge up to the first one kept (the walk stops there; a run kept
-    // for age is reached once the runs before it have gone). Active runs are neither counted nor
-    // touched. Values are read in chunks from the oldest, so a trim reads what it removes.
-    const keys = await txn.runKeysOfJob(jobId);
-    const excess = keys.length <= maxRuns ? 0 : keys.length - (await txn.activeRunIdsOf(jobId)).length - maxRuns;
-    let finishedSeen = 0;
-    let chunk = Math.max(0, excess) + 4;
-    walk: for (let i = 0; i < keys.length; i += chunk, chunk = 64) {
-      for (const r of await txn.runsAt(keys.slice(i, i + chunk))) {
-        if (!isTerminal(r.run.state)) continue;
-        const tooMany = finishedSeen++ < excess;
-        const tooOld = r.run.finishedUnixMs < cmd.nowMs - maxAge;
-        if (!tooMany && !tooOld) break walk;
-        txn.deleteRun(parseRunId(r.run.id)!);
-        runsTrimmed++;
-      }
-    }
+    runsTrimmed += await trimJob(txn, rec, cmd.nowMs, MAX_RUNS_TRIMMED_PER_COMMAND - runsTrimmed);
   }
   let keysTrimmed = 0;
   if (cmd.maxIdempotencyKeys > 0) {
@@ -57,4 +46,46 @@ export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): 
     }
   }
   return { type: 'trim', runsTrimmed, idempotencyKeysTrimmed: keysTrimmed };
+}
+
+/**
+ * Trims one job's history and sets when it is next due (its trim index entry): oldest slot first,
+ * the oldest terminal runs beyond the newest `maxRuns` go, and so does each terminal run older
+ * than maxAge up to the first one kept (the walk stops there; a run kept for age is reached once
+ * the runs before it have gone, and that run's age is when the job is due next). Active runs are
+ * neither counted nor touched. Values are read in chunks from the oldest, so a trim reads what it
+ * removes. Deletes at most `budget` runs; a job it could not finish stays due at once.
+ */
+async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: number): Promise<number> {
+  const jobId = rec.job.id;
+  const maxRuns = maxRunsOf(rec.job.spec);
+  const maxAge = maxAgeOf(rec.job.spec);
+  const keys = await txn.runKeysOfJob(jobId);
+  const terminal = keys.length - (await txn.activeRunIdsOf(jobId)).length;
+  txn.recountTerminal(jobId, terminal);
+  const excess = Math.max(0, terminal - maxRuns);
+  let trimmed = 0;
+  let finishedSeen = 0;
+  let nextDue = 0;
+  let chunk = excess + 4;
+  walk: for (let i = 0; i < keys.length; i += chunk, chunk = 64) {
+    for (const r of await txn.runsAt(keys.slice(i, i + chunk))) {
+      if (!isTerminal(r.run.state)) continue;
+      if (trimmed >= budget) {
+        nextDue = TRIM_DUE_NOW;
+        break walk;
+      }
+      const tooMany = finishedSeen++ < excess;
+      const tooOld = r.run.finishedUnixMs < nowMs - maxAge;
+      if (!tooMany && !tooOld) {
+        nextDue = Math.max(TRIM_DUE_NOW, r.run.finishedUnixMs + maxAge + 1);
+        break walk;
+      }
+      txn.deleteRun(parseRunId(r.run.id)!);
+      trimmed++;
+    }
+  }
+  rec.trimDueMs = nextDue;
+  txn.putJob(rec);
+  return trimmed;
 }

@@ -135,6 +135,7 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
         const d = i.dispatch;
         if (d === undefined) w.bool(false);
         else w.bool(true).str(d.taskType).int(d.priority).bool(d.jittered).bool(d.allowsOverlap);
+        w.uint(i.backlogFull ?? 0);
       });
       writeSignals(w, res.signals);
       break;
@@ -232,6 +233,8 @@ export interface FireOutcome {
   readonly skipped: number;
   readonly nextFireMs: number;
   readonly dispatch: DispatchHint | undefined;
+  /** Of `missed`, those recorded because the job's backlog was full. */
+  readonly backlogFull: number;
 }
 
 function readDispatchHint(r: ByteReader): DispatchHint | undefined {
@@ -256,7 +259,8 @@ export function decodeFireOutcomes(bytes: Uint8Array): FireOutcome[] {
     const missed = skipIds(r);
     const skipped = skipIds(r);
     const nextFireMs = r.int();
-    out[i] = { failed, created, missed, skipped, nextFireMs, dispatch: readDispatchHint(r) };
+    const dispatch = readDispatchHint(r);
+    out[i] = { failed, created, missed, skipped, nextFireMs, dispatch, backlogFull: r.uint() };
   }
   return out;
 }
@@ -279,6 +283,7 @@ export function decodeSignals(bytes: Uint8Array): readonly CancelSignal[] {
       skipIds(r);
       r.int();
       readDispatchHint(r);
+      r.uint(); // backlog full
     }
     const signals = readSignals(r);
     r.end();
@@ -338,7 +343,8 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
         const skipped = readIds(r);
         const nextFireMs = r.int();
         const dispatch = readDispatchHint(r);
-        return { ...(error && { error }), created, missed, skipped, nextFireMs, ...(dispatch && { dispatch }) };
+        const backlogFull = r.uint();
+        return { ...(error && { error }), created, missed, skipped, nextFireMs, ...(backlogFull > 0 && { backlogFull }), ...(dispatch && { dispatch }) };
       });
       res = { type, items, signals: readSignals(r) };
       break;

@@ -73,6 +73,8 @@ export interface FireItemResult {
   readonly missed: readonly string[];
   /** Slots recorded SKIPPED (overlap policy). */
   readonly skipped: readonly string[];
+  /** How many of `missed` were recorded because the job's backlog was full (max_pending_runs). */
+  readonly backlogFull?: number;
   /** The job's next slot after this command (0 = none, or the job is not active): re-arm the wheel. */
   readonly nextFireMs: number;
   /** With a next slot: how its run will be dispatched, while the job stays as it is. */

@@ -17,6 +17,10 @@ export const MAX_NOTE_CHARS = 1024;
 export const MAX_TIME_MS = 999_999_999_999_999;
 export const MAX_MISFIRE_RUNS = 1000;
 export const MAX_RETENTION_RUNS = 10_000;
+/** JobSpec.max_pending_runs of 0 means this. */
+export const DEFAULT_MAX_PENDING_RUNS = 100;
+/** The server-wide cap of JobSpec.max_pending_runs (a backlog is state every replica holds). */
+export const MAX_PENDING_RUNS_CAP = 10_000;
 export const MAX_ATTEMPTS = 100;
 export const MAX_LABELS = 64;
 export const DEFAULT_LEASE_MS = 30_000;
@@ -131,6 +135,7 @@ export function validateJobSpec(spec: JobSpec | undefined, limits: SpecLimits = 
     validateRange(spec.retention.maxRuns, 0, MAX_RETENTION_RUNS, 'spec.retention.max_runs');
     validateRange(spec.retention.maxAgeMs, 0, 3660 * DAY_MS, 'spec.retention.max_age_ms', ' ms');
   }
+  validateRange(spec.maxPendingRuns, 0, MAX_PENDING_RUNS_CAP, 'spec.max_pending_runs');
   const labels = Object.entries(spec.labels);
   if (labels.length > MAX_LABELS) bad('INVALID_SPEC', 'spec.labels', `at most ${MAX_LABELS} labels (got ${labels.length})`);
   for (const [k, v] of labels) {

@@ -9,6 +9,7 @@ import { decodeCount } from '../store/apply-txn.js';
 import {
   COUNTER_PREFIX,
   dueRange,
+  trimDueRange,
   JOB_PREFIX,
   jobKey,
   jobRunsPrefix,
@@ -202,6 +203,21 @@ export class FsmReads {
   async dueWindow(fromMs: number, toMs: number, limit: number): Promise<DueSlot[]> {
     const keys = await this.db.keys({ ...dueRange(fromMs, toMs), limit }).all();
     return keys.map(parseDueKey);
+  }
+
+  /**
+   * Jobs whose history is due for a trim at `nowMs` (the trim index, earliest due first), at most
+   * `limit`, starting after the index key `afterKey` when given: the trimmer's round robin.
+   * Returns the index keys; jobIdOfTrimKey gives each job.
+   */
+  async trimDueKeys(nowMs: number, limit: number, afterKey?: string): Promise<string[]> {
+    const { gte, lt } = trimDueRange(nowMs);
+    return this.db.keys(afterKey !== undefined && afterKey >= gte ? { gt: afterKey, lt, limit } : { gte, lt, limit }).all();
+  }
+
+  /** Task types with runs waiting for a worker, and how many (from the ready index in memory). */
+  waitingByTaskType(): Map<string, number> {
+    return this.ready.waitingByType();
   }
 
   /** Runs waiting for a worker: highest priority first, then earliest not-before. */

@@ -7,7 +7,8 @@ import type { SnapshotSource } from '../../raft/state-machine.js';
 import { HeraldError } from '../../herald-error.js';
 import type { Db } from '../store/apply-txn.js';
 import { ByteWriter } from '../commands/binary-codec.js';
-import { DROPPED_INDEX_PREFIXES, META_APPLIED, META_RESTORING, META_SCHEMA, READABLE_SCHEMAS, SCHEMA_VERSION } from '../store/key-layout.js';
+import { DROPPED_INDEX_PREFIXES, META_APPLIED, META_RESTORING, META_SCHEMA, READABLE_SCHEMAS, SCHEMA_VERSION, TRIM_INDEX_SCHEMA } from '../store/key-layout.js';
+import { deriveRetentionIndex } from './retention-upgrade.js';
 import { readSnapshotStream } from './snapshot-stream.js';
 import { clearAllButMarker } from './open-machine.js';
 
@@ -68,6 +69,7 @@ export async function writeSnapshot(db: Db, meta: SnapshotMeta, chunks: AsyncIte
   let header = false;
   let batch = db.batch();
   let pending = 0;
+  let snapshotSchema = SCHEMA_VERSION;
   for await (const part of readSnapshotStream(chunks)) {
     if (part.kind === 'header') {
       if (part.version !== SNAPSHOT_FORMAT_VERSION) throw new HeraldError('CORRUPT_STORAGE', `unknown snapshot format ${part.version}`);
@@ -83,6 +85,7 @@ export async function writeSnapshot(db: Db, meta: SnapshotMeta, chunks: AsyncIte
       const v = Number(dec.decode(part.value));
       if (!READABLE_SCHEMAS.includes(v)) throw new HeraldError('CORRUPT_STORAGE', `snapshot of state machine schema ${v}; this build reads ${SCHEMA_VERSION}`);
       batch.put(key, enc.encode(String(SCHEMA_VERSION)));
+      snapshotSchema = v;
       continue;
     }
     // A schema-1 or -2 snapshot (older leader) carries indexes this schema dropped.
@@ -96,6 +99,12 @@ export async function writeSnapshot(db: Db, meta: SnapshotMeta, chunks: AsyncIte
     }
   }
   if (!header) throw new HeraldError('CORRUPT_STORAGE', 'empty snapshot stream');
+  if (snapshotSchema < TRIM_INDEX_SCHEMA) {
+    // An older leader's snapshot: its retention state is derived as an upgraded store's is.
+    await batch.write();
+    batch = db.batch();
+    await deriveRetentionIndex(db);
+  }
   batch.put(META_APPLIED, enc.encode(String(meta.index)));
   batch.del(META_RESTORING);
   await batch.write({ sync: true });

@@ -16,7 +16,9 @@ import {
   runKeyOfStateKey,
   SCHEMA_VERSION,
   statePrefix,
+  TRIM_INDEX_SCHEMA,
 } from '../store/key-layout.js';
+import { deriveRetentionIndex } from './retention-upgrade.js';
 import { decodeRunRecord, readyEntryOf } from '../store/records.js';
 import type { ReadyIndex } from '../store/ready-index.js';
 
@@ -79,9 +81,11 @@ async function upgradeSchema(db: Db, dir: string): Promise<void> {
   } else if (schema === SCHEMA_VERSION) {
     // Current: nothing to do.
   } else if (READABLE_SCHEMAS.includes(schema)) {
-    // Schemas 2 and 3 only dropped derived indexes: deleting them is the whole upgrade, and
-    // every replica does the same.
+    // Schemas 2 and 3 only dropped derived indexes: deleting them is their upgrade, and every
+    // replica does the same.
     for (const p of DROPPED_INDEX_PREFIXES) await db.clear({ gte: p, lt: prefixEnd(p) });
+    // Schema 4 added retention state: derived from the runs stored (retention-upgrade.ts).
+    if (schema < TRIM_INDEX_SCHEMA) await deriveRetentionIndex(db);
     await db.put(META_SCHEMA, enc.encode(String(SCHEMA_VERSION)), { sync: true });
   } else {
     throw new HeraldError('CORRUPT_STORAGE', `state machine schema ${dec.decode(stored!)} in ${dir}; this build reads ${SCHEMA_VERSION}`);

@@ -13,7 +13,9 @@ import {
   runIdOfTail,
   runKey,
   prefixEnd,
+  SEP,
 } from './key-layout.js';
+import { trimDueAfterFinish } from './retention.js';
 import {
   decodeJobRecord,
   ACTIVE_STATES,
@@ -65,6 +67,15 @@ interface Tracked<T> {
   dirty: boolean;
   /** Written by a command whose records the record cache should keep (see `admitting`). */
   admit: boolean;
+  /** Jobs: terminalRuns of the stored version (retention; 0 for runs). */
+  readonly originalTerminalRuns: number;
+}
+
+/** Runs of one job that became terminal (+) or left the store terminal (−) in a batch. */
+interface TerminalDelta {
+  delta: number;
+  /** Earliest finish among the runs that became terminal (Infinity: none did). */
+  firstFinishedMs: number;
 }
 
 /** A run id's parse and the key its record is stored under. */
@@ -90,6 +101,11 @@ export class ApplyTxn {
    * first such question (cancel, trim, REPLACE): the run lifecycle never asks one.
    */
   private runsByJobIndex: Map<string, [string, Tracked<RunRecord>][]> | undefined;
+  /**
+   * Jobs whose terminal runs a trim counted (recountTerminal): the count the job record gets at
+   * commit is this base plus the batch's terminal delta of the job.
+   */
+  private terminalBase: Map<string, number> | undefined;
 
   /** Per-state run counts this transaction's batch sets (to update the caller's cache after the write). */
   readonly countsAfter = new Map<number, number>();
@@ -228,12 +244,13 @@ export class ApplyTxn {
   private trackJob(jobId: string, bytes: Uint8Array | undefined): Tracked<JobRecord> {
     const value = bytes === undefined ? undefined : decodeJobRecord(bytes, this.specs);
     const t: Tracked<JobRecord> = {
-      originalIndex: value ? jobIndexKeys(value.job) : NO_KEYS,
+      originalIndex: value ? jobIndexKeys(value) : NO_KEYS,
       originalState: -1,
       originalReady: undefined,
       value,
       dirty: false,
       admit: false,
+      originalTerminalRuns: value ? value.terminalRuns : 0,
     };
     this.jobs.set(jobId, t);
     return t;
@@ -315,6 +332,7 @@ export class ApplyTxn {
       value,
       dirty: false,
       admit: false,
+      originalTerminalRuns: 0,
     };
     this.runs.set(key, t);
     if (this.runsByJobIndex) this.indexByJob(this.runsByJobIndex, key, t);
@@ -404,6 +422,17 @@ export class ApplyTxn {
     return [...ids].sort();
   }
 
+  /**
+   * A trim counted `count` terminal runs of the job as this transaction has them: the job record
+   * takes that count (plus what the rest of the batch changes) at commit, whatever it said before
+   * (a store derived at upgrade, or any drift, is corrected by the next trim).
+   */
+  recountTerminal(jobId: string, count: number): void {
+    let d0 = 0;
+    for (const [, t] of this.trackedRunsOf(jobId)) d0 += terminalFlip(t);
+    (this.terminalBase ??= new Map()).set(jobId, count - d0);
+  }
+
   /** Every run of a job (history, oldest slot first), including this transaction's changes. */
   async runsOfJob(jobId: string): Promise<RunRecord[]> {
     return this.runsAt(await this.runKeysOfJob(jobId));
@@ -439,6 +468,29 @@ export class ApplyTxn {
 
   // ---- commit ----
 
+  /**
+   * Each job whose terminal runs changed gets its count and trim due time (retention.ts), in this
+   * same batch: the trim index never lags the runs. Reads a job only when no command of the
+   * batch did (its runs ended without it, which the run lifecycle does not do).
+   */
+  private async updateRetention(terminal: Map<string, TerminalDelta> | undefined): Promise<void> {
+    const ids = new Set<string>(terminal?.keys() ?? []);
+    this.terminalBase?.forEach((_, id) => ids.add(id));
+    for (const jobId of ids) {
+      if (!this.jobs.has(jobId)) await this.getJob(jobId);
+      const t = this.jobs.get(jobId)!;
+      const rec = t.value;
+      if (!rec) continue;
+      const d = terminal?.get(jobId);
+      const count = Math.max(0, (this.terminalBase?.get(jobId) ?? t.originalTerminalRuns) + (d?.delta ?? 0));
+      if (count === rec.terminalRuns && !(d && d.firstFinishedMs !== Infinity)) continue;
+      rec.terminalRuns = count;
+      if (count === 0) rec.trimDueMs = 0;
+      else if (d && d.firstFinishedMs !== Infinity) rec.trimDueMs = trimDueAfterFinish(rec, d.firstFinishedMs);
+      t.dirty = true;
+    }
+  }
+
   /** Writes the batch into `out`: records, index diffs and counter deltas (the caller adds the applied index). */
   async writeBatch(out: BatchSink): Promise<void> {
     const cached: CacheUpdate[] = (this.cacheUpdates = []);
@@ -447,27 +499,26 @@ export class ApplyTxn {
       if (!sameReadyEntry(before, after)) ready.push({ before, after });
     };
     // Maps walked with forEach: for-of built an entry array and an iterator result per record.
-    this.jobs.forEach((t, id) => {
-      if (!t.dirty) return;
-      const key = jobKey(id);
-      if (t.value) {
-        const value = encodeJobRecord(t.value, this.writeBuffers);
-        out.put(key, value);
-        cached.push({ key, value, admit: t.admit });
-        diffIndexKeys(out, t.originalIndex, jobIndexKeys(t.value.job));
-      } else {
-        out.del(key);
-        cached.push({ key, value: null, admit: false });
-        diffIndexKeys(out, t.originalIndex, NO_KEYS);
-      }
-    });
+    // Runs first: the terminal runs they add or remove change their jobs' retention state.
     const counterDelta = new Map<number, number>();
     const bump = (state: number, d: number): void => {
       if (state >= 0) counterDelta.set(state, (counterDelta.get(state) ?? 0) + d);
     };
+    let terminal: Map<string, TerminalDelta> | undefined;
     this.runs.forEach((t, key) => {
       if (!t.dirty) return;
       bump(t.originalState, -1);
+      const flip = terminalFlip(t);
+      if (flip !== 0) {
+        // "r\0<jobId>\0...": the job id is the second component of the key.
+        const jobId = key.slice(2, key.indexOf(SEP, 2));
+        const d = (terminal ??= new Map()).get(jobId);
+        const finished = flip > 0 ? t.value!.run.finishedUnixMs : Infinity;
+        if (d) {
+          d.delta += flip;
+          if (finished < d.firstFinishedMs) d.firstFinishedMs = finished;
+        } else terminal.set(jobId, { delta: flip, firstFinishedMs: finished });
+      }
       if (t.value) {
         const value = encodeRunRecord(t.value, this.writeBuffers);
         out.put(key, value);
@@ -481,6 +532,21 @@ export class ApplyTxn {
         cached.push({ key, value: null, admit: false });
         diffRunIndex(out, key, t.originalState, -1);
         readyDiff(t.originalReady, undefined);
+      }
+    });
+    if (terminal || this.terminalBase) await this.updateRetention(terminal);
+    this.jobs.forEach((t, id) => {
+      if (!t.dirty) return;
+      const key = jobKey(id);
+      if (t.value) {
+        const value = encodeJobRecord(t.value, this.writeBuffers);
+        out.put(key, value);
+        cached.push({ key, value, admit: t.admit });
+        diffIndexKeys(out, t.originalIndex, jobIndexKeys(t.value));
+      } else {
+        out.del(key);
+        cached.push({ key, value: null, admit: false });
+        diffIndexKeys(out, t.originalIndex, NO_KEYS);
       }
     });
     for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
@@ -497,6 +563,13 @@ export class ApplyTxn {
       else out.put(key, v);
     });
   }
+}
+
+/** +1: the run became terminal in this transaction; −1: a terminal run left the store; else 0. */
+function terminalFlip(t: Tracked<RunRecord>): number {
+  const before = t.originalState >= 0 && isTerminal(t.originalState);
+  const after = t.value !== undefined && isTerminal(t.value.run.state);
+  return before === after ? 0 : after ? 1 : -1;
 }
 
 /** The distinct keys not in `tracked`, in first-seen order (a batch names most records once). */

@@ -13,6 +13,8 @@
 //   c\0<state:2>                               count of runs in a RunState (metrics)
 //   j\0<jobId>                                 job record (records.ts)
 //   d\0<nextFire:15>\0<jobId>                  due index: ACTIVE jobs by next fire time (I6)
+//   h\0<trimDue:15>\0<jobId>                   trim index: jobs with terminal runs, by when their
+//                                              history is next due for a trim (schema 4)
 //   r\0<jobId>\0<slot:15>\0<suffix>            run record: history by job and slot
 //   s\0<state:2>\0<jobId>\0<slot:15>\0<suffix> runs by state (ListRuns filters)
 //   i\0c\0<idempotencyKey>                     CreateJob idempotency → job id + expiry
@@ -32,6 +34,8 @@
 // schema 3 keeps that index in memory on every replica (ready-index.ts), rebuilt from the s\0
 // PENDING and FAILED ranges at open and restore. That cut 4 of the remaining 15 writes per run;
 // a schema-1 or -2 store or snapshot loses those keys when opened.
+// Schema 4 added the trim index (and job records that carry what it is derived from): a store or
+// snapshot of an older schema gets both derived when opened or restored (retention-upgrade.ts).
 import type { ParsedRunId } from '../commands/run-id.js';
 
 export const SEP = '\0';
@@ -43,9 +47,11 @@ export function prefixEnd(prefix: string): string {
   return prefix.slice(0, -1) + SEP_END;
 }
 
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 /** Schema versions whose stores and snapshots this build reads (upgrading them on the way in). */
-export const READABLE_SCHEMAS: readonly number[] = [1, 2, 3];
+export const READABLE_SCHEMAS: readonly number[] = [1, 2, 3, 4];
+/** The first schema with the trim index: older stores and snapshots derive it on the way in. */
+export const TRIM_INDEX_SCHEMA = 4;
 /** Prefixes of indexes that older schemas kept and this one dropped (deleted on upgrade). */
 export const DROPPED_INDEX_PREFIXES = [`a${SEP}`, `l${SEP}`, `q${SEP}`, `t${SEP}`] as const;
 
@@ -82,6 +88,21 @@ export const DUE_PREFIX = `d${SEP}`;
 /** [gte, lt) of due keys with fire time in [fromMs, toMs). */
 export function dueRange(fromMs: number, toMs: number): { gte: string; lt: string } {
   return { gte: `d${SEP}${padTime(fromMs)}`, lt: `d${SEP}${padTime(toMs)}` };
+}
+
+export function trimKey(dueMs: number, jobId: string): string {
+  return `h${SEP}${padTime(dueMs)}${SEP}${jobId}`;
+}
+export const TRIM_PREFIX = `h${SEP}`;
+
+/** [gte, lt) of trim index keys due at or before `nowMs`. */
+export function trimDueRange(nowMs: number): { gte: string; lt: string } {
+  return { gte: TRIM_PREFIX, lt: `h${SEP}${padTime(nowMs + 1)}` };
+}
+
+/** The job id of a trim index key ("h\0<15>\0" is 18 characters). */
+export function jobIdOfTrimKey(key: string): string {
+  return key.slice(2 + 15 + 1);
 }
 
 /** Splits a due key into (time, job id). */

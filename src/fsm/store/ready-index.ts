@@ -128,6 +128,12 @@ class TypeQueue {
     return this.priorities.length === 0;
   }
 
+  get size(): number {
+    let n = 0;
+    this.byPriority.forEach((l) => (n += l.size));
+    return n;
+  }
+
   add(e: ReadyEntry): boolean {
     let list = this.byPriority.get(e.priority);
     if (!list) {
@@ -197,6 +203,13 @@ export class ReadyIndex {
     }
     if (types.length <= 1) return parts;
     return parts.sort(compareReady).slice(0, limit);
+  }
+
+  /** Task types with at least one run waiting, and how many wait (the watchdog's unserved check). */
+  waitingByType(): Map<string, number> {
+    const out = new Map<string, number>();
+    this.byType.forEach((q, t) => out.set(t, q.size));
+    return out;
   }
 
   clear(): void {

@@ -5,7 +5,7 @@
 import { Job, JobState } from '../../gen/herald/v1/job.js';
 import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
-import { dueKey, stateKeyOfRunKey } from './key-layout.js';
+import { dueKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
 import { readRun, writeRun } from '../commands/run-record-codec.js';
 import { readJob, writeJob } from '../commands/job-record-codec.js';
@@ -21,6 +21,13 @@ export interface JobRecord {
   manualSeq: number;
   /** BUFFER_ONE: the run queued behind the active one ('' when none). */
   heldRunId: string;
+  /**
+   * Retention (apply-trim.ts): the job's stored terminal runs (kept by the transaction as runs
+   * become terminal or are deleted; recounted by each trim), and when its history is next due
+   * for a trim (0: no terminal run stored). A job with trimDueMs has a trim index key.
+   */
+  terminalRuns: number;
+  trimDueMs: number;
 }
 
 export interface RunRecord {
@@ -30,15 +37,18 @@ export interface RunRecord {
 }
 
 /**
- * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2
- * (written since) is [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts). Both read.
+ * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2 is
+ * [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts); format 3 (written since) is
+ * [3][manualSeq][heldRunId][terminalRuns][trimDueMs][positional Job]. All are read; the older
+ * ones without retention state, which the schema-4 upgrade derives (retention-upgrade.ts).
  */
-const JOB_RECORD_FORMAT_VERSION = 2;
+const JOB_RECORD_FORMAT_VERSION = 3;
+const JOB_RECORD_FORMAT_2 = 2;
 
 /** `buffers`: the state machine's (apply's writes); without, the record gets an exact buffer of its own. */
 export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Array {
   const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
-  w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
+  w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -52,12 +62,14 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION) {
+  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
+    const terminalRuns = v === JOB_RECORD_FORMAT_VERSION ? r.uint() : 0;
+    const trimDueMs = v === JOB_RECORD_FORMAT_VERSION ? r.int() : 0;
     const job = readJob(r, specs);
     r.end();
-    return { job, manualSeq, heldRunId };
+    return { job, manualSeq, heldRunId, terminalRuns, trimDueMs };
   }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
   const manualSeq = r.uint();
@@ -65,7 +77,7 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
   const spec = specOf(r.bytes());
   const job = Job.decode(rest(bytes, r));
   if (spec) job.spec = spec;
-  return { job, manualSeq, heldRunId };
+  return { job, manualSeq, heldRunId, terminalRuns: 0, trimDueMs: 0 };
 }
 
 /**
@@ -117,9 +129,15 @@ export function isDispatchable(rec: RunRecord): boolean {
 /** Shared by every job without index keys (each fired one-off job, every paused one). */
 const NO_INDEX_KEYS: readonly string[] = Object.freeze([]);
 
-/** Secondary index keys of a job: the due index entry while ACTIVE with a next fire time. */
-export function jobIndexKeys(job: Job): readonly string[] {
-  return job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0 ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
+/**
+ * Secondary index keys of a job: the due index entry while ACTIVE with a next fire time, and the
+ * trim index entry while it has terminal runs (whatever its state: paused and completed jobs age).
+ */
+export function jobIndexKeys(rec: JobRecord): readonly string[] {
+  const job = rec.job;
+  const due = job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0;
+  if (rec.trimDueMs <= 0) return due ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
+  return due ? [dueKey(job.nextFireUnixMs, job.id), trimKey(rec.trimDueMs, job.id)] : [trimKey(rec.trimDueMs, job.id)];
 }
 
 /** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */

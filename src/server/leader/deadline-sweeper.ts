@@ -53,7 +53,7 @@ export class DeadlineSweeper {
       const res = await ctx.propose({ type: 'markRuns', nowMs: now, items }, 'runItems', 10_000);
       const missed = res.items.filter((r) => !r.error).length;
       if (missed > 0) {
-        ctx.metrics.missedSlots.inc(missed);
+        ctx.metrics.missedSlots.inc({ reason: 'starting_deadline' }, missed);
         ctx.log.info({ missed }, 'runs past their starting deadline recorded MISSED');
       }
     } catch (e) {

@@ -27,7 +27,7 @@ import { LeaseKeeper } from './leases/lease-keeper.js';
 import { LeaseTable } from './leases/lease-table.js';
 import { WorkerLeases } from './leases/worker-leases.js';
 import { ResultBatcher } from './result-batcher.js';
-import { HistoryTrimmer, TrimPlanner } from './trim-planner.js';
+import { HistoryTrimmer } from './history-trimmer.js';
 import { Watchdog } from './watchdog.js';
 import { SessionRegistry, type WorkerSession } from './worker-session.js';
 
@@ -93,10 +93,9 @@ export class LeaderServices {
     dispatcher.setRoomListener(() => this.fire.pump());
     this.workerLeases = new WorkerLeases({ reads, jobs, leases, config, log });
     this.leaseKeeper = new LeaseKeeper({ ...term, jobs, leases, sessions, dispatcher });
-    const trims = new TrimPlanner(systemMonotonicClock);
-    this.results = new ResultBatcher({ ...term, leases, dispatcher, trims });
-    this.trimmer = new HistoryTrimmer(term, trims);
-    this.watchdog = new Watchdog(term);
+    this.results = new ResultBatcher({ ...term, leases, dispatcher });
+    this.trimmer = new HistoryTrimmer(term);
+    this.watchdog = new Watchdog({ ...term, sessions });
     this.deadlines = new DeadlineSweeper({ ...term, jobs });
   }
 

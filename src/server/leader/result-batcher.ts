@@ -9,7 +9,6 @@ import { finishFailure, finishSuccess, type FinishItem, type RunItemResult } fro
 import type { Dispatcher } from './dispatch/dispatcher.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
 import type { LeaseTable } from './leases/lease-table.js';
-import type { TrimPlanner } from './trim-planner.js';
 import type { WorkerSession } from './worker-session.js';
 
 const MAX_BATCH = 5_000;
@@ -45,8 +44,6 @@ export interface ResultBatcherDeps extends Pick<LeaderTerm, 'config' | 'log' | '
   readonly leases: LeaseTable;
   /** Finished runs freed worker slots: a dispatch round soon. */
   readonly dispatcher: Pick<Dispatcher, 'wake'>;
-  /** Jobs with finished runs, for history trims. */
-  readonly trims: Pick<TrimPlanner, 'noteFinished'>;
 }
 
 export class ResultBatcher {
@@ -126,8 +123,6 @@ export class ResultBatcher {
     const ctx = this.ctx;
     if (!r.error) {
       this.releaseIfOurs(result);
-      const at = result.runId.indexOf('@');
-      if (at > 0) ctx.trims.noteFinished(result.runId.slice(0, at));
       this.ack(answers, session, result, true, '', false);
       return;
     }

@@ -3,13 +3,20 @@
 // a metric (herald_watchdog_silent_jobs) and a log line. Firing advances a job's cursor, so
 // "due slot without a run record" is exactly "cursor older than now − grace": one bounded range
 // read of the due index per check, independent of the number of jobs stored (I6).
+//
+// It also flags task types with runs waiting and no connected worker serving them (metric
+// herald_task_types_unserved, a warning when that set changes, and `cluster status`): their jobs
+// pile up backlog (bounded by max_pending_runs) or MISSED runs, and nothing else says why.
+import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
+import type { SessionRegistry } from './worker-session.js';
 
 const MAX_REPORTED = 1_000;
 
 /** What the watchdog uses of its term. */
 export interface WatchdogDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active'> {
-  readonly reads: Pick<LeaderReads, 'dueWindow'>;
+  readonly reads: Pick<LeaderReads, 'dueWindow' | 'waitingByTaskType'>;
+  readonly sessions: Pick<SessionRegistry, 'all'>;
 }
 
 export class Watchdog {
@@ -17,6 +24,8 @@ export class Watchdog {
   private checking = false;
   /** Jobs flagged at the last check (tests and operators). */
   lastSilent: { jobId: string; slotMs: number }[] = [];
+  /** Task types with waiting runs and no worker at the last check, by name. */
+  lastUnserved: UnservedTaskType[] = [];
 
   constructor(private readonly ctx: WatchdogDeps) {}
 
@@ -27,6 +36,30 @@ export class Watchdog {
   stop(): void {
     clearInterval(this.timer);
     this.ctx.metrics.silentJobs.set(0);
+    this.ctx.metrics.unservedTaskTypes.set(0);
+    this.lastUnserved = [];
+  }
+
+  /** Task types with runs waiting for a worker and no connected worker subscribed to them. */
+  private checkUnserved(): void {
+    const ctx = this.ctx;
+    const served = new Set<string>();
+    for (const s of ctx.sessions.all()) for (const t of s.taskTypes) served.add(t);
+    const unserved: UnservedTaskType[] = [];
+    for (const [taskType, waitingRuns] of ctx.reads.waitingByTaskType()) {
+      if (!served.has(taskType)) unserved.push({ taskType, waitingRuns });
+    }
+    unserved.sort((a, b) => (a.taskType < b.taskType ? -1 : a.taskType > b.taskType ? 1 : 0));
+    const before = this.lastUnserved.map((u) => u.taskType).join('\0');
+    this.lastUnserved = unserved;
+    ctx.metrics.unservedTaskTypes.set(unserved.length);
+    // Once per change of the set, not every check: an unserved type stays so for a while.
+    if (unserved.length > 0 && unserved.map((u) => u.taskType).join('\0') !== before) {
+      ctx.log.warn(
+        { count: unserved.length, taskTypes: unserved.slice(0, 20) },
+        'watchdog: task types have runs waiting and no connected worker serving them',
+      );
+    }
   }
 
   async check(): Promise<void> {
@@ -35,6 +68,7 @@ export class Watchdog {
     if (this.checking || now === undefined || !ctx.active()) return;
     this.checking = true;
     try {
+      this.checkUnserved();
       const silent = await ctx.reads.dueWindow(0, Math.max(0, now - ctx.config.watchdogGraceMs), MAX_REPORTED);
       if (!ctx.active()) return;
       this.lastSilent = silent;

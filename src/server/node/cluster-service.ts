@@ -10,6 +10,7 @@ import {
   type GetStatusResponse,
   type Member,
   type TransferLeadershipResponse,
+  type UnservedTaskType,
 } from '../../gen/herald/v1/cluster_service.js';
 import { HeraldError } from '../../herald-error.js';
 import type { Role } from '../../raft/types.js';
@@ -29,7 +30,7 @@ const REPL: Record<string, ReplicationState> = {
   snapshot: ReplicationState.REPLICATION_STATE_SNAPSHOT,
 };
 
-function nodeStatus(node: HeraldNode): GetStatusResponse {
+function nodeStatus(node: HeraldNode, unserved: () => UnservedTaskType[]): GetStatusResponse {
   const d = node.driver;
   const st = d.status();
   const leader = d.leaderChange();
@@ -59,14 +60,18 @@ function nodeStatus(node: HeraldNode): GetStatusResponse {
     members,
     clusterTimeUnixMs: node.clusterClock.nowMs() ?? 0,
     snapshotIndex: d.snapshotIndex(),
+    unservedTaskTypes: st.role === 'leader' ? unserved() : [],
   };
 }
 
-export function createClusterService(node: HeraldNode): ClusterServiceServer {
+const NONE = (): UnservedTaskType[] => [];
+
+/** `unserved`: the leader watchdog's unserved task types (scheduler-node.ts), for the status. */
+export function createClusterService(node: HeraldNode, unserved: () => UnservedTaskType[] = NONE): ClusterServiceServer {
   return {
     getStatus(_call, callback: sendUnaryData<GetStatusResponse>) {
       try {
-        callback(null, nodeStatus(node));
+        callback(null, nodeStatus(node, unserved));
       } catch (e) {
         callback(toServiceError(e));
       }

@@ -1,6 +1,7 @@
 // What one Herald cluster node is to the rest of the server (the scheduler node, the public
 // services, the cluster service) and the options it is created with (create-node.ts).
 
+import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { StateMachine } from '../../raft/state-machine.js';
@@ -44,6 +45,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
   unsafeSkipFsync?: boolean;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
+  /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */
+  unservedTaskTypes?: () => UnservedTaskType[];
 }
 
 /** A proposal's deadline when neither its caller nor the node's options set one. */

@@ -21,8 +21,10 @@ export interface NodeMetrics {
   firedSlots: Counter<'outcome'>;
   leaseExpiries: Counter;
   workersConnected: Gauge;
-  missedSlots: Counter;
+  /** reason: late (starting deadline or misfire policy at the fire), starting_deadline (waiting too long), backlog_full. */
+  missedSlots: Counter<'reason'>;
   silentJobs: Gauge;
+  unservedTaskTypes: Gauge;
   grpcRequests: Counter<'method' | 'code'>;
 }
 
@@ -62,8 +64,9 @@ export function createNodeMetrics(labels: { nodeId: string }, options: { default
     firedSlots: new Counter({ name: 'herald_slots_total', help: 'Slots handled by the scheduler, by outcome', labelNames: ['outcome'] as const, ...reg }),
     leaseExpiries: new Counter({ name: 'herald_lease_expiries_total', help: 'Leases expired through the log', ...reg }),
     workersConnected: new Gauge({ name: 'herald_workers_connected', help: 'Worker streams open on this node', ...reg }),
-    missedSlots: new Counter({ name: 'herald_missed_slots_total', help: 'Slots recorded MISSED', ...reg }),
+    missedSlots: new Counter({ name: 'herald_missed_slots_total', help: 'Slots recorded MISSED, by reason', labelNames: ['reason'] as const, ...reg }),
     silentJobs: new Gauge({ name: 'herald_watchdog_silent_jobs', help: 'Jobs with a due slot and no run record past the grace period', ...reg }),
+    unservedTaskTypes: new Gauge({ name: 'herald_task_types_unserved', help: 'Task types with runs waiting and no connected worker serving them', ...reg }),
     grpcRequests: new Counter({ name: 'herald_grpc_requests_total', help: 'Public API calls by method and status', labelNames: ['method', 'code'] as const, ...reg }),
   };
 }

@@ -94,6 +94,7 @@ export class FakeNode {
       members: [],
       clusterTimeUnixMs: Date.now(),
       snapshotIndex: 0,
+      unservedTaskTypes: [],
     };
   }
 

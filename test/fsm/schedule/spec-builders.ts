@@ -27,6 +27,7 @@ export function jobSpec(schedule: Schedule['kind'], overrides: Partial<JobSpec> 
     retention: undefined,
     labels: {},
     priority: 0,
+    maxPendingRuns: 0,
     ...overrides,
   };
 }

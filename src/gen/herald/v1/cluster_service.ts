@@ -93,6 +93,20 @@ export interface GetStatusResponse {
   clusterTimeUnixMs: number;
   /** Index of the last snapshot. */
   snapshotIndex: number;
+  /**
+   * --- Bounded backlog (issue 30). Numbered from 30 to leave room for fields added alongside. ---
+   * Task types with runs waiting and no connected worker serving them, as the leader's watchdog
+   * last saw them (answered by the leader; empty on other nodes).
+   */
+  unservedTaskTypes: UnservedTaskType[];
+}
+
+/** A task type whose runs wait with no worker connected for it. */
+export interface UnservedTaskType {
+  /** The task type. */
+  taskType: string;
+  /** Runs of it waiting for a worker. */
+  waitingRuns: number;
 }
 
 /** Request of ClusterService.TransferLeadership. */
@@ -300,6 +314,7 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     members: [],
     clusterTimeUnixMs: 0,
     snapshotIndex: 0,
+    unservedTaskTypes: [],
   };
 }
 
@@ -337,6 +352,9 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     }
     if (message.snapshotIndex !== 0) {
       writer.uint32(88).uint64(message.snapshotIndex);
+    }
+    for (const v of message.unservedTaskTypes) {
+      UnservedTaskType.encode(v!, writer.uint32(242).fork()).join();
     }
     return writer;
   },
@@ -442,6 +460,14 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             message.snapshotIndex = longToNumber(reader.uint64());
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.unservedTaskTypes.push(UnservedTaskType.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -470,6 +496,74 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
     message.clusterTimeUnixMs = object.clusterTimeUnixMs ?? 0;
     message.snapshotIndex = object.snapshotIndex ?? 0;
+    message.unservedTaskTypes = object.unservedTaskTypes?.map((e) => UnservedTaskType.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUnservedTaskType(): UnservedTaskType {
+  return { taskType: "", waitingRuns: 0 };
+}
+
+export const UnservedTaskType: MessageFns<UnservedTaskType> = {
+  encode(message: UnservedTaskType, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskType !== "") {
+      writer.uint32(10).string(message.taskType);
+    }
+    if (message.waitingRuns !== 0) {
+      writer.uint32(16).uint32(message.waitingRuns);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnservedTaskType {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnservedTaskType();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskType = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.waitingRuns = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UnservedTaskType>, I>>(base?: I): UnservedTaskType {
+    return UnservedTaskType.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnservedTaskType>, I>>(object: I): UnservedTaskType {
+    const message = createBaseUnservedTaskType();
+    message.taskType = object.taskType ?? "";
+    message.waitingRuns = object.waitingRuns ?? 0;
     return message;
   },
 };

@@ -183,6 +183,13 @@ export interface JobSpec {
   labels: { [key: string]: string };
   /** Higher runs are dispatched first among ready runs; range -1000..1000, default 0. */
   priority: number;
+  /**
+   * --- Bounded backlog (issue 30). Numbered from 30 to leave room for fields added alongside. ---
+   * Most runs of the job waiting or running at once (pending, running, or failed with a retry
+   * due); a slot that comes due beyond it is recorded MISSED "backlog full (N pending)". 0 means
+   * the default (100); at most 10000.
+   */
+  maxPendingRuns: number;
 }
 
 export interface JobSpec_LabelsEntry {
@@ -759,6 +766,7 @@ function createBaseJobSpec(): JobSpec {
     retention: undefined,
     labels: {},
     priority: 0,
+    maxPendingRuns: 0,
   };
 }
 
@@ -814,6 +822,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     });
     if (message.priority !== 0) {
       writer.uint32(136).int32(message.priority);
+    }
+    if (message.maxPendingRuns !== 0) {
+      writer.uint32(240).int32(message.maxPendingRuns);
     }
     return writer;
   },
@@ -970,6 +981,14 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.priority = reader.int32();
             continue;
           }
+          case 30: {
+            if (tag !== 240) {
+              break;
+            }
+
+            message.maxPendingRuns = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1018,6 +1037,7 @@ export const JobSpec: MessageFns<JobSpec> = {
       {},
     );
     message.priority = object.priority ?? 0;
+    message.maxPendingRuns = object.maxPendingRuns ?? 0;
     return message;
   },
 };

@@ -349,7 +349,7 @@ export class Dispatcher implements FireDispatch {
         startDelayMs,
       });
     }
-    if (missed > 0) ctx.metrics.missedSlots.inc(missed);
+    if (missed > 0) ctx.metrics.missedSlots.inc({ reason: 'starting_deadline' }, missed);
     for (const [session, o] of out) {
       // The worker went away between plan and commit: it never saw the runs, so nothing runs
       // them. Expire their leases at the next sweep instead of waiting a whole lease duration.

@@ -234,6 +234,7 @@ export class FireScheduler {
       let created = 0;
       let missed = 0;
       let skipped = 0;
+      let backlogFull = 0;
       const n = Math.min(items.length, outcomes.length);
       for (let i = 0; i < n; i++) {
         const item = items[i]!;
@@ -243,12 +244,14 @@ export class FireScheduler {
         created += r.created;
         missed += r.missed;
         skipped += r.skipped;
+        backlogFull += r.backlogFull;
       }
       // One metric update per entry rather than per item (labelled incs cost a label hash each).
       if (created) m.firedSlots.inc({ outcome: 'created' }, created);
       if (missed) {
         m.firedSlots.inc({ outcome: 'missed' }, missed);
-        m.missedSlots.inc(missed);
+        if (missed > backlogFull) m.missedSlots.inc({ reason: 'late' }, missed - backlogFull);
+        if (backlogFull > 0) m.missedSlots.inc({ reason: 'backlog_full' }, backlogFull);
       }
       if (skipped) m.firedSlots.inc({ outcome: 'skipped' }, skipped);
       if (created > 0) this.ctx.dispatch.wake();

@@ -1,0 +1,73 @@
+// The loop that proposes history trims. What is due comes from the state machine's trim index
+// (jobs by when their history is next due: over max_runs by a slack, or holding a run older than
+// max_age; apply keeps it as runs end), never from memory: a new leader continues where the old
+// one stopped, and runs that end any way (MISSED, SKIPPED, CANCELLED, DEAD, results a lost leader
+// accepted) count alike. Trimming a job reads its history on every node and apply is serial, so
+// one command carries at most MAX_JOBS_PER_TRIM jobs, one every trimIntervalMs: the cost is
+// spread over many small applies.
+import { jobIdOfTrimKey } from '../../fsm/index.js';
+import type { LeaderReads, LeaderTerm } from './leader-term.js';
+
+export const MAX_JOBS_PER_TRIM = 20;
+
+/** What the history trimmer uses of its term. */
+export interface HistoryTrimmerDeps extends Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly reads: Pick<LeaderReads, 'trimDueKeys'>;
+}
+
+/**
+ * Proposes a trimHistory command every trimIntervalMs with the jobs the trim index says are due;
+ * idempotency-key expiry rides along, bounded the same way.
+ */
+export class HistoryTrimmer {
+  private timer: NodeJS.Timeout | undefined;
+  private trimming = false;
+  private rounds = 0;
+  /**
+   * The last index key taken: the next round reads after it, then wraps, so jobs due "now" (an
+   * equal due time, ordered by id) take turns even while more are due than a round trims.
+   */
+  private cursor: string | undefined;
+
+  constructor(private readonly ctx: HistoryTrimmerDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.trim(), this.ctx.config.trimIntervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** The jobs due at `now`, at most MAX_JOBS_PER_TRIM, round robin from the cursor. */
+  private async due(now: number): Promise<string[]> {
+    const reads = this.ctx.reads;
+    let keys = await reads.trimDueKeys(now, MAX_JOBS_PER_TRIM, this.cursor);
+    if (keys.length < MAX_JOBS_PER_TRIM && this.cursor !== undefined) {
+      const wrapped = await reads.trimDueKeys(now, MAX_JOBS_PER_TRIM - keys.length);
+      keys = [...keys, ...wrapped.filter((k) => !keys.includes(k))];
+    }
+    this.cursor = keys.length > 0 ? keys[keys.length - 1] : undefined;
+    return [...new Set(keys.map(jobIdOfTrimKey))];
+  }
+
+  async trim(): Promise<void> {
+    const ctx = this.ctx;
+    const now = ctx.now();
+    if (now === undefined || !ctx.active() || this.trimming) return;
+    this.trimming = true;
+    try {
+      const jobIds = await this.due(now);
+      // With no history due, idempotency-key expiry alone goes out about every 10 s: an idle
+      // cluster should not write a log entry every round.
+      if (jobIds.length === 0 && this.rounds++ % Math.max(1, Math.round(10_000 / ctx.config.trimIntervalMs)) !== 0) return;
+      if (!ctx.active()) return;
+      await ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 200 }, 'trim', 10_000);
+    } catch (e) {
+      // Nothing to put back: the jobs stay due in the index until a trim applies.
+      if (ctx.active()) ctx.log.debug({ err: e }, 'trimHistory failed');
+    } finally {
+      this.trimming = false;
+    }
+  }
+}
