@@ -61,6 +61,17 @@ export class ConnectionPool {
     return (node.workers ??= new WorkerServiceClient(address, this.credentials, { channelOverride: node.channel }));
   }
 
+  /**
+   * Closes the channel to one node (calls on it fail); the next use opens a fresh one. For a node
+   * that went silent: its old connection may look healthy until TCP keepalive gives up.
+   */
+  drop(address: string): void {
+    const node = this.nodes.get(address);
+    if (!node) return;
+    this.nodes.delete(address);
+    node.channel.close();
+  }
+
   /** Closes every channel; calls in flight fail with CANCELLED/UNAVAILABLE. */
   close(): void {
     this.closed = true;
