@@ -116,6 +116,28 @@ export class NetnsLab {
     await ip('link', 'set', this.hostVeth(i), 'up');
   }
 
+  /**
+   * Members i and j stop hearing each other while both keep talking to everyone else (a worker
+   * cut from the leader only): each routes the other's address through a gateway that does not
+   * exist, so packets between them go nowhere — no RST, no FIN on the wire; only a new connect
+   * may see EHOSTUNREACH locally once address resolution gives up, as on a real network.
+   * (Routes, not traffic-control filters: the drop action is not available on every kernel.)
+   */
+  async block(i: number, j: number): Promise<void> {
+    await ip('-n', this.namespace(i), 'route', 'add', `${this.address(j)}/32`, 'via', this.nowhere);
+    await ip('-n', this.namespace(j), 'route', 'add', `${this.address(i)}/32`, 'via', this.nowhere);
+  }
+
+  async unblock(i: number, j: number): Promise<void> {
+    await ip('-n', this.namespace(i), 'route', 'del', `${this.address(j)}/32`).catch(() => undefined);
+    await ip('-n', this.namespace(j), 'route', 'del', `${this.address(i)}/32`).catch(() => undefined);
+  }
+
+  /** An address on the members' subnet that nobody holds. */
+  private get nowhere(): string {
+    return `${this.subnet}.250`;
+  }
+
   /** Deletes the namespaces, veths and the bridge this lab made (and nothing else). */
   async destroy(): Promise<void> {
     if (this.destroyed) return;
