@@ -170,24 +170,19 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
 
   /**
    * Pings the worker (its sign that this node is still there, and the heartbeat acknowledgement
-   * its lease watch counts on), and gives up on a worker that went silent: after three heartbeat
-   * periods without a word its session stops taking assignments (they would vanish in the
-   * network); its leases expire as usual unless it comes back on a new stream.
+   * its lease watch counts on), and parks a worker that went silent: after three heartbeat
+   * periods (or the silence bound, if longer) without a word its session takes no assignments
+   * (they would vanish in the network) until it speaks again; its leases expire as usual. The
+   * stream stays open: a worker that was only paused reports on it when it wakes.
    */
   const ping = (tickMs: number) => {
     if (closed) return clearInterval(pinger);
     if (heard) quietTicks = 0;
     else quietTicks++;
     heard = false;
-    if (live && quietTicks * tickMs > Math.max(3 * host.heartbeatIntervalMs, host.silenceTimeoutMs)) {
-      host.log.warn({ workerId: session?.workerId, silentMs: quietTicks * tickMs }, 'worker stream silent: closing its session');
-      onClose();
-      try {
-        call.destroy();
-      } catch {
-        // already torn down
-      }
-      return;
+    if (live && session && !session.isParked && quietTicks * tickMs > Math.max(3 * host.heartbeatIntervalMs, host.silenceTimeoutMs)) {
+      host.log.warn({ workerId: session.workerId, silentMs: quietTicks * tickMs }, 'worker stream silent: no assignments until it speaks again');
+      session.park();
     }
     if (call.writableEnded || call.destroyed) return;
     try {
@@ -203,6 +198,10 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
 
   call.on('data', (msg: ConnectRequest) => {
     heard = true;
+    if (session?.isParked) {
+      session.resume();
+      services?.dispatcher.wake();
+    }
     if (closed) return;
     if (!helloSeen) {
       if (msg.message?.$case !== 'hello') {
