@@ -1,7 +1,7 @@
 // One gRPC channel per node address, shared by the service clients for that node. Leader changes
 // move traffic between a handful of addresses; keeping their channels open avoids a TCP + HTTP/2
 // handshake on every redirect, and close() tears them all down in one place.
-import { Channel, credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { Channel, connectivityState, credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { ClusterServiceClient } from '../gen/herald/v1/cluster_service.js';
 import { JobServiceClient } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceClient } from '../gen/herald/v1/worker_service.js';
@@ -59,6 +59,35 @@ export class ConnectionPool {
   workers(address: string): WorkerServiceClient {
     const node = this.node(address);
     return (node.workers ??= new WorkerServiceClient(address, this.credentials, { channelOverride: node.channel }));
+  }
+
+  /**
+   * Whether a call to `address` would go out now: true once its channel is connected, or when
+   * connecting failed outright (the call then fails fast, as before); false when it is still
+   * connecting at `deadline` (epoch ms) — a SYN into a silent network, which can hang for minutes.
+   */
+  whenConnecting(address: string, deadline: number): Promise<boolean> {
+    const channel = this.node(address).channel;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const state = channel.getConnectivityState(true);
+        if (state === connectivityState.READY || state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN) return resolve(true);
+        if (Date.now() >= deadline) return resolve(false);
+        channel.watchConnectivityState(state, deadline, () => check());
+      };
+      check();
+    });
+  }
+
+  /**
+   * Closes the channel to one node (calls on it fail); the next use opens a fresh one. For a node
+   * that went silent: its old connection may look healthy until TCP keepalive gives up.
+   */
+  drop(address: string): void {
+    const node = this.nodes.get(address);
+    if (!node) return;
+    this.nodes.delete(address);
+    node.channel.close();
   }
 
   /** Closes every channel; calls in flight fail with CANCELLED/UNAVAILABLE. */

@@ -30,6 +30,12 @@ export interface HeraldClientOptions extends ConnectionOptions {
   retry?: Partial<RetryOptions> & { perAttemptTimeoutMs?: number };
   /** How long leader discovery waits for GetStatus answers; default 1 s. */
   discoveryTimeoutMs?: number;
+  /**
+   * How long a call waits for a connection to a node before it moves to the next endpoint (the
+   * call was never sent, so this is safe for writes too); default 1 s. A node the network went
+   * silent on answers no SYN: without this bound the call would hang until its deadline.
+   */
+  connectTimeoutMs?: number;
   logger?: ClientLogger;
 }
 
@@ -150,6 +156,7 @@ export class HeraldClient {
   private readonly perAttemptTimeoutMs: number | undefined;
   private readonly defaultDeadlineMs: number;
   private readonly discoveryTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly logger: ClientLogger;
   private closed = false;
 
@@ -165,6 +172,7 @@ export class HeraldClient {
     this.perAttemptTimeoutMs = perAttemptTimeoutMs;
     this.defaultDeadlineMs = options.defaultDeadlineMs ?? 10_000;
     this.discoveryTimeoutMs = options.discoveryTimeoutMs ?? 1_000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 1_000;
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
   }
 
@@ -421,6 +429,14 @@ export class HeraldClient {
         await this.router.discover(Math.min(deadline, Date.now() + this.discoveryTimeoutMs));
       }
       const address = this.router.target();
+      if (!(await this.pool.whenConnecting(address, Math.min(deadline, Date.now() + this.connectTimeoutMs)))) {
+        // Never sent: the next endpoint, while the deadline has room.
+        this.router.noteFailure(address);
+        this.logger.debug({ address, attempt }, 'no connection within the connect bound; trying the next endpoint');
+        lastError = clientError({ grpcCode: status.UNAVAILABLE, message: `could not connect to ${address} within ${this.connectTimeoutMs} ms` });
+        if (this.closed || deadline - Date.now() <= 0 || attempt >= this.retry.maxAttempts) throw lastError;
+        continue;
+      }
       tried.add(address);
       const attemptDeadline = this.perAttemptTimeoutMs === undefined ? deadline : Math.min(deadline, Date.now() + this.perAttemptTimeoutMs);
       let err: HeraldClientError;

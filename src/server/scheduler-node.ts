@@ -89,6 +89,9 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
           },
           accepting: () => !stopping,
           heartbeatIntervalMs: config.heartbeatIntervalMs,
+          // Two election timeouts: about when a new leader exists after the network swallowed
+          // this one, and long enough that an event-loop stall does not send workers away.
+          silenceTimeoutMs: config.workerSilenceTimeoutMs ?? n.driver.electionTimeoutMs() * 2,
           log: log.child({ c: 'workers' }),
         }),
       );

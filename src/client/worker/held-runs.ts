@@ -174,10 +174,12 @@ export class HeldRuns {
     return this.activeRuns < this.concurrency ? this.queue.shift() : undefined;
   }
 
-  /** The cluster still knows our leases: renews every held run's last contact. */
-  touchAll(): void {
-    const now = performance.now();
-    for (const h of this.held.values()) h.lastContact = now;
+  /**
+   * The cluster still knows our leases as of `at` (monotonic; now by default): renews every held
+   * run's last contact that is older.
+   */
+  touchAll(at = performance.now()): void {
+    for (const h of this.held.values()) if (h.lastContact < at) h.lastContact = at;
   }
 
   /** Held runs not yet finished (not reporting), which the lease watchdog watches. */

@@ -5,6 +5,7 @@
 // Keeps the promise that a held run keeps its lease across streams (re-attach): the hello of every
 // new stream lists every held run, and a result not yet acked is re-sent after each welcome (by
 // the worker, which owns the results).
+import { performance } from 'node:perf_hooks';
 import type { ChannelOptions } from '@grpc/grpc-js';
 import type {
   ConnectRequest,
@@ -37,8 +38,10 @@ export interface ConnectionOwner {
   streamWelcomed(stream: WorkerStream, welcome: WorkerWelcome): void;
   /** The current stream is gone (closed, or left for another node). */
   streamLeft(): void;
-  /** It was closed (not left on purpose). */
+  /** It was closed, or abandoned because the server went silent (not left on purpose). */
   disconnected(address: string, error: Error | undefined): void;
+  /** A StreamPing acknowledged the periodic heartbeats up to `heartbeatSeq`. */
+  pinged(heartbeatSeq: number): void;
   /** A result_ack settled a result this worker reported. */
   settled(ack: ResultAck): void;
 }
@@ -53,6 +56,13 @@ export interface RunMessages {
   /** True when the ack settled a result this worker reported. */
   acknowledged(ack: ResultAck): boolean;
 }
+
+/**
+ * How long a stream may stay silent before any welcome told the worker the cluster's bound: long
+ * enough for a server that sends no pings to get its leader services ready (it holds the hello
+ * up to 5 s), short against the minutes a SYN into a silent network can hang.
+ */
+export const UNWELCOMED_SILENCE_MS = 10_000;
 
 export interface WorkerConnectionOptions extends ConnectionOptions {
   endpoints: string[];
@@ -78,6 +88,15 @@ export class WorkerConnection {
   private redirectsSinceWelcome = 0;
   private cursor = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** WorkerWelcome.silence_timeout_ms of the last welcome (0: the server does not ping). */
+  private silenceMs = 0;
+  /** Monotonic time the current stream last heard from its server (or was opened). */
+  private lastHeard = 0;
+  private silenceTimer: NodeJS.Timeout | undefined;
+  private silenceTick = 0;
+  /** A node whose stream went silent, avoided until `suspectUntil` (or another node welcomes us). */
+  private suspect: string | undefined;
+  private suspectUntil = 0;
 
   constructor(
     options: WorkerConnectionOptions,
@@ -88,8 +107,9 @@ export class WorkerConnection {
     private readonly logger: ClientLogger,
   ) {
     this.endpoints = [...options.endpoints];
-    // Long-lived stream: keepalive pings detect a silently dead leader (no heartbeat replies
-    // exist in the protocol), and the server side is configured to accept them (issue 7).
+    // Long-lived stream: transport keepalive is the fallback for servers that send no
+    // StreamPings (the silence bound detects a silent leader in seconds otherwise); the server
+    // side is configured to accept these pings (issue 7).
     const channelOptions: ChannelOptions = {
       'grpc.keepalive_time_ms': 10_000,
       'grpc.keepalive_timeout_ms': 5_000,
@@ -118,6 +138,8 @@ export class WorkerConnection {
   /** Stops reconnecting and lets go of the current stream, returned to be ended gracefully. */
   stop(): WorkerStream | undefined {
     clearTimeout(this.reconnectTimer);
+    clearInterval(this.silenceTimer);
+    this.silenceTimer = undefined;
     const stream = this.streamValue;
     this.streamValue = undefined;
     this.welcomed = false;
@@ -130,7 +152,66 @@ export class WorkerConnection {
   }
 
   private nextAddress(): string {
-    return this.leaderHint ?? this.endpoints[this.cursor % this.endpoints.length]!;
+    if (this.leaderHint !== undefined) return this.leaderHint;
+    // In rotation, a node that just went silent comes last.
+    for (let i = 0; i < this.endpoints.length; i++) {
+      const a = this.endpoints[this.cursor % this.endpoints.length]!;
+      if (!this.isSuspect(a)) return a;
+      this.cursor += 1;
+    }
+    return this.endpoints[this.cursor % this.endpoints.length]!;
+  }
+
+  private isSuspect(address: string): boolean {
+    if (this.suspect !== address) return false;
+    if (performance.now() < this.suspectUntil) return true;
+    this.suspect = undefined;
+    return false;
+  }
+
+  /** The bound on silence for the current stream. */
+  private silenceBound(): number {
+    if (this.welcomed) return this.silenceMs;
+    return this.silenceMs > 0 ? this.silenceMs : UNWELCOMED_SILENCE_MS;
+  }
+
+  /** Checks the current stream against its silence bound a few times per bound. */
+  private watchSilence(): void {
+    const bound = this.silenceBound();
+    if (bound <= 0) {
+      clearInterval(this.silenceTimer);
+      this.silenceTimer = undefined;
+      return;
+    }
+    const tick = Math.max(10, Math.floor(bound / 8));
+    if (this.silenceTimer && this.silenceTick === tick) return;
+    clearInterval(this.silenceTimer);
+    this.silenceTick = tick;
+    this.silenceTimer = setInterval(() => this.checkSilence(), tick);
+  }
+
+  private checkSilence(): void {
+    const stream = this.streamValue;
+    if (!stream || stream.closed) return;
+    const bound = this.silenceBound();
+    const silent = performance.now() - this.lastHeard;
+    if (bound <= 0 || silent <= bound) return;
+    // No RST or FIN will come: the network may swallow everything. Leave, and try another node
+    // first (a follower that knows the new leader redirects us there); held runs re-attach.
+    const wasWelcomed = this.welcomed;
+    this.logger.warn({ address: stream.address, silentMs: Math.round(silent), boundMs: bound, welcomed: wasWelcomed }, 'worker stream silent: trying another node');
+    this.streamValue = undefined;
+    this.welcomed = false;
+    this.owner.streamLeft();
+    stream.cancel();
+    // A fresh channel next time: the old connection may stay half-dead until TCP keepalive.
+    this.pool.drop(stream.address);
+    this.suspect = stream.address;
+    this.suspectUntil = performance.now() + 2 * Math.max(bound, this.silenceMs);
+    this.leaderHint = undefined;
+    this.cursor += 1;
+    this.owner.disconnected(stream.address, new Error(`no message from ${stream.address} for ${Math.round(silent)}ms`));
+    this.scheduleReconnect(true);
   }
 
   connect(): void {
@@ -149,6 +230,8 @@ export class WorkerConnection {
     }
     this.streamValue = stream;
     this.welcomed = false;
+    this.lastHeard = performance.now();
+    this.watchSilence();
     const capacity = this.owner.streamOpened();
     const heldRuns = this.runs.refs();
     this.logger.debug({ address, held: heldRuns.length, capacity }, 'worker stream opening');
@@ -207,6 +290,9 @@ export class WorkerConnection {
 
   private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {
     this.welcomed = true;
+    this.silenceMs = welcome.silenceTimeoutMs > 0 ? welcome.silenceTimeoutMs : 0;
+    this.suspect = undefined;
+    this.watchSilence();
     this.backoff.reset();
     this.electionBackoff.reset();
     this.clusterAnswered = false;
@@ -218,11 +304,16 @@ export class WorkerConnection {
 
   private onMessage(stream: WorkerStream, msg: ConnectResponse): void {
     if (stream !== this.streamValue) return;
-    // Any message on a welcomed stream shows the leader is alive and holds our leases (it sends
-    // lease_lost otherwise); the welcome itself refreshes the runs it did not reject.
-    if (this.welcomed) this.runs.touchAll();
+    this.lastHeard = performance.now();
+    // Against a server that does not acknowledge heartbeats (no pings), any message on a welcomed
+    // stream is taken to show the leader is alive and holds our leases (it sends lease_lost
+    // otherwise); the welcome itself refreshes the runs it did not reject.
+    if (this.welcomed && this.silenceMs === 0) this.runs.touchAll();
     const m = msg.message;
     switch (m?.$case) {
+      case 'ping':
+        if (this.welcomed) this.owner.pinged(m.ping.heartbeatSeq);
+        return;
       case 'welcome':
         return this.onWelcome(stream, m.welcome);
       case 'assignment':
@@ -242,7 +333,10 @@ export class WorkerConnection {
         const first = this.redirectsSinceWelcome === 0;
         this.redirectsSinceWelcome += 1;
         this.clusterAnswered = true;
-        return this.moveTo(to !== '' && to !== stream.address ? to : undefined, first);
+        // A node that just went silent on us is not followed while others may know better (a
+        // follower's view can lag the election); the rotation tries them first.
+        const follow = to !== '' && to !== stream.address && !this.isSuspect(to);
+        return this.moveTo(follow ? to : undefined, first && follow);
       }
       case 'resultAck':
         return this.onResultAck(m.resultAck);

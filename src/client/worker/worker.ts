@@ -305,6 +305,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         this.leases.streamLeft();
       },
       disconnected: (address, err) => this.emit('disconnected', address, err),
+      pinged: (seq) => this.leases.pinged(seq),
       settled: (ack) => this.onSettled(ack),
     };
   }
@@ -312,7 +313,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** A stream was welcomed: re-attach what the server kept, and carry on where the last one left off. */
   private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {
     this.outbox.streamWelcomed(stream, welcome.batches);
-    this.leases.streamWelcomed(stream, welcome.heartbeatIntervalMs);
+    this.leases.streamWelcomed(stream, welcome.heartbeatIntervalMs, welcome.silenceTimeoutMs);
     this.runs.rejected(welcome);
     this.runs.touchAll();
     this.logger.info({ address: stream.address, nodeId: welcome.nodeId, adopted: welcome.adopted.length }, 'worker connected');

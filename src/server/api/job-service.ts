@@ -45,7 +45,7 @@ const CREATE_CHUNK_BYTES = 1 << 20;
 const CREATE_CHUNKS_IN_FLIGHT = 3;
 
 export interface JobServiceContext {
-  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver'>;
+  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver' | 'events'>;
   fsm: SchedulerStateMachine;
   logger: Logger;
   metrics?: NodeMetrics;
@@ -60,7 +60,7 @@ export interface JobServiceHandle {
 }
 
 export function createJobService(ctx: JobServiceContext): JobServiceHandle {
-  const forwarder = new LeaderForwarder();
+  const forwarder = new LeaderForwarder(ctx.node.events);
   const deps = { logger: ctx.logger, metrics: ctx.metrics };
 
   function timeoutFor(call: CallContext): number {

@@ -12,7 +12,19 @@ const FORWARD_CHANNEL_OPTIONS = {
   'grpc.max_receive_message_length': CLIENT_SERVER_OPTIONS['grpc.max_send_message_length'],
 };
 
-type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res?: Res) => void) => unknown;
+type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res?: Res) => void) => { cancel(): void };
+
+/** This node's view of the leader, as the Raft driver reports it. */
+export interface LeaderView {
+  on(event: 'leaderChanged', listener: (l: { leaderId: string; leaderAddress: string }) => void): unknown;
+  off(event: 'leaderChanged', listener: (l: { leaderId: string; leaderAddress: string }) => void): unknown;
+}
+
+/** A forwarded call in flight: where it went, and how to end it early. */
+interface InFlight {
+  address: string;
+  abandon(err: HeraldError): void;
+}
 
 /**
  * Forwards a public API call from a follower to the leader's client port, one hop only (the
@@ -22,6 +34,31 @@ type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (e
  */
 export class LeaderForwarder {
   private clients = new Map<string, JobServiceClient>();
+  private readonly inFlight = new Set<InFlight>();
+  private readonly onLeaderChanged = (l: { leaderId: string; leaderAddress: string }) => this.leaderChanged(l);
+
+  /**
+   * With a leader view, a call forwarded to a leader this node stops believing in (it went
+   * silent: this node's election timer ran out, or another node won) is abandoned at once rather
+   * than left to its deadline: UNAVAILABLE with OUTCOME_UNKNOWN (the old leader may have
+   * committed it before going quiet) and the new leader when known, which the SDK follows.
+   */
+  constructor(private readonly view?: LeaderView) {
+    view?.on('leaderChanged', this.onLeaderChanged);
+  }
+
+  private leaderChanged(l: { leaderId: string; leaderAddress: string }): void {
+    for (const f of this.inFlight) {
+      if (f.address === l.leaderAddress) continue;
+      f.abandon(
+        new HeraldError(
+          'OUTCOME_UNKNOWN',
+          `the leader this call was forwarded to (${f.address}) is no longer the leader${l.leaderId ? `; the leader is now ${l.leaderId} at ${l.leaderAddress || 'an unknown address'}` : ' (an election is in progress)'}; the call may or may not have taken effect`,
+          { leaderId: l.leaderId || undefined, leaderAddress: l.leaderAddress || undefined },
+        ),
+      );
+    }
+  }
 
   async call<Req, Res>(
     leaderAddress: string,
@@ -39,16 +76,32 @@ export class LeaderForwarder {
     md.set(REQUEST_ID_KEY, options.requestId);
     const fn = (client[method] as unknown as Unary<Req, Res>).bind(client);
     return new Promise<Res>((resolve, reject) => {
+      let done = false;
+      const flight: InFlight = {
+        address: leaderAddress,
+        abandon: (err) => {
+          if (done) return;
+          done = true;
+          this.inFlight.delete(flight);
+          call.cancel();
+          reject(err);
+        },
+      };
       // grpc-js deadlines are wall-clock.
-      fn(request, md, { deadline: new Date(Date.now() + options.timeoutMs) }, (err, res) => {
+      const call = fn(request, md, { deadline: new Date(Date.now() + options.timeoutMs) }, (err, res) => {
+        if (done) return;
+        done = true;
+        this.inFlight.delete(flight);
         if (err) reject(fromServiceError(err));
         else if (res === undefined) reject(new HeraldError('INTERNAL', `leader returned no response to ${method}`));
         else resolve(res);
       });
+      this.inFlight.add(flight);
     });
   }
 
   close(): void {
+    this.view?.off('leaderChanged', this.onLeaderChanged);
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
   }

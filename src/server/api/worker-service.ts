@@ -19,6 +19,11 @@ export interface WorkerServiceHost {
   /** False while the node shuts down: new streams are redirected. */
   accepting(): boolean;
   readonly heartbeatIntervalMs: number;
+  /**
+   * WorkerWelcome.silence_timeout_ms: a worker that hears nothing for this long leaves the stream.
+   * The server pings every quarter of it; 0 sends no pings.
+   */
+  readonly silenceTimeoutMs: number;
   readonly log: Logger;
 }
 
@@ -35,6 +40,12 @@ export function createWorkerService(host: WorkerServiceHost): WorkerServiceServe
 
 function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectRequest, ConnectResponse>): void {
   let session: WorkerSession | undefined;
+  /** The highest heartbeat seq whose renewals were applied (StreamPing.heartbeat_seq). */
+  let heartbeatSeq = 0;
+  /** Something arrived from the worker since the last ping tick. */
+  let heard = true;
+  let quietTicks = 0;
+  let pinger: NodeJS.Timeout | undefined;
   let services: LeaderServices | undefined;
   let helloSeen = false;
   /** Set once the welcome is sent; messages before it wait in `early`. */
@@ -65,6 +76,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
   };
 
   const onClose = () => {
+    clearInterval(pinger);
     if (session) {
       session.markClosed();
       services?.detach(session);
@@ -87,6 +99,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
         return;
       case 'heartbeat':
         services.workerLeases.heartbeat(session, m.heartbeat.runs);
+        if (m.heartbeat.seq > heartbeatSeq) heartbeatSeq = m.heartbeat.seq;
         return;
       case 'result':
         services.results.add(session, m.result);
@@ -147,13 +160,48 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       if (!closed) redirect();
       return;
     }
-    session.send({ message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected, batches: true } } });
+    session.send({
+      message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected, batches: true, silenceTimeoutMs: host.silenceTimeoutMs } },
+    });
     live = true;
     host.log.info({ workerId: hello.workerId, taskTypes: hello.taskTypes, capacity: hello.capacity, adopted: adopted.length, rejected: rejected.length }, 'worker connected');
     for (const m of early.splice(0)) handle(m);
   };
 
+  /**
+   * Pings the worker (its sign that this node is still there, and the heartbeat acknowledgement
+   * its lease watch counts on), and parks a worker that went silent: after three heartbeat
+   * periods (or the silence bound, if longer) without a word its session takes no assignments
+   * (they would vanish in the network) until it speaks again; its leases expire as usual. The
+   * stream stays open: a worker that was only paused reports on it when it wakes.
+   */
+  const ping = (tickMs: number) => {
+    if (closed) return clearInterval(pinger);
+    if (heard) quietTicks = 0;
+    else quietTicks++;
+    heard = false;
+    if (live && session && !session.isParked && quietTicks * tickMs > Math.max(3 * host.heartbeatIntervalMs, host.silenceTimeoutMs)) {
+      host.log.warn({ workerId: session.workerId, silentMs: quietTicks * tickMs }, 'worker stream silent: no assignments until it speaks again');
+      session.park();
+    }
+    if (call.writableEnded || call.destroyed) return;
+    try {
+      call.write({ message: { $case: 'ping', ping: { heartbeatSeq } } });
+    } catch {
+      // the stream is going away; onClose follows
+    }
+  };
+  if (host.silenceTimeoutMs > 0) {
+    const tickMs = Math.max(10, Math.floor(host.silenceTimeoutMs / 4));
+    pinger = setInterval(() => ping(tickMs), tickMs);
+  }
+
   call.on('data', (msg: ConnectRequest) => {
+    heard = true;
+    if (session?.isParked) {
+      session.resume();
+      services?.dispatcher.wake();
+    }
     if (closed) return;
     if (!helloSeen) {
       if (msg.message?.$case !== 'hello') {

@@ -30,6 +30,11 @@ export interface SchedulerConfig {
   defaultLeaseMs: number;
   /** Heartbeat period told to workers in their welcome (ms). */
   heartbeatIntervalMs: number;
+  /**
+   * WorkerWelcome.silence_timeout_ms (ms): a worker that hears nothing from its node for this
+   * long dials another. Undefined: two election timeouts of the node.
+   */
+  workerSilenceTimeoutMs?: number;
   /** Most claims in one claimRuns command (the admission limit per dispatch round). */
   claimBatchSize: number;
   /** Claim commands in flight at once. */
@@ -93,6 +98,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
 export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {
   const c = { ...DEFAULT_SCHEDULER_CONFIG, ...partial };
   for (const [k, v] of Object.entries(c)) {
+    if (v === undefined) continue; // an optional setting left to its derived default
     const { min, max } = schedulerBounds(k as keyof SchedulerConfig);
     if (!Number.isFinite(v) || (min === 0 ? v < 0 : v <= 0)) {
       throw new RangeError(`scheduler config ${k} must be a ${min === 0 ? 'non-negative' : 'positive'} number (got ${v})`);

@@ -51,6 +51,30 @@ export class WorkerSession {
     return this.closedFlag || this.call.destroyed || this.call.writableEnded;
   }
 
+  /**
+   * The worker went silent (no heartbeat for several periods; the network may be swallowing what
+   * we send): its credits are set aside so no assignment vanishes there. Anything it sends
+   * again gives them back (resume()).
+   */
+  park(): void {
+    if (this.parked !== undefined) return;
+    this.parked = this.credits;
+    this.credits = 0;
+  }
+
+  resume(): void {
+    if (this.parked === undefined) return;
+    if (!this.draining) this.credits = Math.min(MAX_SESSION_CREDITS, this.credits + this.parked);
+    this.parked = undefined;
+  }
+
+  /** Credits set aside while the worker is silent. */
+  private parked: number | undefined;
+
+  get isParked(): boolean {
+    return this.parked !== undefined;
+  }
+
   addCredits(n: number): void {
     if (this.draining) return;
     this.credits = Math.min(MAX_SESSION_CREDITS, this.credits + n);

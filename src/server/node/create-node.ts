@@ -109,6 +109,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       onUnreachable: (peer) => driver?.reportUnreachable(peer),
       // Heartbeat responses carry the peer's wall clock and give an RTT sample (cluster time).
       onPeerClock: (peer, wallUnixMs, rttMs) => clusterClock?.observe(peer, wallUnixMs, rttMs),
+      // The driver's own defaults (raft-driver.ts) when the options leave them out.
+      electionTimeoutMs: (o.tickMs ?? 100) * (o.electionTicks ?? 10),
     });
     driver = new RaftDriver(
       {

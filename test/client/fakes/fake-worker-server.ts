@@ -18,6 +18,8 @@ export interface FakeWorkerServerOptions {
   nodeId?: string;
   /** Sent in welcome; 0 leaves the worker's own setting. */
   heartbeatIntervalMs?: number;
+  /** WorkerWelcome.silence_timeout_ms (0, the default: a server that sends no pings). */
+  silenceTimeoutMs?: number;
   /** Answer every hello with a Redirect to this address (a follower), then end the stream. */
   redirectTo?: () => string;
   /** Adopted/rejected split of re-attached runs; default adopts all. */
@@ -243,6 +245,7 @@ export class FakeWorkerServer {
             adopted: split.adopted,
             rejected: split.rejected,
             batches: this.options.batches ?? true,
+            silenceTimeoutMs: this.options.silenceTimeoutMs ?? 0,
           },
         });
         this.dispatch();

@@ -18,6 +18,9 @@ export interface SchedulerClusterOptions {
   misfireThresholdMs?: number;
   watchdogGraceMs?: number;
   extraArgs?: string[];
+  /** Where the nodes listen and how they are started (TestCluster's host / spawnPrefix). */
+  host?: (id: string) => string;
+  spawnPrefix?: (id: string) => string[];
 }
 
 const WORKER_SCRIPT = join(import.meta.dirname, '..', 'fixtures', 'worker-process.ts');
@@ -79,7 +82,14 @@ export class SchedulerCluster {
       'warn',
       ...(opts.extraArgs ?? []),
     ];
-    const raft = await TestCluster.create({ size: opts.size ?? 3, tickMs: opts.tickMs ?? 100, electionTicks: opts.electionTicks ?? 10, extraArgs: args });
+    const raft = await TestCluster.create({
+      size: opts.size ?? 3,
+      tickMs: opts.tickMs ?? 100,
+      electionTicks: opts.electionTicks ?? 10,
+      extraArgs: args,
+      host: opts.host,
+      spawnPrefix: opts.spawnPrefix,
+    });
     const c = new SchedulerCluster(raft, opts);
     try {
       await raft.startAll();
@@ -93,7 +103,7 @@ export class SchedulerCluster {
   }
 
   get endpoints(): string[] {
-    return [...this.raft.nodes.values()].map((n) => `127.0.0.1:${n.clientPort}`);
+    return [...this.raft.nodes.values()].map((n) => `${this.raft.hostOf(n.id)}:${n.clientPort}`);
   }
 
   startWorker(id: string, o: { capacity?: number; sleepMs?: number; reportAfterLoss?: boolean; types?: string[]; quiet?: boolean; batches?: boolean } = {}): WorkerProc {

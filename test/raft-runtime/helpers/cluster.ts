@@ -32,6 +32,10 @@ export interface ClusterOptions {
   snapshotBytes?: number;
   compactionKeepBytes?: number;
   extraArgs?: string[];
+  /** The address node `id` listens on and is dialled at (default 127.0.0.1). */
+  host?: (id: string) => string;
+  /** A command the node's process is started under, e.g. `ip netns exec <ns>` (default none). */
+  spawnPrefix?: (id: string) => string[];
   /** Keep stderr (JSON logs) of each node in memory for assertions. */
 }
 
@@ -95,7 +99,11 @@ export class TestCluster {
   }
 
   peersFlag(): string {
-    return [...this.nodes.values()].map((n) => `${n.id}=127.0.0.1:${n.peerPort}/127.0.0.1:${n.clientPort}`).join(',');
+    return [...this.nodes.values()].map((n) => `${n.id}=${this.hostOf(n.id)}:${n.peerPort}/${this.hostOf(n.id)}:${n.clientPort}`).join(',');
+  }
+
+  hostOf(id: string): string {
+    return this.opts.host?.(id) ?? '127.0.0.1';
   }
 
   args(id: string, extra: string[] = []): string[] {
@@ -134,7 +142,9 @@ export class TestCluster {
     const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
     // HERALD_BENCH_NODE_ARGS (benches): extra node flags for every server, e.g. GC tuning or tracing.
     const nodeArgs = (process.env.HERALD_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-    const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...nodeArgs, ...prof, ...this.args(id, extra)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const argv = [process.execPath, ...SERVER_NODE_FLAGS, ...nodeArgs, ...prof, ...this.args(id, extra)];
+    const [cmd, ...rest] = [...(this.opts.spawnPrefix?.(id) ?? []), ...argv];
+    const proc = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
     n.proc = proc;
     n.exit = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
     proc.stderr!.on('data', (d: Buffer) => {
@@ -157,7 +167,7 @@ export class TestCluster {
       });
       void n.exit!.then(({ code, signal }) => reject(new Error(`node ${id} exited (${code ?? signal}) before listening:\n${n.stderr.slice(-3000)}`)));
     });
-    this.kv ??= new KvClient(this.clusterId, new Map([...this.nodes.values()].map((x) => [x.id, `127.0.0.1:${x.peerPort}`])));
+    this.kv ??= new KvClient(this.clusterId, new Map([...this.nodes.values()].map((x) => [x.id, `${this.hostOf(x.id)}:${x.peerPort}`])));
     return n;
   }
 
@@ -185,7 +195,7 @@ export class TestCluster {
   private statusClient(id: string): ClusterServiceClient {
     let c = this.statusClients.get(id);
     if (!c) {
-      c = new ClusterServiceClient(`127.0.0.1:${this.nodes.get(id)!.clientPort}`, credentials.createInsecure());
+      c = new ClusterServiceClient(`${this.hostOf(id)}:${this.nodes.get(id)!.clientPort}`, credentials.createInsecure());
       this.statusClients.set(id, c);
     }
     return c;

@@ -96,6 +96,11 @@ export interface WorkerCredits {
 export interface WorkerHeartbeat {
   /** Runs the worker is executing; their leases are extended. */
   runs: HeldRun[];
+  /**
+   * Numbers the periodic heartbeats of a stream (1, 2, ...) so that StreamPing.heartbeat_seq can
+   * acknowledge them; 0 on a heartbeat that lists only some held runs (not acknowledged).
+   */
+  seq: number;
 }
 
 /** A successful attempt. */
@@ -171,7 +176,27 @@ export interface ConnectResponse {
     | //
     /** Answers to results (to workers whose hello set batches). */
     { $case: "resultAcks"; resultAcks: ResultAcks }
+    | //
+    /**
+     * The server is alive (sent on every stream, welcomed or not, at least every third of
+     * WorkerWelcome.silence_timeout_ms).
+     */
+    { $case: "ping"; ping: StreamPing }
     | undefined;
+}
+
+/**
+ * The server's sign of life on a worker stream, and its acknowledgement of heartbeats. A network
+ * that swallows packets ends no TCP connection; without these a worker could not tell a silent
+ * leader from an idle one until transport keepalive gave up (tens of seconds).
+ */
+export interface StreamPing {
+  /**
+   * The highest WorkerHeartbeat.seq whose lease renewals this server has applied on this stream
+   * (0: none yet). The leases of the runs that heartbeat listed last at least a lease duration
+   * from when the worker sent it.
+   */
+  heartbeatSeq: number;
 }
 
 /** The answer to hello. */
@@ -189,6 +214,13 @@ export interface WorkerWelcome {
    * older server ignores them); single result and credits messages are always accepted.
    */
   batches: boolean;
+  /**
+   * A worker that receives nothing on this stream for this long (pings included) must abandon it
+   * and connect to another node first (not this one): the network between them may have gone
+   * silent, and a new leader is elected within about this bound. Derived from the cluster's
+   * election timeout. 0: this server sends no pings (rely on transport keepalive).
+   */
+  silenceTimeoutMs: number;
 }
 
 /** Several runs to execute, in the order they were claimed; each is handled as a RunAssignment. */
@@ -750,13 +782,16 @@ export const WorkerCredits: MessageFns<WorkerCredits> = {
 };
 
 function createBaseWorkerHeartbeat(): WorkerHeartbeat {
-  return { runs: [] };
+  return { runs: [], seq: 0 };
 }
 
 export const WorkerHeartbeat: MessageFns<WorkerHeartbeat> = {
   encode(message: WorkerHeartbeat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.runs) {
       HeldRun.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.seq !== 0) {
+      writer.uint32(16).uint64(message.seq);
     }
     return writer;
   },
@@ -782,6 +817,14 @@ export const WorkerHeartbeat: MessageFns<WorkerHeartbeat> = {
             message.runs.push(HeldRun.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.seq = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -800,6 +843,7 @@ export const WorkerHeartbeat: MessageFns<WorkerHeartbeat> = {
   fromPartial<I extends Exact<DeepPartial<WorkerHeartbeat>, I>>(object: I): WorkerHeartbeat {
     const message = createBaseWorkerHeartbeat();
     message.runs = object.runs?.map((e) => HeldRun.fromPartial(e)) || [];
+    message.seq = object.seq ?? 0;
     return message;
   },
 };
@@ -1172,6 +1216,9 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
       case "resultAcks":
         ResultAcks.encode(message.message.resultAcks, writer.uint32(66).fork()).join();
         break;
+      case "ping":
+        StreamPing.encode(message.message.ping, writer.uint32(74).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1253,6 +1300,14 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
             message.message = { $case: "resultAcks", resultAcks: ResultAcks.decode(reader, reader.uint32()) };
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.message = { $case: "ping", ping: StreamPing.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1322,13 +1377,74 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
         }
         break;
       }
+      case "ping": {
+        if (object.message?.ping !== undefined && object.message?.ping !== null) {
+          message.message = { $case: "ping", ping: StreamPing.fromPartial(object.message.ping) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
+function createBaseStreamPing(): StreamPing {
+  return { heartbeatSeq: 0 };
+}
+
+export const StreamPing: MessageFns<StreamPing> = {
+  encode(message: StreamPing, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.heartbeatSeq !== 0) {
+      writer.uint32(8).uint64(message.heartbeatSeq);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamPing {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamPing();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.heartbeatSeq = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<StreamPing>, I>>(base?: I): StreamPing {
+    return StreamPing.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamPing>, I>>(object: I): StreamPing {
+    const message = createBaseStreamPing();
+    message.heartbeatSeq = object.heartbeatSeq ?? 0;
+    return message;
+  },
+};
+
 function createBaseWorkerWelcome(): WorkerWelcome {
-  return { nodeId: "", heartbeatIntervalMs: 0, adopted: [], rejected: [], batches: false };
+  return { nodeId: "", heartbeatIntervalMs: 0, adopted: [], rejected: [], batches: false, silenceTimeoutMs: 0 };
 }
 
 export const WorkerWelcome: MessageFns<WorkerWelcome> = {
@@ -1347,6 +1463,9 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
     }
     if (message.batches !== false) {
       writer.uint32(40).bool(message.batches);
+    }
+    if (message.silenceTimeoutMs !== 0) {
+      writer.uint32(48).int64(message.silenceTimeoutMs);
     }
     return writer;
   },
@@ -1404,6 +1523,14 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
             message.batches = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.silenceTimeoutMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1426,6 +1553,7 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
     message.adopted = object.adopted?.map((e) => HeldRun.fromPartial(e)) || [];
     message.rejected = object.rejected?.map((e) => HeldRun.fromPartial(e)) || [];
     message.batches = object.batches ?? false;
+    message.silenceTimeoutMs = object.silenceTimeoutMs ?? 0;
     return message;
   },
 };
