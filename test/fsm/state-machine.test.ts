@@ -174,7 +174,7 @@ describe('no half-apply', () => {
       const { decodeResult } = await import('../../src/fsm/index.js');
       const res = (
         await fsm.apply([
-          { term: 1, index: 2, type: 'normal', data: encodeCommand({ type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '' }) },
+          { term: 1, index: 2, type: 'normal', data: encodeCommand({ type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '', ignoreOverlap: false }) },
           // Fires 'good' first (changes made), then hits the corrupt job: the whole entry must vanish.
           { term: 1, index: 3, type: 'normal', data: encodeCommand({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'good', slotMs: T0 }, { jobId: 'bad', slotMs: T0 }] }) },
           // Stamped before the slot, so the pause has no due slot of its own to record as MISSED.

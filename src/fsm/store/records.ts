@@ -21,6 +21,12 @@ export interface JobRecord {
   manualSeq: number;
   /** BUFFER_ONE: the run queued behind the active one ('' when none). */
   heldRunId: string;
+  /**
+   * Runs of the job held (not dispatchable) behind its active ones: the BUFFER_ONE run and the
+   * backfill runs queued under FORBID / BUFFER_ONE. Released one at a time, when no unheld run
+   * of the job is active (run-transitions.ts). Absent (undefined) means heldRunId's one or none.
+   */
+  heldRuns?: number;
 }
 
 export interface RunRecord {
@@ -31,14 +37,24 @@ export interface RunRecord {
 
 /**
  * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2
- * (written since) is [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts). Both read.
+ * (written since) is [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts); format 3 is
+ * [3][manualSeq][heldRunId][heldRuns][positional Job], written only while a job holds more runs
+ * than its BUFFER_ONE one (a queued backfill), so every other record keeps format 2. All read.
  */
 const JOB_RECORD_FORMAT_VERSION = 2;
+const JOB_RECORD_QUEUE_FORMAT_VERSION = 3;
+
+/** How many runs of the job are held (JobRecord.heldRuns, with its default). */
+export function heldRunsOf(rec: JobRecord): number {
+  return rec.heldRuns ?? (rec.heldRunId === '' ? 0 : 1);
+}
 
 /** `buffers`: the state machine's (apply's writes); without, the record gets an exact buffer of its own. */
 export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Array {
   const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
-  w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
+  const held = heldRunsOf(rec);
+  if (held === (rec.heldRunId === '' ? 0 : 1)) w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId);
+  else w.u8(JOB_RECORD_QUEUE_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).uint(held);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -58,6 +74,14 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
     const job = readJob(r, specs);
     r.end();
     return { job, manualSeq, heldRunId };
+  }
+  if (v === JOB_RECORD_QUEUE_FORMAT_VERSION) {
+    const manualSeq = r.uint();
+    const heldRunId = r.str();
+    const heldRuns = r.uint();
+    const job = readJob(r, specs);
+    r.end();
+    return { job, manualSeq, heldRunId, heldRuns };
   }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
   const manualSeq = r.uint();

@@ -44,6 +44,7 @@ export interface LeaderServicesDeps {
 const SIGNAL_REASON: Partial<Record<AppliedKind, string>> = {
   delete: 'job deleted',
   fire: 'replaced by a newer run (overlap policy REPLACE)',
+  trigger: 'replaced by a manual run (overlap policy REPLACE)',
   cancel: 'run cancelled',
 };
 
@@ -203,7 +204,7 @@ export class LeaderServices {
     const signalled: AppliedEntry[] = [];
     for (const e of entries) {
       const k = e.kind;
-      if (k === 'delete' || k === 'fire' || k === 'cancel') signalled.push(e);
+      if (k === 'delete' || k === 'fire' || k === 'cancel' || k === 'trigger') signalled.push(e);
       if (k === 'fire' || k === 'trigger' || k === 'backfill' || k === 'runItems' || k === 'cancel') wake = true;
     }
     if (wake) this.dispatcher.wake();
