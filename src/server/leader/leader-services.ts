@@ -92,7 +92,7 @@ export class LeaderServices {
     this.fire = new FireScheduler({ ...term, dispatch: dispatcher });
     // The dispatcher tells the fire scheduler when workers may have room for the slots it holds.
     dispatcher.setRoomListener(() => this.fire.pump());
-    this.workerLeases = new WorkerLeases({ reads, jobs, leases, config, log });
+    this.workerLeases = new WorkerLeases({ reads, jobs, leases, config, log, now: () => term.now() });
     this.leaseKeeper = new LeaseKeeper({ ...term, jobs, leases, sessions, dispatcher });
     const trims = new TrimPlanner(systemMonotonicClock);
     this.results = new ResultBatcher({ ...term, leases, dispatcher, trims });
