@@ -271,26 +271,33 @@ export class HeraldClient {
     return res.job!;
   }
 
-  /** Starts a manual run now. Safe to retry: an idempotency key is generated unless given. */
-  async triggerJob(id: string, opts: CallOptions & { idempotencyKey?: string } = {}): Promise<Run> {
+  /**
+   * Starts a manual run now. Safe to retry: an idempotency key is generated unless given. The
+   * job's overlap policy applies (FORBID refuses with INVALID_STATE while a run is active) unless
+   * `ignoreOverlap`.
+   */
+  async triggerJob(id: string, opts: CallOptions & { idempotencyKey?: string; ignoreOverlap?: boolean } = {}): Promise<Run> {
     const res = await this.jobs(
       (c) => c.triggerJob.bind(c),
-      { jobId: id, idempotencyKey: opts.idempotencyKey ?? randomUUID() },
+      { jobId: id, idempotencyKey: opts.idempotencyKey ?? randomUUID(), ignoreOverlap: opts.ignoreOverlap ?? false },
       'keyed',
       opts,
     );
     return res.run!;
   }
 
-  /** Creates runs for the schedule's slots in [from, to); returns their ids, oldest first. */
+  /**
+   * Creates runs for the schedule's slots in [from, to); returns their ids, oldest first. Under
+   * FORBID / BUFFER_ONE they run one after another unless `ignoreOverlap`.
+   */
   async backfillJob(
     id: string,
-    range: { from: Instant; to: Instant; maxRuns?: number },
+    range: { from: Instant; to: Instant; maxRuns?: number; ignoreOverlap?: boolean },
     opts: CallOptions = {},
   ): Promise<string[]> {
     const res = await this.jobs(
       (c) => c.backfillJob.bind(c),
-      { jobId: id, fromUnixMs: instant(range.from), toUnixMs: instant(range.to), maxRuns: range.maxRuns ?? 0 },
+      { jobId: id, fromUnixMs: instant(range.from), toUnixMs: instant(range.to), maxRuns: range.maxRuns ?? 0, ignoreOverlap: range.ignoreOverlap ?? false },
       'write',
       opts,
     );

@@ -154,6 +154,24 @@ describe('herald CLI against `herald dev`', () => {
     expect(missing.code, missing.stderr).toBe(3);
   });
 
+  it('trigger honours a FORBID job\'s overlap policy (exit 4 naming the active run); --ignore-overlap runs anyway', async () => {
+    // No worker serves "idle": the first manual run stays active.
+    await cliJson<JobJson>('job', 'create', '--id', 'cli-forbid', '--task-type', 'idle', '--every', '1h', '--start', '+1h', '--overlap', 'forbid');
+    const first = await cliJson<RunJson>('job', 'trigger', 'cli-forbid');
+    expect(first.state).toBe('pending');
+    const refused = await cli('job', 'trigger', 'cli-forbid');
+    expect(refused.code, refused.stderr).toBe(4);
+    expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toMatch(/^herald job trigger: FAILED_PRECONDITION: /);
+    expect(refused.stderr).toContain(`run ${first.id} is still active`);
+    expect(refused.stderr).toContain('ignore_overlap');
+    const forced = await cliJson<RunJson>('job', 'trigger', 'cli-forbid', '--ignore-overlap');
+    expect(forced).toMatchObject({ state: 'pending', manual: true });
+    expect(forced.id).not.toBe(first.id);
+    const pending = await cliJson<{ runs: RunJson[] }>('run', 'ls', '--job', 'cli-forbid', '--state', 'pending');
+    expect(pending.runs.map((r) => r.id).sort()).toEqual([first.id, forced.id].sort());
+  });
+
   it('server-side validation errors are exit 2 in one line', async () => {
     const r = await cli('job', 'create', '--task-type', 'demo', '--cron', '99 * * * *');
     expect(r.code, r.stderr).toBe(2);

@@ -179,7 +179,7 @@ describe('apply: what a rejection is', () => {
       return encodeJobRecord(rec);
     });
     try {
-      const res = (await fsm.apply(entriesAt(3, { type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '' }, fireBoth, pause(T0 - 1)))).map(decodeResult);
+      const res = (await fsm.apply(entriesAt(3, { type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '', ignoreOverlap: false }, fireBoth, pause(T0 - 1)))).map(decodeResult);
       expect(res[0]).toMatchObject({ type: 'trigger', created: true });
       // Fired 'good' first, then hit 'bad': none of the entry's changes remain.
       expect(res[1]).toMatchObject({ type: 'rejected', error: { code: 'INVALID_SPEC' } });
@@ -198,7 +198,7 @@ describe('apply: what a rejection is', () => {
     const fsm = await tamperJob(t, 'bad', () => Uint8Array.of(1, 200, 200));
     try {
       const hashBefore = await fsm.stateHash();
-      await expect(fsm.apply(entriesAt(3, { type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '' }, fireBoth, pause(T0 - 1)))).rejects.toThrow();
+      await expect(fsm.apply(entriesAt(3, { type: 'triggerJob', nowMs: T0, jobId: 'good', idempotencyKey: '', ignoreOverlap: false }, fireBoth, pause(T0 - 1)))).rejects.toThrow();
       expect(await fsm.appliedIndex()).toBe(2);
       expect(await fsm.stateHash()).toBe(hashBefore);
     } finally {

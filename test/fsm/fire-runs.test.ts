@@ -191,25 +191,25 @@ describe('trigger and backfill', () => {
     t = await openTestFsm();
     await create('a');
     await t.one({ type: 'pauseJob', nowMs: T0, jobId: 'a', note: '' });
-    const r1 = await t.one({ type: 'triggerJob', nowMs: T0 + 7, jobId: 'a', idempotencyKey: 'k' }, 'trigger');
+    const r1 = await t.one({ type: 'triggerJob', nowMs: T0 + 7, jobId: 'a', idempotencyKey: 'k', ignoreOverlap: false }, 'trigger');
     expect(r1.run).toMatchObject({ id: `a@${T0 + 7}~m0`, manual: true, state: RunState.RUN_STATE_PENDING });
-    const r2 = await t.one({ type: 'triggerJob', nowMs: T0 + 9, jobId: 'a', idempotencyKey: 'k' }, 'trigger');
+    const r2 = await t.one({ type: 'triggerJob', nowMs: T0 + 9, jobId: 'a', idempotencyKey: 'k', ignoreOverlap: false }, 'trigger');
     expect(r2.created).toBe(false);
     expect(r2.run?.id).toBe(r1.run?.id);
-    const r3 = await t.one({ type: 'triggerJob', nowMs: T0 + 7, jobId: 'a', idempotencyKey: '' }, 'trigger');
+    const r3 = await t.one({ type: 'triggerJob', nowMs: T0 + 7, jobId: 'a', idempotencyKey: '', ignoreOverlap: false }, 'trigger');
     expect(r3.run?.id).toBe(`a@${T0 + 7}~m1`);
   });
 
   it('a keyed trigger refused with JOB_NOT_FOUND keeps that answer: a late duplicate never runs the job', async () => {
     t = await openTestFsm();
-    const refused = await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'b', idempotencyKey: 'k' }, 'trigger');
+    const refused = await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'b', idempotencyKey: 'k', ignoreOverlap: false }, 'trigger');
     expect(refused.error?.code).toBe('JOB_NOT_FOUND');
     await create('b');
-    const late = await t.one({ type: 'triggerJob', nowMs: T0 + 5, jobId: 'b', idempotencyKey: 'k' }, 'trigger');
+    const late = await t.one({ type: 'triggerJob', nowMs: T0 + 5, jobId: 'b', idempotencyKey: 'k', ignoreOverlap: false }, 'trigger');
     expect(late).toMatchObject({ created: false, error: { code: 'JOB_NOT_FOUND' } });
     expect((await t.fsm.listRuns({ jobId: 'b' })).items).toEqual([]);
     // A new request (new key) runs it.
-    expect((await t.one({ type: 'triggerJob', nowMs: T0 + 6, jobId: 'b', idempotencyKey: 'k2' }, 'trigger')).created).toBe(true);
+    expect((await t.one({ type: 'triggerJob', nowMs: T0 + 6, jobId: 'b', idempotencyKey: 'k2', ignoreOverlap: false }, 'trigger')).created).toBe(true);
   });
 
   it('backfill creates flagged runs for past slots below the cursor, skipping ones that ran', async () => {
@@ -217,14 +217,14 @@ describe('trigger and backfill', () => {
     await t.one({ type: 'putJob', nowMs: T0 - 10 * MIN, jobId: 'a', spec: everySpec(MIN, {}, T0 - 10 * MIN), idempotencyKey: '' });
     // Scheduler handled T0-10min .. T0 (RUN_ONCE: most MISSED).
     await fire('a', T0, T0);
-    const r = await t.one({ type: 'backfillJob', nowMs: T0 + 5, jobId: 'a', fromMs: T0 - 5 * MIN, toMs: T0 + 10 * MIN, maxRuns: 100 }, 'backfill');
+    const r = await t.one({ type: 'backfillJob', nowMs: T0 + 5, jobId: 'a', fromMs: T0 - 5 * MIN, toMs: T0 + 10 * MIN, maxRuns: 100, ignoreOverlap: false }, 'backfill');
     // -1 and 0 were on time, -2 the RUN_ONCE catch-up, -10..-3 MISSED: -5..-3 get backfilled;
     // slots after the cursor are the scheduler's.
     expect(r.runIds).toEqual([-5, -4, -3].map((k) => `a@${T0 + k * MIN}~b`));
     expect((await t.fsm.getRun(r.runIds[0]!))?.backfilled).toBe(true);
-    const again = await t.one({ type: 'backfillJob', nowMs: T0 + 6, jobId: 'a', fromMs: T0 - 5 * MIN, toMs: T0, maxRuns: 100 }, 'backfill');
+    const again = await t.one({ type: 'backfillJob', nowMs: T0 + 6, jobId: 'a', fromMs: T0 - 5 * MIN, toMs: T0, maxRuns: 100, ignoreOverlap: false }, 'backfill');
     expect(again.runIds).toEqual([]);
-    const tooMany = await t.one({ type: 'backfillJob', nowMs: T0 + 6, jobId: 'a', fromMs: T0 - 10 * MIN, toMs: T0, maxRuns: 3 }, 'backfill');
+    const tooMany = await t.one({ type: 'backfillJob', nowMs: T0 + 6, jobId: 'a', fromMs: T0 - 10 * MIN, toMs: T0, maxRuns: 3, ignoreOverlap: false }, 'backfill');
     expect(tooMany.error?.code).toBe('LIMIT_EXCEEDED');
   });
 });

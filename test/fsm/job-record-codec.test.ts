@@ -41,6 +41,16 @@ describe('job record codec', () => {
     expect(decodeJobRecord(encodeJobRecord(bare))).toEqual(bare);
   });
 
+  it('a job with backfill runs queued (more held runs than its BUFFER_ONE one) writes format 3; otherwise format 2', () => {
+    const queued: JobRecord = { ...rec, heldRuns: 5 };
+    const bytes = encodeJobRecord(queued);
+    expect(bytes[0]).toBe(3);
+    expect(decodeJobRecord(bytes)).toEqual(queued);
+    // The count every format-2 record implies (its BUFFER_ONE run or none) keeps format 2.
+    expect(encodeJobRecord({ ...rec, heldRuns: 1 })[0]).toBe(2);
+    expect(encodeJobRecord({ ...rec, heldRunId: '', heldRuns: 0 })[0]).toBe(2);
+  });
+
   it('reads format-1 records written before', () => {
     const header = new ByteWriter().u8(1).uint(rec.manualSeq).str(rec.heldRunId).bytes(JobSpec.encode(full.spec!).finish()).finish();
     const body = Job.encode({ ...full, spec: undefined }).finish();

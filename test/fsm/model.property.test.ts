@@ -155,7 +155,7 @@ describe('FSM vs reference model', () => {
                 break;
               case 'trigger':
                 m.trigger(JOBS[op.job]!, now);
-                batch.push({ type: 'triggerJob', nowMs: now, jobId: JOBS[op.job]!, idempotencyKey: '' });
+                batch.push({ type: 'triggerJob', nowMs: now, jobId: JOBS[op.job]!, idempotencyKey: '', ignoreOverlap: false });
                 break;
               case 'fire': {
                 const j = m.jobs.get(JOBS[op.job]!);

@@ -162,9 +162,24 @@ export class ReferenceModel {
   trigger(id: string, now: number): void {
     const j = this.jobs.get(id);
     if (!j) return;
+    // The overlap policy applies as to a slot, except that a refused trigger leaves no record.
+    const busy = j.active.length > 0;
+    const ov = j.spec.overlap;
+    if (busy && (ov === OverlapPolicy.OVERLAP_POLICY_FORBID || (ov === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && j.held))) return;
     const rid = `${id}@${now}~m${j.manualSeq++}`;
-    this.runs.set(rid, { id: rid, jobId: id, slot: now, state: RunState.RUN_STATE_PENDING, attempt: 0, token: 0, notBefore: now, held: false });
+    if (busy && ov === OverlapPolicy.OVERLAP_POLICY_REPLACE) {
+      for (const a of j.active) {
+        const r = this.runs.get(a)!;
+        r.state = RunState.RUN_STATE_CANCELLED;
+        r.held = false;
+      }
+      j.active = [];
+      j.held = '';
+    }
+    const held = busy && ov === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE;
+    this.runs.set(rid, { id: rid, jobId: id, slot: now, state: RunState.RUN_STATE_PENDING, attempt: 0, token: 0, notBefore: now, held });
     j.active.push(rid);
+    if (held) j.held = rid;
   }
 
   claim(rid: string, now: number, token: number): void {

@@ -132,7 +132,7 @@ describe('finish and fencing', () => {
     const c1 = await claim(T0 + 1);
     const f = await finish(T0 + 2, finishFailure(RUN, c1.token, { type: 'Fatal', retryable: true }));
     expect(f.items[0]!.state).toBe(RunState.RUN_STATE_DEAD);
-    await t.one({ type: 'triggerJob', nowMs: T0 + 3, jobId: 'a', idempotencyKey: '' });
+    await t.one({ type: 'triggerJob', nowMs: T0 + 3, jobId: 'a', idempotencyKey: '', ignoreOverlap: false });
     const m = `a@${T0 + 3}~m0`;
     const c2 = await claim(T0 + 4, 'w1', m);
     const f2 = await finish(T0 + 5, finishFailure(m, c2.token, { type: 'Other', retryable: false }));
@@ -141,7 +141,7 @@ describe('finish and fencing', () => {
 
   it('per-item results: one stale item does not stop the others', async () => {
     await setup();
-    await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'a', idempotencyKey: '' });
+    await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'a', idempotencyKey: '', ignoreOverlap: false });
     const m = `a@${T0}~m0`;
     const c1 = await claim(T0 + 1);
     const c2 = await claim(T0 + 1, 'w2', m);
@@ -191,7 +191,7 @@ describe('leases', () => {
 describe('cancel and mark', () => {
   it('cancel of a pending run ends it; of a running run also signals the worker; of an ended run is refused', async () => {
     await setup();
-    await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'a', idempotencyKey: '' });
+    await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'a', idempotencyKey: '', ignoreOverlap: false });
     const m = `a@${T0}~m0`;
     const c = await claim(T0 + 1, 'w9', m);
     const r = await t.one({ type: 'cancelRuns', nowMs: T0 + 2, items: [{ runId: RUN, reason: 'no longer needed' }, { runId: m, reason: '' }] }, 'cancel');
@@ -209,7 +209,7 @@ describe('cancel and mark', () => {
     expect(r.items[0]!.state).toBe(RunState.RUN_STATE_MISSED);
     expect((await t.fsm.getRun(RUN))).toMatchObject({ reason: 'no worker within the deadline', finishedUnixMs: T0 + 9 });
     expect(await t.fsm.readyRuns({ limit: 5 })).toEqual([]);
-    await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'a', idempotencyKey: '' });
+    await t.one({ type: 'triggerJob', nowMs: T0, jobId: 'a', idempotencyKey: '', ignoreOverlap: false });
     const m = `a@${T0}~m0`;
     await claim(T0 + 1, 'w', m);
     const refused = await t.one({ type: 'markRuns', nowMs: T0 + 9, items: [{ runId: m, outcome: 'skipped', reason: '' }] }, 'runItems');

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseTable } from '../../src/server/leader/leases/lease-table.js';
+import { EXECUTION_TIMEOUT_GRACE_MS, LeaseTable, remainingExecutionMs } from '../../src/server/leader/leases/lease-table.js';
+import { Job } from '../../src/gen/herald/v1/job.js';
+import { Run } from '../../src/gen/herald/v1/run.js';
 
 class FakeMono {
   ms = 0;
@@ -46,5 +48,43 @@ describe('LeaseTable', () => {
     table.release('b');
     expect(table.heldBy('w1').map((l) => l.runId)).toEqual(['a']);
     expect(table.size).toBe(1);
+  });
+
+  it('heartbeats do not carry a lease past its execution timeout plus grace; only then is it timed out', () => {
+    const mono = new FakeMono();
+    const table = new LeaseTable(mono);
+    const lease = table.grant('r1', 3, 'w1', 1000);
+    table.limitExecution(lease, 1500);
+    const end = 1500 + EXECUTION_TIMEOUT_GRACE_MS;
+    for (mono.ms = 500; mono.ms < end; mono.ms += 500) {
+      expect(table.renew('r1', 3, 'w1')).toBe('renewed');
+      expect(table.expired()).toEqual([]);
+      expect(table.timedOut(lease)).toBe(false);
+    }
+    mono.ms = end;
+    expect(table.expired().map((l) => l.runId)).toEqual(['r1']);
+    expect(table.timedOut(lease)).toBe(true);
+    // A silent holder loses the lease at its deadline first: that is an expiry, not a timeout.
+    const quiet = table.grant('r2', 4, 'w1', 1000);
+    table.limitExecution(quiet, 60_000);
+    mono.ms += 1000;
+    expect(table.expired().map((l) => l.runId)).toContain('r2');
+    expect(table.timedOut(quiet)).toBe(false);
+  });
+
+  it('an adopted attempt keeps the execution time it had left (from its start, in cluster time)', () => {
+    const run = Run.fromPartial({ attempts: [{ startedUnixMs: 10_000 }] });
+    const job = Job.fromPartial({ spec: { executionTimeoutMs: 5_000 } });
+    expect(remainingExecutionMs(run, job, 12_000)).toBe(3_000);
+    expect(remainingExecutionMs(run, job, 20_000)).toBe(-5_000);
+    expect(remainingExecutionMs(run, job, undefined)).toBe(5_000);
+    expect(remainingExecutionMs(run, Job.fromPartial({ spec: {} }), 12_000)).toBeUndefined();
+    const mono = new FakeMono();
+    const table = new LeaseTable(mono);
+    const lease = table.adopt('r', 1, 'w', 30_000);
+    table.limitExecution(lease, -5_000);
+    // Already past: timed out once the grace is over.
+    mono.ms = EXECUTION_TIMEOUT_GRACE_MS;
+    expect(table.timedOut(lease)).toBe(true);
   });
 });

@@ -158,15 +158,17 @@ export function registerJobCommands(program: Command): void {
 
   addClientOptions(job.command('trigger <id>').description('start a manual run now, outside the schedule'))
     .option('--idempotency-key <key>', 'a retry with the same key returns the first run')
+    .option('--ignore-overlap', "run now even if the job's overlap policy forbids it (FORBID, BUFFER_ONE, REPLACE)")
     .option('--wait', 'wait for the run to finish; exit 7 unless it succeeded')
     .option('--wait-timeout <duration>', 'give up waiting after this long (exit 5)', '60s')
     .action(
       commandAction('job trigger', (cmd) =>
         withClient(cmd, async (client, flags) => {
           const [id] = cmd.processedArgs as [string];
-          const o = cmd.opts() as { idempotencyKey?: string; wait?: boolean; waitTimeout: string };
+          const o = cmd.opts() as { idempotencyKey?: string; ignoreOverlap?: boolean; wait?: boolean; waitTimeout: string };
           const waitMs = parseDuration(o.waitTimeout, '--wait-timeout');
-          let run = await client.triggerJob(id, o.idempotencyKey !== undefined ? { idempotencyKey: o.idempotencyKey } : {});
+          const ignoreOverlap = o.ignoreOverlap === true;
+          let run = await client.triggerJob(id, o.idempotencyKey !== undefined ? { idempotencyKey: o.idempotencyKey, ignoreOverlap } : { ignoreOverlap });
           if (!flags.json) print(`triggered run ${run.id} of job ${id}\n`);
           if (!o.wait) {
             if (flags.json) printJson(runJson(run));
@@ -184,18 +186,19 @@ export function registerJobCommands(program: Command): void {
     .requiredOption('--from <instant>', 'first instant (inclusive): ISO 8601 with zone, epoch ms, or relative like "2h ago"')
     .option('--to <instant>', 'end (exclusive, not in the future)', 'now')
     .option('--max-runs <n>', 'fail instead of creating more runs than this (1..10000)', '1000')
+    .option('--ignore-overlap', 'start the runs together even under FORBID / BUFFER_ONE (they queue otherwise)')
     .action(
       commandAction('job backfill', (cmd) =>
         withClient(cmd, async (client, flags) => {
           const [id] = cmd.processedArgs as [string];
-          const o = cmd.opts() as { from: string; to: string; maxRuns: string };
+          const o = cmd.opts() as { from: string; to: string; maxRuns: string; ignoreOverlap?: boolean };
           const now = Date.now();
           const from = parseInstant(o.from, '--from', now);
           const to = parseInstant(o.to, '--to', now);
           if (to <= from) throw new UsageError('--to must be after --from');
           const maxRuns = Number(o.maxRuns);
           if (!Number.isInteger(maxRuns) || maxRuns < 1 || maxRuns > 10_000) throw new UsageError(`--max-runs: expected 1..10000, got "${o.maxRuns}"`);
-          const runIds = await client.backfillJob(id, { from, to, maxRuns });
+          const runIds = await client.backfillJob(id, { from, to, maxRuns, ignoreOverlap: o.ignoreOverlap === true });
           if (flags.json) printJson({ jobId: id, runIds });
           else print(`backfilled ${runIds.length} run(s) of job ${id}\n${runIds.map((r) => `  ${r}\n`).join('')}`);
         }),

@@ -13,7 +13,7 @@ import type { FireItem, FireRunsCommand } from '../commands/commands.js';
 import { isTerminal } from '../store/records.js';
 import type { CancelSignal, FireItemResult, FireResult } from '../commands/results.js';
 import { dispatchHintOf, overlapOf } from '../commands/dispatch-hint.js';
-import { addActive, cancelActiveRuns, newRun } from './run-transitions.js';
+import { addActive, addHeld, cancelActiveRuns, newRun } from './run-transitions.js';
 import { asItemError, itemError } from './item-errors.js';
 import { parseRunId, scheduledRunId, type ParsedRunId } from '../commands/run-id.js';
 import { jitteredSlot, nextSlotAfter, slotsInRange } from '../schedule/index.js';
@@ -168,7 +168,10 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     }
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
     addActive(rec);
-    if (held) rec.heldRunId = id;
+    if (held) {
+      rec.heldRunId = id;
+      addHeld(rec);
+    }
     created = appended(created, id);
   }
   const last = slots.length > 0 ? slots[slots.length - 1]! : undefined;

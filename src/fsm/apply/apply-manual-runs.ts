@@ -1,13 +1,20 @@
 // Runs an operator asks for outside the schedule: triggerJob (a manual run now) and backfillJob
-// (runs for past slots). Both bypass the overlap policy: the operator asked for these runs.
-import { JobState } from '../../gen/herald/v1/job.js';
+// (runs for past slots). Both follow the job's overlap policy unless the command says
+// ignoreOverlap: a manual run of a FORBID job must not overlap a scheduled one. A trigger is
+// treated as a slot would be, except that FORBID (or a BUFFER_ONE job with a run buffered
+// already) refuses it instead of recording a SKIPPED run: the caller is there to be told.
+// Backfill runs under FORBID / BUFFER_ONE queue behind each other (held, released one at a
+// time, oldest slot first) instead of starting together.
+import { JobState, OverlapPolicy } from '../../gen/herald/v1/job.js';
 import { RunState } from '../../gen/herald/v1/run.js';
 import type { ApplyTxn } from '../store/apply-txn.js';
 import type { BackfillJobCommand, TriggerJobCommand } from '../commands/commands.js';
 import { triggerIdemKey } from '../store/key-layout.js';
 import { lookupIdem, storeIdem } from './idempotency.js';
-import type { BackfillResult, TriggerResult } from '../commands/results.js';
-import { addActive, newRun } from './run-transitions.js';
+import type { BackfillResult, CancelSignal, TriggerResult } from '../commands/results.js';
+import { addActive, addHeld, cancelActiveRuns, newRun } from './run-transitions.js';
+import { overlapOf } from '../commands/dispatch-hint.js';
+import { isTerminal } from '../store/records.js';
 import { asItemError, itemError } from './item-errors.js';
 import { backfillRunId, manualRunId, parseRunId, scheduledRunId } from '../commands/run-id.js';
 import { slotsInRange } from '../schedule/index.js';
@@ -39,16 +46,46 @@ export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Pr
     const run = p ? await txn.getRun(p) : undefined;
     if (run) return { type: 'trigger', run: run.run, created: false };
   }
-  // Manual runs ignore the overlap policy: an operator asked for this run explicitly.
   const id = manualRunId(cmd.jobId, cmd.nowMs, rec.manualSeq);
+  const policy = rec.job.spec ? overlapOf(rec.job.spec) : OverlapPolicy.OVERLAP_POLICY_ALLOW;
+  let held = false;
+  const signals: CancelSignal[] = [];
+  if (!cmd.ignoreOverlap && rec.job.activeRuns > 0 && policy !== OverlapPolicy.OVERLAP_POLICY_ALLOW) {
+    if (policy === OverlapPolicy.OVERLAP_POLICY_REPLACE) {
+      signals.push(...(await cancelActiveRuns(txn, rec, cmd.nowMs, `replaced by run ${id} (overlap policy REPLACE)`)).signals);
+    } else if (policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE && rec.heldRunId === '') {
+      held = true;
+    } else {
+      // Not stored under the idempotency key: nothing happened, a later retry may run.
+      const active = await firstActiveRun(txn, cmd.jobId);
+      const what = policy === OverlapPolicy.OVERLAP_POLICY_FORBID ? `run ${active} is still active` : `run ${rec.heldRunId} is already buffered behind run ${active}`;
+      const msg = `job "${cmd.jobId}" has overlap policy ${OverlapPolicy[policy]} and ${what}; wait for it, cancel it, or trigger with ignore_overlap`;
+      return { type: 'trigger', error: itemError('INVALID_STATE', msg, 'OVERLAP'), created: false };
+    }
+  }
   rec.manualSeq += 1;
   await txn.getRun(parseRunId(id)!);
-  const run = newRun(rec, { id, slotMs: cmd.nowMs, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, manual: true });
+  const run = newRun(rec, { id, slotMs: cmd.nowMs, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, manual: true, held });
   txn.putRun(run);
   addActive(rec);
+  if (held) {
+    rec.heldRunId = id;
+    addHeld(rec);
+  }
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, id, cmd.nowMs);
-  return { type: 'trigger', run: run.run, created: true };
+  return signals.length > 0 ? { type: 'trigger', run: run.run, created: true, signals } : { type: 'trigger', run: run.run, created: true };
+}
+
+/** The id of the job's first unheld active run (for a refusal's message). */
+async function firstActiveRun(txn: ApplyTxn, jobId: string): Promise<string> {
+  const ids = await txn.activeRunIdsOf(jobId);
+  for (const id of ids) {
+    const p = parseRunId(id);
+    const rec = p ? await txn.getRun(p) : undefined;
+    if (rec && !rec.held && !isTerminal(rec.run.state)) return id;
+  }
+  return ids[0] ?? '(unknown)';
 }
 
 /** States of a slot's scheduled run after which a backfill may still run the slot. */
@@ -78,14 +115,20 @@ export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): 
   if (slots.length > maxRuns) {
     return { type: 'backfill', error: itemError('LIMIT_EXCEEDED', `the range holds more than ${maxRuns} slots; narrow it or raise max_runs`), runIds: [] };
   }
+  const policy = overlapOf(spec);
+  // Queued: each run is held until no unheld run of the job is active (run-transitions.ts).
+  const queue = !cmd.ignoreOverlap && (policy === OverlapPolicy.OVERLAP_POLICY_FORBID || policy === OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE);
   const runIds: string[] = [];
   for (const slot of slots) {
     const scheduled = await txn.getRun(parseRunId(scheduledRunId(job.id, slot))!);
     if (scheduled && !NEVER_STARTED.has(scheduled.run.state)) continue;
     const id = backfillRunId(job.id, slot);
     if (await txn.getRun(parseRunId(id)!)) continue;
-    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, backfilled: true }));
+    // The first of an idle job's queue starts at once; every later one waits its turn.
+    const held = queue && job.activeRuns > 0;
+    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, backfilled: true, held }));
     addActive(rec);
+    if (held) addHeld(rec);
     runIds.push(id);
   }
   if (runIds.length > 0) txn.putJob(rec);

@@ -86,8 +86,9 @@ async function prefetch(txn: ApplyTxn, runIds: readonly string[]): Promise<void>
  * records are loaded; otherwise the returned promise settles once done.
  */
 function finishFor(txn: ApplyTxn, rec: RunRecord, state: RunState, nowMs: number, reason: string, outcome?: AttemptOutcome): Promise<void> | undefined {
+  const wasHeld = rec.held;
   endRun(rec, state, nowMs, reason, outcome);
-  return storeEndedRun(txn, rec);
+  return storeEndedRun(txn, rec, wasHeld);
 }
 
 export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token: number): Promise<ClaimResult> {
@@ -110,7 +111,7 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
     }
     const run = rec.run;
     if (!isDispatchable(rec)) {
-      const why = rec.held ? 'queued behind an active run (BUFFER_ONE)' : RunState[run.state];
+      const why = rec.held ? 'queued behind an active run of its job (overlap policy)' : RunState[run.state];
       items.push({ error: itemError('INVALID_STATE', `run "${run.id}" is not waiting for a worker (${why})`, 'NOT_READY') });
       continue;
     }
@@ -271,8 +272,9 @@ export async function applyCancelRuns(txn: ApplyTxn, cmd: CancelRunsCommand): Pr
       items.push({ error: itemError('INVALID_STATE', `run "${rec.run.id}" already ended (${RunState[rec.run.state]})`) });
       continue;
     }
+    const wasHeld = rec.held;
     const signal = endRun(rec, RunState.RUN_STATE_CANCELLED, cmd.nowMs, item.reason || 'cancelled');
-    await storeEndedRun(txn, rec);
+    await storeEndedRun(txn, rec, wasHeld);
     if (signal) signals.push(signal);
     items.push({ run: rec.run });
   }

@@ -3,7 +3,7 @@
 import { AttemptOutcome, RunState, type Run } from '../../gen/herald/v1/run.js';
 import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
 import type { JobRecord, RunRecord } from '../store/records.js';
-import { isTerminal } from '../store/records.js';
+import { heldRunsOf, isTerminal } from '../store/records.js';
 import type { CancelSignal } from '../commands/results.js';
 import { parseRunId } from '../commands/run-id.js';
 import { NO_OUTPUT } from '../commands/run-record-codec.js';
@@ -55,18 +55,29 @@ export function addActive(job: JobRecord): void {
   job.job.activeRuns += 1;
 }
 
+/** Counts a new held run (BUFFER_ONE, or a backfill queued under FORBID / BUFFER_ONE) on its job. */
+export function addHeld(job: JobRecord): void {
+  job.heldRuns = heldRunsOf(job) + 1;
+}
+
 /**
- * Bookkeeping after a run of `job` reached a terminal state: it leaves the active set, and a
- * BUFFER_ONE run held behind it becomes dispatchable once no other (unheld) run is active.
- * The caller has stored the run and stores the job afterwards. Synchronous unless the held run
- * has to be read: then the returned promise settles once it is released.
+ * Bookkeeping after a run of `job` reached a terminal state: it leaves the active set (and the
+ * held count when it was held), and once no unheld run of the job is active the next held one
+ * becomes dispatchable: the BUFFER_ONE run first, then queued backfill runs, oldest slot first.
+ * The caller has stored the run and stores the job afterwards. Synchronous unless a held run has
+ * to be read: then the returned promise settles once it is released.
  */
-export function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> | undefined {
+export function onRunEnded(txn: ApplyTxn, job: JobRecord | undefined, runId: string, wasHeld = false): Promise<void> | undefined {
   if (!job) return undefined;
   job.job.activeRuns = Math.max(0, job.job.activeRuns - 1);
+  let held = heldRunsOf(job);
+  if (wasHeld || job.heldRunId === runId) held = Math.max(0, held - 1);
   if (job.heldRunId === runId) job.heldRunId = '';
-  // The held run is itself active: when it is the only one left, its turn has come.
-  if (job.heldRunId === '' || job.job.activeRuns > 1) return undefined;
+  job.heldRuns = held;
+  // Held runs are active too: when they are all that is left, the next one's turn has come.
+  if (held === 0 || job.job.activeRuns > held) return undefined;
+  job.heldRuns = held - 1;
+  if (job.heldRunId === '') return releaseFirstQueued(txn, job.job.id);
   const k = txn.runIdKey(job.heldRunId);
   job.heldRunId = '';
   if (!k) return undefined;
@@ -84,19 +95,34 @@ function releaseHeld(txn: ApplyTxn, held: RunRecord | undefined): undefined {
 }
 
 /**
+ * Releases the held run of the oldest slot (a queued backfill). Only reached with runs queued,
+ * so the scan of the job's active runs is paid by queued jobs alone.
+ */
+async function releaseFirstQueued(txn: ApplyTxn, jobId: string): Promise<void> {
+  for (const id of await txn.activeRunIdsOf(jobId)) {
+    const p = parseRunId(id);
+    const rec = p ? await txn.getRun(p) : undefined;
+    if (rec?.held && !isTerminal(rec.run.state)) {
+      releaseHeld(txn, rec);
+      return;
+    }
+  }
+}
+
+/**
  * Stores a run that endRun just ended and updates its job (active set, BUFFER_ONE release).
  * Synchronous when the transaction has the records (commands prefetch them); otherwise the
  * returned promise settles once done.
  */
-export function storeEndedRun(txn: ApplyTxn, rec: RunRecord): Promise<void> | undefined {
+export function storeEndedRun(txn: ApplyTxn, rec: RunRecord, wasHeld = false): Promise<void> | undefined {
   txn.putRun(rec);
   const loaded = txn.loadedJob(rec.run.jobId);
-  if (loaded === NOT_READ) return txn.getJob(rec.run.jobId).then((job) => updateJobOfEndedRun(txn, job, rec.run.id));
-  return updateJobOfEndedRun(txn, loaded, rec.run.id);
+  if (loaded === NOT_READ) return txn.getJob(rec.run.jobId).then((job) => updateJobOfEndedRun(txn, job, rec.run.id, wasHeld));
+  return updateJobOfEndedRun(txn, loaded, rec.run.id, wasHeld);
 }
 
-function updateJobOfEndedRun(txn: ApplyTxn, job: JobRecord | undefined, runId: string): Promise<void> | undefined {
-  const reading = onRunEnded(txn, job, runId);
+function updateJobOfEndedRun(txn: ApplyTxn, job: JobRecord | undefined, runId: string, wasHeld: boolean): Promise<void> | undefined {
+  const reading = onRunEnded(txn, job, runId, wasHeld);
   if (!job) return reading;
   if (reading) return reading.then(() => txn.putJob(job));
   txn.putJob(job);
@@ -146,5 +172,6 @@ export async function cancelActiveRuns(
   }
   job.job.activeRuns = 0;
   job.heldRunId = '';
+  job.heldRuns = 0;
   return { cancelled, signals };
 }

@@ -69,10 +69,11 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       w.str(cmd.jobId);
       break;
     case 'triggerJob':
-      w.str(cmd.jobId).str(cmd.idempotencyKey);
+      // The overlap flag is trailing and always written: an entry without it predates the rule.
+      w.str(cmd.jobId).str(cmd.idempotencyKey).bool(cmd.ignoreOverlap);
       break;
     case 'backfillJob':
-      w.str(cmd.jobId).int(cmd.fromMs).int(cmd.toMs).uint(cmd.maxRuns);
+      w.str(cmd.jobId).int(cmd.fromMs).int(cmd.toMs).uint(cmd.maxRuns).bool(cmd.ignoreOverlap);
       break;
     case 'fireRuns':
       w.uint(cmd.misfireThresholdMs).list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs));
@@ -137,10 +138,10 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       cmd = { type, nowMs, jobId: r.str() };
       break;
     case 'triggerJob':
-      cmd = { type, nowMs, jobId: r.str(), idempotencyKey: r.str() };
+      cmd = { type, nowMs, jobId: r.str(), idempotencyKey: r.str(), ignoreOverlap: r.more ? r.bool() : true };
       break;
     case 'backfillJob':
-      cmd = { type, nowMs, jobId: r.str(), fromMs: r.int(), toMs: r.int(), maxRuns: r.uint() };
+      cmd = { type, nowMs, jobId: r.str(), fromMs: r.int(), toMs: r.int(), maxRuns: r.uint(), ignoreOverlap: r.more ? r.bool() : true };
       break;
     case 'fireRuns':
       cmd = {

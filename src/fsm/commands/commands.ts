@@ -67,6 +67,11 @@ export interface TriggerJobCommand {
   readonly jobId: string;
   /** Empty for none; scoped to the job. */
   readonly idempotencyKey: string;
+  /**
+   * Run even if the job's overlap policy says otherwise. Entries written before the policy
+   * applied to triggers decode as true, so replaying them gives the results they had.
+   */
+  readonly ignoreOverlap: boolean;
 }
 
 export interface BackfillJobCommand {
@@ -77,6 +82,8 @@ export interface BackfillJobCommand {
   readonly toMs: number;
   /** More slots than this in the range fail the command with LIMIT_EXCEEDED. */
   readonly maxRuns: number;
+  /** Start the runs together even under FORBID / BUFFER_ONE; decoded as true as for triggers. */
+  readonly ignoreOverlap: boolean;
 }
 
 export interface FireItem {

@@ -120,6 +120,8 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
       writeError(w, res.error);
       writeOptRun(w, res.run);
       w.bool(res.created);
+      // Trailing and only when some: results written before triggers could replace end here.
+      if (res.signals && res.signals.length > 0) writeSignals(w, res.signals);
       break;
     case 'backfill':
       writeError(w, res.error);
@@ -289,8 +291,9 @@ export function decodeSignals(bytes: Uint8Array): readonly CancelSignal[] {
     r.end();
     return signals;
   }
-  if (bytes[1] !== TAGS.delete && bytes[1] !== TAGS.cancel) return [];
+  if (bytes[1] !== TAGS.delete && bytes[1] !== TAGS.cancel && bytes[1] !== TAGS.trigger) return [];
   const res = decodeResult(bytes);
+  if (res.type === 'trigger') return res.signals ?? [];
   return res.type === 'delete' || res.type === 'cancel' ? res.signals : [];
 }
 
@@ -327,7 +330,9 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'trigger': {
       const error = readError(r);
       const run = readOptRun(r);
-      res = { type, ...(error && { error }), ...(run && { run }), created: r.bool() };
+      const created = r.bool();
+      const signals = r.more ? readSignals(r) : undefined;
+      res = { type, ...(error && { error }), ...(run && { run }), created, ...(signals && { signals }) };
       break;
     }
     case 'backfill': {

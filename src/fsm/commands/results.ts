@@ -56,6 +56,8 @@ export interface TriggerResult {
   readonly error?: ItemError;
   readonly run?: Run;
   readonly created: boolean;
+  /** Runs a REPLACE job's trigger cancelled that were RUNNING (absent when none). */
+  readonly signals?: readonly CancelSignal[];
 }
 
 export interface BackfillResult {

@@ -28,6 +28,12 @@ export interface JobRecord {
    */
   terminalRuns: number;
   trimDueMs: number;
+  /**
+   * Runs of the job held (not dispatchable) behind its active ones: the BUFFER_ONE run and the
+   * backfill runs queued under FORBID / BUFFER_ONE. Released one at a time, when no unheld run
+   * of the job is active (run-transitions.ts). Absent (undefined) means heldRunId's one or none.
+   */
+  heldRuns?: number;
 }
 
 export interface RunRecord {
@@ -37,18 +43,29 @@ export interface RunRecord {
 }
 
 /**
- * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2 is
+ * Job records: format 1 was [1][manualSeq][heldRunId][spec bytes][protobuf Job]; format 2 was
  * [2][manualSeq][heldRunId][positional Job] (job-record-codec.ts); format 3 (written since) is
- * [3][manualSeq][heldRunId][terminalRuns][trimDueMs][positional Job]. All are read; the older
- * ones without retention state, which the schema-4 upgrade derives (retention-upgrade.ts).
+ * [3][manualSeq][heldRunId][terminalRuns][trimDueMs][positional Job], and format 4 the same with
+ * [heldRuns] after trimDueMs, written only while a job holds more runs than its BUFFER_ONE one (a
+ * queued backfill). All are read; the older ones without retention state, which the schema-4
+ * upgrade derives (retention-upgrade.ts).
  */
 const JOB_RECORD_FORMAT_VERSION = 3;
 const JOB_RECORD_FORMAT_2 = 2;
+const JOB_RECORD_QUEUE_FORMAT_VERSION = 4;
+
+/** How many runs of the job are held (JobRecord.heldRuns, with its default). */
+export function heldRunsOf(rec: JobRecord): number {
+  return rec.heldRuns ?? (rec.heldRunId === '' ? 0 : 1);
+}
 
 /** `buffers`: the state machine's (apply's writes); without, the record gets an exact buffer of its own. */
 export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Array {
   const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
-  w.u8(JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
+  const held = heldRunsOf(rec);
+  const queued = held !== (rec.heldRunId === '' ? 0 : 1);
+  w.u8(queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
+  if (queued) w.uint(held);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -62,14 +79,15 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2) {
+  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
-    const terminalRuns = v === JOB_RECORD_FORMAT_VERSION ? r.uint() : 0;
-    const trimDueMs = v === JOB_RECORD_FORMAT_VERSION ? r.int() : 0;
+    const terminalRuns = v === JOB_RECORD_FORMAT_2 ? 0 : r.uint();
+    const trimDueMs = v === JOB_RECORD_FORMAT_2 ? 0 : r.int();
+    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION ? r.uint() : undefined;
     const job = readJob(r, specs);
     r.end();
-    return { job, manualSeq, heldRunId, terminalRuns, trimDueMs };
+    return heldRuns === undefined ? { job, manualSeq, heldRunId, terminalRuns, trimDueMs } : { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns };
   }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown job record version ${v}`);
   const manualSeq = r.uint();

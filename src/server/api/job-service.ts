@@ -244,7 +244,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       validateId(req.jobId, 'job_id');
       if (req.idempotencyKey !== '') validateIdempotencyKey(req.idempotencyKey);
       return onLeader('triggerJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'triggerJob', nowMs, jobId: req.jobId, idempotencyKey: req.idempotencyKey }, call), 'trigger');
+        const r = expectType(await propose({ type: 'triggerJob', nowMs, jobId: req.jobId, idempotencyKey: req.idempotencyKey, ignoreOverlap: req.ignoreOverlap }, call), 'trigger');
         if (r.error) throw itemError(r.error);
         return { run: r.run };
       });
@@ -272,6 +272,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
           fromMs: req.fromUnixMs,
           toMs: req.toUnixMs,
           maxRuns: req.maxRuns || DEFAULT_BACKFILL_MAX_RUNS,
+          ignoreOverlap: req.ignoreOverlap,
         };
         const r = expectType(await propose(cmd, call), 'backfill');
         if (r.error) throw itemError(r.error);

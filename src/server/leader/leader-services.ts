@@ -44,6 +44,7 @@ export interface LeaderServicesDeps {
 const SIGNAL_REASON: Partial<Record<AppliedKind, string>> = {
   delete: 'job deleted',
   fire: 'replaced by a newer run (overlap policy REPLACE)',
+  trigger: 'replaced by a manual run (overlap policy REPLACE)',
   cancel: 'run cancelled',
 };
 
@@ -91,7 +92,7 @@ export class LeaderServices {
     this.fire = new FireScheduler({ ...term, dispatch: dispatcher });
     // The dispatcher tells the fire scheduler when workers may have room for the slots it holds.
     dispatcher.setRoomListener(() => this.fire.pump());
-    this.workerLeases = new WorkerLeases({ reads, jobs, leases, config, log });
+    this.workerLeases = new WorkerLeases({ reads, jobs, leases, config, log, now: () => term.now() });
     this.leaseKeeper = new LeaseKeeper({ ...term, jobs, leases, sessions, dispatcher });
     this.results = new ResultBatcher({ ...term, leases, dispatcher });
     this.trimmer = new HistoryTrimmer(term);
@@ -202,7 +203,7 @@ export class LeaderServices {
     const signalled: AppliedEntry[] = [];
     for (const e of entries) {
       const k = e.kind;
-      if (k === 'delete' || k === 'fire' || k === 'cancel') signalled.push(e);
+      if (k === 'delete' || k === 'fire' || k === 'cancel' || k === 'trigger') signalled.push(e);
       if (k === 'fire' || k === 'trigger' || k === 'backfill' || k === 'runItems' || k === 'cancel') wake = true;
     }
     if (wake) this.dispatcher.wake();

@@ -24,7 +24,15 @@ interface Pending {
 /** Answers of one finishRuns, per worker: written together once every item is decided. */
 type Answers = Map<WorkerSession, { acks: ResultAck[]; lost: ResultAck[] }>;
 
-const SETTLED = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, AttemptOutcome.ATTEMPT_OUTCOME_FAILED, AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT]);
+/**
+ * Whether an attempt that already ended the way `item` would end it: the same result delivered
+ * again. An attempt the leader ended (TIMED_OUT past its execution timeout) does not match a
+ * worker's success or ordinary failure reported afterwards: that one is stale.
+ */
+function recordedAs(outcome: AttemptOutcome, item: FinishItem): boolean {
+  if (item.succeeded) return outcome === AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED;
+  return outcome === (item.timedOut ? AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT : AttemptOutcome.ATTEMPT_OUTCOME_FAILED);
+}
 
 export function finishItemOf(r: RunResult): FinishItem {
   const o = r.outcome;
@@ -133,7 +141,7 @@ export class ResultBatcher {
       return ctx.reads.getRun(result.runId).then((run) => {
         const attempt = run?.attempts.find((a) => a.fencingToken === result.fencingToken);
         this.releaseIfOurs(result);
-        if (attempt && SETTLED.has(attempt.outcome)) this.ack(answers, session, result, true, '', false);
+        if (attempt && recordedAs(attempt.outcome, finishItemOf(result))) this.ack(answers, session, result, true, '', false);
         else this.ack(answers, session, result, false, message, true);
       });
     }

@@ -20,6 +20,7 @@ export interface NodeMetrics {
   fireLateness: Histogram;
   firedSlots: Counter<'outcome'>;
   leaseExpiries: Counter;
+  executionTimeouts: Counter;
   workersConnected: Gauge;
   /** reason: late (starting deadline or misfire policy at the fire), starting_deadline (waiting too long), backlog_full. */
   missedSlots: Counter<'reason'>;
@@ -63,6 +64,7 @@ export function createNodeMetrics(labels: { nodeId: string }, options: { default
     }),
     firedSlots: new Counter({ name: 'herald_slots_total', help: 'Slots handled by the scheduler, by outcome', labelNames: ['outcome'] as const, ...reg }),
     leaseExpiries: new Counter({ name: 'herald_lease_expiries_total', help: 'Leases expired through the log', ...reg }),
+    executionTimeouts: new Counter({ name: 'herald_execution_timeouts_total', help: 'Attempts the leader ended as TIMED_OUT (ran past the execution timeout)', ...reg }),
     workersConnected: new Gauge({ name: 'herald_workers_connected', help: 'Worker streams open on this node', ...reg }),
     missedSlots: new Counter({ name: 'herald_missed_slots_total', help: 'Slots recorded MISSED, by reason', labelNames: ['reason'] as const, ...reg }),
     silentJobs: new Gauge({ name: 'herald_watchdog_silent_jobs', help: 'Jobs with a due slot and no run record past the grace period', ...reg }),

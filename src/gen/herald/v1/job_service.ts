@@ -190,6 +190,13 @@ export interface TriggerJobRequest {
   jobId: string;
   /** Makes retries safe: a second trigger with the same key returns the first run. */
   idempotencyKey: string;
+  /**
+   * Run now whatever the job's overlap policy says. Without it the policy applies as to a slot:
+   * FORBID refuses (FAILED_PRECONDITION naming the active run), BUFFER_ONE buffers the run behind
+   * the active one (FAILED_PRECONDITION when one is buffered already), REPLACE cancels the active
+   * runs.
+   */
+  ignoreOverlap: boolean;
 }
 
 /** Response of JobService.TriggerJob. */
@@ -208,6 +215,11 @@ export interface BackfillJobRequest {
   toUnixMs: number;
   /** At most this many runs (1–10000); 0 means 1000. RESOURCE_EXHAUSTED if the range holds more. */
   maxRuns: number;
+  /**
+   * Start the runs together whatever the job's overlap policy says. Without it, under FORBID and
+   * BUFFER_ONE the runs queue behind each other (and behind any active run), oldest slot first.
+   */
+  ignoreOverlap: boolean;
 }
 
 /** Response of JobService.BackfillJob. */
@@ -1488,7 +1500,7 @@ export const ResumeJobResponse: MessageFns<ResumeJobResponse> = {
 };
 
 function createBaseTriggerJobRequest(): TriggerJobRequest {
-  return { jobId: "", idempotencyKey: "" };
+  return { jobId: "", idempotencyKey: "", ignoreOverlap: false };
 }
 
 export const TriggerJobRequest: MessageFns<TriggerJobRequest> = {
@@ -1498,6 +1510,9 @@ export const TriggerJobRequest: MessageFns<TriggerJobRequest> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(18).string(message.idempotencyKey);
+    }
+    if (message.ignoreOverlap !== false) {
+      writer.uint32(24).bool(message.ignoreOverlap);
     }
     return writer;
   },
@@ -1531,6 +1546,14 @@ export const TriggerJobRequest: MessageFns<TriggerJobRequest> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ignoreOverlap = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1550,6 +1573,7 @@ export const TriggerJobRequest: MessageFns<TriggerJobRequest> = {
     const message = createBaseTriggerJobRequest();
     message.jobId = object.jobId ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.ignoreOverlap = object.ignoreOverlap ?? false;
     return message;
   },
 };
@@ -1610,7 +1634,7 @@ export const TriggerJobResponse: MessageFns<TriggerJobResponse> = {
 };
 
 function createBaseBackfillJobRequest(): BackfillJobRequest {
-  return { jobId: "", fromUnixMs: 0, toUnixMs: 0, maxRuns: 0 };
+  return { jobId: "", fromUnixMs: 0, toUnixMs: 0, maxRuns: 0, ignoreOverlap: false };
 }
 
 export const BackfillJobRequest: MessageFns<BackfillJobRequest> = {
@@ -1626,6 +1650,9 @@ export const BackfillJobRequest: MessageFns<BackfillJobRequest> = {
     }
     if (message.maxRuns !== 0) {
       writer.uint32(32).int32(message.maxRuns);
+    }
+    if (message.ignoreOverlap !== false) {
+      writer.uint32(40).bool(message.ignoreOverlap);
     }
     return writer;
   },
@@ -1675,6 +1702,14 @@ export const BackfillJobRequest: MessageFns<BackfillJobRequest> = {
             message.maxRuns = reader.int32();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.ignoreOverlap = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1696,6 +1731,7 @@ export const BackfillJobRequest: MessageFns<BackfillJobRequest> = {
     message.fromUnixMs = object.fromUnixMs ?? 0;
     message.toUnixMs = object.toUnixMs ?? 0;
     message.maxRuns = object.maxRuns ?? 0;
+    message.ignoreOverlap = object.ignoreOverlap ?? false;
     return message;
   },
 };

@@ -328,6 +328,7 @@ export class Dispatcher implements FireDispatch {
       const startDelayMs = Math.max(0, run.notBeforeUnixMs - now);
       const lease = ctx.leases.grant(run.id, run.fencingToken, item.workerId, leaseMs);
       lease.deadlineMs += startDelayMs;
+      if (run.executionTimeoutMs > 0) ctx.leases.limitExecution(lease, startDelayMs + run.executionTimeoutMs);
       if (run.attempt === 1) this.fireLateness.observe(run.latenessMs / 1000);
       let o = out.get(session);
       if (!o) out.set(session, (o = { assignments: [], leases: [] }));

@@ -2,11 +2,20 @@
 // when a lease's monotonic deadline passes, the run's expiry goes through the log (one batched
 // expireLeases command), which makes the run ready again — its next claim carries a higher
 // fencing token — and the holder, if still connected, is told it lost the lease.
+//
+// A lease that ended at its execution timeout (lease-table.ts) is not an expiry: the attempt is
+// finished through the log as a TIMED_OUT failure (a finishRuns item, fenced by its token, so
+// the retry policy decides what follows exactly as for a worker's own timeout report), and the
+// holder gets a RunCancel. A result it sends afterwards is refused as stale by the fencing check.
 import type { Dispatcher } from '../dispatch/dispatcher.js';
 import type { JobCache } from '../job-cache.js';
 import type { LeaderReads, LeaderTerm } from '../leader-term.js';
 import type { SessionRegistry } from '../worker-session.js';
-import { leaseMsOf, type Lease, type LeaseTable } from './lease-table.js';
+import { finishFailure } from '../../../fsm/commands/commands.js';
+import { leaseMsOf, remainingExecutionMs, type Lease, type LeaseTable } from './lease-table.js';
+
+/** The RunCancel reason a timed-out attempt's worker gets. */
+export const EXECUTION_TIMEOUT_REASON = 'execution timeout';
 
 const MAX_EXPIRE_BATCH = 5_000;
 /** How often RUNNING runs missing from the lease table are looked for (ms). */
@@ -61,7 +70,9 @@ export class LeaseKeeper {
         if (ctx.leases.get(run.id) || ctx.leases.claimInFlight(run.id)) continue;
         const job = await ctx.jobs.get(run.jobId);
         if (ctx.leases.get(run.id) || ctx.leases.claimInFlight(run.id)) continue;
-        ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs));
+        const lease = ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs));
+        const left = remainingExecutionMs(run, job, ctx.now());
+        if (left !== undefined) ctx.leases.limitExecution(lease, left);
         adopted++;
       }
       if (adopted > 0) ctx.log.warn({ adopted }, 'running runs without a lease on this leader adopted (a claim outcome was unknown)');
@@ -78,9 +89,54 @@ export class LeaseKeeper {
     if (due.length === 0) return;
     const now = ctx.now();
     if (now === undefined) return;
-    const batch: Lease[] = due.slice(0, MAX_EXPIRE_BATCH);
+    const batch: Lease[] = [];
+    const timedOut: Lease[] = [];
+    for (const l of due.slice(0, MAX_EXPIRE_BATCH)) (ctx.leases.timedOut(l) ? timedOut : batch).push(l);
     this.sweeping = true;
-    for (const l of batch) this.expiring.add(l.runId);
+    for (const l of due) this.expiring.add(l.runId);
+    try {
+      if (timedOut.length > 0) await this.timeOut(timedOut, now);
+      if (batch.length > 0) await this.expire(batch, now);
+    } finally {
+      for (const l of due) this.expiring.delete(l.runId);
+      this.sweeping = false;
+    }
+  }
+
+  /** Ends attempts that ran past their execution timeout (plus grace) as TIMED_OUT failures. */
+  private async timeOut(batch: readonly Lease[], now: number): Promise<void> {
+    const ctx = this.ctx;
+    try {
+      const items = batch.map((l) =>
+        finishFailure(l.runId, l.fencingToken, {
+          type: 'ExecutionTimeout',
+          message: 'the attempt ran past its execution timeout; ended by the leader',
+          retryable: true,
+          timedOut: true,
+        }),
+      );
+      const res = await ctx.propose({ type: 'finishRuns', nowMs: now, items }, 'runItems', 10_000);
+      if (!ctx.active()) return;
+      let ended = 0;
+      res.items.forEach((r, i) => {
+        const l = batch[i]!;
+        if (ctx.leases.get(l.runId)?.fencingToken === l.fencingToken) ctx.leases.release(l.runId);
+        if (r.error) return; // finished, cancelled or re-claimed meanwhile
+        ended++;
+        ctx.sessions.ofWorker(l.workerId)?.send({ message: { $case: 'cancel', cancel: { runId: l.runId, fencingToken: l.fencingToken, reason: EXECUTION_TIMEOUT_REASON } } });
+      });
+      if (ended > 0) {
+        ctx.metrics.executionTimeouts.inc(ended);
+        ctx.log.warn({ timedOut: ended, runs: batch.slice(0, 10).map((l) => l.runId) }, 'attempts ran past their execution timeout: ended as TIMED_OUT');
+        ctx.dispatcher.wake();
+      }
+    } catch (e) {
+      if (ctx.active()) ctx.log.warn({ err: e, runs: batch.length }, 'ending timed-out attempts failed; retrying on the next sweep');
+    }
+  }
+
+  private async expire(batch: readonly Lease[], now: number): Promise<void> {
+    const ctx = this.ctx;
     try {
       const res = await ctx.propose(
         { type: 'expireLeases', nowMs: now, items: batch.map((l) => ({ runId: l.runId, fencingToken: l.fencingToken })) },
@@ -105,9 +161,6 @@ export class LeaseKeeper {
       }
     } catch (e) {
       if (ctx.active()) ctx.log.warn({ err: e, leases: batch.length }, 'expireLeases failed; retrying on the next sweep');
-    } finally {
-      for (const l of batch) this.expiring.delete(l.runId);
-      this.sweeping = false;
     }
   }
 }

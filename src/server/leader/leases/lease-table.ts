@@ -2,16 +2,38 @@
 // only expiry goes through the log (an expire-leases command), so a lease is lost only when the
 // leader has really not heard from the holder for a whole lease duration (monotonic time).
 //
+// A run of a job with an execution timeout also has a time-out instant: heartbeats never extend
+// its lease past it, and once it passes the lease keeper ends the attempt as TIMED_OUT (the
+// worker's own AbortSignal may be ignored, or a worker written from the proto may not have one).
+//
 // It also knows the runs whose claim is in flight (the dispatcher proposed it, it has not applied
 // yet): their leases are about to be granted, so the lease sweeps and a reconnecting worker's
 // hello must leave them alone, and dispatch rounds must not claim them again.
 import type { Job } from '../../../gen/herald/v1/job.js';
+import type { Run } from '../../../gen/herald/v1/run.js';
 import type { Clock } from '../../node/cluster-clock.js';
+
+/**
+ * How long past its execution timeout an attempt may run before the leader ends it: a worker
+ * that honours the timeout reports a TIMED_OUT failure itself within this.
+ */
+export const EXECUTION_TIMEOUT_GRACE_MS = 2_000;
 
 /** A job's lease duration: its spec's, or the leader's default. */
 export function leaseMsOf(job: Job | undefined, defaultMs: number): number {
   const ms = job?.spec?.leaseDurationMs ?? 0;
   return ms > 0 ? ms : defaultMs;
+}
+
+/**
+ * What is left of a running attempt's execution time at cluster time `nowMs` (undefined: its job
+ * sets no timeout). Without a cluster time the whole timeout is left: late, never early.
+ */
+export function remainingExecutionMs(run: Run, job: Job | undefined, nowMs: number | undefined): number | undefined {
+  const timeoutMs = job?.spec?.executionTimeoutMs ?? 0;
+  if (timeoutMs <= 0) return undefined;
+  const started = run.attempts[run.attempts.length - 1]?.startedUnixMs ?? 0;
+  return nowMs === undefined || started === 0 ? timeoutMs : started + timeoutMs - nowMs;
 }
 
 export interface Lease {
@@ -21,6 +43,8 @@ export interface Lease {
   durationMs: number;
   /** Monotonic deadline. */
   deadlineMs: number;
+  /** Monotonic instant the attempt is timed out at (execution timeout + grace); 0 = none. */
+  timeoutAtMs: number;
 }
 
 export type RenewOutcome = 'renewed' | 'unknown-run' | 'stale-token' | 'other-worker';
@@ -62,9 +86,23 @@ export class LeaseTable {
 
   /** A claim committed: the worker holds the run from now for durationMs. */
   grant(runId: string, fencingToken: number, workerId: string, durationMs: number): Lease {
-    const lease = { runId, fencingToken, workerId, durationMs, deadlineMs: this.monotonic.nowMs() + durationMs };
+    const lease = { runId, fencingToken, workerId, durationMs, deadlineMs: this.monotonic.nowMs() + durationMs, timeoutAtMs: 0 };
     this.leases.set(runId, lease);
     return lease;
+  }
+
+  /**
+   * The attempt under `lease` may run `remainingMs` more (its execution timeout less what it has
+   * run), plus the grace: its lease ends then at the latest, whatever the heartbeats say.
+   */
+  limitExecution(lease: Lease, remainingMs: number): void {
+    lease.timeoutAtMs = this.monotonic.nowMs() + Math.max(0, remainingMs) + EXECUTION_TIMEOUT_GRACE_MS;
+    if (lease.deadlineMs > lease.timeoutAtMs) lease.deadlineMs = lease.timeoutAtMs;
+  }
+
+  /** True when the lease ends because its attempt ran out of execution time (not for silence). */
+  timedOut(lease: Lease): boolean {
+    return lease.timeoutAtMs > 0 && lease.timeoutAtMs <= this.monotonic.nowMs();
   }
 
   /**
@@ -80,7 +118,9 @@ export class LeaseTable {
     if (!lease) return 'unknown-run';
     if (lease.fencingToken !== fencingToken) return 'stale-token';
     if (lease.workerId !== workerId) return 'other-worker';
-    lease.deadlineMs = this.monotonic.nowMs() + lease.durationMs;
+    const deadline = this.monotonic.nowMs() + lease.durationMs;
+    // Past its execution timeout a run keeps the deadline it has: heartbeats do not save it.
+    lease.deadlineMs = lease.timeoutAtMs > 0 && deadline > lease.timeoutAtMs ? lease.timeoutAtMs : deadline;
     return 'renewed';
   }
 

@@ -9,7 +9,7 @@ import type { JobCache } from '../job-cache.js';
 import type { SchedulerConfig } from '../leader-config.js';
 import type { LeaderReads } from '../leader-term.js';
 import type { WorkerSession } from '../worker-session.js';
-import { leaseMsOf, type LeaseTable } from './lease-table.js';
+import { leaseMsOf, remainingExecutionMs, type LeaseTable } from './lease-table.js';
 
 const RESULT_OUTCOMES = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, AttemptOutcome.ATTEMPT_OUTCOME_FAILED, AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT]);
 
@@ -29,6 +29,8 @@ export interface WorkerLeasesDeps {
   readonly leases: LeaseTable;
   readonly config: Pick<SchedulerConfig, 'defaultLeaseMs'>;
   readonly log: Logger;
+  /** Cluster time (undefined until known): what adopted attempts have left of their execution time. */
+  readonly now: () => number | undefined;
 }
 
 export class WorkerLeases {
@@ -115,10 +117,13 @@ export class WorkerLeases {
   async adoptRunning(): Promise<number> {
     const { reads, jobs, leases, config } = this.deps;
     const runs = await reads.runningRuns();
-    const leaseOf = new Map<string, number>();
+    const now = this.deps.now();
     for (const run of runs) {
-      if (!leaseOf.has(run.jobId)) leaseOf.set(run.jobId, leaseMsOf(await jobs.get(run.jobId), config.defaultLeaseMs));
-      leases.adopt(run.id, run.fencingToken, run.workerId, leaseOf.get(run.jobId)!);
+      const job = await jobs.get(run.jobId);
+      const lease = leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, config.defaultLeaseMs));
+      // The execution timeout counts from the attempt's start, not from the takeover.
+      const left = remainingExecutionMs(run, job, now);
+      if (left !== undefined) leases.limitExecution(lease, left);
     }
     return runs.length;
   }
