@@ -41,14 +41,14 @@ describe('job record codec', () => {
     expect(decodeJobRecord(encodeJobRecord(bare))).toEqual(bare);
   });
 
-  it('a job with backfill runs queued (more held runs than its BUFFER_ONE one) writes format 3; otherwise format 2', () => {
+  it('a job with backfill runs queued (more held runs than its BUFFER_ONE one) writes format 4; otherwise format 3', () => {
     const queued: JobRecord = { ...rec, heldRuns: 5 };
     const bytes = encodeJobRecord(queued);
-    expect(bytes[0]).toBe(3);
+    expect(bytes[0]).toBe(4);
     expect(decodeJobRecord(bytes)).toEqual(queued);
-    // The count every format-2 record implies (its BUFFER_ONE run or none) keeps format 2.
-    expect(encodeJobRecord({ ...rec, heldRuns: 1 })[0]).toBe(2);
-    expect(encodeJobRecord({ ...rec, heldRunId: '', heldRuns: 0 })[0]).toBe(2);
+    // The count every format-3 record implies (its BUFFER_ONE run or none) keeps format 3.
+    expect(encodeJobRecord({ ...rec, heldRuns: 1 })[0]).toBe(3);
+    expect(encodeJobRecord({ ...rec, heldRunId: '', heldRuns: 0 })[0]).toBe(3);
   });
 
   it('reads format-1 records written before', () => {
