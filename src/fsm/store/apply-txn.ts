@@ -25,7 +25,6 @@ import {
   isTerminal,
   jobIndexKeys,
   readyEntryOf,
-  runIndexKey,
   type JobRecord,
   type RunRecord,
 } from './records.js';
@@ -33,17 +32,11 @@ import type { CacheUpdate, RecordCache } from './record-cache.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
+import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
+
+export { decodeCount, encodeCount, type BatchSink };
 
 export type Db = ClassicLevel<string, Uint8Array>;
-
-/**
- * Where the transaction's writes go: a LevelDB chained batch. Written straight into it, without
- * an operation object per write in between (~11 per run of a herd, on every node).
- */
-export interface BatchSink {
-  put(key: string, value: Uint8Array): unknown;
-  del(key: string): unknown;
-}
 
 const EMPTY = new Uint8Array();
 const NO_KEYS: readonly string[] = [];
@@ -583,31 +576,4 @@ function untracked(keys: readonly string[], tracked: ReadonlyMap<string, unknown
     out.push(k);
   }
   return out;
-}
-
-/** The writes that turn index keys `before` into `after`. */
-function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[]): void {
-  if (before.length === 0) {
-    // New records (most of a fire batch): nothing to compare against.
-    for (let i = 0; i < after.length; i++) out.put(after[i]!, EMPTY);
-    return;
-  }
-  // A record has at most three index keys: a scan beats building sets.
-  for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
-  for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, EMPTY);
-}
-
-/** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
-function diffRunIndex(out: BatchSink, key: string, before: number, after: number): void {
-  if (before === after) return;
-  if (before >= 0) out.del(runIndexKey(before, key));
-  if (after >= 0) out.put(runIndexKey(after, key), EMPTY);
-}
-
-export function encodeCount(n: number): Uint8Array {
-  return new TextEncoder().encode(String(n));
-}
-
-export function decodeCount(v: Uint8Array | undefined): number {
-  return v === undefined ? 0 : Number(new TextDecoder().decode(v));
 }

@@ -1,0 +1,41 @@
+// How a transaction's index keys and per-state counts are written: the smallest set of puts and
+// deletes that turns a record's index keys before into its keys after, and the counters' encoding.
+import { runIndexKey } from './records.js';
+
+/**
+ * Where the transaction's writes go: a LevelDB chained batch. Written straight into it, without
+ * an operation object per write in between (~11 per run of a herd, on every node).
+ */
+export interface BatchSink {
+  put(key: string, value: Uint8Array): unknown;
+  del(key: string): unknown;
+}
+
+const EMPTY = new Uint8Array();
+
+/** The writes that turn index keys `before` into `after`. */
+export function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[]): void {
+  if (before.length === 0) {
+    // New records (most of a fire batch): nothing to compare against.
+    for (let i = 0; i < after.length; i++) out.put(after[i]!, EMPTY);
+    return;
+  }
+  // A record has at most three index keys: a scan beats building sets.
+  for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
+  for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, EMPTY);
+}
+
+/** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
+export function diffRunIndex(out: BatchSink, key: string, before: number, after: number): void {
+  if (before === after) return;
+  if (before >= 0) out.del(runIndexKey(before, key));
+  if (after >= 0) out.put(runIndexKey(after, key), EMPTY);
+}
+
+export function encodeCount(n: number): Uint8Array {
+  return new TextEncoder().encode(String(n));
+}
+
+export function decodeCount(v: Uint8Array | undefined): number {
+  return v === undefined ? 0 : Number(new TextDecoder().decode(v));
+}
