@@ -18,7 +18,7 @@ function spec(kind: Schedule['kind']): JobSpec {
     taskType: 'bench', payload: Buffer.alloc(0), schedule: { kind }, startUnixMs: 0, endUnixMs: 0, retry: undefined,
     executionTimeoutMs: 0, leaseDurationMs: 0, misfirePolicy: MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED, misfireMaxRuns: 0,
     startingDeadlineMs: 0, overlapPolicy: OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED, jitterMs: 0,
-    dst: { gap: DstGapPolicy.DST_GAP_POLICY_SHIFT_FORWARD, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST },
+    dst: { gap: DstGapPolicy.DST_GAP_POLICY_SHIFT_FORWARD, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST, foldAuto: false },
     retention: undefined, labels: {}, priority: 0, maxPendingRuns: 0,
   };
 }

@@ -60,12 +60,12 @@ export function at(when: Instant): ScheduleDef {
 }
 
 export type DstGap = 'shiftForward' | 'skip';
-export type DstFold = 'first' | 'last' | 'both';
+export type DstFold = 'first' | 'last' | 'both' | 'auto';
 
 export interface CronOptions {
   /** IANA time zone, e.g. "Europe/Berlin"; default UTC. */
   tz?: string;
-  /** What happens to local times skipped (gap) or repeated (fold) by DST changes. */
+  /** What happens to local times skipped (gap) or repeated (fold) by DST changes; fold defaults to 'auto' (see DstFoldPolicy). */
   dst?: { gap?: DstGap; fold?: DstFold };
 }
 
@@ -77,6 +77,7 @@ const FOLD: Record<DstFold, DstFoldPolicy> = {
   first: DstFoldPolicy.DST_FOLD_POLICY_FIRST,
   last: DstFoldPolicy.DST_FOLD_POLICY_LAST,
   both: DstFoldPolicy.DST_FOLD_POLICY_BOTH,
+  auto: DstFoldPolicy.DST_FOLD_POLICY_AUTO,
 };
 
 function pick<K extends string, V>(table: Record<K, V>, key: unknown, field: string): V {
@@ -125,6 +126,7 @@ export function cron(expression: string, options: CronOptions = {}): ScheduleDef
     dst = {
       gap: options.dst.gap === undefined ? DstGapPolicy.DST_GAP_POLICY_UNSPECIFIED : pick(GAP, options.dst.gap, 'cron.dst.gap'),
       fold: options.dst.fold === undefined ? DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED : pick(FOLD, options.dst.fold, 'cron.dst.fold'),
+      foldAuto: false,
     };
   }
   const def: ScheduleDef = { schedule: { kind: { $case: 'cron', cron: { expression: fields.join(' '), timeZone } } } };

@@ -19,8 +19,9 @@ describe('schedule builders', () => {
   it('cron() keeps the expression, zone and DST policy', () => {
     expect(cron('0 2 * * *', { tz: 'Europe/Berlin', dst: { gap: 'skip', fold: 'both' } })).toEqual({
       schedule: { kind: { $case: 'cron', cron: { expression: '0 2 * * *', timeZone: 'Europe/Berlin' } } },
-      dst: { gap: DstGapPolicy.DST_GAP_POLICY_SKIP, fold: DstFoldPolicy.DST_FOLD_POLICY_BOTH },
+      dst: { gap: DstGapPolicy.DST_GAP_POLICY_SKIP, fold: DstFoldPolicy.DST_FOLD_POLICY_BOTH, foldAuto: false },
     });
+    expect(cron('0 * * * *', { dst: { fold: 'auto' } }).dst?.fold).toBe(DstFoldPolicy.DST_FOLD_POLICY_AUTO);
     expect(cron('*/10  * * * * *')).toEqual({
       schedule: { kind: { $case: 'cron', cron: { expression: '*/10 * * * * *', timeZone: '' } } },
     });
@@ -84,7 +85,7 @@ describe('jobSpec', () => {
       startingDeadlineMs: 30_000,
       overlapPolicy: OverlapPolicy.OVERLAP_POLICY_FORBID,
       jitterMs: 10_000,
-      dst: { gap: DstGapPolicy.DST_GAP_POLICY_SHIFT_FORWARD, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST },
+      dst: { gap: DstGapPolicy.DST_GAP_POLICY_SHIFT_FORWARD, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST, foldAuto: false },
       retention: { maxRuns: 50, maxAgeMs: 172_800_000 },
       labels: { team: 'growth' },
       priority: 7,

@@ -12,12 +12,14 @@
 //     they do not fire.
 //   - fall back at b (offset shrinks): wall times [b+oAfter, b+oBefore) occur twice, at the end of
 //     the segment before b and at the start of the segment after it. FIRST drops them from the
-//     later segment, LAST from the earlier one, BOTH keeps both.
+//     later segment, LAST from the earlier one, BOTH keeps both. AUTO is FIRST or BOTH per fold
+//     (dst-auto.ts); the API stores it resolved, so only a spec still carrying it gets here.
 // Since segments are visited in instant order and each yields instants in order, the first
 // candidate found is the answer.
 import { DstFoldPolicy, DstGapPolicy, type DstPolicy } from '../../gen/herald/v1/job.js';
 import type { CronExpression } from './cron-expression.js';
 import { nextWallMatch } from './cron-wall-match.js';
+import { autoFoldFiresBoth } from './dst-auto.js';
 import type { Transition, ZoneRules } from './zone-rules.js';
 
 /**
@@ -35,7 +37,7 @@ export const MAX_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59);
 
 export interface ResolvedDst {
   readonly shiftForward: boolean;
-  readonly fold: 'first' | 'last' | 'both';
+  readonly fold: 'first' | 'last' | 'both' | 'auto';
 }
 
 export function resolveDstPolicy(dst: DstPolicy | undefined): ResolvedDst {
@@ -44,7 +46,9 @@ export function resolveDstPolicy(dst: DstPolicy | undefined): ResolvedDst {
       ? 'last'
       : dst?.fold === DstFoldPolicy.DST_FOLD_POLICY_BOTH
         ? 'both'
-        : 'first';
+        : dst?.fold === DstFoldPolicy.DST_FOLD_POLICY_AUTO
+          ? 'auto'
+          : 'first';
   return { shiftForward: dst?.gap !== DstGapPolicy.DST_GAP_POLICY_SKIP, fold };
 }
 
@@ -94,9 +98,9 @@ export function nextCronSlot(
     // Wall-time ranges of this segment that the fold policy excludes.
     let dropFrom = Infinity;
     let dropTo = -Infinity;
-    if (dst.fold === 'first') {
+    if (dst.fold === 'first' || dst.fold === 'auto') {
       const prev = zone.lastTransitionAtOrBefore(cur);
-      if (prev !== undefined && prev.offsetBefore > prev.offsetAfter) {
+      if (prev !== undefined && prev.offsetBefore > prev.offsetAfter && (dst.fold === 'first' || !autoFoldFiresBoth(cron, prev))) {
         dropFrom = prev.at + prev.offsetAfter;
         dropTo = prev.at + prev.offsetBefore;
       }

@@ -20,3 +20,4 @@ export { jitteredSlot, jitterOffsetMs } from './jitter.js';
 export { retryBackoffMs, retryBackoffBaseMs } from './retry-backoff.js';
 export { effectiveRetry, validateRetryPolicy, type EffectiveRetry } from './retry-policy.js';
 export { parseCronExpression, type CronExpression } from './cron-expression.js';
+export { autoFoldFiresBoth, resolveFoldPolicy } from './dst-auto.js';

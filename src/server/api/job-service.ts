@@ -28,6 +28,7 @@ import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
 import { LeaderForwarder } from './leader-forwarder.js';
+import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
 import { status } from '@grpc/grpc-js';
@@ -107,7 +108,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
   async function createOne(item: CreateJobRequest, nowMs: number, call: CallContext): Promise<CreateJobResponse> {
     const result = await propose(
-      { type: 'putJob', nowMs, jobId: item.jobId, spec: item.spec!, idempotencyKey: item.idempotencyKey },
+      { type: 'putJob', nowMs, jobId: item.jobId, spec: withResolvedFold(item.spec!, nowMs), idempotencyKey: item.idempotencyKey },
       call,
     );
     const r = expectType(result, 'job');
@@ -161,7 +162,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
             try {
               const items = chunk.map((i) => {
                 const it = prepared[i]!.item!;
-                return { jobId: it.jobId, spec: it.spec!, idempotencyKey: it.idempotencyKey };
+                return { jobId: it.jobId, spec: withResolvedFold(it.spec!, nowMs), idempotencyKey: it.idempotencyKey };
               });
               const r = expectType(await propose({ type: 'putJobs', nowMs, items }, call), 'jobs');
               if (r.items.length !== chunk.length) throw new HeraldError('INTERNAL', `putJobs answered ${r.items.length} items for ${chunk.length}`);
@@ -206,7 +207,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       validateId(req.jobId, 'job_id');
       validateJobSpec(req.spec, { maxPayloadBytes: ctx.maxPayloadBytes });
       return onLeader('updateJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: req.spec!, expectedVersion: req.expectedVersion }, call), 'job');
+        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs), expectedVersion: req.expectedVersion }, call), 'job');
         if (r.error) throw itemError(r.error);
         return { job: r.job };
       });

@@ -78,7 +78,7 @@ function reference(
     if (matches(walls[i]!)) {
       const earlier = firstIndex.get(walls[i]!)! < i;
       const later = lastIndex.get(walls[i]!)! > i;
-      const keep = fold === 'both' || (fold === 'last' ? !later : !earlier);
+      const keep = fold === 'both' || (fold === 'auto' && (!earlier || autoBoth(walls, firstIndex, lastIndex, walls[i]!, hours))) || (fold === 'last' ? !later : !earlier);
       if (keep) out.add(t);
     }
     // Wall times jumped over between the previous minute and this one: a spring-forward gap.
@@ -87,6 +87,21 @@ function reference(
     }
   }
   return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * AUTO by its definition, from the timeline alone: the fold is the run of wall times that occur
+ * twice around `wall`; BOTH when the hour set holds every hour the fold touches and the hour
+ * before it or the hour after it.
+ */
+function autoBoth(walls: number[], firstIndex: Map<number, number>, lastIndex: Map<number, number>, wall: number, hours: Set<number>): boolean {
+  const repeated = walls.filter((w) => firstIndex.get(w) !== lastIndex.get(w) && Math.abs(w - wall) < 2 * HOUR);
+  const f0 = Math.min(...repeated);
+  const f1 = Math.max(...repeated) + MIN;
+  const hourOf = (w: number) => new Date(w).getUTCHours();
+  const start = Math.floor(f0 / HOUR) * HOUR;
+  for (let h = start; h < f1; h += HOUR) if (!hours.has(hourOf(h))) return false;
+  return hours.has(hourOf(start - HOUR)) || hours.has(hourOf(Math.ceil(f1 / HOUR) * HOUR));
 }
 
 const minuteSets = fc.uniqueArray(fc.integer({ min: 0, max: 59 }), { minLength: 1, maxLength: 6 });
@@ -132,5 +147,47 @@ describe('cron slots around DST transitions match a brute-force reference', () =
         }
       }
     }
+  });
+
+  // AUTO in zones with a 1 h (Berlin, New York), a 30 min (Lord Howe) and a negative-DST
+  // (Dublin: IST is standard time, winter the "DST") fold, hours drawn to hit wildcard-like runs.
+  const autoTransitions = [
+    ...transitions.filter((t) => t.zone !== 'Pacific/Apia' && t.zone !== 'America/Santiago'),
+    { zone: 'Europe/Dublin', at: ms('2026-03-29T01:00:00Z') },
+    { zone: 'Europe/Dublin', at: ms('2026-10-25T01:00:00Z') },
+  ];
+  const autoHourSets = fc.oneof(
+    hourSets,
+    fc.constant(Array.from({ length: 24 }, (_, i) => i)),
+    fc.integer({ min: 0, max: 3 }).chain((lo) => fc.integer({ min: lo, max: 4 }).map((hi) => Array.from({ length: hi - lo + 1 }, (_, i) => lo + i))),
+  );
+
+  it('AUTO: fixed-hour crons fire once in the fold, hourly-or-faster ones at every real occurrence', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...autoTransitions),
+        fc.integer({ min: -6 * 60, max: 2 * 60 }),
+        minuteSets,
+        autoHourSets,
+        fc.constantFrom<Gap>('shift', 'skip'),
+        ({ zone, at }, startMin, minutes, hours, gap) => {
+          const from = at + startMin * MIN;
+          const to = from + 6 * HOUR;
+          const expr = `${minutes.join(',')} ${hours.join(',')} * * *`;
+          const actual = slotsInRange(cronSpec(expr, zone, gap, 'auto'), from, to, 0, 10_000);
+          expect(actual).toEqual(reference(zone, new Set(minutes), new Set(hours), undefined, gap, 'auto', from, to));
+        },
+      ),
+      { numRuns: 120, seed: 20261205 },
+    );
+  });
+
+  it('AUTO on the examples of issue 30: 0 * * * * and */5 * * * * keep real time through the Berlin fold; 0 2 * * * fires once', () => {
+    const at = ms('2026-10-25T01:00:00Z'); // 03:00 CEST -> 02:00 CET
+    const hourly = slotsInRange(cronSpec('0 * * * *', 'Europe/Berlin', 'shift', 'auto'), at - 3 * HOUR, at + 2 * HOUR, 0, 100);
+    for (let i = 1; i < hourly.length; i++) expect(hourly[i]! - hourly[i - 1]!).toBe(HOUR);
+    const fiveMin = slotsInRange(cronSpec('*/5 * * * *', 'Europe/Berlin', 'shift', 'auto'), at - HOUR, at + HOUR, 0, 100);
+    for (let i = 1; i < fiveMin.length; i++) expect(fiveMin[i]! - fiveMin[i - 1]!).toBe(5 * MIN);
+    expect(slotsInRange(cronSpec('0 2 * * *', 'Europe/Berlin', 'shift', 'auto'), at - 3 * HOUR, at + 3 * HOUR, 0, 100)).toEqual([at - HOUR]);
   });
 });

@@ -33,7 +33,7 @@ export function jobSpec(schedule: Schedule['kind'], overrides: Partial<JobSpec> 
 }
 
 export type Gap = 'shift' | 'skip' | 'unspecified';
-export type Fold = 'first' | 'last' | 'both' | 'unspecified';
+export type Fold = 'first' | 'last' | 'both' | 'auto' | 'unspecified';
 
 const GAP: Record<Gap, DstGapPolicy> = {
   shift: DstGapPolicy.DST_GAP_POLICY_SHIFT_FORWARD,
@@ -44,6 +44,7 @@ const FOLD: Record<Fold, DstFoldPolicy> = {
   first: DstFoldPolicy.DST_FOLD_POLICY_FIRST,
   last: DstFoldPolicy.DST_FOLD_POLICY_LAST,
   both: DstFoldPolicy.DST_FOLD_POLICY_BOTH,
+  auto: DstFoldPolicy.DST_FOLD_POLICY_AUTO,
   unspecified: DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED,
 };
 
@@ -54,7 +55,7 @@ export function cronSpec(
   fold: Fold = 'unspecified',
   overrides: Partial<JobSpec> = {},
 ): JobSpec {
-  return jobSpec({ $case: 'cron', cron: { expression, timeZone } }, { dst: { gap: GAP[gap], fold: FOLD[fold] }, ...overrides });
+  return jobSpec({ $case: 'cron', cron: { expression, timeZone } }, { dst: { gap: GAP[gap], fold: FOLD[fold], foldAuto: false }, ...overrides });
 }
 
 export function everySpec(intervalMs: number, anchorUnixMs = 0, overrides: Partial<JobSpec> = {}): JobSpec {

@@ -27,8 +27,8 @@ describe('validateSchedule rejects', () => {
     { name: 'negative start', spec: everySpec(1000, 0, { startUnixMs: -5 }), code: 'INVALID_SPEC', field: 'spec.start_unix_ms' },
     { name: 'end beyond year 9999', spec: everySpec(1000, 0, { endUnixMs: 8.64e15 }), code: 'INVALID_SPEC', field: 'spec.end_unix_ms' },
     { name: 'negative jitter', spec: everySpec(1000, 0, { jitterMs: -1 }), code: 'INVALID_SPEC', field: 'spec.jitter_ms' },
-    { name: 'unknown DST gap policy', spec: cronSpec('* * * * *', '', 'shift', 'first', { dst: { gap: 7 as DstGapPolicy, fold: DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED } }), code: 'INVALID_SPEC', field: 'spec.dst.gap' },
-    { name: 'unrecognized DST fold policy', spec: cronSpec('* * * * *', '', 'shift', 'first', { dst: { gap: DstGapPolicy.DST_GAP_POLICY_UNSPECIFIED, fold: DstFoldPolicy.UNRECOGNIZED } }), code: 'INVALID_SPEC', field: 'spec.dst.fold' },
+    { name: 'unknown DST gap policy', spec: cronSpec('* * * * *', '', 'shift', 'first', { dst: { gap: 7 as DstGapPolicy, fold: DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED, foldAuto: false } }), code: 'INVALID_SPEC', field: 'spec.dst.gap' },
+    { name: 'unrecognized DST fold policy', spec: cronSpec('* * * * *', '', 'shift', 'first', { dst: { gap: DstGapPolicy.DST_GAP_POLICY_UNSPECIFIED, fold: DstFoldPolicy.UNRECOGNIZED, foldAuto: false } }), code: 'INVALID_SPEC', field: 'spec.dst.fold' },
     {
       name: 'bad retry policy',
       spec: everySpec(1000, 0, { retry: { maxAttempts: 1000, initialBackoffMs: 0, maxBackoffMs: 0, backoffMultiplier: 0, nonRetryableErrorTypes: [] } }),

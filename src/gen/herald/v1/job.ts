@@ -48,7 +48,10 @@ export enum DstGapPolicy {
 
 /** A local time that occurs twice (fall-back fold). */
 export enum DstFoldPolicy {
-  /** DST_FOLD_POLICY_UNSPECIFIED - Treated as DST_FOLD_POLICY_FIRST. */
+  /**
+   * DST_FOLD_POLICY_UNSPECIFIED - In a request: DST_FOLD_POLICY_AUTO. In a job stored before AUTO existed: FIRST (its slots
+   * never change).
+   */
   DST_FOLD_POLICY_UNSPECIFIED = 0,
   /** DST_FOLD_POLICY_FIRST - Fire at the first occurrence only. */
   DST_FOLD_POLICY_FIRST = 1,
@@ -56,6 +59,14 @@ export enum DstFoldPolicy {
   DST_FOLD_POLICY_LAST = 2,
   /** DST_FOLD_POLICY_BOTH - Fire at both occurrences. */
   DST_FOLD_POLICY_BOTH = 3,
+  /**
+   * DST_FOLD_POLICY_AUTO - BOTH when the hour field matches every hour of the fold and an hour next to it (the job runs
+   * hourly or more often through that part of the day: `0 * * * *`, `* /5 * * * *`, `30 1-3 * * *`),
+   * so it keeps firing in real time; FIRST otherwise (`0 2 * * *` runs once). The server resolves
+   * it when the job is created or updated and stores the result in `fold` (with fold_auto set),
+   * so every replica, of any version, computes the same slots.
+   */
+  DST_FOLD_POLICY_AUTO = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -129,6 +140,12 @@ export interface DstPolicy {
   gap: DstGapPolicy;
   /** Behaviour for local times repeated by a fall-back transition. */
   fold: DstFoldPolicy;
+  /**
+   * Set by the server: `fold` was AUTO (or unset) when the job was created or last updated and
+   * holds what AUTO resolved to for its expression and zone. An update that keeps it set (and
+   * does not name another fold policy) resolves AUTO again.
+   */
+  foldAuto: boolean;
 }
 
 /** How much finished-run history is kept per job. The stricter bound wins. */
@@ -614,7 +631,7 @@ export const RetryPolicy: MessageFns<RetryPolicy> = {
 };
 
 function createBaseDstPolicy(): DstPolicy {
-  return { gap: 0, fold: 0 };
+  return { gap: 0, fold: 0, foldAuto: false };
 }
 
 export const DstPolicy: MessageFns<DstPolicy> = {
@@ -624,6 +641,9 @@ export const DstPolicy: MessageFns<DstPolicy> = {
     }
     if (message.fold !== 0) {
       writer.uint32(16).int32(message.fold);
+    }
+    if (message.foldAuto !== false) {
+      writer.uint32(24).bool(message.foldAuto);
     }
     return writer;
   },
@@ -657,6 +677,14 @@ export const DstPolicy: MessageFns<DstPolicy> = {
             message.fold = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.foldAuto = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -676,6 +704,7 @@ export const DstPolicy: MessageFns<DstPolicy> = {
     const message = createBaseDstPolicy();
     message.gap = object.gap ?? 0;
     message.fold = object.fold ?? 0;
+    message.foldAuto = object.foldAuto ?? false;
     return message;
   },
 };
