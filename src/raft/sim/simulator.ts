@@ -257,6 +257,8 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
     let live = false;
     while (sched.now < healedAt + livenessUnits && !(stopOnViolation && violated())) {
       await unit(false, Math.max(plan.opRate, 0.1));
+      // A start begun during the chaos may still fail (an I/O error drawn then): try again.
+      for (const node of all) restart(node);
       if (sched.now % TICK_UNITS !== 0) continue;
       const leader = currentLeader();
       if (!leader) continue;
