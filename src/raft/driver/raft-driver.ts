@@ -53,6 +53,7 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   compactionKeepBytes?: number;
   maxSizePerMsg?: number;
   maxInflightMsgs?: number;
+  /** A proposal's deadline when its caller sets none (ms; default 10000). */
   defaultProposalTimeoutMs?: number;
   /** Largest command accepted by propose() (default 4 MiB; the peer stream limit is 16 MiB). */
   maxProposalBytes?: number;

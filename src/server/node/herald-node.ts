@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { StateMachine } from '../../raft/state-machine.js';
 import type { NodeId } from '../../raft/types.js';
 import type { LogStore } from '../../raft/storage/log-store.js';
-import type { LeaderChange, RaftDriver, RaftTimingOptions } from '../../raft/driver/raft-driver.js';
+import type { LeaderChange, RaftDriver, RaftDriverOptions, RaftTimingOptions } from '../../raft/driver/raft-driver.js';
 import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
 import type { PeerInfo, PeerTransport } from '../peer/peer-transport.js';
 import type { ClusterClock } from './cluster-clock.js';
@@ -15,7 +15,13 @@ import type { ClusterClock } from './cluster-clock.js';
 /** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
 export type StateMachineFactory = (dir: string) => Promise<StateMachine>;
 
-export interface NodeOptions extends Partial<RaftTimingOptions> {
+/** The driver's log, snapshot and message limits, passed through as the driver documents them. */
+type DriverLimits = Pick<
+  RaftDriverOptions,
+  'snapshotEntries' | 'compactionKeepEntries' | 'snapshotBytes' | 'compactionKeepBytes' | 'maxSizePerMsg' | 'maxInflightMsgs' | 'defaultProposalTimeoutMs' | 'maxProposalBytes'
+>;
+
+export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   id: NodeId;
   members: readonly PeerInfo[];
   /** host:port to listen on for peers (default: this member's peerAddress). */
@@ -27,16 +33,6 @@ export interface NodeOptions extends Partial<RaftTimingOptions> {
   clusterId?: string;
   stateMachine: StateMachineFactory;
   logger: Logger;
-  snapshotEntries?: number;
-  compactionKeepEntries?: number;
-  snapshotBytes?: number;
-  compactionKeepBytes?: number;
-  maxSizePerMsg?: number;
-  maxInflightMsgs?: number;
-  /** A proposal's deadline when its caller sets none (default DEFAULT_PROPOSAL_TIMEOUT_MS). */
-  defaultProposalTimeoutMs?: number;
-  /** Largest command a proposal may carry (default 4 MiB). */
-  maxProposalBytes?: number;
   /** A follower gathers committed entries this long before applying them in one call (RaftDriver; default 200). */
   followerApplyWindowMs?: number;
   /** Effects replication (RaftDriver replicateEffects; default on). */
