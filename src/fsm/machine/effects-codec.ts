@@ -8,7 +8,7 @@
 // a store that has applied exactly `fromApplied` (the caller evaluates otherwise).
 import { isUtf8 } from 'node:buffer';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
-import type { BatchSink } from '../store/apply-txn.js';
+import type { BatchSink } from '../store/index-key-writes.js';
 import type { ReadyEntry } from '../store/ready-index.js';
 
 export const APPLY_EFFECTS_FORMAT_VERSION = 1;

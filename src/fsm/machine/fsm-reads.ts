@@ -5,7 +5,7 @@ import { Job, JobState } from '../../gen/herald/v1/job.js';
 import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { HeraldError } from '../../herald-error.js';
 import type { Db } from '../store/apply-txn.js';
-import { decodeCount } from '../store/apply-txn.js';
+import { decodeCount } from '../store/index-key-writes.js';
 import {
   COUNTER_PREFIX,
   dueRange,

@@ -4,7 +4,8 @@
 import { ClassicLevel } from 'classic-level';
 import { RunState } from '../../gen/herald/v1/run.js';
 import { HeraldError } from '../../herald-error.js';
-import { decodeCount, type Db } from '../store/apply-txn.js';
+import type { Db } from '../store/apply-txn.js';
+import { decodeCount } from '../store/index-key-writes.js';
 import {
   COUNTER_PREFIX,
   DROPPED_INDEX_PREFIXES,

@@ -34,7 +34,6 @@ import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
 
-export { decodeCount, encodeCount, type BatchSink };
 
 export type Db = ClassicLevel<string, Uint8Array>;
 

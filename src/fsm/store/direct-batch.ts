@@ -9,7 +9,8 @@
 // operations go straight to classic-level's `_put`/`_del`, which take encoded keys and values.
 // write() and close() stay abstract-level's, so the batch's lifecycle (status, the db's open
 // resources) is unchanged.
-import type { BatchSink, Db } from './apply-txn.js';
+import type { Db } from './apply-txn.js';
+import type { BatchSink } from './index-key-writes.js';
 
 type Chained = ReturnType<Db['batch']>;
 
