@@ -14,11 +14,12 @@
 // there may go either way. Wall clocks of the orchestrator, workers and ledger are the same
 // machine's; margin absorbs cluster-time vs wall-time differences.
 import { RunState, type Run } from '../../src/gen/herald/v1/run.js';
-import { slotsInRange } from '../../src/fsm/schedule/index.js';
+import { slotsInRange, ScheduleCaches } from '../../src/fsm/schedule/index.js';
 import type { EffectRecord, LedgerSnapshot } from '../ledger/ledger-state.js';
 import type { JobTimeline } from '../workload/job-timeline.js';
 import { causeOf } from './fencing-checker.js';
 import { percentile, within, type Interval } from './interval-set.js';
+
 
 export interface SlotsCheckInput {
   jobs: readonly JobTimeline[];
@@ -84,6 +85,7 @@ export function pauseWindows(t: JobTimeline, marginMs: number): { excused: Inter
 }
 
 export function checkSlots(input: SlotsCheckInput): SlotsCheckResult {
+  const caches = new ScheduleCaches();
   const margin = input.marginMs ?? 2_000;
   const earlyTolerance = input.earlyToleranceMs ?? 50;
   const problems: string[] = [];
@@ -134,7 +136,7 @@ export function checkSlots(input: SlotsCheckInput): SlotsCheckResult {
       // slot after the delete returned.
       const del = job.events.find((e) => e.type === 'delete' && (e.ok || e.returnMs === Infinity));
       if (!del) {
-        const expected = slotsInRange(job.spec, job.createdUnixMs + margin, input.windowEndMs + 1, job.createdUnixMs, 100_000);
+        const expected = slotsInRange(job.spec, job.createdUnixMs + margin, input.windowEndMs + 1, job.createdUnixMs, 100_000, caches);
         lost += expected.length;
         note(`${job.jobId}: the job is gone without a delete; its ${expected.length} slots are lost`);
         continue;
@@ -153,7 +155,7 @@ export function checkSlots(input: SlotsCheckInput): SlotsCheckResult {
     const scheduled = runs.filter((r) => isScheduledRunId(r.id));
     const bySlot = new Map(scheduled.map((r) => [r.slotUnixMs, r]));
     const maxRunSlot = Math.max(input.windowEndMs, ...scheduled.map((r) => r.slotUnixMs));
-    const onSchedule = new Set(slotsInRange(job.spec, job.createdUnixMs, maxRunSlot + 1, job.createdUnixMs, 1_000_000));
+    const onSchedule = new Set(slotsInRange(job.spec, job.createdUnixMs, maxRunSlot + 1, job.createdUnixMs, 1_000_000, caches));
     const uncertain = (s: number) => s <= job.createdUnixMs + margin || within(s, excused);
 
     for (const s of onSchedule) {

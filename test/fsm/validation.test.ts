@@ -8,6 +8,9 @@ import { grpcStatusOf } from '../../src/server/grpc/grpc-status-map.js';
 import { requireRunId, validateId, validateIdempotencyKey, validateJobSpec, validateNote, parseRunId } from '../../src/fsm/index.js';
 import { RUN_ID_PATTERN } from '../../src/fsm/commands/run-id.js';
 import { atSpec, everySpec, spec } from './fsm-test-kit.js';
+import { ScheduleCaches } from '../../src/fsm/schedule/index.js';
+
+const caches = new ScheduleCaches();
 
 function errorOf(fn: () => void): HeraldError {
   try {
@@ -78,10 +81,10 @@ describe('run ids', () => {
 describe('job spec', () => {
   it('accepts a complete, sensible spec', () => {
     expect(() =>
-      validateJobSpec(everySpec(60_000, { retry: { maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 60_000, backoffMultiplier: 1.5 }, labels: { team: 'core', 'app.kubernetes.io/name': 'x' }, priority: -1000, jitterMs: 1000 })),
+      validateJobSpec(everySpec(60_000, { retry: { maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 60_000, backoffMultiplier: 1.5 }, labels: { team: 'core', 'app.kubernetes.io/name': 'x' }, priority: -1000, jitterMs: 1000 }), caches),
     ).not.toThrow();
-    expect(() => validateJobSpec(atSpec(1_900_000_000_000))).not.toThrow();
-    expect(() => validateJobSpec(spec({ schedule: { kind: { $case: 'cron', cron: { expression: '0 30 2 * * 1-5', timeZone: 'Australia/Lord_Howe' } } } }))).not.toThrow();
+    expect(() => validateJobSpec(atSpec(1_900_000_000_000), caches)).not.toThrow();
+    expect(() => validateJobSpec(spec({ schedule: { kind: { $case: 'cron', cron: { expression: '0 30 2 * * 1-5', timeZone: 'Australia/Lord_Howe' } } } }), caches)).not.toThrow();
   });
 
   it.each([
@@ -103,7 +106,7 @@ describe('job spec', () => {
     ['cron syntax', spec({ schedule: { kind: { $case: 'cron', cron: { expression: 'every day', timeZone: '' } } } }), 'INVALID_CRON', 'spec.schedule.cron.expression'],
     ['time zone', spec({ schedule: { kind: { $case: 'cron', cron: { expression: '* * * * *', timeZone: 'Europe/Atlantis' } } } }), 'UNKNOWN_TIME_ZONE', 'spec.schedule.cron.time_zone'],
   ])('refuses %s', (_, s, code, field) => {
-    const e = errorOf(() => validateJobSpec(s as never));
+    const e = errorOf(() => validateJobSpec(s as never, caches));
     expect(e.code).toBe(code);
     expect(e.details.field).toBe(field);
     expect(e.message.length).toBeGreaterThan(10);
@@ -111,6 +114,6 @@ describe('job spec', () => {
   });
 
   it('uses the configured payload limit', () => {
-    expect(errorOf(() => validateJobSpec(spec({ payload: Buffer.alloc(11) }), { maxPayloadBytes: 10 })).message).toMatch(/11 bytes; the limit is 10/);
+    expect(errorOf(() => validateJobSpec(spec({ payload: Buffer.alloc(11) }), caches, { maxPayloadBytes: 10 })).message).toMatch(/11 bytes; the limit is 10/);
   });
 });

@@ -113,11 +113,11 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     return { ...noRuns(), nextFireMs: job.nextFireUnixMs }; // already handled (I1)
   }
   const upTo = Math.max(item.slotMs, cmd.nowMs);
-  const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
+  const found = slotsInRange(spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1, txn.schedule);
   const truncated = found.length > MAX_SLOTS_PER_FIRE_ITEM;
   const slots = truncated ? found.slice(0, MAX_SLOTS_PER_FIRE_ITEM) : found;
   // Without jitter every slot is scheduled at itself (jitteredSlot): no second list.
-  const scheduled = spec.jitterMs > 0 ? slots.map((_, i) => jitteredSlot(job.id, spec, found, i, job.createdUnixMs)) : slots;
+  const scheduled = spec.jitterMs > 0 ? slots.map((_, i) => jitteredSlot(job.id, spec, found, i, job.createdUnixMs, txn.schedule)) : slots;
   const fates = slotFates(spec, slots, scheduled, cmd.nowMs, cmd.misfireThresholdMs || DEFAULT_MISFIRE_THRESHOLD_MS, truncated);
   let created: string[] | undefined;
   let missed: string[] | undefined;
@@ -180,7 +180,7 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
   // changed under a stored job): resynchronise from the cursor instead of looping on it.
   const next = truncated
     ? found[MAX_SLOTS_PER_FIRE_ITEM]
-    : nextSlotAfter(spec, last ?? job.nextFireUnixMs, job.createdUnixMs);
+    : nextSlotAfter(spec, last ?? job.nextFireUnixMs, job.createdUnixMs, txn.schedule);
   job.nextFireUnixMs = next ?? 0;
   if (next === undefined) job.state = JobState.JOB_STATE_COMPLETED;
   job.updatedUnixMs = cmd.nowMs;
@@ -205,7 +205,7 @@ async function prefetchSlots(txn: ApplyTxn, cmd: FireRunsCommand): Promise<void>
     const job = rec === NOT_READ ? undefined : rec?.job;
     if (!job?.spec || job.state !== JobState.JOB_STATE_ACTIVE || job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) continue;
     const upTo = Math.max(item.slotMs, cmd.nowMs);
-    const slots = slotsInRange(job.spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM);
+    const slots = slotsInRange(job.spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM, txn.schedule);
     // A slot after the last handled one has no run (see fireItem): nothing to look up.
     for (const s of slots) if (s <= job.lastSlotUnixMs) wanted.push(txn.knownRunIdKey(scheduledRunId(job.id, s), scheduledParse(job.id, s)).key);
   }

@@ -10,7 +10,7 @@ import type { DeleteResult, ItemError, JobResult } from '../commands/results.js'
 import { cancelActiveRuns } from './run-transitions.js';
 import { asItemError, itemError } from './item-errors.js';
 import { parseRunId } from '../commands/run-id.js';
-import { nextSlotAfter } from '../schedule/index.js';
+import { nextSlotAfter, type ScheduleCaches } from '../schedule/index.js';
 import { recordUnfiredSlots } from './unfired-slots.js';
 import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
 import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
@@ -20,10 +20,10 @@ import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type
  * `notAfterSlot` (the last slot already handled). A one-off instant already in the past still
  * fires once (the misfire policy decides how), other kinds continue with the next slot from now.
  */
-export function firstSlotFrom(spec: JobSpec, nowMs: number, createdMs: number, lastSlotMs: number): number | undefined {
+function firstSlotFrom(spec: JobSpec, nowMs: number, createdMs: number, lastSlotMs: number, caches: ScheduleCaches): number | undefined {
   const at = spec.schedule?.kind?.$case === 'at' ? spec.schedule.kind.at.atUnixMs : undefined;
   const from = at !== undefined ? Math.min(at, nowMs) : nowMs;
-  return nextSlotAfter(spec, Math.max(from - 1, lastSlotMs), createdMs);
+  return nextSlotAfter(spec, Math.max(from - 1, lastSlotMs), createdMs, caches);
 }
 
 function withSchedule(job: Job, next: number | undefined): void {
@@ -45,7 +45,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
   try {
     validateId(cmd.jobId, 'job_id');
     validateIdempotencyKey(cmd.idempotencyKey);
-    validateJobSpec(cmd.spec, limits);
+    validateJobSpec(cmd.spec, txn.schedule, limits);
   } catch (e) {
     return { type: 'job', error: asItemError(e), created: false };
   }
@@ -85,7 +85,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     pauseNote: '',
     activeRuns: 0,
   };
-  withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0));
+  withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0, txn.schedule));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, cmd.jobId, cmd.nowMs);
@@ -116,7 +116,7 @@ async function loadForChange(txn: ApplyTxn, jobId: string, expectedVersion: numb
 
 export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limits: SpecLimits): Promise<JobResult> {
   try {
-    validateJobSpec(cmd.spec, limits);
+    validateJobSpec(cmd.spec, txn.schedule, limits);
   } catch (e) {
     return { type: 'job', error: asItemError(e), created: false };
   }
@@ -136,7 +136,7 @@ export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limit
   if (scheduleChanged) {
     // A new schedule starts from now (no catch-up for slots of a schedule that did not exist),
     // but never re-fires a slot at or before the last one handled.
-    withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, job.createdUnixMs, job.lastSlotUnixMs));
+    withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, job.createdUnixMs, job.lastSlotUnixMs, txn.schedule));
   }
   txn.putJob(rec);
   return { type: 'job', job: jobOut(rec), created: false };
@@ -191,7 +191,7 @@ export async function applyResumeJob(txn: ApplyTxn, cmd: ResumeJobCommand): Prom
   job.updatedUnixMs = cmd.nowMs;
   // Slots that came due while paused are not caught up: the pause is their record (I2).
   if (!job.spec) throw new HeraldError('INTERNAL', `job ${job.id} has no spec`);
-  withSchedule(job, nextSlotAfter(job.spec, Math.max(cmd.nowMs - 1, job.lastSlotUnixMs), job.createdUnixMs));
+  withSchedule(job, nextSlotAfter(job.spec, Math.max(cmd.nowMs - 1, job.lastSlotUnixMs), job.createdUnixMs, txn.schedule));
   txn.putJob(rec);
   return { type: 'job', job: jobOut(rec), created: false };
 }

@@ -111,7 +111,7 @@ export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): 
   // Only the past, and only slots the scheduler will not fire itself (below an active job's cursor).
   let upper = Math.min(cmd.toMs, cmd.nowMs + 1);
   if (job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0) upper = Math.min(upper, job.nextFireUnixMs);
-  const slots = cmd.fromMs < upper ? slotsInRange(spec, cmd.fromMs, upper, job.createdUnixMs, maxRuns + 1) : [];
+  const slots = cmd.fromMs < upper ? slotsInRange(spec, cmd.fromMs, upper, job.createdUnixMs, maxRuns + 1, txn.schedule) : [];
   if (slots.length > maxRuns) {
     return { type: 'backfill', error: itemError('LIMIT_EXCEEDED', `the range holds more than ${maxRuns} slots; narrow it or raise max_runs`), runIds: [] };
   }

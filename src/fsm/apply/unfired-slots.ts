@@ -19,12 +19,12 @@ export async function recordUnfiredSlots(txn: ApplyTxn, rec: JobRecord, nowMs: n
   const job = rec.job;
   const spec = job.spec;
   if (!spec || job.nextFireUnixMs === 0 || job.nextFireUnixMs > nowMs) return [];
-  const found = slotsInRange(spec, job.nextFireUnixMs, nowMs + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1);
+  const found = slotsInRange(spec, job.nextFireUnixMs, nowMs + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM + 1, txn.schedule);
   const recorded: string[] = [];
   let last: number | undefined;
   for (let i = 0; i < Math.min(found.length, MAX_SLOTS_PER_FIRE_ITEM); i++) {
     const slot = found[i]!;
-    const scheduled = jitteredSlot(job.id, spec, found, i, job.createdUnixMs);
+    const scheduled = jitteredSlot(job.id, spec, found, i, job.createdUnixMs, txn.schedule);
     // A jittered instant still ahead was not late: the pause or the new schedule is its record.
     if (scheduled > nowMs) break;
     last = slot;
@@ -35,7 +35,7 @@ export async function recordUnfiredSlots(txn: ApplyTxn, rec: JobRecord, nowMs: n
   }
   if (last !== undefined) {
     job.lastSlotUnixMs = Math.max(job.lastSlotUnixMs, last);
-    job.nextFireUnixMs = nextSlotAfter(spec, last, job.createdUnixMs) ?? 0;
+    job.nextFireUnixMs = nextSlotAfter(spec, last, job.createdUnixMs, txn.schedule) ?? 0;
   }
   return recorded;
 }

@@ -11,17 +11,18 @@ export function overlapOf(spec: JobSpec | undefined): OverlapPolicy {
 }
 
 /**
- * Hints by spec object: jobs created from one template share a decoded spec (spec-cache.ts), so
- * one hint. A memo cache of immutable values keyed by their input, holding no settings: bounded
- * by the specs alive (a WeakMap entry goes with its key), so state machines may share it.
+ * A spec's hint travels with the spec object as a hidden (non-enumerable) field, so jobs created
+ * from one template, which share a decoded spec (spec-cache.ts), share one hint, and no table
+ * outside the objects is shared between state machines.
  */
-const hints = new WeakMap<JobSpec, DispatchHint>();
+const HINT = Symbol('dispatch hint');
+type WithHint = JobSpec & { [HINT]?: DispatchHint };
 
 export function dispatchHintOf(spec: JobSpec): DispatchHint {
-  let h = hints.get(spec);
+  let h = (spec as WithHint)[HINT];
   if (h === undefined) {
     h = { taskType: spec.taskType, priority: spec.priority, jittered: spec.jitterMs > 0, allowsOverlap: overlapOf(spec) === OverlapPolicy.OVERLAP_POLICY_ALLOW };
-    hints.set(spec, h);
+    if (Object.isExtensible(spec)) Object.defineProperty(spec, HINT, { value: h, enumerable: false, configurable: false, writable: false });
   }
   return h;
 }

@@ -5,19 +5,25 @@ import { JobSpec } from '../../gen/herald/v1/job.js';
 import { FsmDecodeError } from './binary-codec.js';
 
 /**
- * A memo cache of immutable values (a spec's encoding) keyed by the spec object: it holds no
- * settings and is bounded by the specs alive (a WeakMap entry goes with its key), so state
- * machines in one process may share it.
+ * The encoding travels with the spec object it belongs to, as a hidden (non-enumerable) field: no
+ * table outside the objects, so nothing here is shared between state machines, a copy (`{...spec}`)
+ * never inherits bytes that may no longer match it, and the bytes go when the spec goes.
  */
-const specBytesCache = new WeakMap<JobSpec, Uint8Array>();
+const BYTES = Symbol('JobSpec bytes');
+type WithBytes = JobSpec & { [BYTES]?: Uint8Array };
 const NO_SPEC = new Uint8Array();
+
+function remember(spec: JobSpec, bytes: Uint8Array): void {
+  // A frozen spec (a caller's constant) is encoded each time instead.
+  if (Object.isExtensible(spec)) Object.defineProperty(spec, BYTES, { value: bytes, enumerable: false, configurable: false, writable: false });
+}
 
 export function specBytes(spec: JobSpec | undefined): Uint8Array {
   if (spec === undefined) return NO_SPEC;
-  let b = specBytesCache.get(spec);
+  let b = (spec as WithBytes)[BYTES];
   if (b === undefined) {
     b = JobSpec.encode(spec).finish();
-    specBytesCache.set(spec, b);
+    remember(spec, b);
   }
   return b;
 }
@@ -31,6 +37,6 @@ export function specOf(bytes: Uint8Array): JobSpec | undefined {
   } catch (e) {
     throw new FsmDecodeError(`bad job spec: ${(e as Error).message}`);
   }
-  specBytesCache.set(spec, bytes);
+  remember(spec, bytes);
   return spec;
 }

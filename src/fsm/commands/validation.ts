@@ -9,7 +9,7 @@ import {
   type JobSpec,
 } from '../../gen/herald/v1/job.js';
 import { HeraldError } from '../../herald-error.js';
-import { validateSchedule } from '../schedule/index.js';
+import { validateSchedule, type ScheduleCaches } from '../schedule/index.js';
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 export const MAX_OUTPUT_BYTES = 64 * 1024;
@@ -81,7 +81,7 @@ export interface SpecLimits {
 }
 
 /** Everything about a JobSpec, including the schedule (cron syntax, time zone, bounds). */
-export function validateJobSpec(spec: JobSpec | undefined, limits: SpecLimits = { maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES }): asserts spec is JobSpec {
+export function validateJobSpec(spec: JobSpec | undefined, caches: ScheduleCaches, limits: SpecLimits = { maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES }): asserts spec is JobSpec {
   if (spec === undefined) bad('INVALID_SPEC', 'spec', 'is required');
   if (spec.taskType === '') bad('INVALID_SPEC', 'spec.task_type', 'is required');
   validateId(spec.taskType, 'spec.task_type');
@@ -144,5 +144,5 @@ export function validateJobSpec(spec: JobSpec | undefined, limits: SpecLimits = 
   }
   validateRange(spec.priority, -1000, 1000, 'spec.priority');
   // Last: cron syntax and time zone are the most expensive checks.
-  validateSchedule(spec);
+  validateSchedule(spec, caches);
 }

@@ -27,6 +27,7 @@ import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
 import { SpecCache } from '../commands/spec-cache.js';
+import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { itemError, rejectionOf } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
@@ -114,6 +115,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private stale = false;
   /** Apply's encoding scratch and result slabs (binary-codec.ts), this machine's own. */
   private readonly writeBuffers = new WriteBuffers();
+  /** Apply's parsed cron expressions and zone rules, this machine's own. */
+  private readonly scheduleCaches = new ScheduleCaches();
 
   private constructor(
     private readonly store: Db,
@@ -265,7 +268,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {
-      const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache, this.writeBuffers);
+      const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache, this.writeBuffers, this.scheduleCaches);
       await txn.prefetchJobs(jobIds);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.

@@ -226,21 +226,3 @@ function checkCanFire(c: CronExpression): void {
   }
   invalid(`cron expression "${c.source}" never fires: no allowed month has the given day-of-month`);
 }
-
-/**
- * A memo cache of parsed (immutable) expressions keyed by their text, cleared when full: it holds
- * no settings, so state machines in one process may share it.
- */
-const cache = new Map<string, CronExpression>();
-const CACHE_LIMIT = 10_000;
-
-/** parseCronExpression with a bounded memo: the scheduler evaluates the same few expressions. */
-export function cachedCronExpression(expression: string): CronExpression {
-  let c = cache.get(expression);
-  if (c === undefined) {
-    c = parseCronExpression(expression);
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(expression, c);
-  }
-  return c;
-}

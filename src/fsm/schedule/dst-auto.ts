@@ -13,9 +13,9 @@
 // (resolveFoldPolicy, by the API before it proposes) and the stored spec says which; only a
 // spec that still carries AUTO (none written by the API) is decided fold by fold here.
 import { DstFoldPolicy, type JobSpec } from '../../gen/herald/v1/job.js';
-import { cachedCronExpression, type CronExpression } from './cron-expression.js';
+import type { CronExpression } from './cron-expression.js';
+import type { ScheduleCaches } from './schedule-caches.js';
 import type { Transition, ZoneRules } from './zone-rules.js';
-import { zoneRules } from './zone-rules.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -44,13 +44,13 @@ export function autoFoldFiresBoth(cron: CronExpression, tr: Transition): boolean
  * fires twice under AUTO, else FIRST. A zone without folds, or a schedule that is not cron, gets
  * FIRST, which then changes nothing.
  */
-export function resolveFoldPolicy(spec: JobSpec, nowMs: number): DstFoldPolicy {
+export function resolveFoldPolicy(spec: JobSpec, nowMs: number, caches: ScheduleCaches): DstFoldPolicy {
   const asked = spec.dst?.fold ?? DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED;
   if (asked !== DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED && asked !== DstFoldPolicy.DST_FOLD_POLICY_AUTO) return asked;
   const kind = spec.schedule?.kind;
   if (kind?.$case !== 'cron') return DstFoldPolicy.DST_FOLD_POLICY_FIRST;
-  const cron = cachedCronExpression(kind.cron.expression);
-  const zone: ZoneRules = zoneRules(kind.cron.timeZone);
+  const cron = caches.cron(kind.cron.expression);
+  const zone: ZoneRules = caches.zone(kind.cron.timeZone);
   const from = Math.max(nowMs, spec.startUnixMs);
   const until = Math.min(from + RESOLVE_HORIZON_MS, spec.endUnixMs || Infinity);
   let folds = 0;

@@ -14,6 +14,7 @@
 //   any number of matching skipped wall times; SKIP does not fire. Fold (fall back): FIRST (default)
 //   / LAST / BOTH occurrences. See cron-schedule.ts.
 // - Jitter and retry backoff use FNV-1a 64 of (key, number); they never depend on process state.
+export { ScheduleCaches } from './schedule-caches.js';
 export { validateSchedule } from './validate-schedule.js';
 export { nextSlotAfter, slotsInRange } from './next-slot.js';
 export { jitteredSlot, jitterOffsetMs } from './jitter.js';

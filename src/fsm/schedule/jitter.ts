@@ -2,6 +2,7 @@
 // replica and every future leader delays a slot by the same amount without storing it.
 import type { JobSpec } from '../../gen/herald/v1/job.js';
 import { unitHash } from './fnv1a64.js';
+import type { ScheduleCaches } from './schedule-caches.js';
 import { nextSlotAfter } from './next-slot.js';
 
 /**
@@ -26,9 +27,9 @@ export function jitterOffsetMs(
  * The instant slot `found[i]` is scheduled at: plus its jitter, a hash of (job, slot) that never
  * reaches the next slot (`found[i + 1]`, or the schedule's next one past the list).
  */
-export function jitteredSlot(jobId: string, spec: JobSpec, found: readonly number[], i: number, createdMs: number): number {
+export function jitteredSlot(jobId: string, spec: JobSpec, found: readonly number[], i: number, createdMs: number, caches: ScheduleCaches): number {
   const slot = found[i]!;
   if (spec.jitterMs <= 0) return slot;
-  const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, createdMs);
+  const next = i + 1 < found.length ? found[i + 1] : nextSlotAfter(spec, slot, createdMs, caches);
   return slot + jitterOffsetMs(jobId, slot, spec.jitterMs, next);
 }

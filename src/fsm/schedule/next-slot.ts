@@ -2,18 +2,18 @@
 // exclusive). The FSM computes each next fire time from the slot just fired, never from "now".
 import type { JobSpec } from '../../gen/herald/v1/job.js';
 import { HeraldError } from '../../herald-error.js';
-import { cachedCronExpression } from './cron-expression.js';
 import { nextCronSlot, resolveDstPolicy } from './cron-schedule.js';
 import { everyAnchor, firstEverySlotAtOrAfter } from './every-schedule.js';
+import type { ScheduleCaches } from './schedule-caches.js';
 import { validateInterval } from './validate-schedule.js';
-import { zoneRules } from './zone-rules.js';
 
 /**
  * The first slot strictly after `afterMs`, honouring start (inclusive) / end (exclusive) bounds and
  * the DST policy; undefined when the schedule has no further slot. `anchorMs` is the job's creation
- * time (used by `every` without an explicit anchor). Slots are before jitter.
+ * time (used by `every` without an explicit anchor). Slots are before jitter. `caches`: the
+ * caller's parsed expressions and zone rules.
  */
-export function nextSlotAfter(spec: JobSpec, afterMs: number, anchorMs: number): number | undefined {
+export function nextSlotAfter(spec: JobSpec, afterMs: number, anchorMs: number, caches: ScheduleCaches): number | undefined {
   const kind = spec.schedule?.kind;
   if (kind === undefined) throw new HeraldError('INVALID_SPEC', 'schedule is required', { field: 'spec.schedule' });
   const end = spec.endUnixMs || Infinity;
@@ -32,8 +32,8 @@ export function nextSlotAfter(spec: JobSpec, afterMs: number, anchorMs: number):
     }
     case 'cron':
       slot = nextCronSlot(
-        cachedCronExpression(kind.cron.expression),
-        zoneRules(kind.cron.timeZone),
+        caches.cron(kind.cron.expression),
+        caches.zone(kind.cron.timeZone),
         resolveDstPolicy(spec.dst),
         after,
         end,
@@ -44,13 +44,13 @@ export function nextSlotAfter(spec: JobSpec, afterMs: number, anchorMs: number):
 }
 
 /** Slots in [fromMs, toMs), oldest first, at most `limit` (for backfill and misfire). */
-export function slotsInRange(spec: JobSpec, fromMs: number, toMs: number, anchorMs: number, limit: number): number[] {
+export function slotsInRange(spec: JobSpec, fromMs: number, toMs: number, anchorMs: number, limit: number, caches: ScheduleCaches): number[] {
   const out: number[] = [];
   if (!(limit > 0) || !(fromMs < toMs)) return out;
-  let slot = nextSlotAfter(spec, fromMs - 1, anchorMs);
+  let slot = nextSlotAfter(spec, fromMs - 1, anchorMs, caches);
   while (slot !== undefined && slot < toMs && out.length < limit) {
     out.push(slot);
-    slot = nextSlotAfter(spec, slot, anchorMs);
+    slot = nextSlotAfter(spec, slot, anchorMs, caches);
   }
   return out;
 }

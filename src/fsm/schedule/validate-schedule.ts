@@ -2,10 +2,9 @@
 // bad job before it is ever proposed (DESIGN §7) and the math below never sees nonsense.
 import { DstFoldPolicy, DstGapPolicy, type JobSpec } from '../../gen/herald/v1/job.js';
 import { HeraldError } from '../../herald-error.js';
-import { cachedCronExpression } from './cron-expression.js';
 import { MAX_INSTANT } from './cron-schedule.js';
 import { validateRetryPolicy } from './retry-policy.js';
-import { zoneRules } from './zone-rules.js';
+import type { ScheduleCaches } from './schedule-caches.js';
 
 export const MIN_INTERVAL_MS = 1000;
 
@@ -24,7 +23,7 @@ function checkInstant(field: string, value: number, required: boolean): void {
  * Throws HeraldError INVALID_SPEC | INVALID_CRON | UNKNOWN_TIME_ZONE with details.field set.
  * Covers the schedule, the bounds, jitter, the DST policy and the retry policy.
  */
-export function validateSchedule(spec: JobSpec): void {
+export function validateSchedule(spec: JobSpec, caches: ScheduleCaches): void {
   checkInstant('spec.start_unix_ms', spec.startUnixMs, false);
   checkInstant('spec.end_unix_ms', spec.endUnixMs, false);
   if (spec.startUnixMs !== 0 && spec.endUnixMs !== 0 && spec.startUnixMs >= spec.endUnixMs) {
@@ -59,8 +58,8 @@ export function validateSchedule(spec: JobSpec): void {
       return;
     }
     case 'cron':
-      cachedCronExpression(kind.cron.expression);
-      zoneRules(kind.cron.timeZone);
+      caches.cron(kind.cron.expression);
+      caches.zone(kind.cron.timeZone);
       return;
     case 'every': {
       const { intervalMs, anchorUnixMs } = kind.every;

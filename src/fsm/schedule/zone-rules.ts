@@ -122,16 +122,13 @@ class IntlZoneRules implements ZoneRules {
   }
 }
 
-// Memo caches of immutable values keyed by their input (the zone name as given, and as Intl
-// resolves it): they hold no settings, so state machines in one process may share them. `zones`
-// is bounded below; `byResolvedName` by the zones Intl knows.
-const zones = new Map<string, ZoneRules>();
-const byResolvedName = new Map<string, ZoneRules>();
-
-/** The rules of an IANA zone ("" means UTC); throws UNKNOWN_TIME_ZONE naming the zone. */
-export function zoneRules(timeZone: string): ZoneRules {
-  const cached = zones.get(timeZone);
-  if (cached !== undefined) return cached;
+/**
+ * The rules of an IANA zone ("" means UTC); throws UNKNOWN_TIME_ZONE naming the zone. Uncached:
+ * callers go through ScheduleCaches (schedule-caches.ts), which keeps one rules object per zone so
+ * its transition tables are computed once. `resolvedRules` finds an already built rules object
+ * by the name Intl resolved the zone to.
+ */
+export function loadZoneRules(timeZone: string, resolvedRules: (resolved: string) => ZoneRules | undefined): { rules: ZoneRules; resolved: string } {
   let format: Intl.DateTimeFormat;
   try {
     if (timeZone === '' || timeZone !== timeZone.trim()) throw new RangeError('blank');
@@ -146,23 +143,12 @@ export function zoneRules(timeZone: string): ZoneRules {
       second: 'numeric',
     });
   } catch {
-    if (timeZone === '') {
-      zones.set(timeZone, UTC_RULES);
-      return UTC_RULES;
-    }
+    if (timeZone === '') return { rules: UTC_RULES, resolved: 'UTC' };
     throw new HeraldError('UNKNOWN_TIME_ZONE', `unknown time zone "${timeZone}" (expected an IANA name such as "Europe/Berlin")`, {
       field: TIME_ZONE_FIELD_PATH,
     });
   }
   const resolved = format.resolvedOptions().timeZone;
-  // Spellings of one zone ("EST5EDT", "america/new_york") share one rules object and its tables.
-  let rules = resolved === 'UTC' || resolved === 'Etc/UTC' ? UTC_RULES : byResolvedName.get(resolved);
-  if (rules === undefined) {
-    rules = new IntlZoneRules(resolved, format);
-    byResolvedName.set(resolved, rules);
-  }
-  // Bounded: Intl accepts any letter case, so user input could otherwise grow this without end.
-  if (zones.size >= 10_000) zones.clear();
-  zones.set(timeZone, rules);
-  return rules;
+  if (resolved === 'UTC' || resolved === 'Etc/UTC') return { rules: UTC_RULES, resolved };
+  return { rules: resolvedRules(resolved) ?? new IntlZoneRules(resolved, format), resolved };
 }

@@ -30,6 +30,7 @@ import {
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
 import type { SpecCache } from '../commands/spec-cache.js';
+import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
@@ -121,7 +122,8 @@ export class ApplyTxn {
    * machine does: it is their only writer), saving a read per touched state in every apply.
    * `specs`: the state machine's shared decoded specs (spec-cache.ts); without it each job
    * record read decodes its spec. `writeBuffers`: the state machine's, for the records and
-   * entries this transaction encodes (binary-codec.ts).
+   * entries this transaction encodes (binary-codec.ts). `schedule`: the state machine's parsed cron
+ * expressions and zone rules (a transaction of its own caches when not given, as in tests).
    */
   constructor(
     private readonly db: Db,
@@ -129,6 +131,7 @@ export class ApplyTxn {
     private readonly cache?: RecordCache,
     private readonly specs?: SpecCache,
     readonly writeBuffers?: WriteBuffers,
+    readonly schedule: ScheduleCaches = new ScheduleCaches(),
   ) {}
 
   /** Record bytes from the cache, the rest with one getMany. */

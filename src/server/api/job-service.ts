@@ -24,6 +24,7 @@ import {
   type ItemError,
   type SchedulerStateMachine,
 } from '../../fsm/index.js';
+import { ScheduleCaches } from '../../fsm/schedule/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
@@ -63,6 +64,8 @@ export interface JobServiceHandle {
 export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   const forwarder = new LeaderForwarder(ctx.node.events);
   const deps = { logger: ctx.logger, metrics: ctx.metrics };
+  // Validation and fold resolution parse the same few expressions and zones over and over.
+  const schedule = new ScheduleCaches();
 
   function timeoutFor(call: CallContext): number {
     const left = call.remainingMs() - 50; // leave room for the answer to travel back
@@ -108,7 +111,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
   async function createOne(item: CreateJobRequest, nowMs: number, call: CallContext): Promise<CreateJobResponse> {
     const result = await propose(
-      { type: 'putJob', nowMs, jobId: item.jobId, spec: withResolvedFold(item.spec!, nowMs), idempotencyKey: item.idempotencyKey },
+      { type: 'putJob', nowMs, jobId: item.jobId, spec: withResolvedFold(item.spec!, nowMs, schedule), idempotencyKey: item.idempotencyKey },
       call,
     );
     const r = expectType(result, 'job');
@@ -118,7 +121,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
   function validateCreate(item: CreateJobRequest, prefix: string): CreateJobRequest {
     if (item.jobId !== '') validateId(item.jobId, `${prefix}job_id`);
-    validateJobSpec(item.spec, { maxPayloadBytes: ctx.maxPayloadBytes });
+    validateJobSpec(item.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
     if (item.idempotencyKey !== '') validateIdempotencyKey(item.idempotencyKey, `${prefix}idempotency_key`);
     // The id is chosen before the command is proposed: apply must not draw randomness (I5).
     return item.jobId !== '' ? item : { ...item, jobId: `job-${randomUUID()}` };
@@ -162,7 +165,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
             try {
               const items = chunk.map((i) => {
                 const it = prepared[i]!.item!;
-                return { jobId: it.jobId, spec: withResolvedFold(it.spec!, nowMs), idempotencyKey: it.idempotencyKey };
+                return { jobId: it.jobId, spec: withResolvedFold(it.spec!, nowMs, schedule), idempotencyKey: it.idempotencyKey };
               });
               const r = expectType(await propose({ type: 'putJobs', nowMs, items }, call), 'jobs');
               if (r.items.length !== chunk.length) throw new HeraldError('INTERNAL', `putJobs answered ${r.items.length} items for ${chunk.length}`);
@@ -205,9 +208,9 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
     updateJob: unary('UpdateJob', deps, async (req, call) => {
       validateId(req.jobId, 'job_id');
-      validateJobSpec(req.spec, { maxPayloadBytes: ctx.maxPayloadBytes });
+      validateJobSpec(req.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
       return onLeader('updateJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs), expectedVersion: req.expectedVersion }, call), 'job');
+        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs, schedule), expectedVersion: req.expectedVersion }, call), 'job');
         if (r.error) throw itemError(r.error);
         return { job: r.job };
       });

@@ -4,7 +4,7 @@
 // replicas of different versions on the same slots: the command carries a policy every version
 // knows, and a job stored before AUTO existed (fold unset) keeps FIRST until it is updated.
 import { DstFoldPolicy, DstGapPolicy, type JobSpec } from '../../gen/herald/v1/job.js';
-import { resolveFoldPolicy } from '../../fsm/schedule/index.js';
+import { resolveFoldPolicy, type ScheduleCaches } from '../../fsm/schedule/index.js';
 
 /** Whether the spec's fold is to be (re)resolved: AUTO, unset, or kept automatic by an update. */
 function foldIsAuto(spec: JobSpec): boolean {
@@ -19,9 +19,9 @@ function foldIsAuto(spec: JobSpec): boolean {
  * `spec` with its fold policy resolved for storage (a copy when anything changes). Only cron
  * schedules have folds: other specs come back as they are. Call after the spec was validated.
  */
-export function withResolvedFold(spec: JobSpec, nowMs: number): JobSpec {
+export function withResolvedFold(spec: JobSpec, nowMs: number, caches: ScheduleCaches): JobSpec {
   if (spec.schedule?.kind?.$case !== 'cron') return spec;
   if (!foldIsAuto(spec)) return spec.dst?.foldAuto ? { ...spec, dst: { ...spec.dst, foldAuto: false } } : spec;
-  const fold = resolveFoldPolicy({ ...spec, dst: { gap: spec.dst?.gap ?? DstGapPolicy.DST_GAP_POLICY_UNSPECIFIED, fold: DstFoldPolicy.DST_FOLD_POLICY_AUTO, foldAuto: true } }, nowMs);
+  const fold = resolveFoldPolicy({ ...spec, dst: { gap: spec.dst?.gap ?? DstGapPolicy.DST_GAP_POLICY_UNSPECIFIED, fold: DstFoldPolicy.DST_FOLD_POLICY_AUTO, foldAuto: true } }, nowMs, caches);
   return { ...spec, dst: { gap: spec.dst?.gap ?? DstGapPolicy.DST_GAP_POLICY_UNSPECIFIED, fold, foldAuto: true } };
 }

@@ -3,8 +3,10 @@
 // gap/fold policy by its definition. It shares no code with the implementation.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { slotsInRange } from '../../../src/fsm/schedule/index.js';
+import { slotsInRange, ScheduleCaches } from '../../../src/fsm/schedule/index.js';
 import { cronSpec, ms, type Fold, type Gap } from './spec-builders.js';
+
+const caches = new ScheduleCaches();
 
 const MIN = 60_000;
 const HOUR = 3_600_000;
@@ -124,7 +126,7 @@ describe('cron slots around DST transitions match a brute-force reference', () =
           const from = at + startMin * MIN;
           const to = from + 6 * HOUR;
           const expr = `${minutes.join(',')} ${hours.join(',')} * * ${weekdays ? weekdays.join(',') : '*'}`;
-          const actual = slotsInRange(cronSpec(expr, zone, gap, fold), from, to, 0, 10_000);
+          const actual = slotsInRange(cronSpec(expr, zone, gap, fold), from, to, 0, 10_000, caches);
           const expected = reference(zone, new Set(minutes), new Set(hours), weekdays && new Set(weekdays), gap, fold, from, to);
           expect(actual).toEqual(expected);
         },
@@ -141,7 +143,7 @@ describe('cron slots around DST transitions match a brute-force reference', () =
           const to = at + 3 * HOUR;
           const all = new Set(Array.from({ length: 60 }, (_, i) => i));
           const hours = new Set(Array.from({ length: 24 }, (_, i) => i));
-          const actual = slotsInRange(cronSpec('* * * * *', zone, gap, fold), from, to, 0, 10_000);
+          const actual = slotsInRange(cronSpec('* * * * *', zone, gap, fold), from, to, 0, 10_000, caches);
           for (let i = 1; i < actual.length; i++) expect(actual[i]!).toBeGreaterThan(actual[i - 1]!);
           expect(actual).toEqual(reference(zone, all, hours, undefined, gap, fold, from, to));
         }
@@ -174,7 +176,7 @@ describe('cron slots around DST transitions match a brute-force reference', () =
           const from = at + startMin * MIN;
           const to = from + 6 * HOUR;
           const expr = `${minutes.join(',')} ${hours.join(',')} * * *`;
-          const actual = slotsInRange(cronSpec(expr, zone, gap, 'auto'), from, to, 0, 10_000);
+          const actual = slotsInRange(cronSpec(expr, zone, gap, 'auto'), from, to, 0, 10_000, caches);
           expect(actual).toEqual(reference(zone, new Set(minutes), new Set(hours), undefined, gap, 'auto', from, to));
         },
       ),
@@ -184,10 +186,10 @@ describe('cron slots around DST transitions match a brute-force reference', () =
 
   it('AUTO on the examples of issue 30: 0 * * * * and */5 * * * * keep real time through the Berlin fold; 0 2 * * * fires once', () => {
     const at = ms('2026-10-25T01:00:00Z'); // 03:00 CEST -> 02:00 CET
-    const hourly = slotsInRange(cronSpec('0 * * * *', 'Europe/Berlin', 'shift', 'auto'), at - 3 * HOUR, at + 2 * HOUR, 0, 100);
+    const hourly = slotsInRange(cronSpec('0 * * * *', 'Europe/Berlin', 'shift', 'auto'), at - 3 * HOUR, at + 2 * HOUR, 0, 100, caches);
     for (let i = 1; i < hourly.length; i++) expect(hourly[i]! - hourly[i - 1]!).toBe(HOUR);
-    const fiveMin = slotsInRange(cronSpec('*/5 * * * *', 'Europe/Berlin', 'shift', 'auto'), at - HOUR, at + HOUR, 0, 100);
+    const fiveMin = slotsInRange(cronSpec('*/5 * * * *', 'Europe/Berlin', 'shift', 'auto'), at - HOUR, at + HOUR, 0, 100, caches);
     for (let i = 1; i < fiveMin.length; i++) expect(fiveMin[i]! - fiveMin[i - 1]!).toBe(5 * MIN);
-    expect(slotsInRange(cronSpec('0 2 * * *', 'Europe/Berlin', 'shift', 'auto'), at - 3 * HOUR, at + 3 * HOUR, 0, 100)).toEqual([at - HOUR]);
+    expect(slotsInRange(cronSpec('0 2 * * *', 'Europe/Berlin', 'shift', 'auto'), at - 3 * HOUR, at + 3 * HOUR, 0, 100, caches)).toEqual([at - HOUR]);
   });
 });

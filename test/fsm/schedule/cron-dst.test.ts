@@ -2,8 +2,10 @@
 // skipped by spring-forward (gap) or repeated by fall-back (fold) resolve per the job's DstPolicy.
 // Expectations are written as local wall times with their UTC offset.
 import { describe, expect, it } from 'vitest';
-import { slotsInRange } from '../../../src/fsm/schedule/index.js';
+import { slotsInRange, ScheduleCaches } from '../../../src/fsm/schedule/index.js';
 import { cronSpec, ms, wall, type Fold, type Gap } from './spec-builders.js';
+
+const caches = new ScheduleCaches();
 
 interface Scenario {
   name: string;
@@ -271,14 +273,14 @@ describe('cron DST policy', () => {
       startUnixMs: s.start ? ms(s.start) : 0,
       endUnixMs: s.end ? ms(s.end) : 0,
     });
-    expect(wall(slotsInRange(spec, ms(s.from), ms(s.to), 0, 1000), s.zone)).toEqual(s.expected);
+    expect(wall(slotsInRange(spec, ms(s.from), ms(s.to), 0, 1000, caches), s.zone)).toEqual(s.expected);
   });
 });
 
 describe('every minute inside the NY fold', () => {
   const from = ms('2026-11-01T00:59:00-04:00');
   const to = ms('2026-11-01T02:02:00-05:00');
-  const slots = (fold: Fold) => slotsInRange(cronSpec('* * * * *', 'America/New_York', 'shift', fold), from, to, 0, 1000);
+  const slots = (fold: Fold) => slotsInRange(cronSpec('* * * * *', 'America/New_York', 'shift', fold), from, to, 0, 1000, caches);
 
   it.each([
     // 00:59 EDT, then 60 repeated minutes once (or twice), then 02:00 and 02:00+1min EST

@@ -1,9 +1,11 @@
 // Cron syntax: what is accepted, what is rejected (with a message saying what and where), and the
 // day-of-month / day-of-week OR rule of classic cron.
 import { describe, expect, it } from 'vitest';
-import { parseCronExpression, slotsInRange } from '../../../src/fsm/schedule/index.js';
+import { parseCronExpression, slotsInRange, ScheduleCaches } from '../../../src/fsm/schedule/index.js';
 import { isHeraldError } from '../../../src/herald-error.js';
 import { cronSpec, ms, wall } from './spec-builders.js';
+
+const caches = new ScheduleCaches();
 
 describe('rejected expressions', () => {
   it.each([
@@ -62,7 +64,7 @@ describe('accepted syntax (UTC)', () => {
     { expr: '@weekly', n: 1, expected: ['2026-01-04T00:00:00+00:00'] },
     { expr: '@hourly', n: 2, expected: ['2026-01-01T00:00:00+00:00', '2026-01-01T01:00:00+00:00'] },
   ])('$expr', ({ expr, n, expected }) => {
-    expect(wall(slotsInRange(cronSpec(expr), from, from + 800 * 86_400_000, 0, n), '')).toEqual(expected);
+    expect(wall(slotsInRange(cronSpec(expr), from, from + 800 * 86_400_000, 0, n, caches), '')).toEqual(expected);
   });
 });
 
@@ -70,7 +72,7 @@ describe('day-of-month / day-of-week (Vixie cron rule)', () => {
   // January 2026: the 1st is a Thursday; Mondays are the 5th, 12th, 19th, 26th.
   const from = ms('2026-01-01T00:00:00Z');
   const to = ms('2026-02-01T00:00:00Z');
-  const days = (expr: string) => wall(slotsInRange(cronSpec(expr), from, to, 0, 100), '').map((w) => w.slice(8, 10));
+  const days = (expr: string) => wall(slotsInRange(cronSpec(expr), from, to, 0, 100, caches), '').map((w) => w.slice(8, 10));
   it.each([
     { rule: 'both restricted: either matches (the 13th OR any Monday)', expr: '0 0 13 * 1', days: ['05', '12', '13', '19', '26'] },
     { rule: 'day-of-week is *: only day-of-month counts', expr: '0 0 13 * *', days: ['13'] },

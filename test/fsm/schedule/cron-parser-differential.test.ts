@@ -5,8 +5,10 @@
 import { CronExpressionParser } from 'cron-parser';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseCronExpression, slotsInRange } from '../../../src/fsm/schedule/index.js';
+import { parseCronExpression, slotsInRange, ScheduleCaches } from '../../../src/fsm/schedule/index.js';
 import { cronSpec } from './spec-builders.js';
+
+const caches = new ScheduleCaches();
 
 const list = (min: number, max: number, maxLength: number) =>
   fc.uniqueArray(fc.integer({ min, max }), { minLength: 1, maxLength }).map((xs) => xs.sort((a, b) => a - b).join(','));
@@ -39,7 +41,7 @@ describe('UTC field matching agrees with cron-parser', () => {
     fc.assert(
       fc.property(expressions, fc.integer({ min: Date.UTC(2000, 0, 1) / 1000, max: Date.UTC(2060, 0, 1) / 1000 }), (expr, fromSec) => {
         const from = fromSec * 1000;
-        const ours = slotsInRange(cronSpec(expr), from + 1, Number.MAX_SAFE_INTEGER, 0, 5);
+        const ours = slotsInRange(cronSpec(expr), from + 1, Number.MAX_SAFE_INTEGER, 0, 5, caches);
         const theirs = CronExpressionParser.parse(expr, { currentDate: new Date(from), tz: 'UTC' });
         const expected = Array.from({ length: 5 }, () => theirs.next().getTime());
         expect(ours).toEqual(expected);

@@ -1,7 +1,9 @@
 // nextSlotAfter / slotsInRange for each schedule kind, with bounds, sparse calendars and limits.
 import { describe, expect, it } from 'vitest';
-import { nextSlotAfter, slotsInRange } from '../../../src/fsm/schedule/index.js';
+import { nextSlotAfter, slotsInRange, ScheduleCaches } from '../../../src/fsm/schedule/index.js';
 import { atSpec, cronSpec, everySpec, ms, wall } from './spec-builders.js';
+
+const caches = new ScheduleCaches();
 
 const MIN = 60_000;
 const HOUR = 3_600_000;
@@ -24,21 +26,21 @@ describe('6-field cron with seconds', () => {
       expected: ['2026-12-31T23:59:55+00:00', '2027-01-01T23:59:05+00:00', '2027-01-01T23:59:55+00:00'],
     },
   ])('$name', ({ expr, from, n, expected }) => {
-    expect(wall(slotsInRange(cronSpec(expr), ms(from), ms(from) + 3 * 86_400_000, 0, n), '')).toEqual(expected);
+    expect(wall(slotsInRange(cronSpec(expr), ms(from), ms(from) + 3 * 86_400_000, 0, n, caches), '')).toEqual(expected);
   });
 
   it('a 5-field cron fires on whole minutes only, strictly after a fractional afterMs', () => {
     const spec = cronSpec('* * * * *');
-    expect(nextSlotAfter(spec, ms('2026-05-01T10:00:00Z') - 0.5, 0)).toBe(ms('2026-05-01T10:00:00Z'));
-    expect(nextSlotAfter(spec, ms('2026-05-01T10:00:00Z'), 0)).toBe(ms('2026-05-01T10:01:00Z'));
-    expect(nextSlotAfter(spec, ms('2026-05-01T10:00:59.999Z'), 0)).toBe(ms('2026-05-01T10:01:00Z'));
+    expect(nextSlotAfter(spec, ms('2026-05-01T10:00:00Z') - 0.5, 0, caches)).toBe(ms('2026-05-01T10:00:00Z'));
+    expect(nextSlotAfter(spec, ms('2026-05-01T10:00:00Z'), 0, caches)).toBe(ms('2026-05-01T10:01:00Z'));
+    expect(nextSlotAfter(spec, ms('2026-05-01T10:00:59.999Z'), 0, caches)).toBe(ms('2026-05-01T10:01:00Z'));
   });
 
   it('an empty time zone means UTC; a zone shifts the same wall time', () => {
     const after = ms('2026-07-01T00:00:00Z');
-    expect(nextSlotAfter(cronSpec('0 9 * * *', ''), after, 0)).toBe(ms('2026-07-01T09:00:00Z'));
-    expect(nextSlotAfter(cronSpec('0 9 * * *', 'Asia/Kolkata'), after, 0)).toBe(ms('2026-07-01T09:00:00+05:30'));
-    expect(nextSlotAfter(cronSpec('0 9 * * *', 'America/New_York'), after, 0)).toBe(ms('2026-07-01T09:00:00-04:00'));
+    expect(nextSlotAfter(cronSpec('0 9 * * *', ''), after, 0, caches)).toBe(ms('2026-07-01T09:00:00Z'));
+    expect(nextSlotAfter(cronSpec('0 9 * * *', 'Asia/Kolkata'), after, 0, caches)).toBe(ms('2026-07-01T09:00:00+05:30'));
+    expect(nextSlotAfter(cronSpec('0 9 * * *', 'America/New_York'), after, 0, caches)).toBe(ms('2026-07-01T09:00:00-04:00'));
   });
 });
 
@@ -83,7 +85,7 @@ describe('sparse calendars', () => {
       expected: ['2026-01-30T00:00:00+00:00', '2026-03-30T00:00:00+00:00', '2026-04-30T00:00:00+00:00'],
     },
   ])('$name', ({ expr, zone, from, n, expected }) => {
-    expect(wall(slotsInRange(cronSpec(expr, zone), ms(from), ms(from) + 30 * 366 * 86_400_000, 0, n), zone)).toEqual(expected);
+    expect(wall(slotsInRange(cronSpec(expr, zone), ms(from), ms(from) + 30 * 366 * 86_400_000, 0, n, caches), zone)).toEqual(expected);
   });
 });
 
@@ -131,7 +133,7 @@ describe('every', () => {
       expected: [ms('2076-01-01T00:00:00Z') + 1],
     },
   ])('$name', ({ spec, after, n, expected }) => {
-    expect(slotsInRange(spec, after + 1, Number.MAX_SAFE_INTEGER, created, n)).toEqual(expected);
+    expect(slotsInRange(spec, after + 1, Number.MAX_SAFE_INTEGER, created, n, caches)).toEqual(expected);
   });
 });
 
@@ -145,7 +147,7 @@ describe('one-off (at)', () => {
     { name: 'end bound equal to the slot is exclusive', spec: atSpec(at, { endUnixMs: at }), after: 0, expected: undefined },
     { name: 'end bound after the slot keeps it', spec: atSpec(at, { endUnixMs: at + 1 }), after: 0, expected: at },
   ])('$name', ({ spec, after, expected }) => {
-    expect(nextSlotAfter(spec, after, 0)).toBe(expected);
+    expect(nextSlotAfter(spec, after, 0, caches)).toBe(expected);
   });
 });
 
@@ -161,12 +163,12 @@ describe('cron bounds', () => {
     { name: 'a slot equal to end is not a slot', after: start + 2 * MIN, expected: undefined },
     { name: 'after end: no slot', after: end + HOUR, expected: undefined },
   ])('$name', ({ after, expected }) => {
-    expect(nextSlotAfter(spec, after, 0)).toBe(expected);
+    expect(nextSlotAfter(spec, after, 0, caches)).toBe(expected);
   });
 
   it('a start bound between cron matches: the first match at or after it', () => {
     const s = cronSpec('0 * * * *', '', 'shift', 'first', { startUnixMs: ms('2026-06-01T10:00:00.001Z') });
-    expect(nextSlotAfter(s, 0, 0)).toBe(ms('2026-06-01T11:00:00Z'));
+    expect(nextSlotAfter(s, 0, 0, caches)).toBe(ms('2026-06-01T11:00:00Z'));
   });
 });
 
@@ -181,7 +183,7 @@ describe('slotsInRange', () => {
     { name: 'a reversed range gives nothing', from, to: from - HOUR, limit: 10, count: 0, first: undefined },
     { name: 'from between slots starts at the next slot', from: from + 1, to: from + 30 * MIN, limit: 100, count: 2, first: from + 10 * MIN },
   ])('$name', ({ from: f, to, limit, count, first }) => {
-    const slots = slotsInRange(spec, f, to, 0, limit);
+    const slots = slotsInRange(spec, f, to, 0, limit, caches);
     expect(slots).toHaveLength(count);
     expect(slots[0]).toBe(first);
     for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBe(10 * MIN);
@@ -189,11 +191,11 @@ describe('slotsInRange', () => {
 
   it('agrees with chaining nextSlotAfter', () => {
     const zoned = cronSpec('7 */3 * * *', 'Europe/Berlin', 'shift', 'both');
-    const slots = slotsInRange(zoned, ms('2026-03-28T00:00:00Z'), ms('2026-04-02T00:00:00Z'), 0, 1000);
+    const slots = slotsInRange(zoned, ms('2026-03-28T00:00:00Z'), ms('2026-04-02T00:00:00Z'), 0, 1000, caches);
     let t = ms('2026-03-28T00:00:00Z') - 1;
     const chained: number[] = [];
     for (;;) {
-      const next = nextSlotAfter(zoned, t, 0);
+      const next = nextSlotAfter(zoned, t, 0, caches);
       if (next === undefined || next >= ms('2026-04-02T00:00:00Z')) break;
       chained.push(next);
       t = next;

@@ -1,9 +1,11 @@
 // validateSchedule: each bad input gets a typed error with the field it is about.
 import { describe, expect, it } from 'vitest';
 import { DstFoldPolicy, DstGapPolicy, type JobSpec } from '../../../src/gen/herald/v1/job.js';
-import { validateSchedule } from '../../../src/fsm/schedule/index.js';
+import { validateSchedule, ScheduleCaches } from '../../../src/fsm/schedule/index.js';
 import { isHeraldError, type ErrorCode } from '../../../src/herald-error.js';
 import { atSpec, cronSpec, everySpec, jobSpec, ms } from './spec-builders.js';
+
+const caches = new ScheduleCaches();
 
 const T = ms('2026-06-01T00:00:00Z');
 
@@ -37,7 +39,7 @@ describe('validateSchedule rejects', () => {
   ])('$name → $code at $field', ({ spec, code, field, message }) => {
     let error: unknown;
     try {
-      validateSchedule(spec);
+      validateSchedule(spec, caches);
     } catch (e) {
       error = e;
     }
@@ -57,6 +59,6 @@ describe('validateSchedule accepts', () => {
     { name: 'every with bounds', spec: everySpec(1000, 0, { startUnixMs: T, endUnixMs: T + 1 }) },
     { name: 'one-off inside its bounds', spec: atSpec(T, { startUnixMs: T, endUnixMs: T + 1 }) },
   ])('$name', ({ spec }) => {
-    expect(() => validateSchedule(spec)).not.toThrow();
+    expect(() => validateSchedule(spec, caches)).not.toThrow();
   });
 });
