@@ -1,6 +1,6 @@
 // Production's DriverTimers: the monotonic clock and Node's timers.
 
-import { systemMonotonicClock } from './driver/monotonic-clock.js';
+import { systemMonotonicClock } from './monotonic-clock.js';
 import type { DriverTimers, TimerHandle } from './ports.js';
 
 export const systemTimers: DriverTimers = {

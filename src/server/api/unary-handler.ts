@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { toServiceError } from '../grpc/service-error.js';
-import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import { systemMonotonicClock } from '../../raft/monotonic-clock.js';
 
 /** What every public RPC handler gets: the request, its metadata, a logger and its deadline. */
 export interface CallContext {

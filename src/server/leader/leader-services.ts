@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { HeldRun } from '../../gen/herald/v1/worker_service.js';
 import { decodeCommand, decodeJobHeads, decodeSignals, type AppliedKind, type FsmCommand, type FsmResult } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
-import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import { systemMonotonicClock } from '../../raft/monotonic-clock.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import type { AppliedEntry, AppliedResultsFeed } from './applied-results-feed.js';

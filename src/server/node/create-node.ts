@@ -18,7 +18,7 @@ import { DEFAULT_MAX_BATCH_BYTES, PeerTransport } from '../peer/peer-transport.j
 import { PEER_RAFT_SERVICE } from '../peer/stream-request-codec.js';
 import { RaftDriver } from '../../raft/driver/raft-driver.js';
 import { StagedSnapshots, pruneStagedSnapshots, readSnapshotFile, stagedSnapshotPath } from '../../raft/storage/snapshot-files.js';
-import { systemMonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import { systemMonotonicClock } from '../../raft/monotonic-clock.js';
 import { systemTimers } from '../../raft/system-timers.js';
 import { ClusterClock } from './cluster-clock.js';
 import { createClusterService } from './cluster-service.js';

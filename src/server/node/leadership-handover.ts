@@ -5,7 +5,7 @@
 // the entries the new leader commits for it, whoever did the transfer (stop() or its caller).
 
 import type { Logger } from 'pino';
-import type { MonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import type { MonotonicClock } from '../../raft/monotonic-clock.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
 
 export class LeadershipHandover {

@@ -14,7 +14,7 @@
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import type { RaftServiceClient } from '../../gen/herald/raft/v1/raft.js';
 import { HeraldError, isHeraldError } from '../../herald-error.js';
-import type { MonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import type { MonotonicClock } from '../../raft/monotonic-clock.js';
 import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
 import type { NodeId } from '../../raft/types.js';

@@ -13,7 +13,7 @@ import { PEER_RAFT_SERVICE } from './stream-request-codec.js';
 import type { Message, NodeId } from '../../raft/types.js';
 import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
 import { coalesceMessages } from './message-coalescer.js';
-import { systemMonotonicClock, wallClockUnixMs, type MonotonicClock } from '../../raft/driver/monotonic-clock.js';
+import { systemMonotonicClock, wallClockUnixMs, type MonotonicClock } from '../../raft/monotonic-clock.js';
 import type { PeerInfo, RaftTransport, SnapshotSend, SnapshotSent } from '../../raft/ports.js';
 import { sendSnapshot } from './snapshot-sender.js';
 
