@@ -155,8 +155,8 @@ interface Node {
   out: string;
 }
 
-async function startCluster(root: string): Promise<Node[]> {
-  const nodes: Node[] = [];
+/** Fills `nodes` as it spawns, so the caller's cleanup finds every process even when a start fails. */
+async function startCluster(root: string, nodes: Node[]): Promise<void> {
   for (let i = 1; i <= 3; i++) nodes.push({ id: `n${i}`, peerPort: await freePort(), clientPort: await freePort(), out: '' });
   const peers = nodes.map((n) => `${n.id}=127.0.0.1:${n.peerPort}/127.0.0.1:${n.clientPort}`).join(',');
   await Promise.all(
@@ -177,7 +177,6 @@ async function startCluster(root: string): Promise<Node[]> {
         }),
     ),
   );
-  return nodes;
 }
 
 function status(n: Node): Promise<GetStatusResponse> {
@@ -314,14 +313,14 @@ async function machineInfo(): Promise<Record<string, unknown>> {
 async function main(): Promise<void> {
   const started = Date.now();
   const root = await mkdtemp(join(tmpdir(), 'herald-bench-'));
-  let nodes: Node[] = [];
+  const nodes: Node[] = [];
   const cleanup = async () => {
     for (const n of nodes) if (n.proc && n.proc.exitCode === null) n.proc.kill('SIGKILL');
     await rm(root, { recursive: true, force: true });
   };
-  process.on('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void cleanup().then(() => process.exit(130)));
   try {
-    nodes = await startCluster(root);
+    await startCluster(root, nodes);
     let leader: Node | undefined;
     let clusterId = '';
     for (let i = 0; i < 300 && !leader; i++) {
