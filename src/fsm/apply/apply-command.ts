@@ -13,6 +13,7 @@ import {
   applyMarkRuns,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
+import { applyRetryRuns } from './apply-retry-runs.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
 import { itemError } from './item-errors.js';
@@ -39,6 +40,8 @@ function itemCount(cmd: FsmCommand): number {
       return cmd.items.length;
     case 'trimHistory':
       return cmd.jobIds.length;
+    case 'retryRuns':
+      return cmd.runIds.length;
     default:
       return 1;
   }
@@ -82,5 +85,7 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
       return applyMarkRuns(txn, cmd);
     case 'trimHistory':
       return applyTrimHistory(txn, cmd);
+    case 'retryRuns':
+      return applyRetryRuns(txn, cmd);
   }
 }

@@ -28,6 +28,7 @@ const TAGS: Record<FsmCommandType, number> = {
   putJobs: 16,
   // 17 is taken: builds that carried apply effects in the log wrote it. Decoding it now fails,
   // which every replica answers alike with a rejected result that changes nothing.
+  retryRuns: 18,
 };
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
@@ -101,6 +102,9 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'trimHistory':
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
+      break;
+    case 'retryRuns':
+      w.list(cmd.runIds, (w, id) => w.str(id)).uint(cmd.onlyState).bool(cmd.ignoreOverlap);
       break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
@@ -201,6 +205,9 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'trimHistory':
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
+      break;
+    case 'retryRuns':
+      cmd = { type, nowMs, runIds: r.list((r) => r.str()), onlyState: r.uint(), ignoreOverlap: r.bool() };
       break;
   }
   r.end();

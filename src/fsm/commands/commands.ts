@@ -198,6 +198,21 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
+/**
+ * Re-drives ended runs (RetryRun, RetryRuns): each DEAD, CANCELLED or FAILED run becomes PENDING
+ * again, not before nowMs, with its retry budget restarted; one entry per API call, each item
+ * with its own result. The server lists a bulk call's runs first; apply checks each again.
+ */
+export interface RetryRunsCommand {
+  readonly type: 'retryRuns';
+  readonly nowMs: number;
+  readonly runIds: readonly string[];
+  /** Only runs in this state (a bulk call's filter: they may have moved since); 0 = any retryable one. */
+  readonly onlyState: number;
+  /** Start them whatever their jobs' overlap policy (else FORBID / BUFFER_ONE queue them). */
+  readonly ignoreOverlap: boolean;
+}
+
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -213,7 +228,8 @@ export type FsmCommand =
   | ExpireLeasesCommand
   | CancelRunsCommand
   | MarkRunsCommand
-  | TrimHistoryCommand;
+  | TrimHistoryCommand
+  | RetryRunsCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -165,6 +165,12 @@ export interface TrimResult {
   readonly idempotencyKeysTrimmed: number;
 }
 
+/** retryRuns: per run id, the run after its re-drive or why it was not re-driven. */
+export interface RetryResult {
+  readonly type: 'retry';
+  readonly items: readonly { readonly error?: ItemError; readonly run?: Run }[];
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -187,5 +193,6 @@ export type FsmResult =
   | RunItemsResult
   | CancelResult
   | TrimResult
+  | RetryResult
   | RejectedResult
   | EmptyResult;

@@ -7,7 +7,7 @@ import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import { dueKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
-import { readRun, writeRun } from '../commands/run-record-codec.js';
+import { readRun, readRunRedrive, writeRun, writeRunRedrive } from '../commands/run-record-codec.js';
 import { readJob, writeJob } from '../commands/job-record-codec.js';
 import { specBytes, specOf } from '../commands/spec-bytes.js';
 import type { SpecCache } from '../commands/spec-cache.js';
@@ -40,6 +40,16 @@ export interface RunRecord {
   run: Run;
   /** BUFFER_ONE: pending but not dispatchable until the job's active run ends. */
   held: boolean;
+  /**
+   * Attempts made before the run's last re-drive (apply-retry-runs.ts): they do not count toward
+   * the retry budget. Absent (0) for a run never re-driven.
+   */
+  attemptBase?: number;
+}
+
+/** Attempts of the run that count toward its job's max_attempts: those since its last re-drive. */
+export function budgetAttempts(rec: RunRecord): number {
+  return rec.run.attempt - (rec.attemptBase ?? 0);
 }
 
 /**
@@ -99,16 +109,26 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
 }
 
 /**
- * Run records: format 1 held the protobuf Run; format 2 (written since) the positional encoding
- * of run-record-codec.ts, which is several times cheaper to decode. Both are read.
+ * Run records: format 1 held the protobuf Run; format 2 the positional encoding of
+ * run-record-codec.ts, which is several times cheaper to decode; format 3, written only for a run
+ * that was re-driven, is [3][held][attemptBase][positional Run][redrive fields]. A run never
+ * re-driven is still written in format 2, byte for byte as before. All three are read.
  */
 const RUN_RECORD_FORMAT_VERSION = 2;
+const RUN_RECORD_REDRIVEN_FORMAT = 3;
 
 /** `buffers`: as for encodeJobRecord. */
 export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
   const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length, buffers);
-  w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
-  writeRun(w, rec.run);
+  const run = rec.run;
+  if (run.redriveCount > 0 || (rec.attemptBase ?? 0) > 0) {
+    w.u8(RUN_RECORD_REDRIVEN_FORMAT).bool(rec.held).uint(rec.attemptBase ?? 0);
+    writeRun(w, run);
+    writeRunRedrive(w, run);
+  } else {
+    w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
+    writeRun(w, run);
+  }
   return w.finish();
 }
 
@@ -120,6 +140,14 @@ export function decodeRunRecord(bytes: Uint8Array): RunRecord {
     const run = readRun(r);
     r.end();
     return { run, held };
+  }
+  if (v === RUN_RECORD_REDRIVEN_FORMAT) {
+    const held = r.bool();
+    const attemptBase = r.uint();
+    const run = readRun(r);
+    readRunRedrive(r, run);
+    r.end();
+    return { run, held, attemptBase };
   }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown run record version ${v}`);
   const held = r.bool();

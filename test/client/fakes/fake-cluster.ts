@@ -366,6 +366,8 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    redriveCount: 0,
+    redrivenUnixMs: 0,
     ...extra,
   };
 }
