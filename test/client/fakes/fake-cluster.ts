@@ -241,7 +241,7 @@ export class FakeCluster {
           }
         }),
       })),
-      getJob: node.unary('getJob', (req: { jobId: string }) => ({ job: this.job(req.jobId) }), false),
+      getJob: node.unary('getJob', (req: { jobId: string }) => ({ job: this.job(req.jobId), upcomingFires: [] }), false),
       listJobs: node.unary(
         'listJobs',
         (req: { pageSize: number; pageToken: string; state: JobState; labelSelector: Record<string, string> }) => {
