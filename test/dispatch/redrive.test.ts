@@ -136,4 +136,23 @@ describe('re-drive and upcoming fires (multi-process)', () => {
     expect(taken).toMatchObject({ code: 'ALREADY_EXISTS' });
     expect((await c.client.listJobs()).items.length).toBe(before);
   }, 60_000);
+
+  it('refuses bad re-drive and upcoming-fire requests with INVALID_ARGUMENT naming the field', async () => {
+    const bad = async (call: () => Promise<unknown>) => (await call().then(() => undefined, (e: unknown) => e)) as HeraldClientError;
+    const cases: [() => Promise<unknown>, string][] = [
+      [() => c.client.retryRuns({ state: 'dead' }), 'job_id or task_type'],
+      [() => c.client.retryRuns({ jobId: 'ticker', state: 'succeeded' }), 'state: RUN_STATE_SUCCEEDED'],
+      [() => c.client.retryRuns({ jobId: 'ticker', maxRuns: 501 }), 'max_runs'],
+      [() => c.client.retryRuns({ jobId: 'ticker', finishedFrom: 2_000, finishedTo: 1_000 }), 'finished_to_unix_ms'],
+      [() => c.client.retryRuns({ jobId: 'ticker', pageToken: 'bm9wZQ' }), 'page_token'],
+      [() => c.client.retryRun('not a run id'), 'run'],
+      [() => c.client.getJobWithFires('ticker', 101), 'upcoming_fires'],
+      [() => c.client.validateJob(JobSpec.fromPartial({ taskType: 't', schedule: { kind: { $case: 'every', every: { intervalMs: 1000 } } } }), { upcomingFires: -1 }), 'upcoming_fires'],
+    ];
+    for (const [call, field] of cases) {
+      const e = await bad(call);
+      expect(e, field).toBeInstanceOf(HeraldClientError);
+      expect({ code: e.code, message: e.message }, field).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining(field) });
+    }
+  }, 30_000);
 });
