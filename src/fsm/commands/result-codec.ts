@@ -23,6 +23,8 @@ const TAGS = {
   trim: 9,
   rejected: 10,
   jobs: 11,
+  // 12: re-drive's.
+  alerts: 13,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
@@ -168,6 +170,12 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
       break;
     case 'trim':
       w.uint(res.runsTrimmed).uint(res.idempotencyKeysTrimmed);
+      break;
+    case 'alerts':
+      w.list(res.items, (w, i) => {
+        writeError(w, i.error);
+        w.str(i.runId);
+      });
       break;
     case 'rejected':
       writeError(w, res.error);
@@ -387,6 +395,15 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'trim':
       res = { type, runsTrimmed: r.uint(), idempotencyKeysTrimmed: r.uint() };
       break;
+    case 'alerts': {
+      const items = r.list((r) => {
+        const error = readError(r);
+        const runId = r.str();
+        return error ? { error, runId } : { runId };
+      });
+      res = { type, items };
+      break;
+    }
     case 'rejected': {
       const error = readError(r);
       if (!error) throw new FsmDecodeError('rejected result without error');
