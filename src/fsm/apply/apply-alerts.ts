@@ -8,7 +8,8 @@
 // (applyRaiseAlerts). Deterministic: only the command's time and the stored state are used.
 import { Job, JobSpec, JobState, type AlertPolicy } from '../../gen/herald/v1/job.js';
 import { RunState, type Run } from '../../gen/herald/v1/run.js';
-import { NOT_READ, type ApplyTxn, type RunStateEvent } from '../store/apply-txn.js';
+import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
+import type { RunStateEvent } from '../store/run-events.js';
 import type { JobRecord } from '../store/records.js';
 import type { RaiseAlertsCommand } from '../commands/commands.js';
 import type { AlertsResult, AlertItemResult } from '../commands/results.js';
@@ -150,7 +151,7 @@ async function onRunEvent(txn: ApplyTxn, ev: RunStateEvent, nowMs: number): Prom
  * in the same loop.
  */
 export async function applyRunEvents(txn: ApplyTxn, nowMs: number): Promise<void> {
-  for (let events = txn.takeRunEvents(); events; events = txn.takeRunEvents()) {
+  for (let events = txn.runEvents.take(); events; events = txn.runEvents.take()) {
     for (const ev of events) await onRunEvent(txn, ev, nowMs);
   }
 }

@@ -29,7 +29,7 @@ import {
   type RunRecord,
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
-import { RunState } from '../../gen/herald/v1/run.js';
+import { RunEvents } from './run-events.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
@@ -66,24 +66,6 @@ interface Tracked<T> {
   /** Runs: the state as last put (or as stored), so putRun sees each change of state once. */
   lastState: number;
 }
-
-/** A run that entered a state alerts are raised for (ALERT_STATES), in the order commands made them. */
-export interface RunStateEvent {
-  readonly rec: RunRecord;
-  readonly state: RunState;
-}
-
-/**
- * States whose entry is an event for alerts and pause-on-failure (apply-alerts.ts), by state
- * number: a failed attempt with a retry due, a run failed for good, a slot missed.
- */
-const ALERT_STATES: readonly boolean[] = (() => {
-  const a: boolean[] = [];
-  a[RunState.RUN_STATE_FAILED] = true;
-  a[RunState.RUN_STATE_DEAD] = true;
-  a[RunState.RUN_STATE_MISSED] = true;
-  return a;
-})();
 
 /** Runs of one job that became terminal (+) or left the store terminal (−) in a batch. */
 interface TerminalDelta {
@@ -135,8 +117,8 @@ export class ApplyTxn {
    */
   admitJobsDueBy = 0;
   private cacheUpdates: CacheUpdate[] = [];
-  /** Runs that entered an alert state since the last takeRunEvents (undefined: none). */
-  private runEvents: RunStateEvent[] | undefined;
+  /** Runs that entered an alert state, for apply-command.ts to drain after each command. */
+  readonly runEvents = new RunEvents();
   /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
@@ -409,20 +391,8 @@ export class ApplyTxn {
     t.value = rec;
     t.dirty = true;
     t.admit ||= this.admitting;
-    // Every run transition is stored through here, whichever command made it: the one place that
-    // sees them all (an alert needs no hook in each command). Two compares on the hot path.
-    const state = rec.run.state;
-    if (state !== t.lastState) {
-      t.lastState = state;
-      if (ALERT_STATES[state] === true) (this.runEvents ??= []).push({ rec, state });
-    }
-  }
-
-  /** The run events since the last call, oldest first (apply-command.ts drains them per command). */
-  takeRunEvents(): RunStateEvent[] | undefined {
-    const events = this.runEvents;
-    this.runEvents = undefined;
-    return events;
+    // Every run transition is stored here, whichever command made it: alerts see them all.
+    if (rec.run.state !== t.lastState) this.runEvents.changed(rec, (t.lastState = rec.run.state));
   }
 
   deleteRun(p: ParsedRunId): void {
