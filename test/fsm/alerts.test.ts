@@ -152,7 +152,8 @@ describe('pause_after_dead', () => {
     const last = (await alertRuns(t)).at(-1)!;
     expect(payloadOf(last)).toMatchObject({ event: 'dead', consecutive_dead_runs: 2, job_paused: true });
     // Resume: the count stays until a success (the next DEAD pauses again at once).
-    await t.one({ type: 'resumeJob', nowMs: T0 + 500, jobId: 'a' }, 'job');
+    const resumed = await t.one({ type: 'resumeJob', nowMs: T0 + 500, jobId: 'a' }, 'job');
+    expect(resumed.job!.consecutiveDeadRuns).toBe(2); // results carry the count too
     await deadRun(t, T0 + 600);
     expect((await t.fsm.getJob('a'))!.state).toBe(JobState.JOB_STATE_PAUSED);
   });

@@ -49,12 +49,19 @@ function readError(r: ByteReader): ItemError | undefined {
 // Jobs and runs in results use the stored records' positional codecs: a result is decoded only
 // by this build's server (results are never replicated or stored), and a claim or create batch
 // carries thousands of them.
+// A job's consecutive DEAD count follows it: stored records carry it in their header instead.
 function writeOptJob(w: ByteWriter, j: Job | undefined): void {
   if (j === undefined) w.bool(false);
-  else writeJob(w.bool(true), j);
+  else {
+    writeJob(w.bool(true), j);
+    w.uint(j.consecutiveDeadRuns);
+  }
 }
 function readOptJob(r: ByteReader): Job | undefined {
-  return r.bool() ? readJob(r) : undefined;
+  if (!r.bool()) return undefined;
+  const job = readJob(r);
+  job.consecutiveDeadRuns = r.uint();
+  return job;
 }
 function writeOptRun(w: ByteWriter, x: Run | undefined): void {
   if (x === undefined) w.bool(false);
@@ -200,7 +207,10 @@ export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0, specs?: 
   const heads: JobHead[] = [];
   const item = (r: ByteReader): void => {
     readError(r);
-    if (r.bool()) heads.push(readJobHead(r, dispatchBeforeMs, specs));
+    if (r.bool()) {
+      heads.push(readJobHead(r, dispatchBeforeMs, specs));
+      r.uint(); // consecutive DEAD runs
+    }
     r.bool(); // created
   };
   if (tag === TAGS.job) item(r);
