@@ -1,7 +1,8 @@
 // The leader's history trimmer: what it trims comes from the trim index (a fake of the state
 // machine's read here), at most MAX_JOBS_PER_TRIM jobs a command, round robin from where the last
 // round stopped so jobs due "now" take turns; a failed proposal needs nothing put back. And the
-// watchdog's unserved task types: waiting runs with no connected worker subscribed.
+// watchdog's unserved task types (waiting runs with no connected worker subscribed) and the
+// raiseAlerts commands it proposes for stalled slots.
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { HistoryTrimmer, MAX_JOBS_PER_TRIM, MAX_TRIM_ROUNDS_PER_TICK } from '../../src/server/leader/history-trimmer.js';
@@ -97,6 +98,7 @@ describe('Watchdog: unserved task types', () => {
       active: () => true,
       reads: { dueWindow: async () => [], waitingByTaskType: () => waiting },
       sessions: { all: () => sessions as never },
+      propose: () => Promise.reject(new Error('nothing to propose')),
     });
     await w.check();
     expect(w.lastUnserved).toEqual([{ taskType: 'nobody', waitingRuns: 2 }]);
@@ -107,5 +109,31 @@ describe('Watchdog: unserved task types', () => {
     await w.check();
     expect(w.lastUnserved).toEqual([]);
     expect((await metrics.unservedTaskTypes.get()).values[0]!.value).toBe(0);
+  });
+});
+
+describe('Watchdog: stalled slots become raiseAlerts commands', () => {
+  it('proposes each stalled slot once per term, and again once it is a new slot', async () => {
+    const proposed: unknown[] = [];
+    let silent = [{ jobId: 'a', slotMs: 5_000 }];
+    const w = new Watchdog({
+      config: schedulerConfig(),
+      metrics: createNodeMetrics({ nodeId: 'n1' }),
+      log: { warn: () => undefined, info: () => undefined, debug: () => undefined } as never,
+      now: () => 1_000_000,
+      active: () => true,
+      reads: { dueWindow: async () => silent, waitingByTaskType: () => new Map() },
+      sessions: { all: () => [] },
+      propose: async (cmd) => {
+        proposed.push(cmd);
+        return { type: 'alerts', items: [] } as never;
+      },
+    });
+    await w.check();
+    await w.check();
+    expect(proposed).toEqual([{ type: 'raiseAlerts', nowMs: 1_000_000, items: [{ jobId: 'a', slotMs: 5_000, reason: expect.stringContaining('firing stalled') }] }]);
+    silent = [{ jobId: 'a', slotMs: 6_000 }];
+    await w.check();
+    expect(proposed).toHaveLength(2);
   });
 });
