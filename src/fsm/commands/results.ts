@@ -171,6 +171,18 @@ export interface RetryResult {
   readonly items: readonly { readonly error?: ItemError; readonly run?: Run }[];
 }
 
+export interface AlertItemResult {
+  readonly error?: ItemError;
+  /** The alert run written; '' when none was (no on_watchdog alert, slot fired or already alerted). */
+  readonly runId: string;
+}
+
+/** raiseAlerts. */
+export interface AlertsResult {
+  readonly type: 'alerts';
+  readonly items: readonly AlertItemResult[];
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -194,5 +206,6 @@ export type FsmResult =
   | CancelResult
   | TrimResult
   | RetryResult
+  | AlertsResult
   | RejectedResult
   | EmptyResult;

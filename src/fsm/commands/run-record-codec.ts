@@ -5,6 +5,7 @@
 // written, in declaration order; the test "covers every field" fails when the proto grows one.
 // The re-drive fields (21–22) come apart (writeRunRedrive): a run never re-driven keeps the
 // record format it had before they existed (records.ts).
+// Except Run.payload (alert runs only): records carry it after the rest (records.ts, formats 3 and 4).
 import type { Attempt, AttemptOutcome, Run, RunError, RunState } from '../../gen/herald/v1/run.js';
 import type { ByteReader, ByteWriter } from './binary-codec.js';
 
@@ -93,5 +94,6 @@ export function readRun(r: ByteReader): Run {
     latenessMs,
     redriveCount: 0,
     redrivenUnixMs: 0,
+    payload: NO_OUTPUT,
   };
 }

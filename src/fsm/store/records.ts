@@ -34,6 +34,11 @@ export interface JobRecord {
    * of the job is active (run-transitions.ts). Absent (undefined) means heldRunId's one or none.
    */
   heldRuns?: number;
+  /**
+   * The latest due slot the leader's watchdog raised an alert for (applyWatchdogEvents): one
+   * alert per stalled slot, however many checks see it. Absent (undefined) means none.
+   */
+  watchdogSlotMs?: number;
 }
 
 export interface RunRecord {
@@ -63,6 +68,13 @@ export function budgetAttempts(rec: RunRecord): number {
 const JOB_RECORD_FORMAT_VERSION = 3;
 const JOB_RECORD_FORMAT_2 = 2;
 const JOB_RECORD_QUEUE_FORMAT_VERSION = 4;
+/**
+ * Format 5 (alerts): format 4's fields, [heldRuns] always, then [consecutive DEAD runs]
+ * [watchdog alert slot] before the positional Job. Written only while a job has either (a job
+ * without them keeps the bytes of format 3 / 4): Job.consecutive_dead_runs travels in this
+ * header, not in the positional Job, so job records of every other job do not change.
+ */
+const JOB_RECORD_ALERTS_FORMAT_VERSION = 5;
 
 /** How many runs of the job are held (JobRecord.heldRuns, with its default). */
 export function heldRunsOf(rec: JobRecord): number {
@@ -74,8 +86,13 @@ export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Ar
   const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
   const held = heldRunsOf(rec);
   const queued = held !== (rec.heldRunId === '' ? 0 : 1);
-  w.u8(queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
-  if (queued) w.uint(held);
+  const dead = rec.job.consecutiveDeadRuns;
+  const watchdog = rec.watchdogSlotMs ?? 0;
+  const alerts = dead > 0 || watchdog > 0;
+  const version = alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
+  w.u8(version).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
+  if (queued || alerts) w.uint(held);
+  if (alerts) w.uint(dead).int(watchdog);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -89,12 +106,22 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION) {
+  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
     const terminalRuns = v === JOB_RECORD_FORMAT_2 ? 0 : r.uint();
     const trimDueMs = v === JOB_RECORD_FORMAT_2 ? 0 : r.int();
-    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION ? r.uint() : undefined;
+    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION ? r.uint() : undefined;
+    if (v === JOB_RECORD_ALERTS_FORMAT_VERSION) {
+      const dead = r.uint();
+      const watchdogSlotMs = r.int();
+      const job = readJob(r, specs);
+      r.end();
+      job.consecutiveDeadRuns = dead;
+      const rec: JobRecord = { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns: heldRuns! };
+      if (watchdogSlotMs > 0) rec.watchdogSlotMs = watchdogSlotMs;
+      return rec;
+    }
     const job = readJob(r, specs);
     r.end();
     return heldRuns === undefined ? { job, manualSeq, heldRunId, terminalRuns, trimDueMs } : { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns };
@@ -109,25 +136,31 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
 }
 
 /**
+/**
  * Run records: format 1 held the protobuf Run; format 2 the positional encoding of
- * run-record-codec.ts, which is several times cheaper to decode; format 3, written only for a run
- * that was re-driven, is [3][held][attemptBase][positional Run][redrive fields]. A run never
- * re-driven is still written in format 2, byte for byte as before. All three are read.
+ * run-record-codec.ts, which is several times cheaper to decode. Format 3 (re-drive), written only
+ * for a run that was re-driven, is [3][held][attemptBase][positional Run][redrive fields][payload];
+ * format 4 (alerts), written only for a run with a payload (an alert run) never re-driven, is
+ * format 2 followed by Run.payload. Every other run keeps format 2's bytes. All are read.
  */
 const RUN_RECORD_FORMAT_VERSION = 2;
 const RUN_RECORD_REDRIVEN_FORMAT = 3;
+const RUN_RECORD_PAYLOAD_FORMAT_VERSION = 4;
 
 /** `buffers`: as for encodeJobRecord. */
 export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
-  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length, buffers);
   const run = rec.run;
+  const payload = run.payload;
+  const w = new ByteWriter(192 + run.output.length + payload.length + 64 * run.attempts.length, buffers);
   if (run.redriveCount > 0 || (rec.attemptBase ?? 0) > 0) {
     w.u8(RUN_RECORD_REDRIVEN_FORMAT).bool(rec.held).uint(rec.attemptBase ?? 0);
     writeRun(w, run);
     writeRunRedrive(w, run);
+    w.bytes(payload);
   } else {
-    w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
+    w.u8(payload.length > 0 ? RUN_RECORD_PAYLOAD_FORMAT_VERSION : RUN_RECORD_FORMAT_VERSION).bool(rec.held);
     writeRun(w, run);
+    if (payload.length > 0) w.bytes(payload);
   }
   return w.finish();
 }
@@ -135,9 +168,10 @@ export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Ar
 export function decodeRunRecord(bytes: Uint8Array): RunRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === RUN_RECORD_FORMAT_VERSION) {
+  if (v === RUN_RECORD_FORMAT_VERSION || v === RUN_RECORD_PAYLOAD_FORMAT_VERSION) {
     const held = r.bool();
     const run = readRun(r);
+    if (v === RUN_RECORD_PAYLOAD_FORMAT_VERSION) run.payload = Buffer.from(r.bytesView());
     r.end();
     return { run, held };
   }
@@ -146,6 +180,8 @@ export function decodeRunRecord(bytes: Uint8Array): RunRecord {
     const attemptBase = r.uint();
     const run = readRun(r);
     readRunRedrive(r, run);
+    const payload = r.bytesView();
+    if (payload.length > 0) run.payload = Buffer.from(payload);
     r.end();
     return { run, held, attemptBase };
   }

@@ -209,6 +209,7 @@ export class FakeCluster {
       lastSlotUnixMs: 0,
       pauseNote: '',
       activeRuns: 0,
+      consecutiveDeadRuns: 0,
     };
     s.jobs.set(id, job);
     if (req.idempotencyKey) s.keys.set(req.idempotencyKey, id);
@@ -368,6 +369,7 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     latenessMs: 0,
     redriveCount: 0,
     redrivenUnixMs: 0,
+    payload: Buffer.alloc(0),
     ...extra,
   };
 }

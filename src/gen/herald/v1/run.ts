@@ -130,6 +130,12 @@ export interface Run {
    * job's retry budget: attempts started after it count toward max_attempts, earlier ones do not.
    */
   redrivenUnixMs: number;
+  /**
+   * Run field 25 is reserved for limits (issue 31).
+   * Alert runs (runs of a system job "herald:alerts:<task type>"): the event as JSON, handed to
+   * the worker instead of the job's payload. Empty for every other run.
+   */
+  payload: Buffer;
 }
 
 function createBaseRunError(): RunError {
@@ -364,6 +370,7 @@ function createBaseRun(): Run {
     latenessMs: 0,
     redriveCount: 0,
     redrivenUnixMs: 0,
+    payload: Buffer.alloc(0),
   };
 }
 
@@ -434,6 +441,9 @@ export const Run: MessageFns<Run> = {
     }
     if (message.redrivenUnixMs !== 0) {
       writer.uint32(176).int64(message.redrivenUnixMs);
+    }
+    if (message.payload.length !== 0) {
+      writer.uint32(186).bytes(message.payload);
     }
     return writer;
   },
@@ -627,6 +637,14 @@ export const Run: MessageFns<Run> = {
             message.redrivenUnixMs = longToNumber(reader.int64());
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.payload = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -666,6 +684,7 @@ export const Run: MessageFns<Run> = {
     message.latenessMs = object.latenessMs ?? 0;
     message.redriveCount = object.redriveCount ?? 0;
     message.redrivenUnixMs = object.redrivenUnixMs ?? 0;
+    message.payload = object.payload ?? Buffer.alloc(0);
     return message;
   },
 };
