@@ -30,3 +30,5 @@ export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply/apply-
 export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply/apply-manual-runs.js';
 export { FsmDecodeError } from './commands/binary-codec.js';
 export { overlapOf } from './commands/dispatch-hint.js';
+export { decodeJobRecord, decodeRunRecord } from './store/records.js';
+export type { JobWrite, StoreChangeListener } from './machine/store-changes.js';
