@@ -45,21 +45,23 @@ describe('watch across a leader kill (processes)', () => {
     })().catch((e: unknown) => void (watchError = e));
     await waitFor('watch attached', () => items.some((i) => i.type === 'progress'), 10_000, 20);
 
-    const start = Date.now() + 3000;
+    const t0 = Date.now();
+    const start = t0 + 2000;
     await createJobsReliably(
       c.client,
       Array.from({ length: RUNS }, (_, i) => ({
         id: `w-${i}`,
-        spec: JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: start + Math.floor((i * 6000) / RUNS) } } } }),
+        spec: JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: start + Math.floor((i * 4000) / RUNS) } } } }),
       })),
     );
-    await sleep(Math.max(0, start + 3000 - Date.now()));
+    await sleep(Math.max(0, start + 2000 - Date.now()));
     const progressAtKill = Math.max(0, ...items.filter((i) => i.type === 'progress').map((i) => i.index));
     await c.raft.kill(leader, 'SIGKILL');
 
     const changes = () => items.filter((i): i is Extract<WatchItem<Run>, { type: 'change' }> => i.type === 'change');
     const finished = () => new Set(changes().filter((i) => TERMINAL.has(i.value.state)).map((i) => i.value.id)).size;
     await waitFor('every run seen finished', () => finished() >= RUNS || watchError !== undefined, 40_000, 100);
+    const drainedMs = Date.now() - t0;
     abort.abort();
     await consumed;
     expect(watchError).toBeUndefined();
@@ -98,7 +100,7 @@ describe('watch across a leader kill (processes)', () => {
     // The kill happened mid-stream: changes were seen on both sides of it.
     expect(changes().some((i) => i.index <= progressAtKill) && changes().some((i) => i.index > progressAtKill)).toBe(true);
     const sawRunning = [...perRun.values()].filter((s) => s.some((r) => r.state === RunState.RUN_STATE_RUNNING)).length;
-    console.log(JSON.stringify({ test: 'watch-failover', runs: RUNS, events: changes().length, sawRunning, progressAtKill, resets: items.filter((i) => i.type === 'reset').length }));
+    console.log(JSON.stringify({ test: 'watch-failover', runs: RUNS, events: changes().length, sawRunning, progressAtKill, resets: items.filter((i) => i.type === 'reset').length, drainedMs }));
     expect(items.filter((i) => i.type === 'reset')).toEqual([]);
   });
 });
