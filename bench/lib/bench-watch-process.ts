@@ -37,6 +37,8 @@ for (let i = 0; i < count; i++) {
     })().catch(() => undefined),
   );
 }
+// The bench went away (killed, failed): nothing to report to.
+process.on('disconnect', () => process.exit(0));
 process.on('message', async (m: { type: string }) => {
   if (m.type !== 'finish') return;
   abort.abort();
