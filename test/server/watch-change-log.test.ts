@@ -1,7 +1,10 @@
 // The node's change log and one watcher over it (src/server/watch/): filtering, batching into
 // messages with a progress index, the shared event bytes, and the statuses a watcher is cut with.
 import { describe, expect, it } from 'vitest';
-import { encodeRunRecord } from '../../src/fsm/store/records.js';
+import { encodeJobRecord, encodeRunRecord } from '../../src/fsm/store/records.js';
+import { Job, JobSpec } from '../../src/gen/herald/v1/job.js';
+import { WatchJobsResponse } from '../../src/gen/herald/v1/watch_service.js';
+import { jobSelector } from '../../src/server/watch/watch-filters.js';
 import { Run, RunState } from '../../src/gen/herald/v1/run.js';
 import { WatchRunsResponse } from '../../src/gen/herald/v1/watch_service.js';
 import { isHeraldError, type HeraldError } from '../../src/herald-error.js';
@@ -108,6 +111,22 @@ describe('change log and watcher', () => {
     // A snapshot install replaces the store: history before it is unknown.
     log.reset(50);
     expect([log.floor, log.lastIndex]).toEqual([50, 50]);
+  });
+
+  it('sends job changes matching task type and labels, and deletes to every watcher its job id filter admits', () => {
+    const job = (id: string, team: string) =>
+      encodeJobRecord({ job: Job.fromPartial({ id, version: 1, spec: JobSpec.fromPartial({ taskType: 'report', labels: { team } }) }), manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 });
+    const log = new ChangeLog(0);
+    log.written(2, [], [{ jobId: 'a', value: job('a', 'finance') }, { jobId: 'b', value: job('b', 'ops') }]);
+    log.written(3, [], [{ jobId: 'b', value: null }]);
+    const frames: Uint8Array[] = [];
+    const select = jobSelector({ jobId: '', taskType: 'report', labels: { team: 'finance' }, fromIndex: 0 });
+    for (let no = log.startBatchNo; no < log.endBatchNo; no++) select(log.batch(no)!, frames);
+    const events = WatchJobsResponse.decode(Buffer.concat(frames)).events.map((e) => [e.index, e.jobId, e.deleted, e.job?.spec?.labels.team]);
+    expect(events).toEqual([
+      [2, 'a', false, 'finance'],
+      [3, 'b', true, undefined],
+    ]);
   });
 
   it('rejects a bad filter with a precise error', () => {
