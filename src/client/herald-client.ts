@@ -22,6 +22,7 @@ import { clientError, fromServiceError, HeraldClientError, InvalidSpecError, isS
 import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-spec-builders.js';
 import { LeaderRouter } from './leader-router.js';
 import { silentLogger, type ClientLogger } from './logger.js';
+import { watchJobs, watchRuns, type JobChange, type WatchItem, type WatchJobsFilter, type WatchOptions, type WatchRunsFilter } from './watch-stream.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
 
 export interface HeraldClientOptions extends ConnectionOptions {
@@ -175,6 +176,7 @@ export class HeraldClient {
   private readonly connectTimeoutMs: number;
   private readonly logger: ClientLogger;
   private closed = false;
+  private readonly endpoints: string[];
 
   constructor(options: HeraldClientOptions) {
     if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
@@ -189,6 +191,7 @@ export class HeraldClient {
     this.defaultDeadlineMs = options.defaultDeadlineMs ?? 10_000;
     this.discoveryTimeoutMs = options.discoveryTimeoutMs ?? 1_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 1_000;
+    this.endpoints = [...options.endpoints];
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
   }
 
@@ -422,6 +425,28 @@ export class HeraldClient {
   }
 
   /** Closes all connections; calls in flight fail. */
+  // ---- WatchService ------------------------------------------------------------------------
+
+  /**
+   * Run state changes matching the filter, in log order, as an async iterator that resumes across
+   * reconnects and leader changes (watch-stream.ts). Ends when `opts.signal` aborts or the client
+   * closes; `break` ends it too.
+   */
+  watchRuns(filter: Omit<WatchRunsFilter, 'states'> & { states?: (RunState | RunStateName)[] } = {}, opts: WatchOptions = {}): AsyncGenerator<WatchItem<Run>> {
+    const states = filter.states?.map((s) => named(RUN_STATES, s, RunState.RUN_STATE_UNSPECIFIED, 'states'));
+    return watchRuns(this.watchDeps(), { ...filter, states }, opts);
+  }
+
+  /** Job changes (creates, updates, pauses, deletes) matching the filter; as watchRuns. */
+  watchJobs(filter: WatchJobsFilter = {}, opts: WatchOptions = {}): AsyncGenerator<WatchItem<JobChange>> {
+    return watchJobs(this.watchDeps(), filter, opts);
+  }
+
+  private watchDeps() {
+    if (this.closed) throw new Error('HeraldClient is closed');
+    return { pool: this.pool, endpoints: this.endpoints, logger: this.logger, isClosed: () => this.closed };
+  }
+
   close(): void {
     this.closed = true;
     this.pool.close();

@@ -32,3 +32,5 @@ export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply/apply-manu
 export { FsmDecodeError } from './commands/binary-codec.js';
 export { overlapOf } from './commands/dispatch-hint.js';
 export { MAX_RETRY_RUNS_PER_COMMAND, RETRYABLE_STATES } from './apply/apply-retry-runs.js';
+export { decodeJobRecord, decodeRunRecord } from './store/records.js';
+export type { JobWrite, StoreChangeListener } from './machine/store-changes.js';

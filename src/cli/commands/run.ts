@@ -12,6 +12,7 @@ import { collectLimited, parseLimit } from '../paging.js';
 import { UsageError } from '../usage-error.js';
 import { waitForRun } from '../wait-for-run.js';
 import { registerRunRetry } from './run-retry.js';
+import { watchRunsToStdout, type RunWatchFlags } from '../run-watch.js';
 
 const RUN_STATES: RunStateName[] = ['pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped', 'missed'];
 
@@ -61,6 +62,28 @@ export function registerRunCommands(program: Command): void {
             if (r.attempts.length > 0) print('\n' + renderTable(ATTEMPT_HEADERS, r.attempts.map(attemptRow)));
           }
           if (o.wait && runState(r) !== 'succeeded') return EXIT.runFailed;
+        }),
+      ),
+    );
+
+  addClientOptions(run.command('watch').description('print run state changes as the cluster applies them, until Ctrl-C (resumes across leader changes)'))
+    .option('--job <id>', 'only runs of this job')
+    .option('--task-type <type>', 'only runs of this task type')
+    .option('--state <states>', `only changes into these states, comma-separated (${RUN_STATES.join(', ')})`)
+    .option('--from-index <n>', 'changes applied after this index (as printed with #); default: from now')
+    .action(
+      commandAction('run watch', (cmd) =>
+        withClient(cmd, async (client, flags) => {
+          const abort = new AbortController();
+          const stop = (): void => abort.abort();
+          process.once('SIGINT', stop);
+          process.once('SIGTERM', stop);
+          try {
+            await watchRunsToStdout(client, cmd.opts() as RunWatchFlags, Boolean(flags.json), abort.signal);
+          } finally {
+            process.off('SIGINT', stop);
+            process.off('SIGTERM', stop);
+          }
         }),
       ),
     );
