@@ -14,6 +14,8 @@ import { parseInstant } from '../parse-instant.js';
 import { UsageError } from '../usage-error.js';
 import { print, printJson } from '../output/print.js';
 import { collectLimited, parseLimit } from '../paging.js';
+import type { JobDocCodec } from '../job-doc/job-doc-codec.js';
+import { parseOutputFormat } from '../job-doc/output-format.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -42,6 +44,13 @@ function addSpecOptions(cmd: Command): Command {
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;
+
+/** The job document codec, loaded on demand: only -o yaml|json needs the proto descriptor. */
+async function jobDocCodec(): Promise<JobDocCodec> {
+  const { loadJobSpecDescriptor } = await import('../job-doc/job-spec-descriptor.js');
+  const { JobDocCodec } = await import('../job-doc/job-doc-codec.js');
+  return new JobDocCodec(loadJobSpecDescriptor());
+}
 
 function showJob(job: Job, json: boolean | undefined, extra: Record<string, unknown> = {}): void {
   if (json) printJson({ ...jobJson(job), ...extra });
@@ -74,12 +83,19 @@ export function registerJobCommands(program: Command): void {
 
   addClientOptions(job.command('get <id>').description('show one job'))
     .option('--stale', 'read the answering replica (may lag) instead of the leader')
+    .option('-o, --output <format>', 'table | yaml | json: yaml and json are job documents, as `herald apply -f` reads them', 'table')
     .action(
       commandAction('job get', (cmd) =>
         withClient(cmd, async (client, flags) => {
           const [id] = cmd.processedArgs as [string];
-          const stale = (cmd.opts() as { stale?: boolean }).stale;
-          showJob(await client.getJob(id, stale ? { consistency: 'stale' } : {}), flags.json);
+          const o = cmd.opts() as { stale?: boolean; output: string };
+          const format = parseOutputFormat(o.output);
+          const found = await client.getJob(id, o.stale ? { consistency: 'stale' } : {});
+          if (format === 'table') showJob(found, flags.json);
+          else {
+            const { formatDocument } = await import('../job-doc/job-doc-file.js');
+            print(formatDocument((await jobDocCodec()).jobToDoc(found), format));
+          }
         }),
       ),
     );
@@ -89,10 +105,12 @@ export function registerJobCommands(program: Command): void {
     .option('--task-type <type>', 'only jobs of this task type')
     .option('--label <key=value>', 'only jobs with this label (repeatable)', collect)
     .option('--limit <n>', 'show at most n jobs (0 = all)', '100')
+    .option('-o, --output <format>', 'table | yaml | json: yaml and json are job documents, as `herald apply -f` reads them', 'table')
     .action(
       commandAction('job ls', (cmd) =>
         withClient(cmd, async (client, flags) => {
-          const o = cmd.opts() as { state?: string; taskType?: string; label?: string[]; limit: string };
+          const o = cmd.opts() as { state?: string; taskType?: string; label?: string[]; limit: string; output: string };
+          const format = parseOutputFormat(o.output);
           if (o.state !== undefined && !['active', 'paused', 'completed'].includes(o.state)) {
             throw new UsageError(`--state: unknown state "${o.state}" (use active, paused or completed)`);
           }
@@ -105,7 +123,12 @@ export function registerJobCommands(program: Command): void {
           const { items, more } = await collectLimited<Job>(limit, (pageToken, pageSize) =>
             client.listJobs({ ...filter, pageToken, pageSize }) as Promise<Page<Job>>,
           );
-          if (flags.json) printJson({ jobs: items.map(jobJson), more });
+          if (format !== 'table') {
+            const codec = await jobDocCodec();
+            const { formatDocuments } = await import('../job-doc/job-doc-file.js');
+            print(formatDocuments(items.map((j) => codec.jobToDoc(j)), format));
+            if (more) process.stderr.write(`(wrote the first ${items.length}; use --limit 0 for all)\n`);
+          } else if (flags.json) printJson({ jobs: items.map(jobJson), more });
           else {
             const now = Date.now();
             print(items.length === 0 ? 'no jobs\n' : renderTable(JOB_HEADERS, items.map((j) => jobRow(j, now))));
