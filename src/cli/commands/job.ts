@@ -40,7 +40,16 @@ function addSpecOptions(cmd: Command): Command {
     .option('--lease <duration>', 'lease of a claimed run (renewed by heartbeats)')
     .option('--label <key=value>', 'label (repeatable)', collect)
     .option('--priority <n>', '-1000..1000; higher is dispatched first')
-    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)');
+    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)')
+    .option('--anchor <instant>', 'for --every: the first slot (default: --start, else the creation time)')
+    .option('--max-backoff <duration>', 'upper bound of any retry backoff')
+    .option('--backoff-multiplier <x>', 'growth of the backoff per attempt (>= 1, default 2)')
+    .option('--non-retryable <type>', 'an error type that goes DEAD at once, not retried (repeatable or comma-separated; replaces the list)', collect)
+    .option('--misfire-max-runs <n>', 'for --misfire run-all: the most catch-up runs per recovery')
+    .option('--dst-gap <policy>', 'cron local times skipped by DST: shift-forward | skip')
+    .option('--dst-fold <policy>', 'cron local times repeated by DST: auto | first | last | both')
+    .option('--retention-max-runs <n>', 'finished runs kept (default 100)')
+    .option('--retention-max-age <duration>', 'finished runs older than this are trimmed (default 7d)');
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;

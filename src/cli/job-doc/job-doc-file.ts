@@ -15,17 +15,19 @@ export interface RawDocument {
 
 /** Splits a file into its documents; a list at the top of a document holds one job per item. */
 export function parseDocuments(text: string, source: string): RawDocument[] {
-  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false });
+  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [];
   const problems: string[] = [];
   const out: RawDocument[] = [];
   list.forEach((doc, i) => {
     for (const e of doc.errors) {
       const at = e.linePos?.[0];
-      problems.push(`${source}${at ? ` line ${at.line}, column ${at.col}` : ` doc ${i + 1}`}: ${e.message.split('\n')[0]}`);
+      const what = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      problems.push(`${source}${at ? ` line ${at.line}, column ${at.col}` : ` doc ${i + 1}`}: ${what}`);
     }
-    if (doc.errors.length > 0 || doc.contents === null) return;
+    if (doc.errors.length > 0) return;
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (value === null || value === undefined) return; // an empty document
     if (Array.isArray(value)) value.forEach((item, k) => out.push({ where: `${source} doc ${i + 1} item ${k + 1}`, value: item }));
     else out.push({ where: `${source} doc ${i + 1}`, value });
   });

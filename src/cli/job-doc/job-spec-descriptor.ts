@@ -52,9 +52,9 @@ function qualifyTypeNames(files: FileDescriptorProto[]): void {
 }
 
 /** Loads and returns the descriptor of herald.v1.JobSpec (tens of ms: call once per command). */
-export function loadJobSpecDescriptor(): DescMessage {
+export function loadJobSpecDescriptor(root: string = protoRoot()): DescMessage {
   // keepCase: the proto field names as written (protobufjs would camelCase them).
-  const pkg = loadSync(JOB_PROTO, { includeDirs: [protoRoot()], keepCase: true });
+  const pkg = loadSync(JOB_PROTO, { includeDirs: [root], keepCase: true });
   const def = pkg[JOB_SPEC_TYPE];
   const protos = def !== undefined && 'fileDescriptorProtos' in def ? (def.fileDescriptorProtos as Buffer[]) : undefined;
   if (protos === undefined) throw new Error(`${JOB_PROTO} does not define ${JOB_SPEC_TYPE}`);
