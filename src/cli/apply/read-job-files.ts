@@ -59,7 +59,7 @@ export function readJobDocuments(sources: ReadonlyArray<{ text: string; name: st
         const earlier = firstSeen.get(doc.id);
         if (earlier !== undefined) throw new DocFieldError('id', `job "${doc.id}" is already defined by ${earlier}`);
         firstSeen.set(doc.id, raw.where);
-        jobs.push({ ...doc, where: raw.where });
+        jobs.push({ ...doc, where });
       } catch (e) {
         if (e instanceof DocFieldError) problems.push(`${where}: ${e.message}`);
         else throw e;
