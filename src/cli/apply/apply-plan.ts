@@ -79,7 +79,7 @@ export async function planApply(client: ApplyClient, codec: JobDocCodec, jobs: r
   return plan;
 }
 
-async function execute(client: ApplyClient, item: PlanItem): Promise<number | undefined> {
+async function execute(client: ApplyClient, codec: JobDocCodec, item: PlanItem): Promise<number | undefined> {
   switch (item.action) {
     case 'unchanged':
       return item.version;
@@ -95,7 +95,12 @@ async function execute(client: ApplyClient, item: PlanItem): Promise<number | un
       try {
         return (await client.updateJob(item.id, item.spec!, { expectedVersion: item.version! })).version;
       } catch (e) {
-        if (heraldCode(e) === 'VERSION_MISMATCH') throw new ApplyConflictError(`job ${item.id} changed while apply ran (it is no longer at version ${item.version}); it was left as it is (run apply again to see the difference)`);
+        if (heraldCode(e) === 'VERSION_MISMATCH') {
+          // A retried call whose first attempt was applied (its answer lost) sees its own write.
+          const now = await getIfExists(client, item.id);
+          if (now?.spec !== undefined && now.version === item.version! + 1 && diffDocs(codec.specToDoc(now.spec), codec.specToDoc(item.spec!)).length === 0) return now.version;
+          throw new ApplyConflictError(`job ${item.id} changed while apply ran (it is no longer at version ${item.version}); it was left as it is (run apply again to see the difference)`);
+        }
         if (heraldCode(e) === 'JOB_NOT_FOUND') throw new ApplyConflictError(`job ${item.id} was deleted while apply ran; it was not recreated (run apply again)`);
         throw e;
       }
@@ -115,12 +120,12 @@ async function execute(client: ApplyClient, item: PlanItem): Promise<number | un
  * Writes the plan: creates and updates in file order, then deletes — but no delete once any
  * write failed, so a file applied only in part never prunes. Each failure is kept with its item.
  */
-export async function executePlan(client: ApplyClient, plan: readonly PlanItem[]): Promise<ItemOutcome[]> {
+export async function executePlan(client: ApplyClient, codec: JobDocCodec, plan: readonly PlanItem[]): Promise<ItemOutcome[]> {
   const outcomes: ItemOutcome[] = [];
   let failed = false;
   for (const item of plan.filter((p) => p.action !== 'delete')) {
     try {
-      const v = await execute(client, item);
+      const v = await execute(client, codec, item);
       outcomes.push(v === undefined ? { item } : { item, newVersion: v });
     } catch (e) {
       failed = true;
@@ -133,7 +138,7 @@ export async function executePlan(client: ApplyClient, plan: readonly PlanItem[]
       continue;
     }
     try {
-      await execute(client, item);
+      await execute(client, codec, item);
       outcomes.push({ item });
     } catch (e) {
       failed = true;

@@ -58,7 +58,7 @@ export function registerApplyCommand(program: Command): void {
             else print(renderPlan(plan));
             return EXIT.ok;
           }
-          const outcomes = await executePlan(client, plan);
+          const outcomes = await executePlan(client, codec, plan);
           if (f.json) printJson(planJson(plan, outcomes));
           else print(renderOutcomes(outcomes));
           const firstError = outcomes.find((o) => o.error)?.error;
