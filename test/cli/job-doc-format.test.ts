@@ -36,6 +36,8 @@ function fullSpec(): JobSpec {
     labels: { team: 'finance', 'app.kubernetes.io/name': 'reports' },
     priority: -7,
     maxPendingRuns: 500,
+    alerts: { onFailure: '', onDead: 'alerts', onMissed: 'pager', onWatchdog: '' },
+    pauseAfterDead: 3,
   };
 }
 
@@ -63,6 +65,8 @@ describe('job documents', () => {
       labels: { 'app.kubernetes.io/name': 'reports', team: 'finance' },
       priority: -7,
       maxPendingRuns: 500,
+      alerts: { onDead: 'alerts', onMissed: 'pager' },
+      pauseAfterDead: 3,
     });
   });
 

@@ -49,7 +49,12 @@ function addSpecOptions(cmd: Command): Command {
     .option('--dst-gap <policy>', 'cron local times skipped by DST: shift-forward | skip')
     .option('--dst-fold <policy>', 'cron local times repeated by DST: auto | first | last | both')
     .option('--retention-max-runs <n>', 'finished runs kept (default 100)')
-    .option('--retention-max-age <duration>', 'finished runs older than this are trimmed (default 7d)');
+    .option('--retention-max-age <duration>', 'finished runs older than this are trimmed (default 7d)')
+    .option('--alert-on-failure <task-type>', 'an alert run of this task type for every failed attempt that will be retried ("" removes it)')
+    .option('--alert-on-dead <task-type>', 'an alert run of this task type for every run that goes DEAD (e.g. alerts; see herald worker --webhook)')
+    .option('--alert-on-missed <task-type>', 'an alert run of this task type for every slot recorded MISSED')
+    .option('--alert-on-watchdog <task-type>', "an alert run of this task type when the leader's watchdog finds a due slot not fired")
+    .option('--pause-after-dead <n>', 'pause the job after n consecutive DEAD runs (a success resets the count; 0 = never)');
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;
