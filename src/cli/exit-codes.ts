@@ -2,6 +2,7 @@
 // without parsing messages, so each says *what kind* of thing went wrong, not where.
 import { status } from '@grpc/grpc-js';
 import { HeraldClientError, InvalidSpecError } from '../client/errors.js';
+import { ApplyConflictError } from './apply/apply-conflict-error.js';
 import { UsageError } from './usage-error.js';
 import { WaitTimeoutError } from './wait-for-run.js';
 
@@ -42,6 +43,7 @@ const BY_GRPC: Partial<Record<status, ExitCode>> = {
 export function exitCodeFor(err: unknown): ExitCode {
   if (err instanceof UsageError || err instanceof InvalidSpecError) return EXIT.usage;
   if (err instanceof WaitTimeoutError) return EXIT.unavailable;
+  if (err instanceof ApplyConflictError) return EXIT.conflict;
   if (err instanceof HeraldClientError) return BY_GRPC[err.grpcCode] ?? EXIT.failed;
   return EXIT.failed;
 }

@@ -3,8 +3,8 @@
 // the fields whose flags were given.
 import { readFileSync } from 'node:fs';
 import { parseDuration } from '../client/duration.js';
-import { at, cron, every, jobSpec, type JobSpecInput, type Misfire, type Overlap, type RetryInput, type ScheduleDef } from '../client/job-spec-builders.js';
-import type { JobSpec } from '../gen/herald/v1/job.js';
+import { at, cron, every, jobSpec, type DstFold, type DstGap, type JobSpecInput, type Misfire, type Overlap, type RetryInput, type ScheduleDef } from '../client/job-spec-builders.js';
+import { DstFoldPolicy, type DstPolicy, type JobSpec } from '../gen/herald/v1/job.js';
 import { parseInstant } from './parse-instant.js';
 import { UsageError } from './usage-error.js';
 
@@ -29,6 +29,15 @@ export interface JobSpecFlags {
   label?: string[];
   priority?: string;
   maxPendingRuns?: string;
+  anchor?: string;
+  maxBackoff?: string;
+  backoffMultiplier?: string;
+  nonRetryable?: string[];
+  misfireMaxRuns?: string;
+  dstGap?: string;
+  dstFold?: string;
+  retentionMaxRuns?: string;
+  retentionMaxAge?: string;
   alertOnFailure?: string;
   alertOnDead?: string;
   alertOnMissed?: string;
@@ -48,6 +57,8 @@ function alertsOf(f: JobSpecFlags): JobSpecInput['alerts'] {
 
 const OVERLAP: Record<string, Overlap> = { allow: 'allow', forbid: 'forbid', 'buffer-one': 'bufferOne', bufferone: 'bufferOne', replace: 'replace' };
 const MISFIRE: Record<string, Misfire> = { skip: 'skip', 'run-once': 'runOnce', runonce: 'runOnce', 'run-all': 'runAll', runall: 'runAll' };
+const GAP: Record<string, DstGap> = { 'shift-forward': 'shiftForward', shiftforward: 'shiftForward', skip: 'skip' };
+const FOLD: Record<string, DstFold> = { auto: 'auto', first: 'first', last: 'last', both: 'both' };
 
 function choice<T>(table: Record<string, T>, value: string, flag: string, shown: string[]): T {
   const v = table[value.toLowerCase().replace(/_/g, '-')];
@@ -89,21 +100,48 @@ export function readPayload(value: string): string | Uint8Array {
   return value;
 }
 
+/** --dst-gap / --dst-fold as the SDK's options (undefined when neither is given). */
+function dstOf(f: JobSpecFlags): { gap?: DstGap; fold?: DstFold } | undefined {
+  if (f.dstGap === undefined && f.dstFold === undefined) return undefined;
+  return {
+    ...(f.dstGap !== undefined ? { gap: choice(GAP, f.dstGap, '--dst-gap', ['shift-forward', 'skip']) } : {}),
+    ...(f.dstFold !== undefined ? { fold: choice(FOLD, f.dstFold, '--dst-fold', ['auto', 'first', 'last', 'both']) } : {}),
+  };
+}
+
+/**
+ * AUTO goes to the server as "unset", which a request defines as AUTO: the server resolves it
+ * (to FIRST or BOTH, with fold_auto set) and validates the stored policies only.
+ */
+function autoAsUnset(dst: DstPolicy | undefined): DstPolicy | undefined {
+  return dst?.fold === DstFoldPolicy.DST_FOLD_POLICY_AUTO ? { ...dst, fold: DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED, foldAuto: false } : dst;
+}
+
 function scheduleOf(f: JobSpecFlags): ScheduleDef | undefined {
   const given = [f.cron !== undefined && '--cron', f.every !== undefined && '--every', f.at !== undefined && '--at'].filter(Boolean);
   if (given.length > 1) throw new UsageError(`${given.join(' and ')} cannot be combined: a job has one schedule`);
   if (f.tz !== undefined && f.cron === undefined) throw new UsageError('--tz only applies to --cron');
-  if (f.cron !== undefined) return cron(f.cron, f.tz === undefined ? {} : { tz: f.tz });
-  if (f.every !== undefined) return every(f.every);
+  if (f.anchor !== undefined && f.every === undefined) throw new UsageError('--anchor only applies to --every');
+  const dst = dstOf(f);
+  if (dst !== undefined && given.length > 0 && f.cron === undefined) throw new UsageError('--dst-gap and --dst-fold only apply to --cron schedules');
+  if (f.cron !== undefined) return cron(f.cron, { ...(f.tz !== undefined ? { tz: f.tz } : {}), ...(dst !== undefined ? { dst } : {}) });
+  if (f.every !== undefined) return every(f.every, f.anchor === undefined ? {} : { anchor: parseInstant(f.anchor, '--anchor') });
   if (f.at !== undefined) return at(parseInstant(f.at, '--at'));
   return undefined;
 }
 
 function retryOf(f: JobSpecFlags): RetryInput | undefined {
-  if (f.maxAttempts === undefined && f.backoff === undefined) return undefined;
+  if (f.maxAttempts === undefined && f.backoff === undefined && f.maxBackoff === undefined && f.backoffMultiplier === undefined && f.nonRetryable === undefined) return undefined;
   const r: RetryInput = {};
   if (f.maxAttempts !== undefined) r.maxAttempts = wholeNumber(f.maxAttempts, '--max-attempts');
   if (f.backoff !== undefined) r.backoff = f.backoff;
+  if (f.maxBackoff !== undefined) r.maxBackoff = f.maxBackoff;
+  if (f.backoffMultiplier !== undefined) {
+    const m = Number(f.backoffMultiplier);
+    if (f.backoffMultiplier.trim() === '' || !Number.isFinite(m)) throw new UsageError(`--backoff-multiplier: "${f.backoffMultiplier}" is not a number`);
+    r.multiplier = m;
+  }
+  if (f.nonRetryable !== undefined) r.nonRetryableErrorTypes = f.nonRetryable.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t !== '');
   return r;
 }
 
@@ -138,6 +176,13 @@ function partialInput(f: JobSpecFlags): Partial<JobSpecInput> {
   if (f.label !== undefined && f.label.length > 0) input.labels = parseLabels(f.label);
   if (f.priority !== undefined) input.priority = wholeNumber(f.priority, '--priority');
   if (f.maxPendingRuns !== undefined) input.maxPendingRuns = wholeNumber(f.maxPendingRuns, '--max-pending-runs');
+  if (f.misfireMaxRuns !== undefined) input.misfireMaxRuns = wholeNumber(f.misfireMaxRuns, '--misfire-max-runs');
+  if (f.retentionMaxRuns !== undefined || f.retentionMaxAge !== undefined) {
+    input.retention = {
+      ...(f.retentionMaxRuns !== undefined ? { maxRuns: wholeNumber(f.retentionMaxRuns, '--retention-max-runs') } : {}),
+      ...(f.retentionMaxAge !== undefined ? { maxAge: f.retentionMaxAge } : {}),
+    };
+  }
   const alerts = alertsOf(f);
   if (alerts) input.alerts = alerts;
   if (f.pauseAfterDead !== undefined) input.pauseAfterDead = wholeNumber(f.pauseAfterDead, '--pause-after-dead');
@@ -149,12 +194,13 @@ export function specForCreate(f: JobSpecFlags): JobSpec {
   const input = partialInput(f);
   if (input.taskType === undefined) throw new UsageError('--task-type is required (the task type workers subscribe to, e.g. demo)');
   if (input.schedule === undefined) throw new UsageError('a schedule is required: --cron "<expr>" [--tz <zone>], --every <duration> or --at <instant>');
-  return jobSpec(input as JobSpecInput);
+  const spec = jobSpec(input as JobSpecInput);
+  return { ...spec, dst: autoAsUnset(spec.dst) };
 }
 
 /** True when at least one spec flag was given. */
 export function hasSpecFlags(f: JobSpecFlags): boolean {
-  return Object.keys(partialInput(f)).length > 0;
+  return Object.keys(partialInput(f)).length > 0 || dstOf(f) !== undefined;
 }
 
 /**
@@ -175,7 +221,21 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
   if (input.taskType !== undefined) out.taskType = built.taskType;
   if (input.schedule !== undefined) {
     out.schedule = built.schedule;
-    out.dst = built.dst;
+    out.dst = autoAsUnset(built.dst);
+  } else {
+    const dst = dstOf(f);
+    if (dst !== undefined) {
+      if (base.schedule?.kind?.$case !== 'cron') throw new UsageError('--dst-gap and --dst-fold only apply to cron schedules');
+      // Built from a cron with the stored expression, so the SDK maps the names; then merged:
+      // a policy not given keeps its stored value (and an automatic fold stays automatic).
+      const given = cron(base.schedule.kind.cron.expression, { dst }).dst!;
+      const prev = base.dst ?? { gap: 0, fold: 0, foldAuto: false };
+      out.dst = autoAsUnset({
+        gap: dst.gap !== undefined ? given.gap : prev.gap,
+        fold: dst.fold !== undefined ? given.fold : prev.fold,
+        foldAuto: dst.fold !== undefined ? false : prev.foldAuto,
+      });
+    }
   }
   if (input.payload !== undefined) out.payload = built.payload;
   if (input.start !== undefined) out.startUnixMs = built.startUnixMs;
@@ -186,8 +246,19 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
       ...prev,
       ...(input.retry.maxAttempts !== undefined ? { maxAttempts: built.retry!.maxAttempts } : {}),
       ...(input.retry.backoff !== undefined ? { initialBackoffMs: built.retry!.initialBackoffMs } : {}),
+      ...(input.retry.maxBackoff !== undefined ? { maxBackoffMs: built.retry!.maxBackoffMs } : {}),
+      ...(input.retry.multiplier !== undefined ? { backoffMultiplier: built.retry!.backoffMultiplier } : {}),
+      ...(input.retry.nonRetryableErrorTypes !== undefined ? { nonRetryableErrorTypes: built.retry!.nonRetryableErrorTypes } : {}),
     };
   }
+  if (input.retention !== undefined) {
+    const prev = base.retention ?? { maxRuns: 0, maxAgeMs: 0 };
+    out.retention = {
+      maxRuns: input.retention.maxRuns !== undefined ? built.retention!.maxRuns : prev.maxRuns,
+      maxAgeMs: input.retention.maxAge !== undefined ? built.retention!.maxAgeMs : prev.maxAgeMs,
+    };
+  }
+  if (input.misfireMaxRuns !== undefined) out.misfireMaxRuns = built.misfireMaxRuns;
   if (input.overlap !== undefined) out.overlapPolicy = built.overlapPolicy;
   if (input.misfire !== undefined) out.misfirePolicy = built.misfirePolicy;
   if (input.startingDeadline !== undefined) out.startingDeadlineMs = built.startingDeadlineMs;

@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { registerApplyCommand } from './commands/apply.js';
 import { registerDevCommand } from './commands/dev.js';
 import { registerJobCommands } from './commands/job.js';
 import { registerRunCommands } from './commands/run.js';
@@ -36,6 +37,7 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   }
   registerDevCommand(program);
   registerJobCommands(program);
+  registerApplyCommand(program);
   registerRunCommands(program);
   registerClusterCommands(program);
   registerWorkerCommand(program);

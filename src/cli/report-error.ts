@@ -3,6 +3,7 @@
 import { status } from '@grpc/grpc-js';
 import { HeraldClientError, InvalidSpecError } from '../client/errors.js';
 import { exitCodeFor, type ExitCode } from './exit-codes.js';
+import { ApplyConflictError } from './apply/apply-conflict-error.js';
 import { UsageError } from './usage-error.js';
 import { WaitTimeoutError } from './wait-for-run.js';
 
@@ -10,6 +11,7 @@ function kind(err: unknown): string {
   if (err instanceof UsageError || err instanceof InvalidSpecError) return 'INVALID_ARGUMENT';
   if (err instanceof HeraldClientError) return err.code;
   if (err instanceof WaitTimeoutError) return 'TIMEOUT';
+  if (err instanceof ApplyConflictError) return 'CONFLICT';
   return 'ERROR';
 }
 
@@ -36,14 +38,22 @@ export function errorLine(command: string, err: unknown): string {
   return `herald ${command}: ${kind(err)}: ${oneLine(message(err))}`;
 }
 
+/** Several independent problems one error reports (a file's bad documents), each for its own line. */
+function problemsOf(err: unknown): readonly string[] {
+  return err instanceof UsageError || err instanceof ApplyConflictError ? err.problems : [];
+}
+
 /** Writes the error and returns the exit code to use. */
 export function reportError(command: string, err: unknown, json: boolean): ExitCode {
   const code = exitCodeFor(err);
+  const problems = problemsOf(err);
   if (json) {
     const body: Record<string, unknown> = { error: { command, code: kind(err), message: oneLine(message(err)), exitCode: code } };
     if (err instanceof HeraldClientError && err.heraldCode) (body.error as Record<string, unknown>).heraldCode = err.heraldCode;
+    if (problems.length > 0) (body.error as Record<string, unknown>).problems = problems.map(oneLine);
     process.stderr.write(JSON.stringify(body) + '\n');
   } else {
+    if (problems.length > 1) for (const p of problems) process.stderr.write(`herald ${command}: ${kind(err)}: ${oneLine(p)}\n`);
     process.stderr.write(errorLine(command, err) + '\n');
   }
   return code;

@@ -1,7 +1,7 @@
 // Flag parsing of `job create` / `job update`, in process (the subprocess tests cover wiring).
 import { describe, expect, it } from 'vitest';
 import { InvalidSpecError } from '../../src/client/errors.js';
-import { MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
+import { DstFoldPolicy, DstGapPolicy, MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import { specForCreate, specForUpdate } from '../../src/cli/job-spec-flags.js';
 import { parseInstant } from '../../src/cli/parse-instant.js';
 import { UsageError } from '../../src/cli/usage-error.js';
@@ -44,6 +44,51 @@ describe('job spec flags', () => {
       priority: -7,
     });
     expect(Buffer.from(spec.payload).toString()).toBe('{"a":1}');
+  });
+
+  it('sets the remaining JobSpec fields: retry tuning, misfire cap, DST, retention, every anchor', () => {
+    const spec = specForCreate({
+      taskType: 'report',
+      cron: '0 2 * * *',
+      tz: 'Europe/Berlin',
+      backoff: '2s',
+      maxBackoff: '5m',
+      backoffMultiplier: '1.5',
+      nonRetryable: ['BadInput,Forbidden', 'Fatal'],
+      misfire: 'run-all',
+      misfireMaxRuns: '7',
+      dstGap: 'skip',
+      dstFold: 'last',
+      retentionMaxRuns: '25',
+      retentionMaxAge: '2d',
+    });
+    expect(spec).toMatchObject({
+      retry: { initialBackoffMs: 2_000, maxBackoffMs: 300_000, backoffMultiplier: 1.5, nonRetryableErrorTypes: ['BadInput', 'Forbidden', 'Fatal'] },
+      misfireMaxRuns: 7,
+      dst: { gap: DstGapPolicy.DST_GAP_POLICY_SKIP, fold: DstFoldPolicy.DST_FOLD_POLICY_LAST },
+      retention: { maxRuns: 25, maxAgeMs: 172_800_000 },
+    });
+    // AUTO travels as unset, which a request defines as AUTO (the server resolves and stores it).
+    expect(specForCreate({ taskType: 't', cron: '0 2 * * *', dstFold: 'auto' }).dst?.fold).toBe(DstFoldPolicy.DST_FOLD_POLICY_UNSPECIFIED);
+    expect(specForCreate({ taskType: 't', every: '5m', anchor: '2030-01-01T00:00:00Z' }).schedule).toEqual({
+      kind: { $case: 'every', every: { intervalMs: 300_000, anchorUnixMs: Date.UTC(2030, 0, 1) } },
+    });
+    expect(() => specForCreate({ taskType: 't', every: '5m', dstGap: 'skip' })).toThrow(/--dst-gap and --dst-fold only apply to --cron/);
+    expect(() => specForCreate({ taskType: 't', cron: '0 2 * * *', dstFold: 'sometimes' })).toThrow(/--dst-fold: unknown value "sometimes"/);
+    expect(() => specForCreate({ taskType: 't', cron: '0 2 * * *', anchor: '+1h' })).toThrow(/--anchor only applies to --every/);
+    expect(() => specForCreate({ taskType: 't', every: '5m', backoffMultiplier: 'fast' })).toThrow(/--backoff-multiplier: "fast" is not a number/);
+  });
+
+  it('update merges retry, retention and DST fields into the stored ones', () => {
+    const base = specForCreate({ taskType: 't', cron: '0 2 * * *', maxAttempts: '5', backoff: '1s', retentionMaxRuns: '10', dstFold: 'both' });
+    const next = specForUpdate({ maxBackoff: '1m', retentionMaxAge: '1d', dstGap: 'skip' }, base);
+    expect(next.retry).toMatchObject({ maxAttempts: 5, initialBackoffMs: 1_000, maxBackoffMs: 60_000 });
+    expect(next.retention).toEqual({ maxRuns: 10, maxAgeMs: 86_400_000 });
+    expect(next.dst).toEqual({ gap: DstGapPolicy.DST_GAP_POLICY_SKIP, fold: DstFoldPolicy.DST_FOLD_POLICY_BOTH, foldAuto: false });
+    const resolved = { ...base, dst: { gap: 0, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST, foldAuto: true } };
+    expect(specForUpdate({ dstGap: 'skip' }, resolved).dst).toEqual({ gap: DstGapPolicy.DST_GAP_POLICY_SKIP, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST, foldAuto: true });
+    expect(specForUpdate({ dstFold: 'last' }, resolved).dst).toEqual({ gap: 0, fold: DstFoldPolicy.DST_FOLD_POLICY_LAST, foldAuto: false });
+    expect(() => specForUpdate({ dstGap: 'skip' }, specForCreate({ taskType: 't', every: '5m' }))).toThrow(/only apply to cron schedules/);
   });
 
   it('rejects conflicting and invalid flags with the flag named', () => {

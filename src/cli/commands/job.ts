@@ -15,6 +15,8 @@ import { UsageError } from '../usage-error.js';
 import { print, printJson } from '../output/print.js';
 import { collectLimited, parseLimit } from '../paging.js';
 import { registerJobNext } from './job-next.js';
+import type { JobDocCodec } from '../job-doc/job-doc-codec.js';
+import { parseOutputFormat } from '../job-doc/output-format.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -40,6 +42,15 @@ function addSpecOptions(cmd: Command): Command {
     .option('--label <key=value>', 'label (repeatable)', collect)
     .option('--priority <n>', '-1000..1000; higher is dispatched first')
     .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)')
+    .option('--anchor <instant>', 'for --every: the first slot (default: --start, else the creation time)')
+    .option('--max-backoff <duration>', 'upper bound of any retry backoff')
+    .option('--backoff-multiplier <x>', 'growth of the backoff per attempt (>= 1, default 2)')
+    .option('--non-retryable <type>', 'an error type that goes DEAD at once, not retried (repeatable or comma-separated; replaces the list)', collect)
+    .option('--misfire-max-runs <n>', 'for --misfire run-all: the most catch-up runs per recovery')
+    .option('--dst-gap <policy>', 'cron local times skipped by DST: shift-forward | skip')
+    .option('--dst-fold <policy>', 'cron local times repeated by DST: auto | first | last | both')
+    .option('--retention-max-runs <n>', 'finished runs kept (default 100)')
+    .option('--retention-max-age <duration>', 'finished runs older than this are trimmed (default 7d)')
     .option('--alert-on-failure <task-type>', 'an alert run of this task type for every failed attempt that will be retried ("" removes it)')
     .option('--alert-on-dead <task-type>', 'an alert run of this task type for every run that goes DEAD (e.g. alerts; see herald worker --webhook)')
     .option('--alert-on-missed <task-type>', 'an alert run of this task type for every slot recorded MISSED')
@@ -48,6 +59,13 @@ function addSpecOptions(cmd: Command): Command {
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;
+
+/** The job document codec, loaded on demand: only -o yaml|json needs the proto descriptor. */
+async function jobDocCodec(): Promise<JobDocCodec> {
+  const { loadJobSpecDescriptor } = await import('../job-doc/job-spec-descriptor.js');
+  const { JobDocCodec } = await import('../job-doc/job-doc-codec.js');
+  return new JobDocCodec(loadJobSpecDescriptor());
+}
 
 function showJob(job: Job, json: boolean | undefined, extra: Record<string, unknown> = {}): void {
   if (json) printJson({ ...jobJson(job), ...extra });
@@ -80,12 +98,19 @@ export function registerJobCommands(program: Command): void {
 
   addClientOptions(job.command('get <id>').description('show one job'))
     .option('--stale', 'read the answering replica (may lag) instead of the leader')
+    .option('-o, --output <format>', 'table | yaml | json: yaml and json are job documents, as `herald apply -f` reads them', 'table')
     .action(
       commandAction('job get', (cmd) =>
         withClient(cmd, async (client, flags) => {
           const [id] = cmd.processedArgs as [string];
-          const stale = (cmd.opts() as { stale?: boolean }).stale;
-          showJob(await client.getJob(id, stale ? { consistency: 'stale' } : {}), flags.json);
+          const o = cmd.opts() as { stale?: boolean; output: string };
+          const format = parseOutputFormat(o.output);
+          const found = await client.getJob(id, o.stale ? { consistency: 'stale' } : {});
+          if (format === 'table') showJob(found, flags.json);
+          else {
+            const { formatDocument } = await import('../job-doc/job-doc-file.js');
+            print(formatDocument((await jobDocCodec()).jobToDoc(found), format));
+          }
         }),
       ),
     );
@@ -95,10 +120,12 @@ export function registerJobCommands(program: Command): void {
     .option('--task-type <type>', 'only jobs of this task type')
     .option('--label <key=value>', 'only jobs with this label (repeatable)', collect)
     .option('--limit <n>', 'show at most n jobs (0 = all)', '100')
+    .option('-o, --output <format>', 'table | yaml | json: yaml and json are job documents, as `herald apply -f` reads them', 'table')
     .action(
       commandAction('job ls', (cmd) =>
         withClient(cmd, async (client, flags) => {
-          const o = cmd.opts() as { state?: string; taskType?: string; label?: string[]; limit: string };
+          const o = cmd.opts() as { state?: string; taskType?: string; label?: string[]; limit: string; output: string };
+          const format = parseOutputFormat(o.output);
           if (o.state !== undefined && !['active', 'paused', 'completed'].includes(o.state)) {
             throw new UsageError(`--state: unknown state "${o.state}" (use active, paused or completed)`);
           }
@@ -111,7 +138,12 @@ export function registerJobCommands(program: Command): void {
           const { items, more } = await collectLimited<Job>(limit, (pageToken, pageSize) =>
             client.listJobs({ ...filter, pageToken, pageSize }) as Promise<Page<Job>>,
           );
-          if (flags.json) printJson({ jobs: items.map(jobJson), more });
+          if (format !== 'table') {
+            const codec = await jobDocCodec();
+            const { formatDocuments } = await import('../job-doc/job-doc-file.js');
+            print(formatDocuments(items.map((j) => codec.jobToDoc(j)), format));
+            if (more) process.stderr.write(`(wrote the first ${items.length}; use --limit 0 for all)\n`);
+          } else if (flags.json) printJson({ jobs: items.map(jobJson), more });
           else {
             const now = Date.now();
             print(items.length === 0 ? 'no jobs\n' : renderTable(JOB_HEADERS, items.map((j) => jobRow(j, now))));
