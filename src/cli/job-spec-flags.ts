@@ -29,6 +29,7 @@ export interface JobSpecFlags {
   label?: string[];
   priority?: string;
   maxPendingRuns?: string;
+  maxConcurrent?: string;
 }
 
 const OVERLAP: Record<string, Overlap> = { allow: 'allow', forbid: 'forbid', 'buffer-one': 'bufferOne', bufferone: 'bufferOne', replace: 'replace' };
@@ -123,6 +124,7 @@ function partialInput(f: JobSpecFlags): Partial<JobSpecInput> {
   if (f.label !== undefined && f.label.length > 0) input.labels = parseLabels(f.label);
   if (f.priority !== undefined) input.priority = wholeNumber(f.priority, '--priority');
   if (f.maxPendingRuns !== undefined) input.maxPendingRuns = wholeNumber(f.maxPendingRuns, '--max-pending-runs');
+  if (f.maxConcurrent !== undefined) input.maxConcurrent = wholeNumber(f.maxConcurrent, '--max-concurrent');
   return input;
 }
 
@@ -178,6 +180,7 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
   if (input.lease !== undefined) out.leaseDurationMs = built.leaseDurationMs;
   if (input.priority !== undefined) out.priority = built.priority;
   if (input.maxPendingRuns !== undefined) out.maxPendingRuns = built.maxPendingRuns;
+  if (input.maxConcurrent !== undefined) out.maxConcurrent = built.maxConcurrent;
   if (input.labels !== undefined) {
     for (const [k, v] of Object.entries(input.labels)) {
       if (v === '') delete out.labels[k];

@@ -4,6 +4,7 @@ import { registerJobCommands } from './commands/job.js';
 import { registerRunCommands } from './commands/run.js';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerWorkerCommand } from './commands/worker.js';
+import { registerTaskTypeCommands } from './commands/task-type.js';
 import { EXIT } from './exit-codes.js';
 
 /** The subcommand named on the command line (the first non-option argument), if any. */
@@ -38,6 +39,7 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   registerJobCommands(program);
   registerRunCommands(program);
   registerClusterCommands(program);
+  registerTaskTypeCommands(program);
   registerWorkerCommand(program);
   return program;
 }

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Metadata, status, type CallOptions as GrpcCallOptions, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import type { ClusterServiceClient, GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
+import type { TaskTypeConfig, TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
 import { JobState, type Job, type JobSpec } from '../gen/herald/v1/job.js';
 import {
   ReadConsistency,
@@ -147,6 +148,14 @@ function named<K extends string, V>(table: Record<K, V>, value: K | V | undefine
 
 function instant(value: Instant): number {
   return value instanceof Date ? value.getTime() : value;
+}
+
+/** A task type's limits (TaskTypeConfig without its name); 0 or absent = no limit. */
+export interface TaskTypeLimits {
+  maxRunning?: number;
+  ratePerSecond?: number;
+  /** Starts at once when the bucket is full; 0 = the rate rounded up. */
+  burst?: number;
 }
 
 export class HeraldClient {
@@ -344,6 +353,32 @@ export class HeraldClient {
     return res.run!;
   }
 
+  // ---- TaskTypeService --------------------------------------------------------------------
+
+  /**
+   * Sets a task type's limits (replacing any earlier config): `maxRunning` runs RUNNING at once
+   * across the cluster, `ratePerSecond` starts per second with `burst`; 0 or absent = no limit.
+   */
+  async setTaskType(taskType: string, limits: TaskTypeLimits, opts: CallOptions = {}): Promise<TaskTypeConfig> {
+    const config = { taskType, maxRunning: limits.maxRunning ?? 0, ratePerSecond: limits.ratePerSecond ?? 0, burst: limits.burst ?? 0, updatedUnixMs: 0 };
+    const res = await this.taskTypes((c) => c.setTaskType.bind(c), { config }, 'write', opts);
+    return res.config!;
+  }
+
+  async getTaskType(taskType: string, opts: CallOptions = {}): Promise<TaskTypeConfig> {
+    const res = await this.taskTypes((c) => c.getTaskType.bind(c), { taskType }, 'read', opts);
+    return res.config!;
+  }
+
+  async listTaskTypes(opts: CallOptions = {}): Promise<TaskTypeConfig[]> {
+    const res = await this.taskTypes((c) => c.listTaskTypes.bind(c), {}, 'read', opts);
+    return res.configs;
+  }
+
+  async deleteTaskType(taskType: string, opts: CallOptions = {}): Promise<void> {
+    await this.taskTypes((c) => c.deleteTaskType.bind(c), { taskType }, 'write', opts);
+  }
+
   // ---- ClusterService ---------------------------------------------------------------------
 
   /**
@@ -381,6 +416,10 @@ export class HeraldClient {
 
   private jobs<Req, Res>(pick: (c: JobServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {
     return this.invoke((address) => pick(this.pool.jobs(address)), request, safety, opts);
+  }
+
+  private taskTypes<Req, Res>(pick: (c: TaskTypeServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {
+    return this.invoke((address) => pick(this.pool.taskTypes(address)), request, safety, opts);
   }
 
   private cluster<Req, Res>(pick: (c: ClusterServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {

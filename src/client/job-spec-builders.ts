@@ -189,11 +189,14 @@ export interface JobSpecInput {
   retention?: { maxRuns?: number; maxAge?: Duration };
   /** Most runs pending or running at once; a slot beyond it is recorded MISSED (default 100, at most 10000). */
   maxPendingRuns?: number;
+  /** Most runs of this job RUNNING at once (0..10000, 0 = no limit); more wait PENDING. */
+  maxConcurrent?: number;
 }
 
 const SPEC_KEYS = [
   'taskType', 'schedule', 'payload', 'retry', 'overlap', 'misfire', 'misfireMaxRuns', 'startingDeadline',
   'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns',
+  'maxConcurrent',
 ] as const;
 
 function intIn(value: unknown, min: number, max: number, field: string): number {
@@ -290,5 +293,6 @@ export function jobSpec(input: JobSpecInput): JobSpec {
     labels,
     priority: input.priority === undefined ? 0 : intIn(input.priority, -1000, 1000, 'priority'),
     maxPendingRuns: input.maxPendingRuns === undefined ? 0 : intIn(input.maxPendingRuns, 1, 10_000, 'maxPendingRuns'),
+    maxConcurrent: input.maxConcurrent === undefined ? 0 : intIn(input.maxConcurrent, 0, 10_000, 'maxConcurrent'),
   };
 }

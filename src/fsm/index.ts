@@ -30,3 +30,4 @@ export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply/apply-
 export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply/apply-manual-runs.js';
 export { FsmDecodeError } from './commands/binary-codec.js';
 export { overlapOf } from './commands/dispatch-hint.js';
+export { burstOf, validateTaskTypeConfig, validateTaskTypeName, MAX_TASK_TYPE_LIMIT, MAX_TASK_TYPE_CONFIGS } from './commands/task-type-config.js';

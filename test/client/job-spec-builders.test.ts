@@ -90,6 +90,7 @@ describe('jobSpec', () => {
       labels: { team: 'growth' },
       priority: 7,
       maxPendingRuns: 20,
+      maxConcurrent: 0,
     };
     expect(spec).toEqual(expected);
     // And it survives the wire unchanged.

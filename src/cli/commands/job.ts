@@ -38,7 +38,8 @@ function addSpecOptions(cmd: Command): Command {
     .option('--lease <duration>', 'lease of a claimed run (renewed by heartbeats)')
     .option('--label <key=value>', 'label (repeatable)', collect)
     .option('--priority <n>', '-1000..1000; higher is dispatched first')
-    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)');
+    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)')
+    .option('--max-concurrent <n>', 'most runs of the job RUNNING at once; more wait PENDING (0 = no limit, at most 10000)');
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;

@@ -13,6 +13,7 @@ import {
   applyMarkRuns,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
+import { applyDeleteTaskType, applyPutTaskType } from './apply-task-types.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
 import { itemError } from './item-errors.js';
@@ -82,5 +83,9 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
       return applyMarkRuns(txn, cmd);
     case 'trimHistory':
       return applyTrimHistory(txn, cmd);
+    case 'putTaskType':
+      return applyPutTaskType(txn, cmd);
+    case 'deleteTaskType':
+      return applyDeleteTaskType(txn, cmd);
   }
 }

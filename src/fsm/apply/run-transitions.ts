@@ -46,6 +46,7 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
     output: NO_OUTPUT,
     priority: spec?.priority ?? 0,
     latenessMs: 0,
+    waitingFor: '',
   };
   return { run, held: f.held ?? false };
 }

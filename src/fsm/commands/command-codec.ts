@@ -2,6 +2,7 @@
 // The version byte lets a future format coexist with entries already in logs and snapshots;
 // tags are append-only — never renumber one.
 import { JobSpec } from '../../gen/herald/v1/job.js';
+import { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { specOf } from './spec-bytes.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
@@ -28,6 +29,8 @@ const TAGS: Record<FsmCommandType, number> = {
   putJobs: 16,
   // 17 is taken: builds that carried apply effects in the log wrote it. Decoding it now fails,
   // which every replica answers alike with a rejected result that changes nothing.
+  putTaskType: 20,
+  deleteTaskType: 21,
 };
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
@@ -44,6 +47,15 @@ function decodeSpec(bytes: Uint8Array): JobSpec {
   const spec = specOf(bytes);
   if (spec === undefined) return JobSpec.fromPartial({});
   return spec;
+}
+
+/** Bad proto bytes are a decode error like any other malformed command (a rejected result). */
+function decodeConfig(bytes: Uint8Array): TaskTypeConfig {
+  try {
+    return TaskTypeConfig.decode(bytes);
+  } catch (e) {
+    throw new FsmDecodeError(`bad task type config: ${(e as Error).message}`);
+  }
 }
 
 export function encodeCommand(cmd: FsmCommand): Uint8Array {
@@ -101,6 +113,12 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'trimHistory':
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
+      break;
+    case 'putTaskType':
+      w.bytes(TaskTypeConfig.encode(cmd.config).finish());
+      break;
+    case 'deleteTaskType':
+      w.str(cmd.taskType);
       break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
@@ -201,6 +219,12 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'trimHistory':
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
+      break;
+    case 'putTaskType':
+      cmd = { type, nowMs, config: decodeConfig(r.bytes()) };
+      break;
+    case 'deleteTaskType':
+      cmd = { type, nowMs, taskType: r.str() };
       break;
   }
   r.end();

@@ -2,6 +2,7 @@
 // array is the result of no-op and config entries (the StateMachine contract).
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run } from '../../gen/herald/v1/run.js';
+import { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import type { ErrorCode } from '../../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
@@ -23,6 +24,7 @@ const TAGS = {
   trim: 9,
   rejected: 10,
   jobs: 11,
+  taskType: 14,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
@@ -168,6 +170,11 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
       break;
     case 'trim':
       w.uint(res.runsTrimmed).uint(res.idempotencyKeysTrimmed);
+      break;
+    case 'taskType':
+      writeError(w, res.error);
+      if (res.config === undefined) w.bool(false);
+      else w.bool(true).bytes(TaskTypeConfig.encode(res.config).finish());
       break;
     case 'rejected':
       writeError(w, res.error);
@@ -387,6 +394,12 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'trim':
       res = { type, runsTrimmed: r.uint(), idempotencyKeysTrimmed: r.uint() };
       break;
+    case 'taskType': {
+      const error = readError(r);
+      const config = r.bool() ? TaskTypeConfig.decode(r.bytes()) : undefined;
+      res = { type, ...(error && { error }), ...(config && { config }) };
+      break;
+    }
     case 'rejected': {
       const error = readError(r);
       if (!error) throw new FsmDecodeError('rejected result without error');

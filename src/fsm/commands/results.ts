@@ -3,6 +3,7 @@
 // hands its own to the waiting caller.
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run, RunState } from '../../gen/herald/v1/run.js';
+import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import type { ErrorCode } from '../../herald-error.js';
 
 /**
@@ -165,6 +166,13 @@ export interface TrimResult {
   readonly idempotencyKeysTrimmed: number;
 }
 
+/** putTaskType (the config stored) and deleteTaskType (the config removed). */
+export interface TaskTypeResult {
+  readonly type: 'taskType';
+  readonly error?: ItemError;
+  readonly config?: TaskTypeConfig;
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -187,5 +195,6 @@ export type FsmResult =
   | RunItemsResult
   | CancelResult
   | TrimResult
+  | TaskTypeResult
   | RejectedResult
   | EmptyResult;

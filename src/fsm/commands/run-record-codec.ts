@@ -78,5 +78,7 @@ export function readRun(r: ByteReader): Run {
     output,
     priority,
     latenessMs,
+    // Never stored: filled on reads (job-service.ts) from the leader's dispatch limits.
+    waitingFor: '',
   };
 }

@@ -25,6 +25,8 @@ const WATCHED: Readonly<Record<AppliedKind, boolean>> = {
   claim: false,
   trim: false,
   rejected: false,
+  // Task type limits changed: the dispatcher reads them again.
+  taskType: true,
 };
 
 export interface AppliedEntry {

@@ -366,6 +366,7 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    waitingFor: '',
     ...extra,
   };
 }

@@ -28,6 +28,7 @@ export function jobSpec(schedule: Schedule['kind'], overrides: Partial<JobSpec> 
     labels: {},
     priority: 0,
     maxPendingRuns: 0,
+    maxConcurrent: 0,
     ...overrides,
   };
 }

@@ -207,6 +207,12 @@ export interface JobSpec {
    * the default (100); at most 10000.
    */
   maxPendingRuns: number;
+  /**
+   * --- Concurrency limits (issue 31). ---
+   * Most runs of this job RUNNING at once; more wait PENDING (Run.waiting_for says why). 0 means
+   * no limit; at most 10000. Task type limits (TaskTypeService) apply as well.
+   */
+  maxConcurrent: number;
 }
 
 export interface JobSpec_LabelsEntry {
@@ -796,6 +802,7 @@ function createBaseJobSpec(): JobSpec {
     labels: {},
     priority: 0,
     maxPendingRuns: 0,
+    maxConcurrent: 0,
   };
 }
 
@@ -854,6 +861,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.maxPendingRuns !== 0) {
       writer.uint32(240).int32(message.maxPendingRuns);
+    }
+    if (message.maxConcurrent !== 0) {
+      writer.uint32(264).int32(message.maxConcurrent);
     }
     return writer;
   },
@@ -1018,6 +1028,14 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.maxPendingRuns = reader.int32();
             continue;
           }
+          case 33: {
+            if (tag !== 264) {
+              break;
+            }
+
+            message.maxConcurrent = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1067,6 +1085,7 @@ export const JobSpec: MessageFns<JobSpec> = {
     );
     message.priority = object.priority ?? 0;
     message.maxPendingRuns = object.maxPendingRuns ?? 0;
+    message.maxConcurrent = object.maxConcurrent ?? 0;
     return message;
   },
 };

@@ -120,6 +120,11 @@ export interface Run {
   priority: number;
   /** First attempt's start minus scheduled_unix_ms; the run's fire lateness. */
   latenessMs: number;
+  /**
+   * Why a PENDING run that is due is held back by a limit (task type max_running or rate, job
+   * max_concurrent), e.g. "task type report at max_running 10"; empty otherwise. Filled on reads.
+   */
+  waitingFor: string;
 }
 
 function createBaseRunError(): RunError {
@@ -352,6 +357,7 @@ function createBaseRun(): Run {
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    waitingFor: "",
   };
 }
 
@@ -416,6 +422,9 @@ export const Run: MessageFns<Run> = {
     }
     if (message.latenessMs !== 0) {
       writer.uint32(160).int64(message.latenessMs);
+    }
+    if (message.waitingFor !== "") {
+      writer.uint32(202).string(message.waitingFor);
     }
     return writer;
   },
@@ -593,6 +602,14 @@ export const Run: MessageFns<Run> = {
             message.latenessMs = longToNumber(reader.int64());
             continue;
           }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.waitingFor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -630,6 +647,7 @@ export const Run: MessageFns<Run> = {
     message.output = object.output ?? Buffer.alloc(0);
     message.priority = object.priority ?? 0;
     message.latenessMs = object.latenessMs ?? 0;
+    message.waitingFor = object.waitingFor ?? "";
     return message;
   },
 };
