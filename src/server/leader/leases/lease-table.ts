@@ -11,8 +11,9 @@
 // hello must leave them alone, and dispatch rounds must not claim them again.
 //
 // Both together are what the dispatcher's limits count (running-counts.ts): a run counts from the
-// moment its claim is planned until its lease goes, so a limit is never exceeded while a claim is
-// in flight, and a new leader that adopts every RUNNING run at takeover counts them all.
+// moment its claim is planned until its lease goes or its holder reports its result (the handler
+// is done; result-batcher.ts), so a limit is never exceeded while a claim is in flight, and a new
+// leader that adopts every RUNNING run at takeover counts them all.
 import type { Job } from '../../../gen/herald/v1/job.js';
 import type { Run } from '../../../gen/herald/v1/run.js';
 import type { Clock } from '../../node/cluster-clock.js';
