@@ -73,6 +73,16 @@ describe('dispatch gate', () => {
     expect(gate.admit(cand(5, 'report'))).toHaveLength(1);
   });
 
+  it('reads no more ready entries than the task types have room for (more with job limits)', () => {
+    const { gate, start } = setup({ taskTypes: [cfg('a', { maxRunning: 3 }), cfg('b', { maxRunning: 2 })] });
+    expect(gate.readLimit(['a', 'b'], 100)).toBe(5);
+    start(gate.admit(cand(1, 'a')));
+    expect(gate.readLimit(['a', 'b'], 100)).toBe(4);
+    expect(gate.readLimit(['a', 'free'], 100)).toBe(100);
+    gate.setLimits({ taskTypes: [cfg('a', { maxRunning: 3 })], jobs: new Map([['j', 1]]) });
+    expect(gate.readLimit(['a'], 100)).toBe(400);
+  });
+
   it('gives a refused claim its room back, and counts adopted runs at takeover', () => {
     const { gate, leases, start } = setup({ taskTypes: [cfg('t', { maxRunning: 2 })] });
     const a = gate.admit(cand(2, 't'));

@@ -81,6 +81,20 @@ export class DispatchGate {
     return { room, kind };
   }
 
+  /**
+   * How many ready entries a round of `limit` runs over `types` should read: no more than the
+   * types' room; with job limits, four times the round (held jobs' runs may fill a read).
+   */
+  readLimit(types: Iterable<string>, limit: number): number {
+    if (this.jobs.size > 0) return limit * 4;
+    let room = 0;
+    for (const t of types) {
+      room += this.roomOf(t).room;
+      if (room >= limit) return limit;
+    }
+    return room;
+  }
+
   /** A dispatch round starts: `held` is recorded afresh. */
   beginRound(): void {
     this.held.clear();

@@ -202,9 +202,10 @@ export class Dispatcher implements FireDispatch {
       const tRead = Date.now();
       // Runs due within the dispatch lead go now: the worker holds each until its instant.
       const lead = ctx.config.dispatchLeadMs;
-      // Jobs at max_concurrent may fill part of the read: read further past them.
-      const extra = gate ? limit * 3 : 0;
-      const ready = ctx.reads.readyEntries({ limit: limit + extra + ctx.leases.claimsInFlight, taskTypes: [...types], nowMs: now + lead });
+      // Jobs at max_concurrent may fill part of the read: read further past them. Without job
+      // limits, no more than the task types' room can be admitted: read no more than that.
+      const want = gate ? gate.readLimit(types, limit) : limit;
+      const ready = ctx.reads.readyEntries({ limit: want + ctx.leases.claimsInFlight, taskTypes: [...types], nowMs: now + lead });
       this.stats.readMs += Date.now() - tRead;
       const runs = new Map<string, ReadyEntry>();
       for (const r of ready) if (!ctx.leases.claimInFlight(r.runId)) runs.set(r.runId, r);
