@@ -30,6 +30,21 @@ export interface JobSpecFlags {
   priority?: string;
   maxPendingRuns?: string;
   maxConcurrent?: string;
+  alertOnFailure?: string;
+  alertOnDead?: string;
+  alertOnMissed?: string;
+  alertOnWatchdog?: string;
+  pauseAfterDead?: string;
+}
+
+function alertsOf(f: JobSpecFlags): JobSpecInput['alerts'] {
+  if (f.alertOnFailure === undefined && f.alertOnDead === undefined && f.alertOnMissed === undefined && f.alertOnWatchdog === undefined) return undefined;
+  const out: NonNullable<JobSpecInput['alerts']> = {};
+  if (f.alertOnFailure !== undefined) out.onFailure = f.alertOnFailure;
+  if (f.alertOnDead !== undefined) out.onDead = f.alertOnDead;
+  if (f.alertOnMissed !== undefined) out.onMissed = f.alertOnMissed;
+  if (f.alertOnWatchdog !== undefined) out.onWatchdog = f.alertOnWatchdog;
+  return out;
 }
 
 const OVERLAP: Record<string, Overlap> = { allow: 'allow', forbid: 'forbid', 'buffer-one': 'bufferOne', bufferone: 'bufferOne', replace: 'replace' };
@@ -125,6 +140,9 @@ function partialInput(f: JobSpecFlags): Partial<JobSpecInput> {
   if (f.priority !== undefined) input.priority = wholeNumber(f.priority, '--priority');
   if (f.maxPendingRuns !== undefined) input.maxPendingRuns = wholeNumber(f.maxPendingRuns, '--max-pending-runs');
   if (f.maxConcurrent !== undefined) input.maxConcurrent = wholeNumber(f.maxConcurrent, '--max-concurrent');
+  const alerts = alertsOf(f);
+  if (alerts) input.alerts = alerts;
+  if (f.pauseAfterDead !== undefined) input.pauseAfterDead = wholeNumber(f.pauseAfterDead, '--pause-after-dead');
   return input;
 }
 
@@ -181,6 +199,18 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
   if (input.priority !== undefined) out.priority = built.priority;
   if (input.maxPendingRuns !== undefined) out.maxPendingRuns = built.maxPendingRuns;
   if (input.maxConcurrent !== undefined) out.maxConcurrent = built.maxConcurrent;
+  if (input.alerts !== undefined) {
+    // Only the events whose flags were given change; '' removes that event's alert.
+    const prev = base.alerts ?? { onFailure: '', onDead: '', onMissed: '', onWatchdog: '' };
+    const given = built.alerts!;
+    out.alerts = {
+      onFailure: input.alerts.onFailure !== undefined ? given.onFailure : prev.onFailure,
+      onDead: input.alerts.onDead !== undefined ? given.onDead : prev.onDead,
+      onMissed: input.alerts.onMissed !== undefined ? given.onMissed : prev.onMissed,
+      onWatchdog: input.alerts.onWatchdog !== undefined ? given.onWatchdog : prev.onWatchdog,
+    };
+  }
+  if (input.pauseAfterDead !== undefined) out.pauseAfterDead = built.pauseAfterDead;
   if (input.labels !== undefined) {
     for (const [k, v] of Object.entries(input.labels)) {
       if (v === '') delete out.labels[k];

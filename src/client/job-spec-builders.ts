@@ -7,6 +7,7 @@ import {
   DstGapPolicy,
   MisfirePolicy,
   OverlapPolicy,
+  type AlertPolicy,
   type DstPolicy,
   type HistoryRetention,
   type JobSpec,
@@ -191,13 +192,44 @@ export interface JobSpecInput {
   maxPendingRuns?: number;
   /** Most runs of this job RUNNING at once (0..10000, 0 = no limit); more wait PENDING. */
   maxConcurrent?: number;
+  /** Task types that get an alert run per event (docs/alerts.md). */
+  alerts?: AlertsInput;
+  /** Pause the job after this many consecutive DEAD runs (1..1000, 0 = never; a success resets the count). */
+  pauseAfterDead?: number;
+}
+
+/** JobSpec.alerts: the task type alerted for each event ('' or absent: none). */
+export interface AlertsInput {
+  /** A failed attempt that will be retried. */
+  onFailure?: string;
+  /** A run that failed for good (DEAD). */
+  onDead?: string;
+  /** A slot recorded MISSED. */
+  onMissed?: string;
+  /** The leader's watchdog found the job's due slot not fired. */
+  onWatchdog?: string;
 }
 
 const SPEC_KEYS = [
   'taskType', 'schedule', 'payload', 'retry', 'overlap', 'misfire', 'misfireMaxRuns', 'startingDeadline',
-  'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns',
+  'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns', 'alerts', 'pauseAfterDead',
   'maxConcurrent',
 ] as const;
+
+const ALERT_TASK_TYPE = /^[A-Za-z0-9._:-]{1,114}$/;
+
+function alertPolicy(input: AlertsInput): AlertPolicy {
+  if (input === null || typeof input !== 'object') throw new InvalidSpecError('alerts: expected an object of task types', 'alerts');
+  rejectUnknownKeys(input, ['onFailure', 'onDead', 'onMissed', 'onWatchdog'], 'alerts');
+  const one = (v: string | undefined, field: string): string => {
+    if (v === undefined || v === '') return '';
+    if (typeof v !== 'string' || !ALERT_TASK_TYPE.test(v)) {
+      throw new InvalidSpecError(`alerts.${field}: a task type of 1–114 characters of A-Z a-z 0-9 . _ : - (got ${JSON.stringify(v)})`, `alerts.${field}`);
+    }
+    return v;
+  };
+  return { onFailure: one(input.onFailure, 'onFailure'), onDead: one(input.onDead, 'onDead'), onMissed: one(input.onMissed, 'onMissed'), onWatchdog: one(input.onWatchdog, 'onWatchdog') };
+}
 
 function intIn(value: unknown, min: number, max: number, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -294,5 +326,7 @@ export function jobSpec(input: JobSpecInput): JobSpec {
     priority: input.priority === undefined ? 0 : intIn(input.priority, -1000, 1000, 'priority'),
     maxPendingRuns: input.maxPendingRuns === undefined ? 0 : intIn(input.maxPendingRuns, 1, 10_000, 'maxPendingRuns'),
     maxConcurrent: input.maxConcurrent === undefined ? 0 : intIn(input.maxConcurrent, 0, 10_000, 'maxConcurrent'),
+    alerts: input.alerts === undefined ? undefined : alertPolicy(input.alerts),
+    pauseAfterDead: input.pauseAfterDead === undefined ? 0 : intIn(input.pauseAfterDead, 0, 1000, 'pauseAfterDead'),
   };
 }

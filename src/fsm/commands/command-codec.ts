@@ -29,6 +29,8 @@ const TAGS: Record<FsmCommandType, number> = {
   putJobs: 16,
   // 17 is taken: builds that carried apply effects in the log wrote it. Decoding it now fails,
   // which every replica answers alike with a rejected result that changes nothing.
+  // 18: re-drive's.
+  raiseAlerts: 19,
   putTaskType: 20,
   deleteTaskType: 21,
 };
@@ -113,6 +115,9 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'trimHistory':
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
+      break;
+    case 'raiseAlerts':
+      w.list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs).str(i.reason));
       break;
     case 'putTaskType':
       w.bytes(TaskTypeConfig.encode(cmd.config).finish());
@@ -219,6 +224,9 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'trimHistory':
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
+      break;
+    case 'raiseAlerts':
+      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), slotMs: r.int(), reason: r.str() })) };
       break;
     case 'putTaskType':
       cmd = { type, nowMs, config: decodeConfig(r.bytes()) };

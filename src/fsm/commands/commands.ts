@@ -199,6 +199,24 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
+export interface RaiseAlertItem {
+  readonly jobId: string;
+  /** The job's due slot the watchdog found without a run (its next fire at the check). */
+  readonly slotMs: number;
+  /** What the watchdog saw, in words (at most 1024 characters are kept). */
+  readonly reason: string;
+}
+
+/**
+ * The leader's watchdog found jobs whose due slot has no run past its grace (firing stalled):
+ * each job whose AlertPolicy names on_watchdog gets one alert run per such slot (apply-alerts.ts).
+ */
+export interface RaiseAlertsCommand {
+  readonly type: 'raiseAlerts';
+  readonly nowMs: number;
+  readonly items: readonly RaiseAlertItem[];
+}
+
 /** Creates or replaces a task type's limits (TaskTypeService.SetTaskType). */
 export interface PutTaskTypeCommand {
   readonly type: 'putTaskType';
@@ -230,6 +248,7 @@ export type FsmCommand =
   | CancelRunsCommand
   | MarkRunsCommand
   | TrimHistoryCommand
+  | RaiseAlertsCommand
   | PutTaskTypeCommand
   | DeleteTaskTypeCommand;
 

@@ -166,6 +166,18 @@ export interface TrimResult {
   readonly idempotencyKeysTrimmed: number;
 }
 
+export interface AlertItemResult {
+  readonly error?: ItemError;
+  /** The alert run written; '' when none was (no on_watchdog alert, slot fired or already alerted). */
+  readonly runId: string;
+}
+
+/** raiseAlerts. */
+export interface AlertsResult {
+  readonly type: 'alerts';
+  readonly items: readonly AlertItemResult[];
+}
+
 /** putTaskType (the config stored) and deleteTaskType (the config removed). */
 export interface TaskTypeResult {
   readonly type: 'taskType';
@@ -195,6 +207,7 @@ export type FsmResult =
   | RunItemsResult
   | CancelResult
   | TrimResult
+  | AlertsResult
   | TaskTypeResult
   | RejectedResult
   | EmptyResult;

@@ -121,6 +121,12 @@ export interface Run {
   /** First attempt's start minus scheduled_unix_ms; the run's fire lateness. */
   latenessMs: number;
   /**
+   * Runs 21-22 are reserved for re-drive, 25 for limits (issue 31).
+   * Alert runs (runs of a system job "herald:alerts:<task type>"): the event as JSON, handed to
+   * the worker instead of the job's payload. Empty for every other run.
+   */
+  payload: Buffer;
+  /**
    * Why a PENDING run that is due is held back by a limit (task type max_running or rate, job
    * max_concurrent), e.g. "task type report at max_running 10"; empty otherwise. Filled on reads.
    */
@@ -357,6 +363,7 @@ function createBaseRun(): Run {
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    payload: Buffer.alloc(0),
     waitingFor: "",
   };
 }
@@ -422,6 +429,9 @@ export const Run: MessageFns<Run> = {
     }
     if (message.latenessMs !== 0) {
       writer.uint32(160).int64(message.latenessMs);
+    }
+    if (message.payload.length !== 0) {
+      writer.uint32(186).bytes(message.payload);
     }
     if (message.waitingFor !== "") {
       writer.uint32(202).string(message.waitingFor);
@@ -602,6 +612,14 @@ export const Run: MessageFns<Run> = {
             message.latenessMs = longToNumber(reader.int64());
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.payload = Buffer.from(reader.bytes());
+            continue;
+          }
           case 25: {
             if (tag !== 202) {
               break;
@@ -647,6 +665,7 @@ export const Run: MessageFns<Run> = {
     message.output = object.output ?? Buffer.alloc(0);
     message.priority = object.priority ?? 0;
     message.latenessMs = object.latenessMs ?? 0;
+    message.payload = object.payload ?? Buffer.alloc(0);
     message.waitingFor = object.waitingFor ?? "";
     return message;
   },
