@@ -420,6 +420,7 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
       });
       res = { type, items };
       break;
+    }
     case 'taskType': {
       const error = readError(r);
       const config = r.bool() ? TaskTypeConfig.decode(r.bytes()) : undefined;
