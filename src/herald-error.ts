@@ -12,6 +12,7 @@ export type ErrorCode =
   // Lookups and conflicts
   | 'JOB_NOT_FOUND'
   | 'RUN_NOT_FOUND'
+  | 'TASK_TYPE_NOT_FOUND'
   | 'ALREADY_EXISTS'
   | 'VERSION_MISMATCH'
   | 'INVALID_STATE'

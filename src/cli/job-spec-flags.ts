@@ -38,6 +38,7 @@ export interface JobSpecFlags {
   dstFold?: string;
   retentionMaxRuns?: string;
   retentionMaxAge?: string;
+  maxConcurrent?: string;
   alertOnFailure?: string;
   alertOnDead?: string;
   alertOnMissed?: string;
@@ -183,6 +184,7 @@ function partialInput(f: JobSpecFlags): Partial<JobSpecInput> {
       ...(f.retentionMaxAge !== undefined ? { maxAge: f.retentionMaxAge } : {}),
     };
   }
+  if (f.maxConcurrent !== undefined) input.maxConcurrent = wholeNumber(f.maxConcurrent, '--max-concurrent');
   const alerts = alertsOf(f);
   if (alerts) input.alerts = alerts;
   if (f.pauseAfterDead !== undefined) input.pauseAfterDead = wholeNumber(f.pauseAfterDead, '--pause-after-dead');
@@ -267,6 +269,7 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
   if (input.lease !== undefined) out.leaseDurationMs = built.leaseDurationMs;
   if (input.priority !== undefined) out.priority = built.priority;
   if (input.maxPendingRuns !== undefined) out.maxPendingRuns = built.maxPendingRuns;
+  if (input.maxConcurrent !== undefined) out.maxConcurrent = built.maxConcurrent;
   if (input.alerts !== undefined) {
     // Only the events whose flags were given change; '' removes that event's alert.
     const prev = base.alerts ?? { onFailure: '', onDead: '', onMissed: '', onWatchdog: '' };

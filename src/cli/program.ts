@@ -5,6 +5,7 @@ import { registerJobCommands } from './commands/job.js';
 import { registerRunCommands } from './commands/run.js';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerWorkerCommand } from './commands/worker.js';
+import { registerTaskTypeCommands } from './commands/task-type.js';
 import { EXIT } from './exit-codes.js';
 
 /** The subcommand named on the command line (the first non-option argument), if any. */
@@ -40,6 +41,7 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   registerApplyCommand(program);
   registerRunCommands(program);
   registerClusterCommands(program);
+  registerTaskTypeCommands(program);
   registerWorkerCommand(program);
   return program;
 }

@@ -6,6 +6,7 @@ import { ClusterServiceClient } from '../gen/herald/v1/cluster_service.js';
 import { JobServiceClient } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceClient } from '../gen/herald/v1/worker_service.js';
 import { WatchServiceClient } from '../gen/herald/v1/watch_service.js';
+import { TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
 
 export interface ConnectionOptions {
   /** Channel credentials; insecure by default (local and in-cluster use). */
@@ -20,6 +21,7 @@ interface NodeConnection {
   cluster?: ClusterServiceClient;
   workers?: WorkerServiceClient;
   watch?: WatchServiceClient;
+  taskTypes?: TaskTypeServiceClient;
 }
 
 // The server takes and sends messages up to 64 MiB (a CreateJobs of many large specs, its
@@ -56,6 +58,11 @@ export class ConnectionPool {
   cluster(address: string): ClusterServiceClient {
     const node = this.node(address);
     return (node.cluster ??= new ClusterServiceClient(address, this.credentials, { channelOverride: node.channel }));
+  }
+
+  taskTypes(address: string): TaskTypeServiceClient {
+    const node = this.node(address);
+    return (node.taskTypes ??= new TaskTypeServiceClient(address, this.credentials, { channelOverride: node.channel }));
   }
 
   workers(address: string): WorkerServiceClient {

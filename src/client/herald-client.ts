@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Metadata, status, type CallOptions as GrpcCallOptions, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import type { ClusterServiceClient, GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
+import type { TaskTypeConfig, TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
 import { JobState, type Job, type JobSpec } from '../gen/herald/v1/job.js';
 import {
   ReadConsistency,
@@ -23,6 +24,8 @@ import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-
 import { LeaderRouter } from './leader-router.js';
 import { silentLogger, type ClientLogger } from './logger.js';
 import { watchJobs, watchRuns, type JobChange, type WatchItem, type WatchJobsFilter, type WatchOptions, type WatchRunsFilter } from './watch-stream.js';
+import { instant, JOB_STATES, named, RUN_STATES, type ListJobsFilter, type ListRunsFilter, type Page, type RetryRunsFilter, type RunStateName, type TaskTypeLimits } from './request-filters.js';
+export type { JobStateName, ListJobsFilter, ListRunsFilter, Page, RetryRunsFilter, RunStateName, TaskTypeLimits } from './request-filters.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
 
 export interface HeraldClientOptions extends ConnectionOptions {
@@ -78,65 +81,12 @@ export interface CreateJobsItemResult {
   error: HeraldClientError | undefined;
 }
 
-export type JobStateName = 'active' | 'paused' | 'completed';
-export type RunStateName = 'pending' | 'running' | 'succeeded' | 'failed' | 'dead' | 'cancelled' | 'skipped' | 'missed';
-
-export interface ListJobsFilter {
-  state?: JobState | JobStateName;
-  labels?: Record<string, string>;
-  taskType?: string;
-  pageSize?: number;
-  pageToken?: string;
-}
-
-export interface ListRunsFilter {
-  jobId?: string;
-  state?: RunState | RunStateName;
-  pageSize?: number;
-  pageToken?: string;
-}
-
-export interface RetryRunsFilter {
-  jobId?: string;
-  taskType?: string;
-  /** dead (default), cancelled or failed. */
-  state?: RunState | RunStateName;
-  /** Only runs that ended in [finishedFrom, finishedTo). */
-  finishedFrom?: Instant;
-  finishedTo?: Instant;
-  maxRuns?: number;
-  pageToken?: string;
-  ignoreOverlap?: boolean;
-}
-
-export interface Page<T> {
-  items: T[];
-  /** Pass as pageToken to get the next page; empty when there are no more. */
-  nextPageToken: string;
-}
-
 type Unary<Req, Res> = (
   request: Req,
   metadata: Metadata,
   options: Partial<GrpcCallOptions>,
   callback: (err: ServiceError | null, response: Res) => void,
 ) => ClientUnaryCall;
-
-const JOB_STATES: Record<JobStateName, JobState> = {
-  active: JobState.JOB_STATE_ACTIVE,
-  paused: JobState.JOB_STATE_PAUSED,
-  completed: JobState.JOB_STATE_COMPLETED,
-};
-const RUN_STATES: Record<RunStateName, RunState> = {
-  pending: RunState.RUN_STATE_PENDING,
-  running: RunState.RUN_STATE_RUNNING,
-  succeeded: RunState.RUN_STATE_SUCCEEDED,
-  failed: RunState.RUN_STATE_FAILED,
-  dead: RunState.RUN_STATE_DEAD,
-  cancelled: RunState.RUN_STATE_CANCELLED,
-  skipped: RunState.RUN_STATE_SKIPPED,
-  missed: RunState.RUN_STATE_MISSED,
-};
 
 function isJobSpec(spec: SpecInput): spec is JobSpec {
   // Generated JobSpecs always carry every field; friendly inputs never have the *_ms names.
@@ -151,19 +101,6 @@ function toSpec(spec: SpecInput): JobSpec {
 
 function consistency(opts: ReadOptions): ReadConsistency {
   return opts.consistency === 'stale' ? ReadConsistency.READ_CONSISTENCY_STALE : ReadConsistency.READ_CONSISTENCY_UNSPECIFIED;
-}
-
-function named<K extends string, V>(table: Record<K, V>, value: K | V | undefined, fallback: V, field: string): V {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string') return value;
-  if (!Object.prototype.hasOwnProperty.call(table, value)) {
-    throw new InvalidSpecError(`${field}: unknown value "${value}" (use one of: ${Object.keys(table).join(', ')})`, field);
-  }
-  return table[value as K];
-}
-
-function instant(value: Instant): number {
-  return value instanceof Date ? value.getTime() : value;
 }
 
 export class HeraldClient {
@@ -397,6 +334,32 @@ export class HeraldClient {
     return this.jobs((c) => c.retryRuns.bind(c), request, 'write', opts);
   }
 
+  // ---- TaskTypeService --------------------------------------------------------------------
+
+  /**
+   * Sets a task type's limits (replacing any earlier config): `maxRunning` runs RUNNING at once
+   * across the cluster, `ratePerSecond` starts per second with `burst`; 0 or absent = no limit.
+   */
+  async setTaskType(taskType: string, limits: TaskTypeLimits, opts: CallOptions = {}): Promise<TaskTypeConfig> {
+    const config = { taskType, maxRunning: limits.maxRunning ?? 0, ratePerSecond: limits.ratePerSecond ?? 0, burst: limits.burst ?? 0, updatedUnixMs: 0 };
+    const res = await this.taskTypes((c) => c.setTaskType.bind(c), { config }, 'write', opts);
+    return res.config!;
+  }
+
+  async getTaskType(taskType: string, opts: CallOptions = {}): Promise<TaskTypeConfig> {
+    const res = await this.taskTypes((c) => c.getTaskType.bind(c), { taskType }, 'read', opts);
+    return res.config!;
+  }
+
+  async listTaskTypes(opts: CallOptions = {}): Promise<TaskTypeConfig[]> {
+    const res = await this.taskTypes((c) => c.listTaskTypes.bind(c), {}, 'read', opts);
+    return res.configs;
+  }
+
+  async deleteTaskType(taskType: string, opts: CallOptions = {}): Promise<void> {
+    await this.taskTypes((c) => c.deleteTaskType.bind(c), { taskType }, 'write', opts);
+  }
+
   // ---- ClusterService ---------------------------------------------------------------------
 
   /**
@@ -456,6 +419,10 @@ export class HeraldClient {
 
   private jobs<Req, Res>(pick: (c: JobServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {
     return this.invoke((address) => pick(this.pool.jobs(address)), request, safety, opts);
+  }
+
+  private taskTypes<Req, Res>(pick: (c: TaskTypeServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {
+    return this.invoke((address) => pick(this.pool.taskTypes(address)), request, safety, opts);
   }
 
   private cluster<Req, Res>(pick: (c: ClusterServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {

@@ -190,6 +190,8 @@ export interface JobSpecInput {
   retention?: { maxRuns?: number; maxAge?: Duration };
   /** Most runs pending or running at once; a slot beyond it is recorded MISSED (default 100, at most 10000). */
   maxPendingRuns?: number;
+  /** Most runs of this job RUNNING at once (0..10000, 0 = no limit); more wait PENDING. */
+  maxConcurrent?: number;
   /** Task types that get an alert run per event (docs/alerts.md). */
   alerts?: AlertsInput;
   /** Pause the job after this many consecutive DEAD runs (1..1000, 0 = never; a success resets the count). */
@@ -211,6 +213,7 @@ export interface AlertsInput {
 const SPEC_KEYS = [
   'taskType', 'schedule', 'payload', 'retry', 'overlap', 'misfire', 'misfireMaxRuns', 'startingDeadline',
   'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns', 'alerts', 'pauseAfterDead',
+  'maxConcurrent',
 ] as const;
 
 const ALERT_TASK_TYPE = /^[A-Za-z0-9._:-]{1,114}$/;
@@ -322,6 +325,7 @@ export function jobSpec(input: JobSpecInput): JobSpec {
     labels,
     priority: input.priority === undefined ? 0 : intIn(input.priority, -1000, 1000, 'priority'),
     maxPendingRuns: input.maxPendingRuns === undefined ? 0 : intIn(input.maxPendingRuns, 1, 10_000, 'maxPendingRuns'),
+    maxConcurrent: input.maxConcurrent === undefined ? 0 : intIn(input.maxConcurrent, 0, 10_000, 'maxConcurrent'),
     alerts: input.alerts === undefined ? undefined : alertPolicy(input.alerts),
     pauseAfterDead: input.pauseAfterDead === undefined ? 0 : intIn(input.pauseAfterDead, 0, 1000, 'pauseAfterDead'),
   };

@@ -11,6 +11,8 @@ import type { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { JobServiceService } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceService } from '../gen/herald/v1/worker_service.js';
+import { TaskTypeServiceService } from '../gen/herald/v1/task_type_service.js';
+import { createTaskTypeService } from './api/task-type-service.js';
 import { RunState } from '../gen/herald/v1/run.js';
 import { SchedulerStateMachine, type SchedulerFsmOptions } from '../fsm/index.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../fsm/commands/validation.js';
@@ -90,9 +92,14 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
         metrics,
         maxPayloadBytes: o.fsm?.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000,
+        waitingFor: (run) => services?.gate.waitingFor(run.taskType, run.jobId) ?? '',
       });
       jobService = js;
       server.addService(JobServiceService, js.implementation);
+      server.addService(
+        TaskTypeServiceService,
+        createTaskTypeService({ node: n, fsm, logger: log.child({ c: 'task-types' }), metrics, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 }),
+      );
       server.addService(
         WorkerServiceService,
         createWorkerService({

@@ -38,6 +38,7 @@ function fullSpec(): JobSpec {
     maxPendingRuns: 500,
     alerts: { onFailure: '', onDead: 'alerts', onMissed: 'pager', onWatchdog: '' },
     pauseAfterDead: 3,
+    maxConcurrent: 4,
   };
 }
 
@@ -67,6 +68,7 @@ describe('job documents', () => {
       maxPendingRuns: 500,
       alerts: { onDead: 'alerts', onMissed: 'pager' },
       pauseAfterDead: 3,
+      maxConcurrent: 4,
     });
   });
 

@@ -94,6 +94,7 @@ describe('jobSpec', () => {
       maxPendingRuns: 20,
       alerts: { onFailure: '', onDead: 'alerts', onMissed: 'alerts', onWatchdog: '' },
       pauseAfterDead: 3,
+      maxConcurrent: 0,
     };
     expect(spec).toEqual(expected);
     // And it survives the wire unchanged.

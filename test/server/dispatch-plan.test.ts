@@ -23,7 +23,7 @@ describe('planDispatch', () => {
       ],
       { nowMs: 0, limit: 100 },
     );
-    expect(plan).toEqual([
+    expect(plan.map(({ runId, workerId }) => ({ runId, workerId }))).toEqual([
       { runId: 'a1', workerId: 'wa' },
       { runId: 'a2', workerId: 'wa' },
       { runId: 'b1', workerId: 'wb' },

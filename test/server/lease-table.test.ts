@@ -38,8 +38,8 @@ describe('LeaseTable', () => {
     const mono = new FakeMono();
     mono.ms = 5000;
     const table = new LeaseTable(mono);
-    table.adopt('a', 1, 'w1', 300);
-    table.adopt('b', 2, 'w2', 100);
+    table.adopt('a', 1, 'w1', 300, { taskType: 't', jobId: 'a' });
+    table.adopt('b', 2, 'w2', 100, { taskType: 't', jobId: 'b' });
     mono.ms = 5200;
     expect(table.expired().map((l) => l.runId)).toEqual(['b']);
     mono.ms = 5300;
@@ -81,7 +81,7 @@ describe('LeaseTable', () => {
     expect(remainingExecutionMs(run, Job.fromPartial({ spec: {} }), 12_000)).toBeUndefined();
     const mono = new FakeMono();
     const table = new LeaseTable(mono);
-    const lease = table.adopt('r', 1, 'w', 30_000);
+    const lease = table.adopt('r', 1, 'w', 30_000, { taskType: 't', jobId: 'r' });
     table.limitExecution(lease, -5_000);
     // Already past: timed out once the grace is over.
     mono.ms = EXECUTION_TIMEOUT_GRACE_MS;

@@ -51,6 +51,7 @@ function addSpecOptions(cmd: Command): Command {
     .option('--dst-fold <policy>', 'cron local times repeated by DST: auto | first | last | both')
     .option('--retention-max-runs <n>', 'finished runs kept (default 100)')
     .option('--retention-max-age <duration>', 'finished runs older than this are trimmed (default 7d)')
+    .option('--max-concurrent <n>', 'most runs of the job RUNNING at once; more wait PENDING (0 = no limit, at most 10000)')
     .option('--alert-on-failure <task-type>', 'an alert run of this task type for every failed attempt that will be retried ("" removes it)')
     .option('--alert-on-dead <task-type>', 'an alert run of this task type for every run that goes DEAD (e.g. alerts; see herald worker --webhook)')
     .option('--alert-on-missed <task-type>', 'an alert run of this task type for every slot recorded MISSED')

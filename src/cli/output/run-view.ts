@@ -47,6 +47,7 @@ export function runFields(run: Run, nowMs = Date.now()): Array<[string, string]>
     ['worker', run.workerId || '-'],
     ['fencing token', run.fencingToken ? String(run.fencingToken) : '-'],
   ];
+  if (run.waitingFor) fields.push(['waiting for', run.waitingFor]);
   if (run.state === RunState.RUN_STATE_RUNNING) fields.push(['lease until', formatWhen(run.leaseDeadlineUnixMs, nowMs)]);
   if (run.state === RunState.RUN_STATE_PENDING && run.notBeforeUnixMs) fields.push(['not before', formatWhen(run.notBeforeUnixMs, nowMs)]);
   if (run.redriveCount > 0) fields.push(['re-driven', `${run.redriveCount} time(s), last at ${formatInstant(run.redrivenUnixMs)}`]);
@@ -90,6 +91,7 @@ export function runJson(run: Run): Record<string, unknown> {
     fencingToken: run.fencingToken,
     leaseDeadlineUnixMs: run.leaseDeadlineUnixMs,
     reason: run.reason,
+    ...(run.waitingFor ? { waitingFor: run.waitingFor } : {}),
     output,
     ...(outputBase64 === undefined ? {} : { outputBase64 }),
     priority: run.priority,

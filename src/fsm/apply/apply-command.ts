@@ -15,6 +15,7 @@ import {
 import { applyTrimHistory } from './apply-trim.js';
 import { applyRetryRuns } from './apply-retry-runs.js';
 import { applyRaiseAlerts, applyRunEvents } from './apply-alerts.js';
+import { applyDeleteTaskType, applyPutTaskType } from './apply-task-types.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
 import { itemError } from './item-errors.js';
@@ -99,5 +100,9 @@ async function applyOne(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limi
       return applyRetryRuns(txn, cmd);
     case 'raiseAlerts':
       return applyRaiseAlerts(txn, cmd);
+    case 'putTaskType':
+      return applyPutTaskType(txn, cmd);
+    case 'deleteTaskType':
+      return applyDeleteTaskType(txn, cmd);
   }
 }

@@ -49,6 +49,7 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
     redriveCount: 0,
     redrivenUnixMs: 0,
     payload: NO_OUTPUT,
+    waitingFor: '',
   };
   return { run, held: f.held ?? false };
 }

@@ -2,6 +2,7 @@
 // The version byte lets a future format coexist with entries already in logs and snapshots;
 // tags are append-only — never renumber one.
 import { JobSpec } from '../../gen/herald/v1/job.js';
+import { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { specOf } from './spec-bytes.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
@@ -30,6 +31,8 @@ const TAGS: Record<FsmCommandType, number> = {
   // which every replica answers alike with a rejected result that changes nothing.
   retryRuns: 18,
   raiseAlerts: 19,
+  putTaskType: 20,
+  deleteTaskType: 21,
 };
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
@@ -46,6 +49,15 @@ function decodeSpec(bytes: Uint8Array): JobSpec {
   const spec = specOf(bytes);
   if (spec === undefined) return JobSpec.fromPartial({});
   return spec;
+}
+
+/** Bad proto bytes are a decode error like any other malformed command (a rejected result). */
+function decodeConfig(bytes: Uint8Array): TaskTypeConfig {
+  try {
+    return TaskTypeConfig.decode(bytes);
+  } catch (e) {
+    throw new FsmDecodeError(`bad task type config: ${(e as Error).message}`);
+  }
 }
 
 export function encodeCommand(cmd: FsmCommand): Uint8Array {
@@ -109,6 +121,12 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'raiseAlerts':
       w.list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs).str(i.reason));
+      break;
+    case 'putTaskType':
+      w.bytes(TaskTypeConfig.encode(cmd.config).finish());
+      break;
+    case 'deleteTaskType':
+      w.str(cmd.taskType);
       break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
@@ -215,6 +233,12 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'raiseAlerts':
       cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), slotMs: r.int(), reason: r.str() })) };
+      break;
+    case 'putTaskType':
+      cmd = { type, nowMs, config: decodeConfig(r.bytes()) };
+      break;
+    case 'deleteTaskType':
+      cmd = { type, nowMs, taskType: r.str() };
       break;
   }
   r.end();

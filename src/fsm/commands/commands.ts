@@ -3,6 +3,7 @@
 // apply uses only that, never a clock (I5). Batched commands carry thousands of items; each item
 // gets its own result so one bad item never fails (or half-applies) the rest.
 import type { JobSpec } from '../../gen/herald/v1/job.js';
+import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 
 export interface PutJobCommand {
   readonly type: 'putJob';
@@ -231,6 +232,21 @@ export interface RaiseAlertsCommand {
   readonly items: readonly RaiseAlertItem[];
 }
 
+/** Creates or replaces a task type's limits (TaskTypeService.SetTaskType). */
+export interface PutTaskTypeCommand {
+  readonly type: 'putTaskType';
+  readonly nowMs: number;
+  /** updatedUnixMs is ignored: apply stamps nowMs. */
+  readonly config: TaskTypeConfig;
+}
+
+/** Removes a task type's limits (TaskTypeService.DeleteTaskType). */
+export interface DeleteTaskTypeCommand {
+  readonly type: 'deleteTaskType';
+  readonly nowMs: number;
+  readonly taskType: string;
+}
+
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -248,7 +264,9 @@ export type FsmCommand =
   | MarkRunsCommand
   | TrimHistoryCommand
   | RetryRunsCommand
-  | RaiseAlertsCommand;
+  | RaiseAlertsCommand
+  | PutTaskTypeCommand
+  | DeleteTaskTypeCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -2,6 +2,7 @@
 // array is the result of no-op and config entries (the StateMachine contract).
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run } from '../../gen/herald/v1/run.js';
+import { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import type { ErrorCode } from '../../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
@@ -25,6 +26,7 @@ const TAGS = {
   jobs: 11,
   retry: 12,
   alerts: 13,
+  taskType: 14,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
@@ -195,6 +197,11 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
         writeError(w, i.error);
         w.str(i.runId);
       });
+      break;
+    case 'taskType':
+      writeError(w, res.error);
+      if (res.config === undefined) w.bool(false);
+      else w.bool(true).bytes(TaskTypeConfig.encode(res.config).finish());
       break;
     case 'rejected':
       writeError(w, res.error);
@@ -433,6 +440,12 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
         return error ? { error, runId } : { runId };
       });
       res = { type, items };
+      break;
+    }
+    case 'taskType': {
+      const error = readError(r);
+      const config = r.bool() ? TaskTypeConfig.decode(r.bytes()) : undefined;
+      res = { type, ...(error && { error }), ...(config && { config }) };
       break;
     }
     case 'rejected': {

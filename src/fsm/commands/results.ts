@@ -3,6 +3,7 @@
 // hands its own to the waiting caller.
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run, RunState } from '../../gen/herald/v1/run.js';
+import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import type { ErrorCode } from '../../herald-error.js';
 
 /**
@@ -183,6 +184,13 @@ export interface AlertsResult {
   readonly items: readonly AlertItemResult[];
 }
 
+/** putTaskType (the config stored) and deleteTaskType (the config removed). */
+export interface TaskTypeResult {
+  readonly type: 'taskType';
+  readonly error?: ItemError;
+  readonly config?: TaskTypeConfig;
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -207,5 +215,6 @@ export type FsmResult =
   | TrimResult
   | RetryResult
   | AlertsResult
+  | TaskTypeResult
   | RejectedResult
   | EmptyResult;

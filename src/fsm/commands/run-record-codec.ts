@@ -95,5 +95,7 @@ export function readRun(r: ByteReader): Run {
     redriveCount: 0,
     redrivenUnixMs: 0,
     payload: NO_OUTPUT,
+    // Never stored: filled on reads (job-service.ts) from the leader's dispatch limits.
+    waitingFor: '',
   };
 }

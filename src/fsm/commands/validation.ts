@@ -22,6 +22,8 @@ export const DEFAULT_MAX_PENDING_RUNS = 100;
 /** The server-wide cap of JobSpec.max_pending_runs (a backlog is state every replica holds). */
 export const MAX_PENDING_RUNS_CAP = 10_000;
 export const MAX_ATTEMPTS = 100;
+/** The cap of JobSpec.max_concurrent (0 = no limit). */
+export const MAX_CONCURRENT_CAP = 10_000;
 export const MAX_LABELS = 64;
 export const DEFAULT_LEASE_MS = 30_000;
 
@@ -152,6 +154,7 @@ export function validateJobSpec(spec: JobSpec | undefined, caches: ScheduleCache
     validateRange(spec.retention.maxAgeMs, 0, 3660 * DAY_MS, 'spec.retention.max_age_ms', ' ms');
   }
   validateRange(spec.maxPendingRuns, 0, MAX_PENDING_RUNS_CAP, 'spec.max_pending_runs');
+  validateRange(spec.maxConcurrent, 0, MAX_CONCURRENT_CAP, 'spec.max_concurrent');
   const labels = Object.entries(spec.labels);
   if (labels.length > MAX_LABELS) bad('INVALID_SPEC', 'spec.labels', `at most ${MAX_LABELS} labels (got ${labels.length})`);
   for (const [k, v] of labels) {

@@ -10,8 +10,13 @@ import {
   COUNTER_PREFIX,
   dueRange,
   trimDueRange,
+  JOB_LIMIT_PREFIX,
   JOB_PREFIX,
   jobKey,
+  LIMITS_PREFIX,
+  parseJobLimitKey,
+  TASK_TYPE_PREFIX,
+  taskTypeKey,
   jobRunsPrefix,
   parseDueKey,
   prefixEnd,
@@ -23,6 +28,8 @@ import {
   statePrefix,
 } from '../store/key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from '../store/records.js';
+import { decodeTaskTypeRecord } from '../commands/task-type-config.js';
+import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import type { ReadyEntry, ReadyIndex } from '../store/ready-index.js';
 import type { RecordCache } from '../store/record-cache.js';
 import type { SpecCache } from '../commands/spec-cache.js';
@@ -91,6 +98,36 @@ export class FsmReads {
     private readonly records: RecordCache | undefined,
     readonly specCache: SpecCache,
   ) {}
+
+  /** One task type's config (undefined: none, or not a valid name). */
+  async getTaskType(taskType: string): Promise<TaskTypeConfig | undefined> {
+    if (!isValidId(taskType)) return undefined;
+    const v = await this.db.get(taskTypeKey(taskType));
+    return v === undefined ? undefined : decodeTaskTypeRecord(v);
+  }
+
+  /** Every task type config, by name (at most MAX_TASK_TYPE_CONFIGS exist). */
+  async listTaskTypes(): Promise<TaskTypeConfig[]> {
+    const values = await this.db.values({ gte: TASK_TYPE_PREFIX, lt: prefixEnd(TASK_TYPE_PREFIX) }).all();
+    return values.map(decodeTaskTypeRecord);
+  }
+
+  /**
+   * Every limit the dispatcher enforces, in one short range read (y\0): task type configs and
+   * the max_concurrent of every job that sets one (jobs without a limit have no key).
+   */
+  async limits(): Promise<{ taskTypes: TaskTypeConfig[]; jobs: Map<string, number> }> {
+    const taskTypes: TaskTypeConfig[] = [];
+    const jobs = new Map<string, number>();
+    for await (const [k, v] of this.db.iterator({ gte: LIMITS_PREFIX, lt: prefixEnd(LIMITS_PREFIX) })) {
+      if (k.startsWith(TASK_TYPE_PREFIX)) taskTypes.push(decodeTaskTypeRecord(v));
+      else if (k.startsWith(JOB_LIMIT_PREFIX)) {
+        const { jobId, maxConcurrent } = parseJobLimitKey(k);
+        jobs.set(jobId, maxConcurrent);
+      }
+    }
+    return { taskTypes, jobs };
+  }
 
   async getJob(jobId: string): Promise<Job | undefined> {
     if (!isValidId(jobId)) return undefined;

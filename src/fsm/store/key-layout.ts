@@ -20,6 +20,9 @@
 //   i\0c\0<idempotencyKey>                     CreateJob idempotency → job id + expiry
 //   i\0t\0<jobId>\0<idempotencyKey>            TriggerJob idempotency → run id + expiry
 //   x\0<expiry:15>\0<idempotency record key>   idempotency keys by expiry (trim)
+//   y\0t\0<taskType>                           task type config (limits; value: task-type-record.ts)
+//   y\0j\0<jobId>\0<maxConcurrent>             jobs with JobSpec.max_concurrent > 0 (a job index key),
+//                                              so the leader loads every limit with one short range read
 //
 // Values of index keys are empty (everything needed is in the key) except where noted.
 //
@@ -169,4 +172,24 @@ export const EXPIRY_PREFIX = `x${SEP}`;
 export function idemKeyOfExpiry(key: string): string {
   // "x\0<15>\0" is 19 characters long.
   return key.slice(2 + 15 + 1);
+}
+
+export const LIMITS_PREFIX = `y${SEP}`;
+export const TASK_TYPE_PREFIX = `y${SEP}t${SEP}`;
+export const JOB_LIMIT_PREFIX = `y${SEP}j${SEP}`;
+
+export function taskTypeKey(taskType: string): string {
+  return `${TASK_TYPE_PREFIX}${taskType}`;
+}
+
+/** A job's max_concurrent, kept in the key itself (index keys have empty values). */
+export function jobLimitKey(jobId: string, maxConcurrent: number): string {
+  return `${JOB_LIMIT_PREFIX}${jobId}${SEP}${maxConcurrent}`;
+}
+
+/** Inverse of jobLimitKey. */
+export function parseJobLimitKey(key: string): { jobId: string; maxConcurrent: number } {
+  const rest = key.slice(JOB_LIMIT_PREFIX.length);
+  const i = rest.indexOf(SEP);
+  return { jobId: rest.slice(0, i), maxConcurrent: Number(rest.slice(i + 1)) };
 }

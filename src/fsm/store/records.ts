@@ -5,7 +5,7 @@
 import { Job, JobState } from '../../gen/herald/v1/job.js';
 import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
-import { dueKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
+import { dueKey, jobLimitKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
 import { readRun, readRunRedrive, writeRun, writeRunRedrive } from '../commands/run-record-codec.js';
 import { readJob, writeJob } from '../commands/job-record-codec.js';
@@ -218,8 +218,12 @@ const NO_INDEX_KEYS: readonly string[] = Object.freeze([]);
 export function jobIndexKeys(rec: JobRecord): readonly string[] {
   const job = rec.job;
   const due = job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0;
-  if (rec.trimDueMs <= 0) return due ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
-  return due ? [dueKey(job.nextFireUnixMs, job.id), trimKey(rec.trimDueMs, job.id)] : [trimKey(rec.trimDueMs, job.id)];
+  const limit = job.spec?.maxConcurrent ?? 0;
+  let keys: readonly string[];
+  if (rec.trimDueMs <= 0) keys = due ? [dueKey(job.nextFireUnixMs, job.id)] : NO_INDEX_KEYS;
+  else keys = due ? [dueKey(job.nextFireUnixMs, job.id), trimKey(rec.trimDueMs, job.id)] : [trimKey(rec.trimDueMs, job.id)];
+  // Only limited jobs get the key: unlimited ones (nearly all) write nothing more.
+  return limit > 0 ? [...keys, jobLimitKey(job.id, limit)] : keys;
 }
 
 /** Run states that are not terminal: a job's active runs are its s\0 keys in these states. */

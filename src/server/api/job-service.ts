@@ -9,7 +9,7 @@ import {
   type UpcomingFire,
 } from '../../gen/herald/v1/job_service.js';
 import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
-import { RunState } from '../../gen/herald/v1/run.js';
+import { RunState, type Run } from '../../gen/herald/v1/run.js';
 import {
   DEFAULT_BACKFILL_MAX_RUNS,
   MAX_BACKFILL_RUNS,
@@ -58,6 +58,11 @@ export interface JobServiceContext {
   maxPayloadBytes: number;
   /** Upper bound for one proposal when the caller set no (shorter) deadline. */
   proposalTimeoutMs: number;
+  /**
+   * Why a due PENDING run is held back by a dispatch limit ('' when none): the leader's dispatch
+   * gate while this node leads. Run.waiting_for is filled from it on reads, never written.
+   */
+  waitingFor?: (run: Run) => string;
 }
 
 export interface JobServiceHandle {
@@ -111,6 +116,15 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   async function read<T>(consistency: ReadConsistency, call: CallContext, fn: () => Promise<T>): Promise<T> {
     if (consistency !== ReadConsistency.READ_CONSISTENCY_STALE) await ctx.node.readIndex({ timeoutMs: timeoutFor(call) });
     return fn();
+  }
+
+  /** Run.waiting_for of the due PENDING runs among `runs` (in place; they are this call's copies). */
+  function withWaiting<T extends Run>(runs: T[]): T[] {
+    const reason = ctx.waitingFor;
+    if (!reason) return runs;
+    const now = ctx.node.clusterClock.nowMs() ?? Date.now();
+    for (const r of runs) if (r.state === RunState.RUN_STATE_PENDING && r.notBeforeUnixMs <= now) r.waitingFor = reason(r);
+    return runs;
   }
 
   async function createOne(item: CreateJobRequest, nowMs: number, call: CallContext): Promise<CreateJobResponse> {
@@ -314,14 +328,14 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       const page = await read(req.consistency, call, () =>
         ctx.fsm.listRuns({ jobId: req.jobId || undefined, state: req.state || undefined, pageSize: req.pageSize, pageToken: req.pageToken }),
       );
-      return { runs: page.items, nextPageToken: page.nextPageToken };
+      return { runs: withWaiting(page.items), nextPageToken: page.nextPageToken };
     }),
 
     getRun: unary('GetRun', deps, async (req, call) => {
       requireRunId(req.runId);
       const run = await read(req.consistency, call, () => ctx.fsm.getRun(req.runId));
       if (!run) throw new HeraldError('RUN_NOT_FOUND', `run ${req.runId} does not exist (it may have been trimmed by the job's history retention)`);
-      return { run };
+      return { run: withWaiting([run])[0] };
     }),
 
     cancelRun: unary('CancelRun', deps, async (req, call) => {

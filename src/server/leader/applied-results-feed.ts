@@ -29,6 +29,8 @@ const WATCHED: Readonly<Record<AppliedKind, boolean>> = {
   // A watchdog alert is a new ready run: the dispatcher is woken.
   alerts: true,
   rejected: false,
+  // Task type limits changed: the dispatcher reads them again.
+  taskType: true,
 };
 
 export interface AppliedEntry {

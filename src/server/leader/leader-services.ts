@@ -19,6 +19,9 @@ import type { HeraldNode } from '../node/herald-node.js';
 import type { AppliedEntry, AppliedResultsFeed } from './applied-results-feed.js';
 import { DeadlineSweeper } from './deadline-sweeper.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
+import { DispatchGate } from './dispatch/dispatch-gate.js';
+import { LimitsLoader } from './dispatch/limits-loader.js';
+import { TaskTypeMetrics } from './task-type-metrics.js';
 import { FireScheduler } from './fire/fire-scheduler.js';
 import { JobCache } from './job-cache.js';
 import type { SchedulerConfig } from './leader-config.js';
@@ -52,6 +55,10 @@ export class LeaderServices {
   readonly term: LeaderTerm;
   readonly sessions = new SessionRegistry();
   readonly leases = new LeaseTable(systemMonotonicClock);
+  /** The dispatcher's limits, on the same monotonic clock as the leases. */
+  readonly gate = new DispatchGate(this.leases.running, systemMonotonicClock);
+  readonly limits: LimitsLoader;
+  private readonly taskTypeMetrics: TaskTypeMetrics;
   /** Job records (lease adoption, deadline sweeps), invalidated by applied job changes. */
   readonly jobs: JobCache;
   readonly fire: FireScheduler;
@@ -88,7 +95,11 @@ export class LeaderServices {
     this.term = term;
     const { leases, sessions } = this;
     const jobs = (this.jobs = new JobCache(reads));
-    const dispatcher = (this.dispatcher = new Dispatcher({ ...term, leases, sessions }));
+    const gate = this.gate;
+    this.limits = new LimitsLoader(reads, (l) => gate.setLimits(l), log);
+    const limits = this.limits;
+    const dispatcher = (this.dispatcher = new Dispatcher({ ...term, leases, sessions, gate, limitsPending: () => limits.pending }));
+    this.taskTypeMetrics = new TaskTypeMetrics(metrics, leases.running, gate);
     this.fire = new FireScheduler({ ...term, dispatch: dispatcher });
     // The dispatcher tells the fire scheduler when workers may have room for the slots it holds.
     dispatcher.setRoomListener(() => this.fire.pump());
@@ -120,6 +131,8 @@ export class LeaderServices {
     await node.readIndex({ timeoutMs: node.driver.electionTimeoutMs() * 4 });
     const now = await this.waitClusterTime(node.driver.electionTimeoutMs() * 4);
     if (!this.activeFlag) return;
+    // Limits before anything is dispatched, and every RUNNING run counted (adopted) against them.
+    await this.limits.reload();
     const adopted = await this.workerLeases.adoptRunning();
     if (!this.activeFlag) return;
     await this.fire.start(now);
@@ -129,6 +142,7 @@ export class LeaderServices {
     this.watchdog.start();
     this.deadlines.start();
     this.trimmer.start();
+    this.taskTypeMetrics.start();
     this.readyFlag = true;
     this.resolveReady(true);
     log.info({ term: this.deps.term, adopted, tookMs: Date.now() - t0 }, 'leader services started');
@@ -149,6 +163,8 @@ export class LeaderServices {
     this.results.stop();
     this.watchdog.stop();
     this.deadlines.stop();
+    this.limits.stop();
+    this.taskTypeMetrics.stop();
     this.leases.clear();
     return this.sessions.all();
   }
@@ -185,8 +201,12 @@ export class LeaderServices {
   private onApplied(entries: readonly AppliedEntry[]): void {
     if (!this.activeFlag) return;
     this.fire.onApplied(entries);
+    let limitsChanged = false;
     for (const e of entries) {
+      if (e.kind === 'taskType') limitsChanged = true;
       if (e.kind !== 'job' && e.kind !== 'jobs' && e.kind !== 'delete') continue;
+      // A job's max_concurrent may have changed (the read is one short range: y\0).
+      limitsChanged = true;
       try {
         // A job changed by a job or jobs entry is in its result (a refused item changed nothing);
         // the heads are read without the specs that decoding the command would cost.
@@ -198,6 +218,10 @@ export class LeaderServices {
       } catch {
         this.jobs.clear();
       }
+    }
+    if (limitsChanged) {
+      void this.limits.reload();
+      this.dispatcher.wake();
     }
     let wake = false;
     const signalled: AppliedEntry[] = [];

@@ -13,7 +13,7 @@ import type { SchedulerConfig } from './leader-config.js';
 /** What the leader reads from the state machine (committed state, straight from the store). */
 export type LeaderReads = Pick<
   SchedulerStateMachine,
-  'dueWindow' | 'trimDueKeys' | 'waitingByTaskType' | 'fireCursor' | 'readyEntries' | 'getRun' | 'getRuns' | 'runningRuns' | 'getJob' | 'getJobs' | 'specCache' | 'unsafe'
+  'dueWindow' | 'trimDueKeys' | 'limits' | 'waitingByTaskType' | 'fireCursor' | 'readyEntries' | 'getRun' | 'getRuns' | 'runningRuns' | 'getJob' | 'getJobs' | 'specCache' | 'unsafe'
 >;
 
 export interface LeaderTerm {

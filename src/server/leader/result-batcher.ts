@@ -73,6 +73,10 @@ export class ResultBatcher {
       this.send(answers);
       return;
     }
+    // The handler is done: the run stops counting against the dispatch limits now, not once its
+    // result commits (a limited task type would otherwise wait a commit round per run). Its
+    // lease stays until the result commits.
+    if (lease && lease.fencingToken === result.fencingToken) this.ctx.leases.running.remove(result.runId);
     this.pending.push({ session, result, tries: 0 });
     if (this.pending.length >= MAX_BATCH && !this.flushing) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.ctx.config.resultBatchMs);

@@ -27,6 +27,10 @@ export interface NodeMetrics {
   silentJobs: Gauge;
   unservedTaskTypes: Gauge;
   grpcRequests: Counter<'method' | 'code'>;
+  /** Runs RUNNING (or being claimed) per task type, as the leader counts them for its limits. */
+  taskTypeRunning: Gauge<'task_type'>;
+  /** Runs the last dispatch round held back per task type, by limit (max_running, rate, max_concurrent). */
+  taskTypeHeld: Gauge<'task_type' | 'limit'>;
 }
 
 export function createNodeMetrics(labels: { nodeId: string }, options: { defaultMetrics?: boolean } = {}): NodeMetrics {
@@ -69,6 +73,18 @@ export function createNodeMetrics(labels: { nodeId: string }, options: { default
     missedSlots: new Counter({ name: 'herald_missed_slots_total', help: 'Slots recorded MISSED, by reason', labelNames: ['reason'] as const, ...reg }),
     silentJobs: new Gauge({ name: 'herald_watchdog_silent_jobs', help: 'Jobs with a due slot and no run record past the grace period', ...reg }),
     unservedTaskTypes: new Gauge({ name: 'herald_task_types_unserved', help: 'Task types with runs waiting and no connected worker serving them', ...reg }),
+    taskTypeRunning: new Gauge({
+      name: 'herald_task_type_running',
+      help: 'Runs running per task type (leader; task types past the label cap are summed as "other")',
+      labelNames: ['task_type'] as const,
+      ...reg,
+    }),
+    taskTypeHeld: new Gauge({
+      name: 'herald_task_type_held',
+      help: 'Ready runs the last dispatch round held back by a limit, per task type and limit (leader)',
+      labelNames: ['task_type', 'limit'] as const,
+      ...reg,
+    }),
     grpcRequests: new Counter({ name: 'herald_grpc_requests_total', help: 'Public API calls by method and status', labelNames: ['method', 'code'] as const, ...reg }),
   };
 }

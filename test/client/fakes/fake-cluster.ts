@@ -370,6 +370,7 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     redriveCount: 0,
     redrivenUnixMs: 0,
     payload: Buffer.alloc(0),
+    waitingFor: '',
     ...extra,
   };
 }

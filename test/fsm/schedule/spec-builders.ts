@@ -30,6 +30,7 @@ export function jobSpec(schedule: Schedule['kind'], overrides: Partial<JobSpec> 
     maxPendingRuns: 0,
     alerts: undefined,
     pauseAfterDead: 0,
+    maxConcurrent: 0,
     ...overrides,
   };
 }

@@ -222,6 +222,12 @@ export interface JobSpec {
    * SUCCEEDED run resets the count. 0 = never; at most 1000.
    */
   pauseAfterDead: number;
+  /**
+   * --- Concurrency limits (issue 31). ---
+   * Most runs of this job RUNNING at once; more wait PENDING (Run.waiting_for says why). 0 means
+   * no limit; at most 10000. Task type limits (TaskTypeService) apply as well.
+   */
+  maxConcurrent: number;
 }
 
 export interface JobSpec_LabelsEntry {
@@ -833,6 +839,7 @@ function createBaseJobSpec(): JobSpec {
     maxPendingRuns: 0,
     alerts: undefined,
     pauseAfterDead: 0,
+    maxConcurrent: 0,
   };
 }
 
@@ -897,6 +904,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.pauseAfterDead !== 0) {
       writer.uint32(256).int32(message.pauseAfterDead);
+    }
+    if (message.maxConcurrent !== 0) {
+      writer.uint32(264).int32(message.maxConcurrent);
     }
     return writer;
   },
@@ -1077,6 +1087,14 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.pauseAfterDead = reader.int32();
             continue;
           }
+          case 33: {
+            if (tag !== 264) {
+              break;
+            }
+
+            message.maxConcurrent = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1130,6 +1148,7 @@ export const JobSpec: MessageFns<JobSpec> = {
       ? AlertPolicy.fromPartial(object.alerts)
       : undefined;
     message.pauseAfterDead = object.pauseAfterDead ?? 0;
+    message.maxConcurrent = object.maxConcurrent ?? 0;
     return message;
   },
 };

@@ -136,6 +136,11 @@ export interface Run {
    * the worker instead of the job's payload. Empty for every other run.
    */
   payload: Buffer;
+  /**
+   * Why a PENDING run that is due is held back by a limit (task type max_running or rate, job
+   * max_concurrent), e.g. "task type report at max_running 10"; empty otherwise. Filled on reads.
+   */
+  waitingFor: string;
 }
 
 function createBaseRunError(): RunError {
@@ -371,6 +376,7 @@ function createBaseRun(): Run {
     redriveCount: 0,
     redrivenUnixMs: 0,
     payload: Buffer.alloc(0),
+    waitingFor: "",
   };
 }
 
@@ -444,6 +450,9 @@ export const Run: MessageFns<Run> = {
     }
     if (message.payload.length !== 0) {
       writer.uint32(186).bytes(message.payload);
+    }
+    if (message.waitingFor !== "") {
+      writer.uint32(202).string(message.waitingFor);
     }
     return writer;
   },
@@ -645,6 +654,14 @@ export const Run: MessageFns<Run> = {
             message.payload = Buffer.from(reader.bytes());
             continue;
           }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.waitingFor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -685,6 +702,7 @@ export const Run: MessageFns<Run> = {
     message.redriveCount = object.redriveCount ?? 0;
     message.redrivenUnixMs = object.redrivenUnixMs ?? 0;
     message.payload = object.payload ?? Buffer.alloc(0);
+    message.waitingFor = object.waitingFor ?? "";
     return message;
   },
 };

@@ -5,6 +5,8 @@
  */
 export interface DispatchCandidate {
   runId: string;
+  /** The run's job ('' when unknown: counted under no job). */
+  jobId?: string;
   taskType: string;
   priority: number;
   notBeforeMs: number;
@@ -20,6 +22,9 @@ export interface WorkerCapacity {
 export interface DispatchAssignment {
   runId: string;
   workerId: string;
+  /** The candidate's, for the counts the dispatcher's limits keep. */
+  taskType: string;
+  jobId: string;
 }
 
 export interface DispatchPlanOptions {
@@ -68,7 +73,7 @@ export function planDispatch(
     if (!best) continue;
     spare.set(best.workerId, spare.get(best.workerId)! - 1);
     given.set(best.workerId, (given.get(best.workerId) ?? 0) + 1);
-    out.push({ runId: c.runId, workerId: best.workerId });
+    out.push({ runId: c.runId, workerId: best.workerId, taskType: c.taskType, jobId: c.jobId ?? '' });
   }
   return out;
 }

@@ -22,10 +22,16 @@
 // the assignment tells the worker how long to hold the run (start_delay_ms, from cluster time),
 // and the lease counts from then. A fire and its claim are an fsynced commit round plus a tick
 // late otherwise, on every run.
+//
+// Limits (dispatch-gate.ts): when any is configured, a round reads only task types with room and
+// admits the ready runs within each task type's max_running and rate and each job's
+// max_concurrent; the rest stay PENDING (their reason is read from the gate: waitingFor). Runs
+// held back by a limit are no backlog for fire pacing, so they never slow other task types.
 import type { RunAssignment } from '../../../gen/herald/v1/worker_service.js';
 import { scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../../../fsm/index.js';
 import type { ProposalOutcome } from '../../../raft/driver/proposal-tracker.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
+import type { DispatchGate } from './dispatch-gate.js';
 import { checkedResult, type LeaderReads, type LeaderTerm } from '../leader-term.js';
 import type { LeaseTable } from '../leases/lease-table.js';
 import type { SessionRegistry, WorkerSession } from '../worker-session.js';
@@ -77,6 +83,10 @@ export interface DispatcherDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 
   /** Leases granted as claims commit, and the runs whose claim is in flight. */
   readonly leases: LeaseTable;
   readonly sessions: Pick<SessionRegistry, 'all'>;
+  /** The limits; consulted only while one is configured. */
+  readonly gate: DispatchGate;
+  /** A read of the limits in flight (a round waits for it: a new limit applies at once). */
+  limitsPending(): Promise<void> | undefined;
 }
 
 export class Dispatcher implements FireDispatch {
@@ -85,6 +95,8 @@ export class Dispatcher implements FireDispatch {
   private scheduled = false;
   private stopped = false;
   private poll: NodeJS.Timeout | undefined;
+  /** A round when a task type held back by its rate gets its next token. */
+  private rateTimer: NodeJS.Timeout | undefined;
   private roomListener: RoomListener | undefined;
 
   /** The last ready read found runs it could not plan (or filled a whole round): a backlog. */
@@ -98,6 +110,10 @@ export class Dispatcher implements FireDispatch {
 
   constructor(private readonly ctx: DispatcherDeps) {
     this.fireLateness = ctx.metrics.fireLateness.labels({});
+    // Room under a limit appears when a counted run's lease goes: a round then, not at the poll.
+    ctx.leases.running.onRemoved = () => {
+      if (ctx.gate.active) this.wake();
+    };
   }
 
   /** Who hears that workers may have room again (the fire scheduler, for the slots it holds). */
@@ -113,6 +129,8 @@ export class Dispatcher implements FireDispatch {
   stop(): void {
     this.stopped = true;
     clearInterval(this.poll);
+    clearTimeout(this.rateTimer);
+    this.ctx.leases.running.onRemoved = undefined;
   }
 
   /**
@@ -152,6 +170,8 @@ export class Dispatcher implements FireDispatch {
   private async round(): Promise<void> {
     const ctx = this.ctx;
     if (this.stopped || !ctx.active() || this.inFlight >= ctx.config.maxClaimsInFlight) return;
+    const pending = ctx.limitsPending();
+    if (pending) await pending;
     const now = ctx.now();
     if (now === undefined) return;
     const open = this.openSessions();
@@ -161,6 +181,16 @@ export class Dispatcher implements FireDispatch {
     for (const s of open) {
       total += s.credits;
       for (const t of s.taskTypes) types.add(t);
+    }
+    const gate = ctx.gate.active ? ctx.gate : undefined;
+    if (gate) {
+      gate.beginRound();
+      // Task types at a limit are not read at all: their runs would fill the round's read.
+      for (const t of types) if (!gate.hasRoom(t)) types.delete(t);
+      if (types.size === 0) {
+        this.armRateTimer();
+        return;
+      }
     }
     const limit = Math.min(total, ctx.config.claimBatchSize);
     this.inFlight++;
@@ -172,16 +202,21 @@ export class Dispatcher implements FireDispatch {
       const tRead = Date.now();
       // Runs due within the dispatch lead go now: the worker holds each until its instant.
       const lead = ctx.config.dispatchLeadMs;
-      const ready = ctx.reads.readyEntries({ limit: limit + ctx.leases.claimsInFlight, taskTypes: [...types], nowMs: now + lead });
+      // Jobs at max_concurrent may fill part of the read: read further past them. Without job
+      // limits, no more than the task types' room can be admitted: read no more than that.
+      const want = gate ? gate.readLimit(types, limit) : limit;
+      const ready = ctx.reads.readyEntries({ limit: want + ctx.leases.claimsInFlight, taskTypes: [...types], nowMs: now + lead });
       this.stats.readMs += Date.now() - tRead;
       const runs = new Map<string, ReadyEntry>();
       for (const r of ready) if (!ctx.leases.claimInFlight(r.runId)) runs.set(r.runId, r);
-      this.backlog = runs.size > 0;
-      if (runs.size === 0) return;
-      // Credits may have changed while we read; plan against the sessions as they are now.
       // Ready entries are candidates as they are (planDispatch only reads them).
-      plan = this.plan([...runs.values()], this.openSessions(), now + lead, limit, reserved);
-      this.backlog = plan.length < runs.size || plan.length === limit;
+      const candidates = gate ? gate.admit([...runs.values()]) : [...runs.values()];
+      this.backlog = candidates.length > 0;
+      if (candidates.length === 0) return;
+      // Credits may have changed while we read; plan against the sessions as they are now.
+      plan = this.plan(candidates, this.openSessions(), now + lead, limit, reserved);
+      gate?.started(plan);
+      this.backlog = plan.length < candidates.length || plan.length === limit;
       if (plan.length === 0) return;
       more = plan.length === limit;
 
@@ -207,6 +242,7 @@ export class Dispatcher implements FireDispatch {
         this.wakePending = false;
         this.wake();
       }
+      if (ctx.gate.active) this.armRateTimer();
       // The backlog may be gone and credits are what they are now: slots held for room may go.
       if (!this.backlog) this.roomListener?.();
     }
@@ -221,6 +257,8 @@ export class Dispatcher implements FireDispatch {
   claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): ClaimBehindFire | undefined {
     const ctx = this.ctx;
     if (this.stopped || this.backlog || !ctx.active()) return undefined;
+    // Limits being read: the round decides, once they are known.
+    if (ctx.limitsPending()) return undefined;
     const workers = this.openSessions();
     if (workers.length === 0) return undefined;
     const candidates: DispatchCandidate[] = [];
@@ -229,16 +267,22 @@ export class Dispatcher implements FireDispatch {
       if (!hint || hint.jittered) continue;
       const runId = scheduledRunId(f.jobId, f.slotMs);
       if (ctx.leases.claimInFlight(runId)) continue;
-      candidates.push({ runId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: f.slotMs });
+      candidates.push({ runId, jobId: f.jobId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: f.slotMs });
     }
-    if (candidates.length === 0) return undefined;
+    const gate = ctx.gate.active ? ctx.gate : undefined;
+    // Runs of a task type held back by a limit wait in the ready index: a fire must not overtake them.
+    const admitted = gate ? gate.admit(candidates.filter((c) => !gate.held.has(c.taskType))) : candidates;
+    // Held by a limit: the ready index has them once the fire applies; a round takes them at room.
+    if (admitted.length < candidates.length) this.wake();
+    if (admitted.length === 0) return undefined;
     let total = 0;
     for (const s of workers) total += s.credits;
     const reserved: Reserved = [];
     const lead = ctx.config.dispatchLeadMs;
-    const plan = this.plan(candidates, workers, nowMs + lead, Math.min(total, ctx.config.claimBatchSize), reserved);
+    const plan = this.plan(admitted, workers, nowMs + lead, Math.min(total, ctx.config.claimBatchSize), reserved);
+    gate?.started(plan);
     // Fired runs left unclaimed wait in the ready index: the next fires must not overtake them.
-    if (plan.length < candidates.length) this.backlog = true;
+    if (plan.length < admitted.length) this.backlog = true;
     if (plan.length === 0) return undefined;
     const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
     return { command: this.claimCommand(nowMs, items), plan, reserved };
@@ -293,9 +337,19 @@ export class Dispatcher implements FireDispatch {
       const s = bySession.get(a.workerId)!;
       s.credits--;
       reserved.push(s);
-      this.ctx.leases.claimStarted(a.runId);
+      this.ctx.leases.claimStarted(a.runId, a);
     }
     return plan;
+  }
+
+  /** A round when a task type held back by its rate has its next start (the poll is too coarse for rates). */
+  private armRateTimer(): void {
+    const ms = this.ctx.gate.msUntilRateRoom();
+    if (ms === undefined || this.rateTimer !== undefined) return;
+    this.rateTimer = setTimeout(() => {
+      this.rateTimer = undefined;
+      this.wake();
+    }, Math.max(1, ms));
   }
 
   /** A claim settled: credits of runs not delivered go back; the ready index now says where its runs are. */

@@ -70,7 +70,7 @@ export class LeaseKeeper {
         if (ctx.leases.get(run.id) || ctx.leases.claimInFlight(run.id)) continue;
         const job = await ctx.jobs.get(run.jobId);
         if (ctx.leases.get(run.id) || ctx.leases.claimInFlight(run.id)) continue;
-        const lease = ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs));
+        const lease = ctx.leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, ctx.config.defaultLeaseMs), run);
         const left = remainingExecutionMs(run, job, ctx.now());
         if (left !== undefined) ctx.leases.limitExecution(lease, left);
         adopted++;

@@ -9,9 +9,15 @@
 // It also knows the runs whose claim is in flight (the dispatcher proposed it, it has not applied
 // yet): their leases are about to be granted, so the lease sweeps and a reconnecting worker's
 // hello must leave them alone, and dispatch rounds must not claim them again.
+//
+// Both together are what the dispatcher's limits count (running-counts.ts): a run counts from the
+// moment its claim is planned until its lease goes or its holder reports its result (the handler
+// is done; result-batcher.ts), so a limit is never exceeded while a claim is in flight, and a new
+// leader that adopts every RUNNING run at takeover counts them all.
 import type { Job } from '../../../gen/herald/v1/job.js';
 import type { Run } from '../../../gen/herald/v1/run.js';
 import type { Clock } from '../../node/cluster-clock.js';
+import { RunningCounts, type RunKey } from './running-counts.js';
 
 /**
  * How long past its execution timeout an attempt may run before the leader ends it: a worker
@@ -58,6 +64,9 @@ export class LeaseTable {
    */
   private readonly claiming = new Set<string>();
 
+  /** Runs counted against the limits: claimed (in flight) or leased. */
+  readonly running = new RunningCounts();
+
   constructor(private readonly monotonic: Clock) {}
 
   get size(): number {
@@ -65,13 +74,15 @@ export class LeaseTable {
   }
 
   /** A claim of the run is being proposed (its lease is granted when it commits). */
-  claimStarted(runId: string): void {
+  claimStarted(runId: string, key: RunKey): void {
     this.claiming.add(runId);
+    this.running.add(runId, key);
   }
 
   /** The claim of the run applied or failed: the ready index and this table now say where it is. */
   claimSettled(runId: string): void {
     this.claiming.delete(runId);
+    if (!this.leases.has(runId)) this.running.remove(runId);
   }
 
   /** True while a claim of this run is being proposed. */
@@ -85,7 +96,8 @@ export class LeaseTable {
   }
 
   /** A claim committed: the worker holds the run from now for durationMs. */
-  grant(runId: string, fencingToken: number, workerId: string, durationMs: number): Lease {
+  grant(runId: string, fencingToken: number, workerId: string, durationMs: number, key?: RunKey): Lease {
+    if (key) this.running.add(runId, key);
     const lease = { runId, fencingToken, workerId, durationMs, deadlineMs: this.monotonic.nowMs() + durationMs, timeoutAtMs: 0 };
     this.leases.set(runId, lease);
     return lease;
@@ -109,8 +121,8 @@ export class LeaseTable {
    * After a leader change every running run gets one lease duration from the takeover (DESIGN §3
    * step 6 and issue 6), so workers that survived have time to reconnect and re-attach.
    */
-  adopt(runId: string, fencingToken: number, workerId: string, durationMs: number): Lease {
-    return this.grant(runId, fencingToken, workerId, durationMs);
+  adopt(runId: string, fencingToken: number, workerId: string, durationMs: number, key: RunKey): Lease {
+    return this.grant(runId, fencingToken, workerId, durationMs, key);
   }
 
   renew(runId: string, fencingToken: number, workerId: string): RenewOutcome {
@@ -130,6 +142,7 @@ export class LeaseTable {
 
   release(runId: string): void {
     this.leases.delete(runId);
+    if (!this.claiming.has(runId)) this.running.remove(runId);
   }
 
   /** Leases whose deadline passed, oldest first, at most `limit`. They stay until released. */
@@ -147,5 +160,6 @@ export class LeaseTable {
 
   clear(): void {
     this.leases.clear();
+    this.running.clear();
   }
 }

@@ -120,7 +120,7 @@ export class WorkerLeases {
     const now = this.deps.now();
     for (const run of runs) {
       const job = await jobs.get(run.jobId);
-      const lease = leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, config.defaultLeaseMs));
+      const lease = leases.adopt(run.id, run.fencingToken, run.workerId, leaseMsOf(job, config.defaultLeaseMs), run);
       // The execution timeout counts from the attempt's start, not from the takeover.
       const left = remainingExecutionMs(run, job, now);
       if (left !== undefined) leases.limitExecution(lease, left);

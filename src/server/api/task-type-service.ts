@@ -1,0 +1,82 @@
+// herald.v1.TaskTypeService: per task type limits (max_running, start rate), replicated in the
+// state machine (putTaskType / deleteTaskType commands) and enforced by the leader's dispatcher.
+// Writes are proposed on the leader; a follower answers NOT_LEADER with the leader's address
+// (the SDK follows it). Reads are served by any node after a read barrier.
+import type { Logger } from 'pino';
+import type { TaskTypeServiceServer } from '../../gen/herald/v1/task_type_service.js';
+import { decodeResult, encodeCommand, validateTaskTypeConfig, validateTaskTypeName, type FsmCommand, type SchedulerStateMachine, type TaskTypeResult } from '../../fsm/index.js';
+import { HeraldError } from '../../herald-error.js';
+import type { HeraldNode } from '../node/herald-node.js';
+import type { NodeMetrics } from '../node/metrics.js';
+import { unary, type CallContext } from './unary-handler.js';
+
+export interface TaskTypeServiceContext {
+  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver'>;
+  fsm: Pick<SchedulerStateMachine, 'getTaskType' | 'listTaskTypes'>;
+  logger: Logger;
+  metrics?: NodeMetrics;
+  proposalTimeoutMs: number;
+}
+
+export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServiceServer {
+  const deps = { logger: ctx.logger, metrics: ctx.metrics };
+
+  function timeoutFor(call: CallContext): number {
+    const left = call.remainingMs() - 50;
+    if (left <= 0) throw new HeraldError('PROPOSAL_TIMEOUT', 'the call deadline passed before the write could be proposed');
+    return Math.min(ctx.proposalTimeoutMs, left);
+  }
+
+  async function write(call: CallContext, build: (nowMs: number) => FsmCommand): Promise<TaskTypeResult> {
+    if (!ctx.node.driver.isLeader()) {
+      const l = ctx.node.leader();
+      throw new HeraldError(
+        l.leaderId ? 'NOT_LEADER' : 'NO_LEADER',
+        l.leaderId ? `this node is not the leader; the leader is ${l.leaderId} at ${l.leaderAddress || 'an unknown address'}` : 'no leader is known right now (an election is in progress); retry shortly',
+        { leaderId: l.leaderId, leaderAddress: l.leaderAddress },
+      );
+    }
+    const nowMs = ctx.node.clusterClock.nowMs();
+    if (nowMs === undefined) throw new HeraldError('NOT_READY', 'the leader has not established cluster time yet; retry shortly');
+    const out = await ctx.node.propose(encodeCommand(build(nowMs)), { forward: false, timeoutMs: timeoutFor(call) });
+    const r = decodeResult(out.result);
+    if (r.type === 'rejected') throw new HeraldError(r.error.code, r.error.message, { field: r.error.reason || undefined });
+    if (r.type !== 'taskType') throw new HeraldError('INTERNAL', `state machine answered ${r.type} where taskType was expected`);
+    // Validation errors name their field in `reason` (item-errors.ts rejectionOf).
+    if (r.error) throw new HeraldError(r.error.code, r.error.message, r.error.reason ? { field: r.error.reason } : {});
+    return r;
+  }
+
+  async function barrier(call: CallContext): Promise<void> {
+    await ctx.node.readIndex({ timeoutMs: timeoutFor(call) });
+  }
+
+  function notFound(taskType: string): HeraldError {
+    return new HeraldError('TASK_TYPE_NOT_FOUND', `task type "${taskType}" has no config (set one with SetTaskType)`);
+  }
+
+  return {
+    setTaskType: unary('SetTaskType', deps, async (req, call) => {
+      const config = req.config;
+      validateTaskTypeConfig(config);
+      const r = await write(call, (nowMs) => ({ type: 'putTaskType', nowMs, config: { ...config, updatedUnixMs: 0 } }));
+      return { config: r.config };
+    }),
+    getTaskType: unary('GetTaskType', deps, async (req, call) => {
+      validateTaskTypeName(req.taskType);
+      await barrier(call);
+      const config = await ctx.fsm.getTaskType(req.taskType);
+      if (!config) throw notFound(req.taskType);
+      return { config };
+    }),
+    listTaskTypes: unary('ListTaskTypes', deps, async (_req, call) => {
+      await barrier(call);
+      return { configs: await ctx.fsm.listTaskTypes() };
+    }),
+    deleteTaskType: unary('DeleteTaskType', deps, async (req, call) => {
+      validateTaskTypeName(req.taskType);
+      await write(call, (nowMs) => ({ type: 'deleteTaskType', nowMs, taskType: req.taskType }));
+      return {};
+    }),
+  };
+}
