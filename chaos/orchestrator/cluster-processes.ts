@@ -36,6 +36,8 @@ export interface ClusterOptions {
   compactionKeep?: number;
   /** Extra `herald server` flags for every node. */
   extraArgs?: string[];
+  /** Transport-security flags of node `id` (certificate files); default `--insecure` (the nodes listen on loopback). */
+  security?: (id: string) => string[];
   /** Extra environment for every node (test-only switches). */
   env?: NodeJS.ProcessEnv;
   /** The herald.mjs to run (default: the repo's; a run passes its own copy, see build-snapshot.ts). */
@@ -155,6 +157,7 @@ export class ClusterProcesses {
       String(o.electionTicks ?? 10),
       ...(o.snapshotEntries ? ['--snapshot-entries', String(o.snapshotEntries)] : []),
       ...(o.compactionKeep !== undefined ? ['--compaction-keep', String(o.compactionKeep)] : []),
+      ...(o.security ? o.security(id) : ['--insecure']),
       ...(o.extraArgs ?? []),
     ];
   }

@@ -4,6 +4,7 @@ import { registerJobCommands } from './commands/job.js';
 import { registerRunCommands } from './commands/run.js';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerWorkerCommand } from './commands/worker.js';
+import { registerCertsCommands } from './commands/certs.js';
 import { EXIT } from './exit-codes.js';
 
 /** The subcommand named on the command line (the first non-option argument), if any. */
@@ -39,5 +40,6 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   registerRunCommands(program);
   registerClusterCommands(program);
   registerWorkerCommand(program);
+  registerCertsCommands(program);
   return program;
 }

@@ -44,3 +44,4 @@ export { Worker, type RunSettlement, type WorkerEvents, type WorkerOptions, type
 export { HandlerError, NonRetryableError, RunAbortedError, type AbortCause, type HandlerErrorOptions } from './worker/handler-errors.js';
 export type { Handler, HandlerOutput, RunContext, RunInfo } from './worker/run-context.js';
 export { silentLogger, type ClientLogger } from './logger.js';
+export type { ClientTls } from './tls-options.js';
