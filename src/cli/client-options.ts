@@ -9,6 +9,7 @@ import { parseDuration } from '../client/duration.js';
 import { HeraldClient } from '../client/herald-client.js';
 import { DEFAULT_DEV_DATA_DIR, devClientEndpoints } from './dev/dev-ports.js';
 import { readState } from './dev/dev-state.js';
+import { devCaFile } from './dev/dev-certs.js';
 import { UsageError } from './usage-error.js';
 
 export interface ClientFlags extends TlsClientFlags {
@@ -40,9 +41,12 @@ export function addClientOptions(cmd: Command): Command {
  * TLS from --ca/--cert/--key (else HERALD_CA/HERALD_CERT/HERALD_KEY); undefined (plaintext) when
  * none is given. Throws UsageError naming a file that cannot be read.
  */
-export function resolveTls(flags: TlsClientFlags, env: NodeJS.ProcessEnv = process.env): ClientTls | undefined {
+export function resolveTls(flags: TlsClientFlags & Pick<ClientFlags, 'endpoints'>, env: NodeJS.ProcessEnv = process.env): ClientTls | undefined {
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name]?.trim() ? env[name] : undefined);
   const files = { ca: pick(flags.ca, 'HERALD_CA'), cert: pick(flags.cert, 'HERALD_CERT'), key: pick(flags.key, 'HERALD_KEY') };
+  // Talking to the local dev cluster (no endpoints given): its CA, when `herald dev` made one.
+  const devDefault = flags.endpoints === undefined && !env.HERALD_ENDPOINTS?.trim();
+  if (files.ca === undefined && devDefault) files.ca = devCaFile(DEFAULT_DEV_DATA_DIR);
   if (files.ca === undefined && files.cert === undefined && files.key === undefined) return undefined;
   if ((files.cert === undefined) !== (files.key === undefined)) throw new UsageError('--cert and --key go together');
   const read = (f: string | undefined, what: string) => {

@@ -87,8 +87,6 @@ export class DevCluster extends EventEmitter<DevClusterEvents> {
       join(this.o.dataDir, n.id),
       '--log-level',
       this.o.logLevel,
-      // The dev cluster listens on 127.0.0.1 only.
-      '--insecure',
       ...this.o.extraArgs(n),
     ];
     const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', logFd], detached: true });
