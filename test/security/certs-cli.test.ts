@@ -1,8 +1,10 @@
 // The "Secure a cluster" walk-through with the real CLI: `herald certs init|issue`, a one-node
 // server on its certificates, the CLI with --ca (and refused without), and the server refusing
 // to start with neither certificates nor --insecure.
-import { statSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -36,7 +38,7 @@ describe('herald certs and a TLS node', () => {
     expect(bare.stderr).toMatch(/missing --tls-cert.*--insecure/);
 
     const n1 = (ext: string) => join(certs, `n1.${ext}`);
-    server = new CliProcess([...base, '--data-dir', join(root, 'n1'), '--tls-cert', n1('crt'), '--tls-key', n1('key'), '--peer-cert', n1('crt'), '--peer-key', n1('key'), '--peer-ca', join(certs, 'ca.crt')]);
+    server = new CliProcess([...base, '--data-dir', join(root, 'n1'), '--tls-cert', n1('crt'), '--tls-key', n1('key'), '--peer-cert', n1('crt'), '--peer-key', n1('key'), '--peer-ca', join(certs, 'ca.crt'), '--cert-poll-ms', '0']);
     await server.waitFor(/"event":"listening"/, 30_000);
     const endpoints = `127.0.0.1:${client}`;
     const ok = await runCli(['job', 'ls', '--endpoints', endpoints, '--ca', join(certs, 'ca.crt'), '--timeout', '15s']);
@@ -45,5 +47,32 @@ describe('herald certs and a TLS node', () => {
     expect(viaEnv.code, viaEnv.stderr).toBe(0);
     const plain = await runCli(['job', 'ls', '--endpoints', endpoints, '--timeout', '3s']);
     expect(plain.code).not.toBe(0);
-  }, 60_000);
+
+    // Rotation: new files in place, SIGHUP (the file poll is off), and new connections get the new certificate.
+    expect(await servedFingerprint(client, join(certs, 'ca.crt'))).toBe(new X509Certificate(readFileSync(n1('crt'))).fingerprint256);
+    const next = join(root, 'next');
+    const reissue = await runCli(['certs', 'issue', '--dir', certs, '--out', next, '--name', 'n1', '--member', 'n1', '--host', '127.0.0.1', '--days', '2']);
+    expect(reissue.code, reissue.stderr).toBe(0);
+    await copyFile(join(next, 'n1.key'), n1('key'));
+    await copyFile(join(next, 'n1.crt'), n1('crt'));
+    const want = new X509Certificate(readFileSync(n1('crt'))).fingerprint256;
+    server.proc.kill('SIGHUP');
+    const deadline = Date.now() + 10_000;
+    let got = '';
+    while (Date.now() < deadline && (got = await servedFingerprint(client, join(certs, 'ca.crt'))) !== want) await new Promise((r) => setTimeout(r, 100));
+    expect(got).toBe(want);
+    expect((await runCli(['job', 'ls', '--endpoints', endpoints, '--ca', join(certs, 'ca.crt'), '--timeout', '15s'])).code).toBe(0);
+  }, 90_000);
 });
+
+/** The fingerprint of the certificate a new TLS connection to the port is served (chain verified). */
+function servedFingerprint(port: number, caFile: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port, ca: readFileSync(caFile), ALPNProtocols: ['h2'], checkServerIdentity: () => undefined }, () => {
+      const fp = s.getPeerCertificate().fingerprint256;
+      s.destroy();
+      resolve(fp);
+    });
+    s.on('error', reject);
+  });
+}
