@@ -39,6 +39,7 @@ const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('cancelRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, reason: str })) }),
   fc.record({ type: fc.constant('markRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, outcome: fc.constantFrom('missed' as const, 'skipped' as const), reason: str })) }),
   fc.record({ type: fc.constant('trimHistory' as const), nowMs: time, jobIds: fc.array(id), maxIdempotencyKeys: uint }),
+  fc.record({ type: fc.constant('raiseAlerts' as const), nowMs: time, items: fc.array(fc.record({ jobId: id, slotMs: time, reason: str })) }),
 );
 
 describe('command codec', () => {

@@ -13,7 +13,7 @@ import { parseRunId } from '../commands/run-id.js';
 import { nextSlotAfter, type ScheduleCaches } from '../schedule/index.js';
 import { recordUnfiredSlots } from './unfired-slots.js';
 import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
-import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
+import { validateUserJobId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
 
 /**
  * The first slot of a schedule that starts (or restarts) at `nowMs`, never at or before
@@ -43,7 +43,7 @@ function jobOut(rec: JobRecord): Job {
 
 export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: SpecLimits): Promise<JobResult> {
   try {
-    validateId(cmd.jobId, 'job_id');
+    validateUserJobId(cmd.jobId, 'job_id');
     validateIdempotencyKey(cmd.idempotencyKey);
     validateJobSpec(cmd.spec, txn.schedule, limits);
   } catch (e) {
@@ -84,6 +84,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     lastSlotUnixMs: 0,
     pauseNote: '',
     activeRuns: 0,
+    consecutiveDeadRuns: 0,
   };
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0, txn.schedule));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
@@ -102,7 +103,7 @@ function scheduleBytes(spec: JobSpec): string {
 
 async function loadForChange(txn: ApplyTxn, jobId: string, expectedVersion: number): Promise<JobRecord | ItemError> {
   try {
-    validateId(jobId, 'job_id');
+    validateUserJobId(jobId, 'job_id');
   } catch (e) {
     return asItemError(e);
   }

@@ -162,7 +162,8 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
         leaseDeadlineUnixMs: leaseDeadline,
         leaseDurationMs: leaseMs,
         executionTimeoutMs: spec?.executionTimeoutMs ?? 0,
-        payload: spec?.payload ?? NO_OUTPUT,
+        // An alert run carries its own (the event); every other run its job's.
+        payload: run.payload.length > 0 ? run.payload : (spec?.payload ?? NO_OUTPUT),
         manual: run.manual,
         backfilled: run.backfilled,
       },

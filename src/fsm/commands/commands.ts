@@ -198,6 +198,24 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
+export interface RaiseAlertItem {
+  readonly jobId: string;
+  /** The job's due slot the watchdog found without a run (its next fire at the check). */
+  readonly slotMs: number;
+  /** What the watchdog saw, in words (at most 1024 characters are kept). */
+  readonly reason: string;
+}
+
+/**
+ * The leader's watchdog found jobs whose due slot has no run past its grace (firing stalled):
+ * each job whose AlertPolicy names on_watchdog gets one alert run per such slot (apply-alerts.ts).
+ */
+export interface RaiseAlertsCommand {
+  readonly type: 'raiseAlerts';
+  readonly nowMs: number;
+  readonly items: readonly RaiseAlertItem[];
+}
+
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -213,7 +231,8 @@ export type FsmCommand =
   | ExpireLeasesCommand
   | CancelRunsCommand
   | MarkRunsCommand
-  | TrimHistoryCommand;
+  | TrimHistoryCommand
+  | RaiseAlertsCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -165,6 +165,18 @@ export interface TrimResult {
   readonly idempotencyKeysTrimmed: number;
 }
 
+export interface AlertItemResult {
+  readonly error?: ItemError;
+  /** The alert run written; '' when none was (no on_watchdog alert, slot fired or already alerted). */
+  readonly runId: string;
+}
+
+/** raiseAlerts. */
+export interface AlertsResult {
+  readonly type: 'alerts';
+  readonly items: readonly AlertItemResult[];
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -187,5 +199,6 @@ export type FsmResult =
   | RunItemsResult
   | CancelResult
   | TrimResult
+  | AlertsResult
   | RejectedResult
   | EmptyResult;

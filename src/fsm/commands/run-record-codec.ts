@@ -3,6 +3,7 @@
 // generated protobuf code turns each of its dozen int64 fields into a BigInt and then a string on
 // decode; this codec reads them as plain varints. Every field of Run, Attempt and RunError is
 // written, in declaration order; the test "covers every field" fails when the proto grows one.
+// Except Run.payload (alert runs only): records carry it after the rest (records.ts, format 4).
 import type { Attempt, AttemptOutcome, Run, RunError, RunState } from '../../gen/herald/v1/run.js';
 import type { ByteReader, ByteWriter } from './binary-codec.js';
 
@@ -78,5 +79,6 @@ export function readRun(r: ByteReader): Run {
     output,
     priority,
     latenessMs,
+    payload: NO_OUTPUT,
   };
 }

@@ -16,6 +16,7 @@ import {
   encodeCommand,
   requireRunId,
   validateId,
+  validateUserJobId,
   validateIdempotencyKey,
   validateJobSpec,
   validateNote,
@@ -120,7 +121,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   }
 
   function validateCreate(item: CreateJobRequest, prefix: string): CreateJobRequest {
-    if (item.jobId !== '') validateId(item.jobId, `${prefix}job_id`);
+    if (item.jobId !== '') validateUserJobId(item.jobId, `${prefix}job_id`);
     validateJobSpec(item.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
     if (item.idempotencyKey !== '') validateIdempotencyKey(item.idempotencyKey, `${prefix}idempotency_key`);
     // The id is chosen before the command is proposed: apply must not draw randomness (I5).
@@ -207,7 +208,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     updateJob: unary('UpdateJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       validateJobSpec(req.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
       return onLeader('updateJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs, schedule), expectedVersion: req.expectedVersion }, call), 'job');
@@ -217,7 +218,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     deleteJob: unary('DeleteJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       return onLeader('deleteJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'deleteJob', nowMs, jobId: req.jobId, expectedVersion: req.expectedVersion }, call), 'delete');
         if (r.error) throw itemError(r.error);
@@ -226,7 +227,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     pauseJob: unary('PauseJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       validateNote(req.note, 'note');
       return onLeader('pauseJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'pauseJob', nowMs, jobId: req.jobId, note: req.note }, call), 'job');
@@ -236,7 +237,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     resumeJob: unary('ResumeJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       return onLeader('resumeJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'resumeJob', nowMs, jobId: req.jobId }, call), 'job');
         if (r.error) throw itemError(r.error);
@@ -245,7 +246,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     triggerJob: unary('TriggerJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       if (req.idempotencyKey !== '') validateIdempotencyKey(req.idempotencyKey);
       return onLeader('triggerJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'triggerJob', nowMs, jobId: req.jobId, idempotencyKey: req.idempotencyKey, ignoreOverlap: req.ignoreOverlap }, call), 'trigger');
@@ -255,7 +256,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     backfillJob: unary('BackfillJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       if (!Number.isSafeInteger(req.fromUnixMs) || req.fromUnixMs <= 0) {
         throw new HeraldError('INVALID_ARGUMENT', 'from_unix_ms: required, a positive instant in ms', { field: 'from_unix_ms' });
       }

@@ -24,6 +24,8 @@ const WATCHED: Readonly<Record<AppliedKind, boolean>> = {
   cancel: true,
   claim: false,
   trim: false,
+  // A watchdog alert is a new ready run: the dispatcher is woken.
+  alerts: true,
   rejected: false,
 };
 

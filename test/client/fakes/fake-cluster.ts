@@ -209,6 +209,7 @@ export class FakeCluster {
       lastSlotUnixMs: 0,
       pauseNote: '',
       activeRuns: 0,
+      consecutiveDeadRuns: 0,
     };
     s.jobs.set(id, job);
     if (req.idempotencyKey) s.keys.set(req.idempotencyKey, id);
@@ -366,6 +367,7 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    payload: Buffer.alloc(0),
     ...extra,
   };
 }

@@ -120,6 +120,12 @@ export interface Run {
   priority: number;
   /** First attempt's start minus scheduled_unix_ms; the run's fire lateness. */
   latenessMs: number;
+  /**
+   * Runs 21-22 are reserved for re-drive, 25 for limits (issue 31).
+   * Alert runs (runs of a system job "herald:alerts:<task type>"): the event as JSON, handed to
+   * the worker instead of the job's payload. Empty for every other run.
+   */
+  payload: Buffer;
 }
 
 function createBaseRunError(): RunError {
@@ -352,6 +358,7 @@ function createBaseRun(): Run {
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    payload: Buffer.alloc(0),
   };
 }
 
@@ -416,6 +423,9 @@ export const Run: MessageFns<Run> = {
     }
     if (message.latenessMs !== 0) {
       writer.uint32(160).int64(message.latenessMs);
+    }
+    if (message.payload.length !== 0) {
+      writer.uint32(186).bytes(message.payload);
     }
     return writer;
   },
@@ -593,6 +603,14 @@ export const Run: MessageFns<Run> = {
             message.latenessMs = longToNumber(reader.int64());
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.payload = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -630,6 +648,7 @@ export const Run: MessageFns<Run> = {
     message.output = object.output ?? Buffer.alloc(0);
     message.priority = object.priority ?? 0;
     message.latenessMs = object.latenessMs ?? 0;
+    message.payload = object.payload ?? Buffer.alloc(0);
     return message;
   },
 };
