@@ -12,6 +12,9 @@ import {
   type JobServiceClient,
   type ListJobsResponse,
   type ListRunsResponse,
+  type RetryRunsResponse,
+  type UpcomingFire,
+  type ValidateJobResponse,
 } from '../gen/herald/v1/job_service.js';
 import { RunState, type Run } from '../gen/herald/v1/run.js';
 import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
@@ -90,6 +93,19 @@ export interface ListRunsFilter {
   state?: RunState | RunStateName;
   pageSize?: number;
   pageToken?: string;
+}
+
+export interface RetryRunsFilter {
+  jobId?: string;
+  taskType?: string;
+  /** dead (default), cancelled or failed. */
+  state?: RunState | RunStateName;
+  /** Only runs that ended in [finishedFrom, finishedTo). */
+  finishedFrom?: Instant;
+  finishedTo?: Instant;
+  maxRuns?: number;
+  pageToken?: string;
+  ignoreOverlap?: boolean;
 }
 
 export interface Page<T> {
@@ -208,8 +224,18 @@ export class HeraldClient {
   }
 
   async getJob(id: string, opts: ReadOptions = {}): Promise<Job> {
-    const res = await this.jobs((c) => c.getJob.bind(c), { jobId: id, consistency: consistency(opts) }, 'read', opts);
-    return res.job!;
+    return (await this.getJobWithFires(id, 0, opts)).job;
+  }
+
+  /** The job and its next `n` fire instants (at most 100; none while paused or completed). */
+  async getJobWithFires(id: string, n: number, opts: ReadOptions = {}): Promise<{ job: Job; upcomingFires: UpcomingFire[] }> {
+    const res = await this.jobs((c) => c.getJob.bind(c), { jobId: id, consistency: consistency(opts), upcomingFires: n }, 'read', opts);
+    return { job: res.job!, upcomingFires: res.upcomingFires };
+  }
+
+  /** A dry-run create: the spec as CreateJob would store it and its next fires (default 10); nothing is created. */
+  async validateJob(spec: SpecInput, opts: CallOptions & { id?: string; upcomingFires?: number } = {}): Promise<ValidateJobResponse> {
+    return this.jobs((c) => c.validateJob.bind(c), { jobId: opts.id ?? '', spec: toSpec(spec), upcomingFires: opts.upcomingFires ?? 0 }, 'read', opts);
   }
 
   /** One page of jobs. */
@@ -342,6 +368,30 @@ export class HeraldClient {
   async cancelRun(id: string, reason = '', opts: CallOptions = {}): Promise<Run> {
     const res = await this.jobs((c) => c.cancelRun.bind(c), { runId: id, reason }, 'write', opts);
     return res.run!;
+  }
+
+  /**
+   * Re-drives a DEAD, CANCELLED or FAILED run: PENDING again, a new attempt under a higher fencing
+   * token, its retry budget restarted. Another state fails FailedPreconditionError.
+   */
+  async retryRun(id: string, opts: CallOptions & { ignoreOverlap?: boolean } = {}): Promise<Run> {
+    const res = await this.jobs((c) => c.retryRun.bind(c), { runId: id, ignoreOverlap: opts.ignoreOverlap ?? false }, 'write', opts);
+    return res.run!;
+  }
+
+  /** Re-drives up to maxRuns (≤ 500) runs of a job and/or task type in one state (default dead); call again while `more`. */
+  async retryRuns(filter: RetryRunsFilter, opts: CallOptions = {}): Promise<RetryRunsResponse> {
+    const request = {
+      jobId: filter.jobId ?? '',
+      taskType: filter.taskType ?? '',
+      state: named(RUN_STATES, filter.state, RunState.RUN_STATE_UNSPECIFIED, 'state'),
+      finishedFromUnixMs: filter.finishedFrom === undefined ? 0 : instant(filter.finishedFrom),
+      finishedToUnixMs: filter.finishedTo === undefined ? 0 : instant(filter.finishedTo),
+      maxRuns: filter.maxRuns ?? 0,
+      pageToken: filter.pageToken ?? '',
+      ignoreOverlap: filter.ignoreOverlap ?? false,
+    };
+    return this.jobs((c) => c.retryRuns.bind(c), request, 'write', opts);
   }
 
   // ---- ClusterService ---------------------------------------------------------------------

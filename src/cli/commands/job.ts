@@ -14,6 +14,7 @@ import { parseInstant } from '../parse-instant.js';
 import { UsageError } from '../usage-error.js';
 import { print, printJson } from '../output/print.js';
 import { collectLimited, parseLimit } from '../paging.js';
+import { registerJobNext } from './job-next.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -223,6 +224,8 @@ export function registerJobCommands(program: Command): void {
         }),
       ),
     );
+
+  registerJobNext(job);
 }
 
 function parseVersion(text: string): number {

@@ -11,11 +11,12 @@ import { renderFields, renderTable } from '../output/table.js';
 import { collectLimited, parseLimit } from '../paging.js';
 import { UsageError } from '../usage-error.js';
 import { waitForRun } from '../wait-for-run.js';
+import { registerRunRetry } from './run-retry.js';
 
 const RUN_STATES: RunStateName[] = ['pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped', 'missed'];
 
 export function registerRunCommands(program: Command): void {
-  const run = program.command('run').description('inspect and cancel runs');
+  const run = program.command('run').description('inspect, cancel and re-drive runs');
 
   addClientOptions(run.command('ls').description('list runs (per job, newest slot first)'))
     .option('--job <id>', 'only runs of this job')
@@ -76,4 +77,6 @@ export function registerRunCommands(program: Command): void {
         }),
       ),
     );
+
+  registerRunRetry(run);
 }

@@ -13,6 +13,7 @@ import {
   applyMarkRuns,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
+import { applyRetryRuns } from './apply-retry-runs.js';
 import { applyRaiseAlerts, applyRunEvents } from './apply-alerts.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
@@ -41,6 +42,8 @@ function itemCount(cmd: FsmCommand): number {
       return cmd.items.length;
     case 'trimHistory':
       return cmd.jobIds.length;
+    case 'retryRuns':
+      return cmd.runIds.length;
     default:
       return 1;
   }
@@ -92,6 +95,8 @@ async function applyOne(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limi
       return applyMarkRuns(txn, cmd);
     case 'trimHistory':
       return applyTrimHistory(txn, cmd);
+    case 'retryRuns':
+      return applyRetryRuns(txn, cmd);
     case 'raiseAlerts':
       return applyRaiseAlerts(txn, cmd);
   }

@@ -10,21 +10,10 @@ import type { DeleteResult, ItemError, JobResult } from '../commands/results.js'
 import { cancelActiveRuns } from './run-transitions.js';
 import { asItemError, itemError } from './item-errors.js';
 import { parseRunId } from '../commands/run-id.js';
-import { nextSlotAfter, type ScheduleCaches } from '../schedule/index.js';
+import { firstSlotFrom, nextSlotAfter } from '../schedule/index.js';
 import { recordUnfiredSlots } from './unfired-slots.js';
 import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
 import { validateUserJobId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
-
-/**
- * The first slot of a schedule that starts (or restarts) at `nowMs`, never at or before
- * `notAfterSlot` (the last slot already handled). A one-off instant already in the past still
- * fires once (the misfire policy decides how), other kinds continue with the next slot from now.
- */
-function firstSlotFrom(spec: JobSpec, nowMs: number, createdMs: number, lastSlotMs: number, caches: ScheduleCaches): number | undefined {
-  const at = spec.schedule?.kind?.$case === 'at' ? spec.schedule.kind.at.atUnixMs : undefined;
-  const from = at !== undefined ? Math.min(at, nowMs) : nowMs;
-  return nextSlotAfter(spec, Math.max(from - 1, lastSlotMs), createdMs, caches);
-}
 
 function withSchedule(job: Job, next: number | undefined): void {
   job.nextFireUnixMs = next ?? 0;

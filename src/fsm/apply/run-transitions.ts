@@ -46,6 +46,8 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
     output: NO_OUTPUT,
     priority: spec?.priority ?? 0,
     latenessMs: 0,
+    redriveCount: 0,
+    redrivenUnixMs: 0,
     payload: NO_OUTPUT,
   };
   return { run, held: f.held ?? false };

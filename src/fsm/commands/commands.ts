@@ -198,6 +198,21 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
+/**
+ * Re-drives ended runs (RetryRun, RetryRuns): each DEAD, CANCELLED or FAILED run becomes PENDING
+ * again, not before nowMs, with its retry budget restarted; one entry per API call, each item
+ * with its own result. The server lists a bulk call's runs first; apply checks each again.
+ */
+export interface RetryRunsCommand {
+  readonly type: 'retryRuns';
+  readonly nowMs: number;
+  readonly runIds: readonly string[];
+  /** Only runs in this state (a bulk call's filter: they may have moved since); 0 = any retryable one. */
+  readonly onlyState: number;
+  /** Start them whatever their jobs' overlap policy (else FORBID / BUFFER_ONE queue them). */
+  readonly ignoreOverlap: boolean;
+}
+
 export interface RaiseAlertItem {
   readonly jobId: string;
   /** The job's due slot the watchdog found without a run (its next fire at the check). */
@@ -232,6 +247,7 @@ export type FsmCommand =
   | CancelRunsCommand
   | MarkRunsCommand
   | TrimHistoryCommand
+  | RetryRunsCommand
   | RaiseAlertsCommand;
 
 export type FsmCommandType = FsmCommand['type'];

@@ -6,7 +6,7 @@ import type { ErrorCode } from '../../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import type { SpecCache } from './spec-cache.js';
-import { readRun, writeRun } from './run-record-codec.js';
+import { readRun, readRunRedrive, writeRun, writeRunRedrive } from './run-record-codec.js';
 import type { CancelSignal, ClaimedRun, ClaimItemResult, DispatchHint, FsmResult, ItemError } from './results.js';
 
 export const RESULT_FORMAT_VERSION = 1;
@@ -23,7 +23,7 @@ const TAGS = {
   trim: 9,
   rejected: 10,
   jobs: 11,
-  // 12: re-drive's.
+  retry: 12,
   alerts: 13,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
@@ -65,10 +65,16 @@ function readOptJob(r: ByteReader): Job | undefined {
 }
 function writeOptRun(w: ByteWriter, x: Run | undefined): void {
   if (x === undefined) w.bool(false);
-  else writeRun(w.bool(true), x);
+  else {
+    writeRun(w.bool(true), x);
+    writeRunRedrive(w, x);
+  }
 }
 function readOptRun(r: ByteReader): Run | undefined {
-  return r.bool() ? readRun(r) : undefined;
+  if (!r.bool()) return undefined;
+  const run = readRun(r);
+  readRunRedrive(r, run);
+  return run;
 }
 function readClaimedRun(r: ByteReader): ClaimedRun | undefined {
   if (!r.bool()) return undefined;
@@ -177,6 +183,12 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
       break;
     case 'trim':
       w.uint(res.runsTrimmed).uint(res.idempotencyKeysTrimmed);
+      break;
+    case 'retry':
+      w.list(res.items, (w, i) => {
+        writeError(w, i.error);
+        writeOptRun(w, i.run);
+      });
       break;
     case 'alerts':
       w.list(res.items, (w, i) => {
@@ -405,6 +417,15 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'trim':
       res = { type, runsTrimmed: r.uint(), idempotencyKeysTrimmed: r.uint() };
       break;
+    case 'retry': {
+      const items = r.list((r) => {
+        const error = readError(r);
+        const run = readOptRun(r);
+        return { ...(error && { error }), ...(run && { run }) };
+      });
+      res = { type, items };
+      break;
+    }
     case 'alerts': {
       const items = r.list((r) => {
         const error = readError(r);

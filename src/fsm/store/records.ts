@@ -7,7 +7,7 @@ import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import { dueKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
-import { readRun, writeRun } from '../commands/run-record-codec.js';
+import { readRun, readRunRedrive, writeRun, writeRunRedrive } from '../commands/run-record-codec.js';
 import { readJob, writeJob } from '../commands/job-record-codec.js';
 import { specBytes, specOf } from '../commands/spec-bytes.js';
 import type { SpecCache } from '../commands/spec-cache.js';
@@ -45,6 +45,16 @@ export interface RunRecord {
   run: Run;
   /** BUFFER_ONE: pending but not dispatchable until the job's active run ends. */
   held: boolean;
+  /**
+   * Attempts made before the run's last re-drive (apply-retry-runs.ts): they do not count toward
+   * the retry budget. Absent (0) for a run never re-driven.
+   */
+  attemptBase?: number;
+}
+
+/** Attempts of the run that count toward its job's max_attempts: those since its last re-drive. */
+export function budgetAttempts(rec: RunRecord): number {
+  return rec.run.attempt - (rec.attemptBase ?? 0);
 }
 
 /**
@@ -126,21 +136,32 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
 }
 
 /**
- * Run records: format 1 held the protobuf Run; format 2 (written since) the positional encoding
- * of run-record-codec.ts, which is several times cheaper to decode. Format 4 (alerts) is format 2
- * followed by Run.payload, written only for a run that has one (an alert run): every other run
- * keeps format 2's bytes. (Format 3 is re-drive's.) All are read.
+/**
+ * Run records: format 1 held the protobuf Run; format 2 the positional encoding of
+ * run-record-codec.ts, which is several times cheaper to decode. Format 3 (re-drive), written only
+ * for a run that was re-driven, is [3][held][attemptBase][positional Run][redrive fields][payload];
+ * format 4 (alerts), written only for a run with a payload (an alert run) never re-driven, is
+ * format 2 followed by Run.payload. Every other run keeps format 2's bytes. All are read.
  */
 const RUN_RECORD_FORMAT_VERSION = 2;
+const RUN_RECORD_REDRIVEN_FORMAT = 3;
 const RUN_RECORD_PAYLOAD_FORMAT_VERSION = 4;
 
 /** `buffers`: as for encodeJobRecord. */
 export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
-  const payload = rec.run.payload;
-  const w = new ByteWriter(192 + rec.run.output.length + payload.length + 64 * rec.run.attempts.length, buffers);
-  w.u8(payload.length > 0 ? RUN_RECORD_PAYLOAD_FORMAT_VERSION : RUN_RECORD_FORMAT_VERSION).bool(rec.held);
-  writeRun(w, rec.run);
-  if (payload.length > 0) w.bytes(payload);
+  const run = rec.run;
+  const payload = run.payload;
+  const w = new ByteWriter(192 + run.output.length + payload.length + 64 * run.attempts.length, buffers);
+  if (run.redriveCount > 0 || (rec.attemptBase ?? 0) > 0) {
+    w.u8(RUN_RECORD_REDRIVEN_FORMAT).bool(rec.held).uint(rec.attemptBase ?? 0);
+    writeRun(w, run);
+    writeRunRedrive(w, run);
+    w.bytes(payload);
+  } else {
+    w.u8(payload.length > 0 ? RUN_RECORD_PAYLOAD_FORMAT_VERSION : RUN_RECORD_FORMAT_VERSION).bool(rec.held);
+    writeRun(w, run);
+    if (payload.length > 0) w.bytes(payload);
+  }
   return w.finish();
 }
 
@@ -153,6 +174,16 @@ export function decodeRunRecord(bytes: Uint8Array): RunRecord {
     if (v === RUN_RECORD_PAYLOAD_FORMAT_VERSION) run.payload = Buffer.from(r.bytesView());
     r.end();
     return { run, held };
+  }
+  if (v === RUN_RECORD_REDRIVEN_FORMAT) {
+    const held = r.bool();
+    const attemptBase = r.uint();
+    const run = readRun(r);
+    readRunRedrive(r, run);
+    const payload = r.bytesView();
+    if (payload.length > 0) run.payload = Buffer.from(payload);
+    r.end();
+    return { run, held, attemptBase };
   }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown run record version ${v}`);
   const held = r.bool();

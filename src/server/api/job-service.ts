@@ -6,8 +6,9 @@ import {
   type CreateJobRequest,
   type CreateJobResponse,
   type CreateJobsResult,
+  type UpcomingFire,
 } from '../../gen/herald/v1/job_service.js';
-import { JobState } from '../../gen/herald/v1/job.js';
+import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
 import { RunState } from '../../gen/herald/v1/run.js';
 import {
   DEFAULT_BACKFILL_MAX_RUNS,
@@ -25,7 +26,7 @@ import {
   type ItemError,
   type SchedulerStateMachine,
 } from '../../fsm/index.js';
-import { ScheduleCaches } from '../../fsm/schedule/index.js';
+import { firstSlotFrom, MAX_UPCOMING_FIRES, ScheduleCaches, upcomingFires } from '../../fsm/schedule/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
@@ -33,6 +34,8 @@ import { LeaderForwarder } from './leader-forwarder.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
+import { createRedriveHandlers } from './redrive-handlers.js';
+import { expectType, itemError } from './fsm-result.js';
 import { status } from '@grpc/grpc-js';
 
 /** The most items one CreateJobs call may carry. */
@@ -187,9 +190,29 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
     getJob: unary('GetJob', deps, async (req, call) => {
       validateId(req.jobId, 'job_id');
+      const n = upcomingCount(req.upcomingFires, 0);
       const job = await read(req.consistency, call, () => ctx.fsm.getJob(req.jobId));
       if (!job) throw jobNotFound(req.jobId);
-      return { job };
+      // What the timing wheel fires next: from the job's cursor, while it is active.
+      const first = job.state === JobState.JOB_STATE_ACTIVE && job.spec ? job.nextFireUnixMs : 0;
+      return { job, upcomingFires: n > 0 && job.spec ? fires(job.id, job.spec, first, job.createdUnixMs, n) : [] };
+    }),
+
+    validateJob: unary('ValidateJob', deps, async (req, call) => {
+      const n = upcomingCount(req.upcomingFires, DEFAULT_VALIDATE_FIRES);
+      // CreateJob's checks, in its order: the same errors for the same request.
+      const item = validateCreate({ jobId: req.jobId, spec: req.spec, idempotencyKey: '' }, '');
+      return onLeader('validateJob', req, call, async (nowMs) => {
+        if (req.jobId !== '') {
+          await ctx.node.readIndex({ timeoutMs: timeoutFor(call) });
+          if (await ctx.fsm.getJob(req.jobId)) throw new HeraldError('ALREADY_EXISTS', `job "${req.jobId}" already exists`);
+        }
+        const spec = withResolvedFold(item.spec!, nowMs, schedule);
+        // The jitter of a slot depends on the job id: without one, the fires are shown unjittered.
+        const shown = req.jobId !== '' || spec.jitterMs <= 0 ? spec : { ...spec, jitterMs: 0 };
+        const first = firstSlotFrom(shown, nowMs, nowMs, 0, schedule) ?? 0;
+        return { spec, upcomingFires: fires(req.jobId, shown, first, nowMs, n) };
+      });
     }),
 
     listJobs: unary('ListJobs', deps, async (req, call) => {
@@ -312,9 +335,25 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
         return { run: item.run };
       });
     }),
+
+    ...createRedriveHandlers({ deps, onLeader, propose, timeoutFor, node: ctx.node, fsm: ctx.fsm }),
   };
 
+  function fires(jobId: string, spec: JobSpec, firstSlotMs: number, createdMs: number, n: number): UpcomingFire[] {
+    return upcomingFires(jobId, spec, firstSlotMs, createdMs, n, schedule).map((f) => ({ slotUnixMs: f.slotMs, scheduledUnixMs: f.scheduledMs }));
+  }
+
   return { implementation, close: () => forwarder.close() };
+}
+
+/** ValidateJob's number of fires when the request asks for none. */
+const DEFAULT_VALIDATE_FIRES = 10;
+
+function upcomingCount(n: number, dflt: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_UPCOMING_FIRES) {
+    throw new HeraldError('INVALID_ARGUMENT', `upcoming_fires: between 0 and ${MAX_UPCOMING_FIRES} (got ${n})`, { field: 'upcoming_fires' });
+  }
+  return n === 0 ? dflt : n;
 }
 
 /** A cheap upper estimate of an item's encoded size (the exact size would mean encoding twice). */
@@ -345,15 +384,6 @@ function createChunks(indexes: readonly number[], itemOf: (i: number) => CreateJ
   }
   if (cur.length > 0) chunks.push(cur);
   return chunks;
-}
-
-function expectType<T extends FsmResult['type']>(result: FsmResult, type: T): Extract<FsmResult, { type: T }> {
-  if (result.type !== type) throw new HeraldError('INTERNAL', `state machine answered ${result.type} where ${type} was expected`);
-  return result as Extract<FsmResult, { type: T }>;
-}
-
-function itemError(e: ItemError): HeraldError {
-  return new HeraldError(e.code, e.message, { reason: e.reason });
 }
 
 function jobNotFound(jobId: string): HeraldError {
