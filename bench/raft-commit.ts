@@ -165,7 +165,7 @@ async function startCluster(root: string, nodes: Node[]): Promise<void> {
         new Promise<void>((resolve, reject) => {
           // HERALD_BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there on exit.
           const prof = process.env.HERALD_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HERALD_BENCH_CPU_PROF}`] : [];
-          const p = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...prof, BIN, 'server', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
+          const p = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...prof, BIN, 'server', '--insecure', '--state-machine', 'kv', '--id', n.id, '--peers', peers, '--data-dir', join(root, n.id), '--log-level', 'warn'], {
             stdio: ['ignore', 'pipe', 'inherit'],
           });
           n.proc = p;

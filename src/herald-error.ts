@@ -32,6 +32,9 @@ export type ErrorCode =
   // Storage and identity
   | 'CORRUPT_STORAGE'
   | 'CLUSTER_MISMATCH'
+  // Credentials: none or a bad one (UNAUTHENTICATED); a good one without the right (PERMISSION_DENIED)
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
   | 'INTERNAL';
 
 export interface HeraldErrorDetails {

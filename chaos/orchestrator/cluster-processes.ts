@@ -40,6 +40,11 @@ export interface ClusterOptions {
   compactionKeep?: number;
   /** Extra `herald server` flags for every node. */
   extraArgs?: string[];
+  /**
+   * Transport-security flags of node `id` (certificate files); default `--insecure`, plus
+   * `--allow-insecure-network` on a kernel network (the nodes listen on the lab's bridge addresses).
+   */
+  security?: (id: string) => string[];
   /** Extra environment for every node (test-only switches). */
   env?: NodeJS.ProcessEnv;
   /** The herald.mjs to run (default: the repo's; a run passes its own copy, see build-snapshot.ts). */
@@ -144,6 +149,7 @@ export class ClusterProcesses {
       String(o.electionTicks ?? 10),
       ...(o.snapshotEntries ? ['--snapshot-entries', String(o.snapshotEntries)] : []),
       ...(o.compactionKeep !== undefined ? ['--compaction-keep', String(o.compactionKeep)] : []),
+      ...(o.security ? o.security(id) : ['--insecure', ...(o.netns ? ['--allow-insecure-network'] : [])]),
       ...(o.extraArgs ?? []),
     ];
   }

@@ -6,6 +6,7 @@ import { registerRunCommands } from './commands/run.js';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerWorkerCommand } from './commands/worker.js';
 import { registerTaskTypeCommands } from './commands/task-type.js';
+import { registerCertsCommands } from './commands/certs.js';
 import { EXIT } from './exit-codes.js';
 
 /** The subcommand named on the command line (the first non-option argument), if any. */
@@ -43,5 +44,6 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   registerClusterCommands(program);
   registerTaskTypeCommands(program);
   registerWorkerCommand(program);
+  registerCertsCommands(program);
   return program;
 }

@@ -7,10 +7,13 @@ import { JobServiceClient } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceClient } from '../gen/herald/v1/worker_service.js';
 import { WatchServiceClient } from '../gen/herald/v1/watch_service.js';
 import { TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
+import { tlsCredentials, type ClientTls } from './tls-options.js';
 
 export interface ConnectionOptions {
-  /** Channel credentials; insecure by default (local and in-cluster use). */
+  /** Channel credentials; wins over `tls`. */
   credentials?: ChannelCredentials;
+  /** TLS to the cluster's client ports; without it (and `credentials`) the connection is plaintext. */
+  tls?: ClientTls;
   /** Extra grpc-js channel options (keepalive, message sizes). */
   channelOptions?: ChannelOptions;
 }
@@ -37,7 +40,7 @@ export class ConnectionPool {
   private closed = false;
 
   constructor(private readonly options: ConnectionOptions = {}) {
-    this.credentials = options.credentials ?? grpcCredentials.createInsecure();
+    this.credentials = options.credentials ?? (options.tls ? tlsCredentials(options.tls) : grpcCredentials.createInsecure());
   }
 
   private node(address: string): NodeConnection {

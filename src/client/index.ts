@@ -45,3 +45,4 @@ export { HandlerError, NonRetryableError, RunAbortedError, type AbortCause, type
 export type { Handler, HandlerOutput, RunContext, RunInfo } from './worker/run-context.js';
 export type { JobChange, WatchItem, WatchJobsFilter, WatchOptions, WatchRunsFilter } from './watch-stream.js';
 export { silentLogger, type ClientLogger } from './logger.js';
+export type { ClientTls } from './tls-options.js';

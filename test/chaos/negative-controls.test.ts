@@ -32,7 +32,7 @@ afterAll(async () => {
 
 function serverExit(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [HERALD_BIN, 'server', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [HERALD_BIN, 'server', '--insecure', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const t = setTimeout(() => p.kill('SIGKILL'), 20_000);

@@ -48,6 +48,8 @@ beforeAll(async () => {
   dev = new CliProcess(['dev', '--data-dir', join(dir, 'data'), '--base-port', String(base), '--no-demo', '--log-level', 'warn']);
   // The banner ends with how to stop; waiting for it means the whole banner is in.
   await dev.waitFor(/Ctrl-C stops everything/, 60_000);
+  // The dev cluster runs TLS with a CA it made in its data dir; every CLI process below trusts it.
+  process.env.HERALD_CA = join(dir, 'data', 'certs', 'ca.crt');
 }, 90_000);
 
 afterAll(async () => {
@@ -61,6 +63,7 @@ afterAll(async () => {
 describe('herald CLI against `herald dev`', () => {
   it('prints where to connect', () => {
     expect(dev!.stdout).toContain(`client endpoints  ${endpoints}`);
+    expect(dev!.stdout).toContain(`TLS CA            ${process.env.HERALD_CA}`);
     expect(dev!.stdout).toMatch(/metrics\s+http:\/\/127\.0\.0\.1:\d+\/metrics/);
     expect(dev!.stdout).toMatch(/demo worker\s+task type "demo"/);
   });

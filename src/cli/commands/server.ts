@@ -6,6 +6,8 @@ import { createNode } from '../../server/node/create-node.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node/herald-node.js';
 import { parseMembers } from '../../server/node/node-config.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
+import type { NodeTls } from '../../server/grpc/tls/node-tls.js';
+import { addTlsFlags, tlsFromFlags, TlsFlagError, watchCertificates, type TlsFlags } from './server-tls.js';
 
 /** Exit codes of `herald server` that a supervisor (or test) can tell apart. */
 export const EXIT_SERVER = {
@@ -32,7 +34,7 @@ export const STATE_MACHINES: Record<string, StateMachineFactory> = {
   scheduler: schedulerStateMachineFactory,
 };
 
-interface ServerFlags {
+interface ServerFlags extends TlsFlags {
   id: string;
   peers: string;
   clientPeers?: string;
@@ -55,7 +57,7 @@ interface ServerFlags {
 }
 
 export function registerServerCommand(program: Command): void {
-  addSchedulerFlags(program.command('server'))
+  addTlsFlags(addSchedulerFlags(program.command('server')))
     .description('run one cluster node (client port + peer port)')
     .requiredOption('--id <id>', 'this node id, e.g. n1')
     .requiredOption(
@@ -116,6 +118,17 @@ async function runServer(flags: ServerFlags): Promise<void> {
     process.stderr.write(`herald server: unknown --state-machine "${flags.stateMachine}" (known: ${Object.keys(STATE_MACHINES).join(', ')})\n`);
     process.exit(EXIT_SERVER.usage);
   }
+  const self = members.find((m) => m.id === flags.id);
+  const listen = [flags.peerAddr ?? self?.peerAddress ?? '', flags.clientAddr ?? (self?.clientAddress || '127.0.0.1:0')].filter((a) => a !== '');
+  let tls: NodeTls | undefined;
+  try {
+    tls = tlsFromFlags(flags, listen);
+  } catch (e) {
+    if (!(e instanceof TlsFlagError)) throw e;
+    process.stderr.write(`herald server: ${e.message}\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
+  const certPollMs = int('--cert-poll-ms', flags.certPollMs, 0);
   const log = makeLogger(flags);
   let node: HeraldNode;
   try {
@@ -137,6 +150,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
       compactionKeepBytes: int('--compaction-keep-bytes', flags.compactionKeepBytes, 0),
       followerApplyWindowMs: int('--follower-apply-window-ms', flags.followerApplyWindowMs, 0, MAX_FOLLOWER_APPLY_WINDOW_MS),
       replicateEffects: flags.replicateEffects !== false,
+      tls,
     });
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
@@ -153,6 +167,8 @@ async function runServer(flags: ServerFlags): Promise<void> {
     setTimeout(() => process.exit(code), 50);
     return;
   }
+  if (tls) watchCertificates(tls, certPollMs, log);
+  else log.warn({ insecure: true }, 'serving plaintext (--insecure): no TLS, any caller is trusted');
   // One machine-readable line on stdout: tests and tools learn the bound ports from it.
   process.stdout.write(
     JSON.stringify({ event: 'listening', id: node.id, clusterId: node.clusterId, peerPort: node.peerPort, clientPort: node.clientPort }) + '\n',

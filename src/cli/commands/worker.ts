@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseDuration } from '../../client/duration.js';
-import { resolveEndpoints } from '../client-options.js';
+import { resolveEndpoints, resolveTls } from '../client-options.js';
 import { commandAction } from '../command-action.js';
 import { UsageError } from '../usage-error.js';
 import { createDemoWorker } from '../worker/demo-worker.js';
@@ -22,6 +22,9 @@ export function registerWorkerCommand(program: Command): void {
     .option('--worker-id <id>', 'stable worker id (default: host-pid-random)')
     .option('--shutdown-grace <duration>', 'how long a drain waits for in-flight runs before aborting them', '30s')
     .option('--endpoints <list>', 'client addresses host:port,... (default: $HERALD_ENDPOINTS, else the local dev cluster)')
+    .option('--ca <file>', 'TLS: CA bundle (PEM) of the cluster\'s certificates (default: $HERALD_CA); turns TLS on')
+    .option('--cert <file>', 'TLS: client certificate (PEM) (default: $HERALD_CERT)')
+    .option('--key <file>', 'TLS: client key (PEM) (default: $HERALD_KEY)')
     .option('--json', 'one JSON object per line for each run')
     .option('--verbose', 'also log the worker library\'s info messages')
     .action(
@@ -37,6 +40,9 @@ export function registerWorkerCommand(program: Command): void {
           workerId?: string;
           shutdownGrace: string;
           endpoints?: string;
+          ca?: string;
+          cert?: string;
+          key?: string;
           json?: boolean;
           verbose?: boolean;
         };
@@ -51,6 +57,7 @@ export function registerWorkerCommand(program: Command): void {
         try {
           worker = createDemoWorker({
             endpoints: resolveEndpoints(o),
+            tls: resolveTls(o),
             taskTypes,
             concurrency,
             exec: o.exec,

@@ -3,6 +3,7 @@
 // stream runs until SIGINT/SIGTERM → drain the worker → stop the nodes (SIGKILL after a grace).
 // A second signal skips the grace. Nothing outlives this process: nodes run in their own process
 // groups with the orphan guard, and an exit hook SIGKILLs any node still running.
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { HeraldClientError } from '../../client/errors.js';
@@ -16,6 +17,7 @@ import { devNodePorts } from './dev-ports.js';
 import { resolveBasePort } from './dev-state.js';
 import { assertPortsFree } from './port-check.js';
 import { serverCapabilities, serverExtraArgs } from './server-flags.js';
+import { devTlsFlags, ensureDevCerts } from './dev-certs.js';
 
 export interface DevOptions {
   dataDir: string;
@@ -64,11 +66,15 @@ export async function runDev(o: DevOptions): Promise<number> {
   const caps = serverCapabilities();
   const ports = devNodePorts(basePort);
   await assertPortsFree(ports, caps.metricsFlag !== undefined);
+  const certs = await ensureDevCerts(dataDir, ports.map((p) => p.id));
+  // Without openssl: plaintext, which the nodes allow on 127.0.0.1 only.
+  if (typeof certs === 'string') warn(`note: running without TLS (${certs})`);
+  const tls = typeof certs === 'string' ? undefined : { ca: readFileSync(certs.ca) };
   const cluster = new DevCluster({
     dataDir,
     nodes: ports,
     logLevel: o.logLevel,
-    extraArgs: (n) => serverExtraArgs(caps, n.metricsPort),
+    extraArgs: (n) => [...(typeof certs === 'string' ? ['--insecure'] : devTlsFlags(certs, n.id)), ...serverExtraArgs(caps, n.metricsPort)],
   });
   const endpoints = cluster.clientEndpoints();
   // Last resort: whatever happens to this process's JS, no node outlives it.
@@ -123,7 +129,7 @@ export async function runDev(o: DevOptions): Promise<number> {
     say(`starting a 3-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
     await cluster.start(o.startTimeoutMs);
     started = true;
-    client = new HeraldClient({ endpoints, defaultDeadlineMs: 10_000 });
+    client = new HeraldClient({ endpoints, tls, defaultDeadlineMs: 10_000 });
     const { leaderId, clusterId } = await waitForLeader(client, o.startTimeoutMs);
     const jobsServed = await servesJobs(client);
     // A signal during startup already began the shutdown: start nothing more.
@@ -136,6 +142,7 @@ export async function runDev(o: DevOptions): Promise<number> {
       if (o.worker) {
         worker = createDemoWorker({
           endpoints,
+          tls,
           taskTypes: [DEMO_TASK_TYPE],
           concurrency: o.concurrency,
           json: false,
@@ -161,6 +168,10 @@ export async function runDev(o: DevOptions): Promise<number> {
     banner.push(`Herald dev cluster ready: cluster ${clusterId}, leader ${leaderId}`);
     banner.push(`  client endpoints  ${endpoints.join(',')}`);
     banner.push(`                    (the CLI finds them from this directory; elsewhere: export HERALD_ENDPOINTS=${endpoints.join(',')})`);
+    if (typeof certs !== 'string') {
+      banner.push(`  TLS CA            ${certs.ca}`);
+      banner.push(`                    (the CLI finds it from this directory; elsewhere: export HERALD_CA=${certs.ca})`);
+    }
     if (metrics.length > 0) banner.push(`  metrics           ${metrics.join('  ')}`);
     banner.push(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
     if (jobsServed) {

@@ -5,10 +5,13 @@ import type { ClientLogger } from '../../client/logger.js';
 import type { Handler } from '../../client/worker/run-context.js';
 import { echoHandler, type LineWriter } from './echo-handler.js';
 import { execHandler } from './exec-handler.js';
+import type { ClientTls } from '../../client/tls-options.js';
 import { webhookHandler, type WebhookOptions } from './webhook-handler.js';
 
 export interface DemoWorkerOptions {
   endpoints: string[];
+  /** TLS to the cluster (from --ca/--cert/--key); plaintext when absent. */
+  tls?: ClientTls;
   taskTypes: string[];
   concurrency: number;
   /** Shell command per run; echo mode when undefined. */
@@ -67,6 +70,7 @@ export function createDemoWorker(o: DemoWorkerOptions): Worker {
         : echoHandler(o.write, o.json);
   const worker = new Worker({
     endpoints: o.endpoints,
+    tls: o.tls,
     handlers: Object.fromEntries(o.taskTypes.map((t) => [t, handler])),
     concurrency: o.concurrency,
     ...(o.workerId !== undefined ? { workerId: o.workerId } : {}),

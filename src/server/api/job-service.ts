@@ -51,7 +51,7 @@ const CREATE_CHUNK_BYTES = 1 << 20;
 const CREATE_CHUNKS_IN_FLIGHT = 3;
 
 export interface JobServiceContext {
-  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver' | 'events'>;
+  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver' | 'events'> & Partial<Pick<HeraldNode, 'forwardingCredentials'>>;
   fsm: SchedulerStateMachine;
   logger: Logger;
   metrics?: NodeMetrics;
@@ -71,7 +71,7 @@ export interface JobServiceHandle {
 }
 
 export function createJobService(ctx: JobServiceContext): JobServiceHandle {
-  const forwarder = new LeaderForwarder(ctx.node.events);
+  const forwarder = new LeaderForwarder(ctx.node.events, ctx.node.forwardingCredentials);
   const deps = { logger: ctx.logger, metrics: ctx.metrics };
   // Validation and fold resolution parse the same few expressions and zones over and over.
   const schedule = new ScheduleCaches();

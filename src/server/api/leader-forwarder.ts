@@ -1,4 +1,4 @@
-import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { JobServiceClient } from '../../gen/herald/v1/job_service.js';
 import { HeraldError } from '../../herald-error.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
@@ -43,7 +43,11 @@ export class LeaderForwarder {
    * than left to its deadline: UNAVAILABLE with OUTCOME_UNKNOWN (the old leader may have
    * committed it before going quiet) and the new leader when known, which the SDK follows.
    */
-  constructor(private readonly view?: LeaderView) {
+  constructor(
+    private readonly view?: LeaderView,
+    /** How to dial the leader's client port (TLS when the cluster runs it). */
+    private readonly creds: ChannelCredentials = credentials.createInsecure(),
+  ) {
     view?.on('leaderChanged', this.onLeaderChanged);
   }
 
@@ -68,7 +72,7 @@ export class LeaderForwarder {
   ): Promise<Res> {
     let client = this.clients.get(leaderAddress);
     if (!client) {
-      client = new JobServiceClient(leaderAddress, credentials.createInsecure(), FORWARD_CHANNEL_OPTIONS);
+      client = new JobServiceClient(leaderAddress, this.creds, FORWARD_CHANNEL_OPTIONS);
       this.clients.set(leaderAddress, client);
     }
     const md = new Metadata();

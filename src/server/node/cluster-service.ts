@@ -1,7 +1,7 @@
 // herald.v1.ClusterService on the client port: this node's view of the cluster, and
 // leadership transfer (followers forward it to the leader's client port).
 
-import { Metadata, credentials, type ServiceError, type sendUnaryData } from '@grpc/grpc-js';
+import { Metadata, type ServiceError, type sendUnaryData } from '@grpc/grpc-js';
 import {
   ClusterServiceClient,
   NodeRole,
@@ -94,7 +94,7 @@ export function createClusterService(node: HeraldNode, unserved: () => UnservedT
         callback(toServiceError(new HeraldError('NO_LEADER', 'no leader with a known client address to forward the transfer to')));
         return;
       }
-      const client = new ClusterServiceClient(l.leaderAddress, credentials.createInsecure());
+      const client = new ClusterServiceClient(l.leaderAddress, node.forwardingCredentials);
       // grpc-js deadlines are wall-clock.
       client.transferLeadership({ targetId: target }, new Metadata(), { deadline: Date.now() + 10_000 }, (err: ServiceError | null, resp) => {
         client.close();

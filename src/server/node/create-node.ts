@@ -9,7 +9,7 @@
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { Server, ServerCredentials, credentials } from '@grpc/grpc-js';
 import { ClusterServiceService } from '../../gen/herald/v1/cluster_service.js';
 import { HeraldError } from '../../herald-error.js';
 import type { StateMachine } from '../../raft/state-machine.js';
@@ -26,6 +26,7 @@ import { createPeerService } from '../peer/peer-server.js';
 import { deriveClusterId } from './node-config.js';
 import { enableNoDelay } from '../grpc/grpc-no-delay.js';
 import { CLIENT_SERVER_OPTIONS } from '../grpc/server-conventions.js';
+import { callerMemberIds } from '../grpc/tls/node-tls.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, DEFAULT_PROPOSAL_TIMEOUT_MS, type HeraldNode, type NodeOptions } from './herald-node.js';
 import { createProposer } from './proposer.js';
 import { LeadershipHandover } from './leadership-handover.js';
@@ -111,6 +112,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       onPeerClock: (peer, wallUnixMs, rttMs) => clusterClock?.observe(peer, wallUnixMs, rttMs),
       // The driver's own defaults (raft-driver.ts) when the options leave them out.
       electionTimeoutMs: (o.tickMs ?? 100) * (o.electionTicks ?? 10),
+      ...(o.tls ? { channelCredentials: (peer: string) => o.tls!.peerChannelCredentials(peer) } : {}),
     });
     driver = new RaftDriver(
       {
@@ -174,9 +176,10 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         snapshotDir,
         logger: log.child({ c: 'peer' }),
         propose: (command, timeoutMs, mayForward) => propose(command, { timeoutMs, forward: mayForward }),
+        ...(o.tls ? { peerIdentity: callerMemberIds, memberIds: voters } : {}),
       }),
     );
-    const peerPort = await bind(peerServer, o.peerListen ?? self.peerAddress);
+    const peerPort = await bind(peerServer, o.peerListen ?? self.peerAddress, o.tls?.peerServerCredentials());
 
     let stopping: Promise<void> | undefined;
     const node: HeraldNode = {
@@ -190,6 +193,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       stateMachine,
       logStore,
       clusterClock: clusterClock!,
+      forwardingCredentials: o.tls?.forwardingChannelCredentials() ?? credentials.createInsecure(),
       events: driver.events,
       propose,
       proposeBackToBack: (commands, opts) => driver.proposeAll(commands, opts),
@@ -212,7 +216,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     const clientServer = new Server(CLIENT_SERVER_OPTIONS);
     clientServer.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes));
     o.registerClientServices?.(clientServer, node);
-    const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'));
+    const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls?.clientServerCredentials());
     (node as { clientPort: number }).clientPort = clientPort;
 
     const sm = stateMachine;
@@ -242,9 +246,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
   }
 }
 
-function bind(server: Server, addr: string): Promise<number> {
+function bind(server: Server, addr: string, creds: ServerCredentials = ServerCredentials.createInsecure()): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(addr, ServerCredentials.createInsecure(), (err, port) => {
+    server.bindAsync(addr, creds, (err, port) => {
       if (err) return reject(err);
       enableNoDelay(server);
       resolve(port);

@@ -2,7 +2,7 @@
 // services, the cluster service) and the options it is created with (create-node.ts).
 
 import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
-import type { Server } from '@grpc/grpc-js';
+import type { ChannelCredentials, Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { StateMachine } from '../../raft/state-machine.js';
 import type { NodeId } from '../../raft/types.js';
@@ -11,6 +11,7 @@ import type { LeaderChange, RaftDriver, RaftDriverOptions, RaftTimingOptions } f
 import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
 import type { PeerInfo, PeerTransport } from '../peer/peer-transport.js';
 import type { ClusterClock } from './cluster-clock.js';
+import type { NodeTls } from '../grpc/tls/node-tls.js';
 
 /** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
 export type StateMachineFactory = (dir: string) => Promise<StateMachine>;
@@ -39,6 +40,11 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   replicateEffects?: boolean;
   /** Negative control only: the skip-fsync control for this node's log (RaftDriver unsafeSkipFsync; needs the unsafe opt-in). */
   unsafeSkipFsync?: boolean;
+  /**
+   * TLS on the client port and mutual TLS on the peer port (node-tls.ts). Absent: both ports are
+   * plaintext (the CLI allows that only with --insecure).
+   */
+  tls?: NodeTls;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */
@@ -74,6 +80,8 @@ export interface HeraldNode {
   readonly stateMachine: StateMachine;
   readonly logStore: LogStore;
   readonly clusterClock: ClusterClock;
+  /** Credentials for dialling another member's client port (forwarding a call to the leader). */
+  readonly forwardingCredentials: ChannelCredentials;
   readonly events: RaftDriver['events'];
   /** Proposes a command; a follower forwards it to the leader's peer port (proposer.ts). */
   propose(command: Uint8Array, options?: ProposeOptions): Promise<ProposalOutcome>;

@@ -2,6 +2,7 @@
 // disk, verified, then offered to the core), Forward (a follower's proposal) and ReadIndex.
 
 import type { ServerReadableStream, ServiceError, sendUnaryData } from '@grpc/grpc-js';
+import type { PeerCertificate } from 'node:tls';
 import type { Logger } from 'pino';
 import type {
   ForwardRequest,
@@ -36,12 +37,46 @@ export interface PeerServiceDeps {
    * no timeout means the node's default.
    */
   propose: (command: Uint8Array, timeoutMs: number | undefined, mayForward: boolean) => Promise<{ index: number; result: Uint8Array }>;
+  /**
+   * With mutual TLS: the member ids the caller's verified certificate names (undefined: no
+   * verified certificate). Absent on an insecure node, which takes every caller at its word.
+   */
+  peerIdentity?: (call: { getAuthContext(): { transportSecurityType?: string; sslPeerCertificate?: PeerCertificate } }) => string[] | undefined;
+  /** The cluster's member ids: a certificate must name one of them. */
+  memberIds?: readonly string[];
 }
+
+/** Why a caller may not speak as `claimed` (undefined: it may). */
+type PeerCheck = (claimed: string | undefined) => HeraldError | undefined;
 
 export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
   const mismatch = (got: string) =>
     toServiceError(new HeraldError('CLUSTER_MISMATCH', `cluster id ${got || '(none)'} does not match this node's ${d.clusterId}`));
   let loggedMismatch = false;
+  let loggedImpostor = false;
+  /**
+   * The check for one call: with mutual TLS the caller's certificate must name a member, and
+   * whatever the call says it comes from (a Raft message's sender, a snapshot's leader) must be
+   * that member. `claimed` undefined: any member may make the call (Forward, ReadIndex).
+   */
+  const peerCheck = (call: Parameters<NonNullable<PeerServiceDeps['peerIdentity']>>[0]): PeerCheck => {
+    if (!d.peerIdentity) return () => undefined;
+    const named = d.peerIdentity(call);
+    const ids = (named ?? []).filter((id) => !d.memberIds || d.memberIds.includes(id));
+    return (claimed) => {
+      let err: HeraldError | undefined;
+      if (named === undefined) err = new HeraldError('UNAUTHENTICATED', 'the peer port takes only callers with a certificate from the peer CA');
+      else if (ids.length === 0)
+        err = new HeraldError('PERMISSION_DENIED', `the peer certificate names ${named.length ? `member ${named.join(', ')}, not a member of this cluster` : 'no member (SAN URI urn:herald:member:<id>)'}`);
+      else if (claimed !== undefined && !ids.includes(claimed))
+        err = new HeraldError('PERMISSION_DENIED', `a certificate for member ${ids.join(', ')} cannot speak as member ${claimed || '(none)'}`);
+      if (err && !loggedImpostor) {
+        loggedImpostor = true;
+        d.logger.error({ named, claimed, reason: err.message }, 'peer call refused (certificate does not match)');
+      }
+      return err;
+    };
+  };
 
   return {
     stream(call: ServerReadableStream<StreamRequest, StreamResponse>, callback: sendUnaryData<StreamResponse>) {
@@ -51,8 +86,16 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         done = true;
         callback(err, err ? undefined : {});
       };
+      const check = peerCheck(call);
       call.on('data', (req: StreamRequest) => {
         if (done) return;
+        // Every sender the batch names must be the certificate's member (an empty batch: any member).
+        const senders = [...req.messages.map((m) => m.from), ...(req.effects.length > 0 ? [req.effectsFrom] : [])];
+        const refused = senders.length === 0 ? check(undefined) : senders.map(check).find((e) => e !== undefined);
+        if (refused) {
+          finish(toServiceError(refused));
+          return;
+        }
         if (req.clusterId !== d.clusterId) {
           if (!loggedMismatch) {
             loggedMismatch = true;
@@ -70,6 +113,7 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
     },
 
     installSnapshot(call: ServerReadableStream<InstallSnapshotRequest, InstallSnapshotResponse>, callback: sendUnaryData<InstallSnapshotResponse>) {
+      const check = peerCheck(call);
       void (async () => {
         let writer: SnapshotWriter | undefined;
         let header: import('../../gen/herald/raft/v1/raft.js').SnapshotHeader | undefined;
@@ -79,6 +123,11 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
             if (!part) continue;
             if (part.$case === 'header') {
               header = part.header;
+              const refused = check(header.from);
+              if (refused) {
+                callback(toServiceError(refused));
+                return;
+              }
               if (header.clusterId !== d.clusterId) {
                 callback(mismatch(header.clusterId));
                 return;
@@ -110,6 +159,11 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
 
     forward(call, callback: sendUnaryData<ForwardResponse>) {
       const req: ForwardRequest = call.request;
+      const refused = peerCheck(call)(undefined);
+      if (refused) {
+        callback(toServiceError(refused));
+        return;
+      }
       if (req.clusterId !== d.clusterId) {
         callback(mismatch(req.clusterId));
         return;
@@ -124,6 +178,11 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
 
     readIndex(call, callback: sendUnaryData<ReadIndexResponse>) {
       const req: ReadIndexRequest = call.request;
+      const refused = peerCheck(call)(undefined);
+      if (refused) {
+        callback(toServiceError(refused));
+        return;
+      }
       if (req.clusterId !== d.clusterId) {
         callback(mismatch(req.clusterId));
         return;

@@ -6,7 +6,7 @@
 //
 // Inbound streams are served by src/server/peer/peer-server.ts, which calls receive().
 
-import { credentials, makeGenericClientConstructor, type ClientWritableStream } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, type ChannelCredentials, type ClientWritableStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { RaftServiceClient, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
 import { PEER_RAFT_SERVICE } from './stream-request-codec.js';
@@ -45,6 +45,8 @@ export interface PeerTransportOptions {
   onPeerClock?: (peer: NodeId, wallUnixMs: number, rttMs: number) => void;
   /** The cluster's election timeout: transport keepalive on peer links is bounded by it. */
   electionTimeoutMs?: number;
+  /** How to dial each peer (mutual TLS naming that peer); plaintext when absent. */
+  channelCredentials?: (peer: NodeId) => ChannelCredentials;
 }
 
 /**
@@ -122,7 +124,8 @@ export class PeerTransport implements RaftTransport {
     this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
     for (const p of opts.peers) {
       if (p.id === opts.selfId) continue;
-      const client = new PeerRaftClient(p.peerAddress, credentials.createInsecure(), peerChannelOptions(this.maxBatchBytes + 1024 * 1024, opts.electionTimeoutMs));
+      const creds = opts.channelCredentials?.(p.id) ?? credentials.createInsecure();
+      const client = new PeerRaftClient(p.peerAddress, creds, peerChannelOptions(this.maxBatchBytes + 1024 * 1024, opts.electionTimeoutMs));
       this.links.set(p.id, new PeerLink(p, client));
     }
   }

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, credentials, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import {
   ClusterServiceClient,
   NodeRole,
@@ -36,6 +36,13 @@ export interface ClusterOptions {
   host?: (id: string) => string;
   /** A command the node's process is started under, e.g. `ip netns exec <ns>` (default none). */
   spawnPrefix?: (id: string) => string[];
+  /**
+   * Transport-security flags of node `id` (certificates); default `--insecure`, plus
+   * `--allow-insecure-network` when `host` puts the nodes on non-loopback addresses.
+   */
+  security?: (id: string) => string[];
+  /** How the helper's status client dials the client ports (TLS with `security`); default plaintext. */
+  clientCredentials?: ChannelCredentials;
   /** Keep stderr (JSON logs) of each node in memory for assertions. */
 }
 
@@ -130,6 +137,7 @@ export class TestCluster {
       ...(o.compactionKeep !== undefined ? ['--compaction-keep', String(o.compactionKeep)] : []),
       ...(o.snapshotBytes ? ['--snapshot-bytes', String(o.snapshotBytes)] : []),
       ...(o.compactionKeepBytes !== undefined ? ['--compaction-keep-bytes', String(o.compactionKeepBytes)] : []),
+      ...(o.security ? o.security(id) : ['--insecure', ...(o.host ? ['--allow-insecure-network'] : [])]),
       ...(o.extraArgs ?? []),
       ...extra,
     ];
@@ -199,7 +207,7 @@ export class TestCluster {
   private statusClient(id: string): ClusterServiceClient {
     let c = this.statusClients.get(id);
     if (!c) {
-      c = new ClusterServiceClient(`${this.hostOf(id)}:${this.nodes.get(id)!.clientPort}`, credentials.createInsecure());
+      c = new ClusterServiceClient(`${this.hostOf(id)}:${this.nodes.get(id)!.clientPort}`, this.opts.clientCredentials ?? credentials.createInsecure());
       this.statusClients.set(id, c);
     }
     return c;

@@ -1,0 +1,48 @@
+// TLS for `herald dev` at no cost to the user: a CA and one member certificate per node in
+// <data dir>/certs (keys 0600), made once and reused. The dev nodes run TLS on the client port
+// and mutual TLS on the peer port like a real cluster; the CLI finds the CA there. Without the
+// openssl command the dev cluster falls back to plaintext on 127.0.0.1 and says so.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CertsError, caFiles, initCa, issueCert } from '../certs/openssl-certs.js';
+
+export interface DevCerts {
+  ca: string;
+  member: Record<string, { cert: string; key: string }>;
+}
+
+export function devCertsDir(dataDir: string): string {
+  return join(dataDir, 'certs');
+}
+
+/** The dev CA certificate when `herald dev` made one in `dataDir`. */
+export function devCaFile(dataDir: string): string | undefined {
+  const f = caFiles(devCertsDir(dataDir)).cert;
+  return existsSync(f) ? f : undefined;
+}
+
+/** Makes (or reuses) the dev certificates; a string says why there are none (no openssl). */
+export async function ensureDevCerts(dataDir: string, ids: readonly string[]): Promise<DevCerts | string> {
+  const dir = devCertsDir(dataDir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  try {
+    const ca = caFiles(dir);
+    if (!existsSync(ca.cert)) await initCa(dir, { days: 3650, name: 'herald dev CA' });
+    const member: DevCerts['member'] = {};
+    for (const id of ids) {
+      const files = { cert: join(dir, `${id}.crt`), key: join(dir, `${id}.key`) };
+      member[id] = existsSync(files.cert) && existsSync(files.key) ? files : await issueCert({ caDir: dir, name: id, member: id, hosts: ['127.0.0.1', 'localhost'], days: 3650 });
+    }
+    return { ca: ca.cert, member };
+  } catch (e) {
+    if (e instanceof CertsError) return e.message;
+    throw e;
+  }
+}
+
+/** `herald server` flags serving member `id` with its dev certificate on both ports. */
+export function devTlsFlags(c: DevCerts, id: string): string[] {
+  const m = c.member[id]!;
+  return ['--tls-cert', m.cert, '--tls-key', m.key, '--peer-cert', m.cert, '--peer-key', m.key, '--peer-ca', c.ca];
+}
