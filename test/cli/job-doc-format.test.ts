@@ -111,12 +111,12 @@ describe('job documents', () => {
       mkdirSync(join(dir, 'herald', 'v1'), { recursive: true });
       const proto = readFileSync(join(protoRoot(), 'herald', 'v1', 'job.proto'), 'utf8').replace(
         /message JobSpec \{/,
-        'message JobSpec {\n  int32 max_concurrent = 900;\n  int64 alert_grace_ms = 901;\n  int64 quiet_until_unix_ms = 902;\n  OverlapPolicy alert_overlap = 903;\n',
+        'message JobSpec {\n  int32 max_parallel = 900;\n  int64 alert_grace_ms = 901;\n  int64 quiet_until_unix_ms = 902;\n  OverlapPolicy alert_overlap = 903;\n',
       );
       writeFileSync(join(dir, 'herald', 'v1', 'job.proto'), proto);
       const desc = loadJobSpecDescriptor(dir);
       const keys = new JobDocCodec(desc).keys(desc).map((k) => k.key);
-      expect(keys).toEqual(expect.arrayContaining(['maxConcurrent', 'alertGrace', 'quietUntil', 'alertOverlap', 'taskType', 'maxPendingRuns']));
+      expect(keys).toEqual(expect.arrayContaining(['maxParallel', 'maxConcurrent', 'alertGrace', 'quietUntil', 'alertOverlap', 'taskType', 'maxPendingRuns']));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
