@@ -28,6 +28,10 @@ export type ErrorCode =
   // Storage and identity
   | 'CORRUPT_STORAGE'
   | 'CLUSTER_MISMATCH'
+  // Membership changes
+  | 'CONF_CHANGE_PENDING'
+  | 'MEMBER_NOT_FOUND'
+  | 'EMPTY_DATA_DIR'
   | 'INTERNAL';
 
 export interface HeraldErrorDetails {

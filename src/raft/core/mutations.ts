@@ -15,7 +15,13 @@ export type CoreMutation =
   /** Grant votes without checking that the candidate's log is at least as up to date. */
   | 'skip-up-to-date-check'
   /** Answer ReadIndex at once, without confirming leadership with a heartbeat round. */
-  | 'read-index-no-confirm';
+  | 'read-index-no-confirm'
+  /** Count a learner's granted vote toward the voters' majority. */
+  | 'count-learner-vote'
+  /** Let a leader propose a configuration change while another is still uncommitted. */
+  | 'two-pending-changes'
+  /** Put a configuration in force when its entry commits instead of when it is appended. */
+  | 'apply-conf-at-commit';
 
 export const ALL_MUTATIONS: readonly CoreMutation[] = [
   'commit-previous-term',
