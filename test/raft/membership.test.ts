@@ -182,6 +182,19 @@ describe('one change at a time', () => {
 });
 
 describe('configurations in the log and snapshots', () => {
+  it('a configuration entry compacted into a snapshot stays in force', () => {
+    const c = cluster();
+    join(c, 'd');
+    change(c, 'a', { kind: 'addLearner', id: 'd' });
+    c.propose('a', 'y');
+    const a = c.node('a');
+    const last = a.storage.lastIndex();
+    a.storage.createSnapshot(last, a.raft.confStateAt(last));
+    a.storage.compact(last);
+    c.propose('a', 'after-compaction');
+    expect(a.raft.status()).toMatchObject({ voters: ['a', 'b', 'c'], learners: ['d'] });
+  });
+
   it('a configuration is in force once appended; a truncated one is reverted', () => {
     const c = cluster();
     c.isolate('a');

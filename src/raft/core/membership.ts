@@ -114,10 +114,11 @@ export class ConfHistory {
   /**
    * Entries were written to the log (possibly replacing a conflicting suffix). A config entry we
    * hold survives only if the log still has its term at its index (Log Matching: then it is the
-   * same entry); `termAt` is the log after the write.
+   * same entry); `termAt` is the log after the write. One compacted away (below `firstIndex`)
+   * still stands: compaction only drops a committed prefix.
    */
-  noteAppended(ents: readonly Entry[], termAt: (index: number) => number | undefined): void {
-    let kept = this.entries.filter((e) => termAt(e.index) === e.term);
+  noteAppended(ents: readonly Entry[], termAt: (index: number) => number | undefined, firstIndex: number): void {
+    let kept = this.entries.filter((e) => e.index < firstIndex || termAt(e.index) === e.term);
     for (const e of ents) {
       if (e.type !== 'config' || termAt(e.index) !== e.term) continue;
       kept = kept.filter((k) => k.index !== e.index);

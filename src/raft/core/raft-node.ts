@@ -166,7 +166,7 @@ export class RaftNode {
     this.confs = new ConfHistory(conf);
     const first = this.log.firstIndex();
     const last = this.log.lastIndex();
-    if (last >= first) this.confs.noteAppended(config.storage.entries(first, last + 1), (i) => this.log.term(i));
+    if (last >= first) this.confs.noteAppended(config.storage.entries(first, last + 1), (i) => this.log.term(i), this.log.firstIndex());
     this.conf = this.confs.current();
     this.voters = [...this.conf.voters];
     if (hardState.commit > this.log.lastIndex()) {
@@ -594,7 +594,9 @@ export class RaftNode {
       else this.becomeLeader();
       return;
     }
-    for (const id of this.voters) {
+    // The count-learner-vote bug also canvasses learners, whose grants poll() then counts.
+    const canvass = this.mutations.has('count-learner-vote') ? membersOf(this.conf) : this.voters;
+    for (const id of canvass) {
       if (id === this.id) continue;
       const m = message(kind, this.id, id, term);
       m.index = this.log.lastIndex();
@@ -726,7 +728,7 @@ export class RaftNode {
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.mutations.has('skip-log-matching'));
     if (lastNew !== undefined) {
-      if (m.entries.length > 0) this.confs.noteAppended(m.entries, (i) => this.log.term(i));
+      if (m.entries.length > 0) this.confs.noteAppended(m.entries, (i) => this.log.term(i), this.log.firstIndex());
       r.index = lastNew;
       this.send(r);
       return;
@@ -878,7 +880,7 @@ export class RaftNode {
     let index = this.log.lastIndex();
     const stamped = es.map((e) => ({ ...e, term: this.term, index: ++index }));
     const last = this.log.append(stamped);
-    this.confs.noteAppended(stamped, (i) => this.log.term(i));
+    this.confs.noteAppended(stamped, (i) => this.log.term(i), this.log.firstIndex());
     this.progress.get(this.id)!.maybeUpdate(last);
     // A single-node cluster commits at once; otherwise this is a no-op until acks arrive.
     this.maybeCommit();

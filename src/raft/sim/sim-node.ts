@@ -13,7 +13,7 @@ import type { CoreMutation } from '../core/mutations.js';
 import type { DriverMutation } from '../driver/mutations.js';
 import { RaftDriver } from '../driver/raft-driver.js';
 import { incarnationOf } from '../core/membership.js';
-import type { ConfState, Entry, Message, NodeId } from '../types.js';
+import type { ConfState, Entry, Message, MessageType, NodeId } from '../types.js';
 import type { Prng } from './prng.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { SimDisk, type CrashFaults } from './sim-disk.js';
@@ -56,6 +56,9 @@ export interface NodeHooks {
 }
 
 const silent: Logger = pino({ level: 'silent' });
+
+const LEADER_MESSAGES: ReadonlySet<MessageType> = new Set(['app', 'heartbeat', 'snap', 'timeoutNow']);
+const RESPONSES: ReadonlySet<MessageType> = new Set(['appResp', 'heartbeatResp', 'voteResp', 'preVoteResp', 'readIndexResp']);
 
 export class SimNode {
   driver!: RaftDriver;
@@ -234,7 +237,10 @@ export class SimNode {
 
   deliver(from: NodeId, p: Packet): void {
     const driver = this.driver;
-    if ((p.kind === 'raft' || p.kind === 'snapshot') && !this.acceptsIncarnations(from, p.fromInc, p.toInc)) return;
+    const fromLeader = p.kind === 'snapshot' || (p.kind === 'raft' && LEADER_MESSAGES.has(p.m.type));
+    // A response answers a request this incarnation sent; a lagging sender may name an older one.
+    const response = p.kind === 'raft' && RESPONSES.has(p.m.type);
+    if ((p.kind === 'raft' || p.kind === 'snapshot') && !this.acceptsIncarnations(from, p.fromInc, response ? '' : p.toInc, fromLeader)) return;
     switch (p.kind) {
       case 'raft':
         driver.step([p.m]);
@@ -260,10 +266,13 @@ export class SimNode {
   /**
    * Member identity (what a real transport does with the incarnations in its handshake): drop a
    * packet meant for another incarnation of this id, or from an incarnation of the sender that
-   * the configuration in force here does not list.
+   * the configuration in force here does not list — except a leader's, which may have been added
+   * by a configuration this node has not received yet (as the core takes leader messages from
+   * non-members): a node replaying old configurations must still hear the current leader.
    */
-  private acceptsIncarnations(from: NodeId, fromInc: string, toInc: string): boolean {
+  private acceptsIncarnations(from: NodeId, fromInc: string, toInc: string, fromLeader: boolean): boolean {
     if (toInc !== '' && toInc !== this.memberIncarnation) return false;
+    if (fromLeader) return true;
     const listed = incarnationOf(this.driver.confState(), from);
     return listed === '' || listed === fromInc;
   }
