@@ -19,6 +19,8 @@ import type {
   Role,
   SoftState,
 } from '../types.js';
+export { CAMPAIGN_TRANSFER } from './core-messages.js';
+import { CAMPAIGN_TRANSFER, isTransferContext, LEADER_MESSAGES, message, NONE, sameHardState } from './core-messages.js';
 import { applyConfChange, type ConfChange, ConfHistory, encodeConfState, isMember, isVoter, learnersOf, membersOf } from './membership.js';
 import type { CoreMutation } from './mutations.js';
 import { Progress, type ProgressState } from './progress.js';
@@ -80,35 +82,6 @@ export interface RaftStatus {
   /** The configuration in force. */
   voters: NodeId[];
   learners: NodeId[];
-}
-
-/** The vote-message context marking a campaign started by leadership transfer (TimeoutNow). */
-export const CAMPAIGN_TRANSFER = new TextEncoder().encode('CampaignTransfer');
-
-const NONE = '';
-
-const LEADER_MESSAGES: ReadonlySet<MessageType> = new Set(['app', 'heartbeat', 'snap', 'timeoutNow']);
-
-function isTransferContext(ctx: Uint8Array | undefined): boolean {
-  if (!ctx || ctx.length !== CAMPAIGN_TRANSFER.length) return false;
-  for (let i = 0; i < ctx.length; i++) if (ctx[i] !== CAMPAIGN_TRANSFER[i]) return false;
-  return true;
-}
-
-function message(type: MessageType, from: NodeId, to: NodeId, term: number): Message {
-  return {
-    type,
-    from,
-    to,
-    term,
-    logTerm: 0,
-    index: 0,
-    entries: [],
-    commit: 0,
-    reject: false,
-    rejectHint: 0,
-    rejectHintTerm: 0,
-  };
 }
 
 export class RaftNode {
@@ -1002,6 +975,3 @@ export class RaftNode {
   }
 }
 
-function sameHardState(a: HardState, b: HardState): boolean {
-  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
-}

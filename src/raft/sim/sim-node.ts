@@ -12,6 +12,7 @@ import type { MemoryStorage } from '../core/memory-storage.js';
 import type { CoreMutation } from '../core/mutations.js';
 import type { DriverMutation } from '../driver/mutations.js';
 import { RaftDriver } from '../driver/raft-driver.js';
+import { LEADER_MESSAGES } from '../core/core-messages.js';
 import { incarnationOf } from '../core/membership.js';
 import type { ConfState, Entry, Message, MessageType, NodeId } from '../types.js';
 import type { Prng } from './prng.js';
@@ -57,7 +58,6 @@ export interface NodeHooks {
 
 const silent: Logger = pino({ level: 'silent' });
 
-const LEADER_MESSAGES: ReadonlySet<MessageType> = new Set(['app', 'heartbeat', 'snap', 'timeoutNow']);
 const RESPONSES: ReadonlySet<MessageType> = new Set(['appResp', 'heartbeatResp', 'voteResp', 'preVoteResp', 'readIndexResp']);
 
 export class SimNode {
