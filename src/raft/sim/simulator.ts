@@ -45,8 +45,11 @@ export interface SimOptions {
   trace?: boolean;
   /** Stop at the first violation (faster for searches); default true. */
   stopOnViolation?: boolean;
-  /** Force configuration changes on (with these overrides) or off, instead of drawing it from the seed. */
-  membership?: Partial<MembershipPlan> | false;
+  /**
+   * Configuration changes: forced on (with these overrides), 'draw' (on for some seeds), or off
+   * (the default: the fresh-seed suites keep exploring what they did before).
+   */
+  membership?: Partial<MembershipPlan> | 'draw' | false;
 }
 
 export interface SimResult {
@@ -85,7 +88,8 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
   const trace: string[] = [];
   const log = opts.trace ? (line: string) => trace.push(line) : undefined;
   // Its own fork, so seeds without configuration changes run as they did before they existed.
-  const mplan: MembershipPlan = { ...drawMembershipPlan(rng.fork('membership'), opts.membership === false ? false : opts.membership ? true : undefined), ...(opts.membership || {}) };
+  const m = opts.membership ?? false;
+  const mplan: MembershipPlan = { ...drawMembershipPlan(rng.fork('membership'), m === 'draw' ? undefined : m !== false), ...(typeof m === 'object' ? m : {}) };
   const initial: NodeId[] = Array.from({ length: n }, (_, i) => `n${i + 1}`);
   // Spare machines (added as learners later) exist only in runs with configuration changes.
   const ids: NodeId[] = mplan.enabled ? Array.from({ length: n + 2 }, (_, i) => `n${i + 1}`) : initial;
