@@ -56,8 +56,10 @@ export class SafetyChecker {
   private readonly landedConf = new Map<NodeId, { index: number; term: number; conf: ConfState }>();
   /** Nodes wiped but still under their old incarnation. */
   private readonly wipedAsBefore = new Map<NodeId, string>();
-  /** Entries committed up to here may have lost their majority to a wiped disk. */
+  /** Entries up to here (committed then, or later) may have lost their majority to a wiped disk. */
   private durableFrom = 1;
+  /** The highest index written anywhere: what may be committed before the checker sees it applied. */
+  private maxWritten = 0;
 
   constructor(readonly quorum: number) {}
 
@@ -100,6 +102,7 @@ export class SafetyChecker {
   appended(node: SimNode, entries: readonly Entry[]): void {
     const lc = this.landedConf.get(node.id);
     if (lc && entries.length > 0 && entries[0]!.index <= lc.index) this.landedConf.delete(node.id);
+    for (const e of entries) if (e.index > this.maxWritten) this.maxWritten = e.index;
     for (const e of entries) if (e.type === 'config') this.landedConf.set(node.id, { index: e.index, term: e.term, conf: decodeConfState(e.data) });
     let prevTerm = entries.length > 0 && entries[0]!.index > 1 ? node.termAt(entries[0]!.index - 1) : 0;
     for (const e of entries) {
@@ -240,7 +243,7 @@ export class SafetyChecker {
   /** `node`'s disks were replaced; under a new incarnation it is a new member. */
   wiped(node: SimNode, sameIncarnation: boolean): void {
     this.landedConf.delete(node.id);
-    this.durableFrom = this.maxCommitted + 1;
+    this.durableFrom = Math.max(this.maxCommitted, this.maxWritten) + 1;
     if (sameIncarnation) this.wipedAsBefore.set(node.id, node.memberIncarnation);
     else {
       this.wipedAsBefore.delete(node.id);
