@@ -7,6 +7,7 @@
 // worker is; they report what they saw only after the drain.
 // Run: npx tsx bench/herd.ts [--runs 100000] [--workers 2] [--capacity 1000] [--handler-ms 0] [--warmup 0] [--fire-batch N (server default)]
 //      [--server-flags "--follower-apply-window-ms 0 ..."] (extra `herald server` flags for every node)
+//      [--watchers N] (N WatchRuns streams, unfiltered, spread over the nodes, attached through the herd)
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
@@ -15,6 +16,7 @@ import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { BenchWorkers } from './lib/bench-workers.js';
 import { processCpuMs, processThreadCpuMs } from './lib/process-cpu.js';
 import { strArg } from './lib/args.js';
+import { BenchWatchers } from './lib/bench-watchers.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -29,6 +31,7 @@ const HANDLER_MS = arg('handler-ms', 0);
 // (0) by default and in `compare`: the peers' runs start cold too.
 const WARMUP = arg('warmup', 0);
 const BATCH = 1000;
+const WATCHERS = arg('watchers', 0);
 
 function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
@@ -45,8 +48,10 @@ const c = await SchedulerCluster.start({
   extraArgs: [...(FIRE_BATCH > 0 ? ['--fire-batch', String(FIRE_BATCH)] : []), ...strArg('server-flags', '').split(' ').filter((f) => f !== '')],
 });
 let workers: BenchWorkers | undefined;
+let watchers: BenchWatchers | undefined;
 try {
   workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'hw' });
+  watchers = await BenchWatchers.start(c.endpoints, WATCHERS);
   const spec = (at: number) => JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
   if (WARMUP > 0) {
     const warmAt = Date.now() + 2000 + WARMUP / 2;
@@ -101,6 +106,7 @@ try {
     leader: offMain(servers.findIndex((s) => s.role === 'leader')),
     followers: servers.flatMap((s, i) => (s.role === 'follower' ? [offMain(i)] : [])),
   };
+  const watched = await watchers?.finish();
   const { starts, accepted, refused } = await workers.finish();
   const herd = starts.filter((a) => a.runId.startsWith('herd-'));
   const doubled = herd.length - new Set(herd.map((a) => a.runId)).size;
@@ -115,6 +121,9 @@ try {
       capacityPerWorker: CAPACITY,
       handlerMs: HANDLER_MS,
       warmupRuns: WARMUP,
+      watchers: WATCHERS,
+      // Run changes each watcher received (fewest, most) and the resets (OUT_OF_RANGE) among them.
+      watchEvents: watched ? { min: Math.min(...watched.events), max: Math.max(...watched.events), resets: watched.resets } : undefined,
       createMs,
       createdBeforeInstant,
       drainMs,
@@ -134,6 +143,7 @@ try {
     }),
   );
 } finally {
+  watchers?.kill();
   workers?.kill();
   await c.cleanup();
 }

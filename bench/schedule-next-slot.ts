@@ -22,7 +22,7 @@ function spec(kind: Schedule['kind']): JobSpec {
     executionTimeoutMs: 0, leaseDurationMs: 0, misfirePolicy: MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED, misfireMaxRuns: 0,
     startingDeadlineMs: 0, overlapPolicy: OverlapPolicy.OVERLAP_POLICY_UNSPECIFIED, jitterMs: 0,
     dst: { gap: DstGapPolicy.DST_GAP_POLICY_SHIFT_FORWARD, fold: DstFoldPolicy.DST_FOLD_POLICY_FIRST, foldAuto: false },
-    retention: undefined, labels: {}, priority: 0, maxPendingRuns: 0,
+    retention: undefined, labels: {}, priority: 0, maxPendingRuns: 0, alerts: undefined, pauseAfterDead: 0,
   };
 }
 const cron = (expression: string, timeZone = '') => spec({ $case: 'cron', cron: { expression, timeZone } });

@@ -1,6 +1,6 @@
 // Steady-load fire lateness on a real 3-node cluster with worker processes.
 // Run: npx tsx bench/steady.ts [--jobs 1000] [--seconds 60] [--workers 2] [--capacity 200] [--handler-ms 0]
-//      [--server-flags "--fires-in-flight 2 ..."]
+//      [--server-flags "--fires-in-flight 2 ..."] [--watchers N] (N WatchRuns streams spread over the nodes)
 // Jobs fire every second, their slots spread evenly over the second. After a warm-up, every slot
 // in the measured window is checked: latenessMs = handler start (a Worker-library process whose
 // handler is a no-op, bench-worker-process.ts) − slot time, and claimLatenessMs = claim time −
@@ -13,6 +13,8 @@ import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { allRuns, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { strArg } from './lib/args.js';
 import { BenchWorkers } from './lib/bench-workers.js';
+import { BenchWatchers } from './lib/bench-watchers.js';
+import { processCpuMs } from './lib/process-cpu.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,6 +26,7 @@ const WORKERS = arg('workers', 2);
 const CAPACITY = arg('capacity', 200);
 const HANDLER_MS = arg('handler-ms', 0);
 const WARMUP_MS = 5_000;
+const WATCHERS = arg('watchers', 0);
 
 function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
@@ -33,8 +36,10 @@ function pct(sorted: number[], p: number): number {
 const SERVER_FLAGS = strArg('server-flags', '').split(' ').filter((f) => f !== '');
 const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000, extraArgs: SERVER_FLAGS });
 let workers: BenchWorkers | undefined;
+let watchers: BenchWatchers | undefined;
 try {
   workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'sw' });
+  watchers = await BenchWatchers.start(c.endpoints, WATCHERS);
   const base = Math.ceil(Date.now() / 1000) * 1000 + 2000;
   for (let i = 0; i < JOBS; i += 500) {
     const items = Array.from({ length: Math.min(500, JOBS - i) }, (_, k) => ({
@@ -54,9 +59,20 @@ try {
   // Raft entries committed over the window: each costs an fsync'd append and an apply on every
   // node, so under steady load their count (fires, claims, finishes) matters as much as the runs.
   const index0 = Number((await c.client.status()).commitIndex);
+  // CPU of each server over the window, per run fired in it (JOBS a second).
+  const leaderId = await c.raft.waitForLeader();
+  const servers = [...c.raft.nodes.values()].map((n) => ({ role: n.id === leaderId ? 'leader' : 'follower', pid: n.proc!.pid! }));
+  const cpu0 = await Promise.all(servers.map((s) => processCpuMs(s.pid)));
   await sleep(to - Date.now());
+  const cpu1 = await Promise.all(servers.map((s) => processCpuMs(s.pid)));
   const entriesPerSecond = Math.round((Number((await c.client.status()).commitIndex) - index0) / SECONDS);
+  const usPerRun = (i: number) => Math.round(((cpu1[i]! - cpu0[i]!) * 1000) / (JOBS * SECONDS));
+  const cpuUsPerRun = {
+    leader: usPerRun(servers.findIndex((s) => s.role === 'leader')),
+    followers: servers.flatMap((s, i) => (s.role === 'follower' ? [usPerRun(i)] : [])),
+  };
   await sleep(3000);
+  const watched = await watchers?.finish();
   const { starts: assigned } = await workers.finish();
 
   const seen = new Map<string, number>();
@@ -105,9 +121,13 @@ try {
       latenessMs: { p50: pct(workerLateness, 0.5), p99: pct(workerLateness, 0.99), max: workerLateness[workerLateness.length - 1] ?? NaN },
       claimLatenessMs: { p50: pct(lateness, 0.5), p99: pct(lateness, 0.99), max: lateness[lateness.length - 1] ?? NaN },
       entriesPerSecond,
+      cpuUsPerRun,
+      watchers: WATCHERS,
+      watchEvents: watched ? { min: Math.min(...watched.events), max: Math.max(...watched.events), resets: watched.resets } : undefined,
     }),
   );
 } finally {
+  watchers?.kill();
   workers?.kill();
   await c.cleanup();
 }

@@ -1,13 +1,15 @@
 // `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
 //   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
-//   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check|skip-fsync]`
+//   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check|skip-fsync]
+//   [--netns]`
 // Prints progress on stderr, a human summary on stdout, and as the last stdout line the JSON
-// summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out.
+// summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out,
+// 4 when --netns was asked for where kernel network faults cannot be made (the reason printed).
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDuration } from '../src/client/duration.js';
 import { isFaultKind, parseFaultFamilies, type FaultKind } from './nemesis/fault-kinds.js';
-import { runChaos, UNSAFE_SWITCHES, type UnsafeSwitchName } from './run-chaos.js';
+import { KernelFaultsUnavailableError, runChaos, UNSAFE_SWITCHES, type UnsafeSwitchName } from './run-chaos.js';
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -50,6 +52,7 @@ try {
     workers: Number(flag('workers') ?? '3'),
     rogueWorkers: Number(flag('rogue-workers') ?? '0'),
     sdkRetries: !process.argv.includes('--no-sdk-retries'),
+    netns: process.argv.includes('--netns'),
     ...(flag('kinds') ? { kinds: flag('kinds')!.split(',') as FaultKind[] } : {}),
     scale: Number(flag('scale') ?? '1'),
     reportDir: flag('report-dir') ?? join(tmpdir(), 'herald-chaos-reports'),
@@ -60,6 +63,10 @@ try {
   process.stdout.write(`${r.human}\n${JSON.stringify(r.summary)}\n`);
   process.exit(r.report.ok ? 0 : 1);
 } catch (e) {
+  if (e instanceof KernelFaultsUnavailableError) {
+    process.stderr.write(`chaos: SKIPPED: ${e.message}\n`);
+    process.exit(4);
+  }
   process.stderr.write(`chaos: the run could not be carried out: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(3);
 }

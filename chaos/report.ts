@@ -13,6 +13,8 @@ export interface ChaosReport {
   seed: number;
   nodes: number;
   durationS: number;
+  /** proxy: faults through TCP proxies; netns: kernel network faults (`--netns`). */
+  network: 'proxy' | 'netns';
   faultFamilies: string[];
   /** Kinds selected but not available on this cluster, with the reason. */
   unavailableFaults: Record<string, string>;
@@ -44,6 +46,7 @@ export interface ChaosSummary {
   seed: number;
   nodes: number;
   durationS: number;
+  network: 'proxy' | 'netns';
   faults: number;
   operations: number;
   slotsChecked: number;
@@ -68,6 +71,7 @@ export function summarize(r: ChaosReport, reportPath?: string): ChaosSummary {
     seed: r.seed,
     nodes: r.nodes,
     durationS: r.durationS,
+    network: r.network,
     faults: r.faults,
     operations: r.operations.total,
     slotsChecked: s.slotsChecked,
@@ -94,7 +98,7 @@ export function humanSummary(r: ChaosReport): string {
   const s = c.slots;
   const f = c.fencing;
   const lines = [
-    `chaos run: seed ${r.seed}, ${r.nodes} nodes, ${r.durationS} s of faults (${r.faultFamilies.join(',') || 'none'}) — ${r.ok ? 'PASSED' : 'FAILED'}`,
+    `chaos run: seed ${r.seed}, ${r.nodes} nodes, ${r.durationS} s of faults (${r.faultFamilies.join(',') || 'none'}; ${r.network === 'netns' ? 'kernel network faults in namespaces' : 'proxy network faults'}) — ${r.ok ? 'PASSED' : 'FAILED'}`,
     `  faults injected: ${r.faults} ${JSON.stringify(r.faultsByKind)}`,
     ...(Object.keys(r.unavailableFaults).length ? [`  not available: ${Object.entries(r.unavailableFaults).map(([k, v]) => `${k} (${v})`).join('; ')}`] : []),
     `  leader recovery: ${r.leaderRecoveryMs.samples} samples, p50 ${r.leaderRecoveryMs.p50} / max ${r.leaderRecoveryMs.max} ms, ${r.leaderRecoveryMs.none} without a new leader within the fault`,

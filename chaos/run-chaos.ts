@@ -27,6 +27,7 @@ import { checkControlPlane } from './checkers/control-plane-checker.js';
 import { checkRecovery } from './checkers/recovery-checker.js';
 import { checkConvergence } from './checkers/convergence-checker.js';
 import { percentile } from './checkers/interval-set.js';
+import { kernelFaultsUnavailable, NetnsLab } from './net/netns.js';
 import { humanSummary, summarize, type ChaosReport, type ChaosSummary } from './report.js';
 
 export interface ChaosOptions {
@@ -42,6 +43,12 @@ export interface ChaosOptions {
    * exact outcomes (an error is "unknown") and keeps an SDK retry bug out of the server's check.
    */
   sdkRetries?: boolean;
+  /**
+   * Kernel network faults: every node and worker in a network namespace of its own on a bridge,
+   * partitions made by the kernel (chaos/net/kernel-network.ts). Needs root, iproute2 and nft;
+   * where they are missing the run throws KernelFaultsUnavailableError with the reason.
+   */
+  netns?: boolean;
   /** Restricts the fault kinds (after the families); default every available kind. */
   kinds?: FaultKind[];
   /** Extra environment for every node (test-only unsafe switches). */
@@ -104,9 +111,20 @@ async function retry<T>(what: string, fn: () => Promise<T>, timeoutMs: number): 
   }
 }
 
+/** `--netns` asked for, but network namespaces or nft cannot be used here (the reason says why). */
+export class KernelFaultsUnavailableError extends Error {
+  constructor(readonly reason: string) {
+    super(`kernel network faults (--netns) unavailable: ${reason}`);
+  }
+}
+
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const log = o.log ?? ((l: string) => process.stderr.write(`[chaos] ${l}\n`));
   if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error(`${HERALD_BIN} needs dist/: run \`npm run build\` first`);
+  if (o.netns) {
+    const why = await kernelFaultsUnavailable();
+    if (why) throw new KernelFaultsUnavailableError(why);
+  }
   const started = Date.now();
   const root = await mkdtemp(join(tmpdir(), `herald-chaos-${o.seed}-`));
   const leaseMs = o.leaseMs ?? 3_000;
@@ -115,7 +133,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const nodeEnv: NodeJS.ProcessEnv = { ...o.nodeEnv, ...(unsafe.length ? { [UNSAFE_ENV]: '1' } : {}) };
   const unsafeArgs = unsafe.map((u) => `--unsafe-${u}`);
 
-  const ledger = new LedgerProcess(root);
+  const workerCount = o.workers ?? 3;
+  let lab: NetnsLab | undefined;
+  try {
+    // Nodes first, then one member per worker slot (kernel-network.ts).
+    if (o.netns) lab = await NetnsLab.create(o.nodes + workerCount);
+  } catch (e) {
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    throw e;
+  }
+  const ledger = new LedgerProcess(root, lab?.hostAddress);
   let cluster: ClusterProcesses | undefined;
   let workers: WorkerPool | undefined;
   let client: HeraldClient | undefined;
@@ -138,12 +165,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       compactionKeep: o.compactionKeep ?? (o.snapshotEntries !== undefined && o.snapshotEntries < 1_000 ? 100 : 5_000),
       env: nodeEnv,
       extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', o.nodeLogLevel ?? 'warn', ...unsafeArgs],
+      ...(lab ? { netns: lab } : {}),
     });
     const c = cluster;
     await c.startAll();
     await c.waitLeader(30_000);
-    log(`cluster of ${o.nodes} up in ${root}`);
-    workers = new WorkerPool(o.workers ?? 3, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0);
+    log(`cluster of ${o.nodes} up in ${root}${lab ? ` (kernel network: namespaces ${lab.prefix}-n*, bridge ${lab.bridge}, ${lab.hostAddress}/24)` : ''}`);
+    workers = new WorkerPool(workerCount, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0, (slot) => c.network.workerPrefix(slot));
     await workers.startAll();
     client = new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 } });
     // The control plane's own client: with retries off, every failure is reported as it happened.
@@ -153,11 +181,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         : client;
     closers.push(() => controlClient.close());
 
-    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }, o.kinds).filter((k) => !o.kinds || o.kinds.includes(k));
+    const networkCannot = c.network.unavailableKinds();
+    const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }, o.kinds).filter((k) => (!o.kinds || o.kinds.includes(k)) && !(k in networkCannot));
     const unavailableFaults: Record<string, string> = {};
     for (const k of ALL_FAULT_KINDS) {
-      if (o.families.includes(familyOf(k)) && !kinds.includes(k)) unavailableFaults[k] = k === 'partition-ring' ? 'needs 5 nodes' : 'not supported by this cluster';
+      if (o.families.includes(familyOf(k)) && !kinds.includes(k) && (!o.kinds || o.kinds.includes(k))) {
+        unavailableFaults[k] = networkCannot[k] ?? (k === 'partition-ring' ? 'needs 5 nodes' : 'not supported by this cluster');
+      }
     }
+    for (const [k, why] of Object.entries(unavailableFaults)) log(`fault ${k} not available: ${why}`);
     const steps = faultSchedule({ seed: o.seed, nodeIds: c.ids, durationMs: o.durationMs, kinds, electionTimeoutMs: c.electionTimeoutMs, leaseMs });
 
     // Workload: scheduled jobs first (the fault phase starts once they exist), control plane along.
@@ -245,6 +277,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       seed: o.seed,
       nodes: o.nodes,
       durationS: Math.round(o.durationMs / 1000),
+      network: c.network.mode,
       faultFamilies: o.families,
       unavailableFaults,
       faults: nemesis.records.filter((r) => r.applied).length,
@@ -283,6 +316,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await workers?.close().catch(() => undefined);
     await cluster?.close().catch(() => undefined);
     await ledger.process.close().catch(() => undefined);
+    // After every process in it is gone: namespaces, bridge and nft table.
+    await lab?.destroy().catch(() => undefined);
     const keep = o.keep ?? 'on-failure';
     if (keep === 'never' || (keep === 'on-failure' && ok)) {
       if (!o.reportDir || !o.reportDir.startsWith(root)) await rm(root, { recursive: true, force: true }).catch(() => undefined);

@@ -18,6 +18,9 @@ export type ErrorCode =
   | 'STALE_FENCING_TOKEN'
   // Limits
   | 'LIMIT_EXCEEDED'
+  // Watch streams: the resume index left this node's change log; the watcher fell behind its bound
+  | 'WATCH_INDEX_UNAVAILABLE'
+  | 'WATCHER_TOO_SLOW'
   // Cluster availability
   | 'NOT_LEADER'
   | 'NO_LEADER'

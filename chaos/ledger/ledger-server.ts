@@ -2,11 +2,11 @@ import { createServer, type Server } from 'node:http';
 import { LedgerState, parseEffectRecord } from './ledger-state.js';
 
 /**
- * The ledger over HTTP on loopback: POST /invoke, POST /effect (200 applied|replay, 409 stale),
+ * The ledger over HTTP (loopback, or the chaos bridge's address on a kernel network): POST /invoke, POST /effect (200 applied|replay, 409 stale),
  * GET /snapshot, POST /arm {mode, workerId?} (one-shot crash instruction), POST /disarm. It runs outside the faults, in its own process, so it outlives every node and
  * worker it judges.
  */
-export async function startLedgerServer(port = 0): Promise<{ port: number; state: LedgerState; close(): Promise<void>; server: Server }> {
+export async function startLedgerServer(port = 0, host = '127.0.0.1'): Promise<{ port: number; state: LedgerState; close(): Promise<void>; server: Server }> {
   const state = new LedgerState();
   const server = createServer((req, res) => {
     const reply = (code: number, body: unknown) => res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -48,7 +48,7 @@ export async function startLedgerServer(port = 0): Promise<{ port: number; state
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(port, host, () => resolve());
   });
   const addr = server.address();
   return {

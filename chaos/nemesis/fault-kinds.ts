@@ -19,7 +19,8 @@ export const FAULT_KINDS = {
   'pause-leader': 'pause',
   'pause-follower': 'pause',
   'pause-worker': 'pause',
-  // through the per-directed-link proxies
+  // through the per-directed-link proxies, or with --netns in the kernel (link down, nftables
+  // drops; chaos/net/kernel-network.ts — no link-delay there)
   'partition-isolate-one': 'partition',
   'partition-isolate-leader': 'partition',
   'partition-majority-minority': 'partition',

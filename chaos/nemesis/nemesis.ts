@@ -7,7 +7,7 @@ import type { WorkerPool } from '../orchestrator/worker-pool.js';
 import type { LedgerProcess } from '../orchestrator/support-processes.js';
 import { sleep } from '../orchestrator/free-port.js';
 import type { FaultStep } from './fault-schedule.js';
-import { isolate, oneWay, ring, split } from './partition-shapes.js';
+import { oneWay, ring, split } from './partition-shapes.js';
 import type { CrashControl } from '../orchestrator/node-control.js';
 
 export interface FaultRecord {
@@ -96,7 +96,7 @@ export class Nemesis {
   /** Undoes every fault: network, clocks, crash points, paused and dead processes. */
   async healAll(): Promise<void> {
     const c = this.d.cluster;
-    c.healNetwork();
+    await c.healNetwork();
     for (const id of c.ids) {
       const n = c.node(id);
       n.control.reset();
@@ -153,6 +153,7 @@ export class Nemesis {
     const restart = (ids: string[]) => async () => {
       await Promise.all(ids.map((id) => this.tryStart(id)));
     };
+    const heal = () => c.healNetwork();
     switch (step.kind) {
       case 'kill-one':
       case 'kill-majority':
@@ -193,37 +194,37 @@ export class Nemesis {
       case 'partition-isolate-leader': {
         const id = step.kind === 'partition-isolate-one' ? step.targets[0]! : await this.leaderOr(step, rec);
         rec.targets = [id];
-        c.setBlocked(isolate(id, c.ids));
-        return async () => c.healNetwork();
+        await c.network.isolate(id, c.ids);
+        return heal;
       }
       case 'partition-majority-minority':
         rec.targets = step.params.minority ?? [];
-        c.setBlocked(split(rec.targets, c.ids));
-        return async () => c.healNetwork();
+        await c.network.partition(split(rec.targets, c.ids));
+        return heal;
       case 'partition-ring':
         rec.targets = step.params.ring ?? [];
-        c.setBlocked(ring(rec.targets));
-        return async () => c.healNetwork();
+        await c.network.partition(ring(rec.targets));
+        return heal;
       case 'partition-one-way':
         rec.targets = [step.params.from!, step.params.to!];
-        c.setBlocked(oneWay(step.params.from!, step.params.to!));
-        return async () => c.healNetwork();
+        await c.network.partition(oneWay(step.params.from!, step.params.to!));
+        return heal;
       case 'partition-worker-leader': {
         const id = await this.leaderOr(step, rec);
-        rec.targets = [id];
-        // Clients and workers reach a node only through its client proxy: block the leader's.
-        c.node(id).clientProxy.setFaults({ blocked: true });
-        c.node(id).clientProxy.reset();
-        return async () => c.node(id).clientProxy.heal();
+        // The worker (kernel network: one, by choice; proxies: every client) loses the leader only.
+        const w = this.d.workers.pick(step.choice);
+        rec.targets = [id, ...(c.network.mode === 'netns' && w ? [w.id] : [])];
+        rec.detail = await c.network.cutWorkerFrom(id, w?.slot ?? 0);
+        return heal;
       }
       case 'link-delay':
         rec.detail = `${step.params.delayMs} ms on every peer link`;
-        c.setPeerLinkFaults({ delayMs: step.params.delayMs });
-        return async () => c.healNetwork();
+        await c.network.linkFaults({ delayMs: step.params.delayMs });
+        return heal;
       case 'link-loss':
-        rec.detail = `reset probability ${step.params.resetProbability} per chunk on every peer link`;
-        c.setPeerLinkFaults({ resetProbability: step.params.resetProbability });
-        return async () => c.healNetwork();
+        rec.detail = c.network.mode === 'netns' ? `${Math.round(step.params.resetProbability! * 1000)}/1000 of frames between nodes dropped` : `reset probability ${step.params.resetProbability} per chunk on every peer link`;
+        await c.network.linkFaults({ resetProbability: step.params.resetProbability });
+        return heal;
       case 'clock-jump-one':
       case 'clock-jump-leader':
       case 'clock-drift-leader':

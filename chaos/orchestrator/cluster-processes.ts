@@ -1,19 +1,23 @@
-// A Herald cluster as real `herald server` processes on 127.0.0.1, wired for fault injection:
-// - every directed peer link A→B is a LinkProxy (A's --peers names B at the proxy's port), so a
-//   partition is a set of blocked links, and one-way partitions are possible;
-// - every node's client port has a proxy in front of it (the address clients and workers are
-//   told, leader redirects included), so the worker↔leader link can be blackholed;
-// - every node runs with chaos/preload/node-faults.mjs and its own control file (clock offsets,
-//   crash points).
-// Ports are fixed at creation, so a killed node restarts on the same ports behind the same
-// proxies. Each node sees its peers at different addresses, hence the explicit --cluster-id.
+// A Herald cluster as real `herald server` processes, wired for fault injection on one of two
+// networks (chaos/net/chaos-network.ts):
+// - proxies (default): nodes on 127.0.0.1, every directed peer link A→B and every client port
+//   behind a LinkProxy (chaos/net/proxy-network.ts);
+// - kernel (`netns`): every node in a network namespace of its own on a bridge, faults made by
+//   the kernel (chaos/net/kernel-network.ts).
+// Every node runs with chaos/preload/node-faults.mjs and its own control file (clock offsets,
+// crash points). Ports are fixed at creation, so a killed node restarts on the same ports (behind
+// the same proxies). Each node may see its peers at different addresses, hence the explicit
+// --cluster-id.
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../../src/gen/herald/v1/cluster_service.js';
-import { LinkProxy } from '../net/link-proxy.js';
-import { Rng } from '../random.js';
-import { link, type DirectedLink } from '../nemesis/partition-shapes.js';
+import type { LinkProxy } from '../net/link-proxy.js';
+import type { ChaosNetwork, NodePorts } from '../net/chaos-network.js';
+import { ProxyNetwork } from '../net/proxy-network.js';
+import { KernelNetwork } from '../net/kernel-network.js';
+import type { NetnsLab } from '../net/netns.js';
+import type { DirectedLink } from '../nemesis/partition-shapes.js';
 import { ManagedProcess } from './managed-process.js';
 import { NodeControl } from './node-control.js';
 import { freePort, sleep } from './free-port.js';
@@ -40,6 +44,11 @@ export interface ClusterOptions {
   env?: NodeJS.ProcessEnv;
   /** The herald.mjs to run (default: the repo's; a run passes its own copy, see build-snapshot.ts). */
   heraldBin?: string;
+  /**
+   * Run on kernel network faults: node i in member i-1's namespace of this lab (workers in the
+   * members after the nodes). The caller owns the lab. Default: the proxy network.
+   */
+  netns?: NetnsLab;
 }
 
 export interface ClusterNode {
@@ -49,16 +58,14 @@ export interface ClusterNode {
   dataDir: string;
   process: ManagedProcess;
   control: NodeControl;
-  /** The proxy clients and workers use to reach this node. */
-  clientProxy: LinkProxy;
 }
 
 export class ClusterProcesses {
   readonly nodes = new Map<string, ClusterNode>();
   readonly ids: string[];
-  private readonly links = new Map<DirectedLink, LinkProxy>();
+  /** Set by create(): where nodes listen and are dialled, and the network faults. */
+  network!: ChaosNetwork;
   private readonly statusClients = new Map<string, ClusterServiceClient>();
-  private blocked = new Set<DirectedLink>();
 
   private constructor(readonly o: ClusterOptions) {
     this.ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
@@ -73,44 +80,31 @@ export class ClusterProcesses {
     return 2 * this.tickMs * (this.o.electionTicks ?? 10);
   }
 
-  /** Allocates ports, starts every proxy (no node yet). */
+  /** Allocates ports, sets up the network (proxies or the lab's addresses); no node yet. */
   static async create(o: ClusterOptions): Promise<ClusterProcesses> {
     const c = new ClusterProcesses(o);
-    const rng = new Rng(o.seed).fork('links');
-    try {
-      for (const id of c.ids) {
-        const dataDir = join(o.root, id);
-        mkdirSync(dataDir, { recursive: true });
-        const peerPort = await freePort();
-        const clientPort = await freePort();
-        const cr = rng.fork(`client-${id}`);
-        const clientProxy = new LinkProxy({ host: '127.0.0.1', port: clientPort }, () => cr.next());
-        await clientProxy.start();
-        c.nodes.set(id, {
-          id,
-          peerPort,
-          clientPort,
-          dataDir,
-          clientProxy,
-          control: new NodeControl(join(o.root, `${id}.control.json`)),
-          // Replaced below, once every proxy port (part of the arguments) is known.
-          process: new ManagedProcess({ name: `node ${id}`, command: process.execPath, args: [], cwd: REPO_ROOT }),
-        });
-      }
-      for (const a of c.ids) {
-        for (const b of c.ids) {
-          if (a === b) continue;
-          const r = rng.fork(`${a}>${b}`);
-          const proxy = new LinkProxy({ host: '127.0.0.1', port: c.nodes.get(b)!.peerPort }, () => r.next());
-          await proxy.start();
-          c.links.set(link(a, b), proxy);
-        }
-      }
-    } catch (e) {
-      await c.close();
-      throw e;
+    const ports = new Map<string, NodePorts>();
+    for (const id of c.ids) {
+      const dataDir = join(o.root, id);
+      mkdirSync(dataDir, { recursive: true });
+      const peerPort = await freePort();
+      const clientPort = await freePort();
+      ports.set(id, { peerPort, clientPort });
+      c.nodes.set(id, {
+        id,
+        peerPort,
+        clientPort,
+        dataDir,
+        control: new NodeControl(join(o.root, `${id}.control.json`)),
+        // Replaced below, once the network (part of the arguments) is known.
+        process: new ManagedProcess({ name: `node ${id}`, command: process.execPath, args: [], cwd: REPO_ROOT }),
+      });
     }
-    for (const n of c.nodes.values()) n.process = new ManagedProcess({ name: `node ${n.id}`, command: process.execPath, args: c.args(n.id), env: c.env(n.id), cwd: REPO_ROOT, logFile: join(o.root, `${n.id}.log`) });
+    c.network = o.netns ? new KernelNetwork(o.netns, ports) : await ProxyNetwork.create(ports, o.seed);
+    for (const n of c.nodes.values()) {
+      const [command, ...prefix] = [...c.network.nodePrefix(n.id), process.execPath];
+      n.process = new ManagedProcess({ name: `node ${n.id}`, command: command!, args: [...prefix, ...c.args(n.id)], env: c.env(n.id), cwd: REPO_ROOT, logFile: join(o.root, `${n.id}.log`) });
+    }
     return c;
   }
 
@@ -118,16 +112,11 @@ export class ClusterProcesses {
     return { ...process.env, ...this.o.env, CHAOS_CONTROL_FILE: this.nodes.get(id)!.control.file };
   }
 
-  /** `herald server` arguments of one node: peers through its own outgoing link proxies. */
+  /** `herald server` arguments of one node: peers as this node dials them (through proxies or not). */
   args(id: string): string[] {
     const self = this.nodes.get(id)!;
-    const peers = this.ids
-      .map((other) => {
-        const n = this.nodes.get(other)!;
-        const peerPort = other === id ? n.peerPort : this.links.get(link(id, other))!.port;
-        return `${other}=127.0.0.1:${peerPort}/127.0.0.1:${n.clientProxy.port}`;
-      })
-      .join(',');
+    const host = this.network.listenHost(id);
+    const peers = this.ids.map((other) => `${other}=${this.network.peerAddress(id, other)}/${this.network.clientAddress(other)}`).join(',');
     const o = this.o;
     return [
       ...SERVER_NODE_FLAGS,
@@ -140,9 +129,9 @@ export class ClusterProcesses {
       '--peers',
       peers,
       '--peer-addr',
-      `127.0.0.1:${self.peerPort}`,
+      `${host}:${self.peerPort}`,
       '--client-addr',
-      `127.0.0.1:${self.clientPort}`,
+      `${host}:${self.clientPort}`,
       '--data-dir',
       self.dataDir,
       '--cluster-id',
@@ -193,42 +182,34 @@ export class ClusterProcesses {
 
   // ---- network ---------------------------------------------------------------------------
 
+  private get proxies(): ProxyNetwork {
+    if (!(this.network instanceof ProxyNetwork)) throw new Error('this cluster runs on kernel network faults, not proxies');
+    return this.network;
+  }
+
+  /** Proxy network only: the proxy of one directed peer link. */
   peerLink(from: string, to: string): LinkProxy {
-    const p = this.links.get(link(from, to));
-    if (!p) throw new Error(`no link ${from}>${to}`);
-    return p;
+    return this.proxies.peerLink(from, to);
   }
 
-  /** Blocks exactly these directed peer links (others are unblocked). */
+  /** Proxy network only: blocks exactly these directed peer links (others are unblocked). */
   setBlocked(links: ReadonlySet<DirectedLink>): void {
-    this.blocked = new Set(links);
-    for (const [l, p] of this.links) p.setFaults({ blocked: links.has(l) });
+    this.proxies.setBlocked(links);
   }
 
-  get blockedLinks(): ReadonlySet<DirectedLink> {
-    return this.blocked;
+  /** Heals every network fault (proxy network: at once; kernel: when the promise resolves). */
+  healNetwork(): Promise<void> {
+    return this.network.heal();
   }
 
-  /** Delay and loss on every peer link. */
-  setPeerLinkFaults(f: { delayMs?: number; resetProbability?: number }): void {
-    for (const p of this.links.values()) p.setFaults(f);
-  }
-
-  /** Heals every peer link and client proxy. */
-  healNetwork(): void {
-    this.blocked = new Set();
-    for (const p of this.links.values()) p.heal();
-    for (const n of this.nodes.values()) n.clientProxy.heal();
-  }
-
-  /** Client addresses through the proxies (what SDK clients and workers use). */
+  /** Client addresses (what SDK clients and workers use; through the proxies on a proxy network). */
   clientEndpoints(): string[] {
-    return this.ids.map((id) => `127.0.0.1:${this.node(id).clientProxy.port}`);
+    return this.ids.map((id) => this.network.clientAddress(id));
   }
 
-  /** Direct client addresses (the orchestrator's own status reads, unaffected by proxies). */
+  /** The address the orchestrator's own status reads use (unaffected by proxies). */
   directEndpoint(id: string): string {
-    return `127.0.0.1:${this.node(id).clientPort}`;
+    return this.network.statusAddress(id);
   }
 
   // ---- status ----------------------------------------------------------------------------
@@ -241,7 +222,16 @@ export class ClusterProcesses {
     }
     const client = c;
     return new Promise((resolve, reject) =>
-      client.getStatus({}, new Metadata(), { deadline: Date.now() + timeoutMs }, (err: ServiceError | null, r) => (err ? reject(err) : resolve(r))),
+      client.getStatus({}, new Metadata(), { deadline: Date.now() + timeoutMs }, (err: ServiceError | null, r) => {
+        if (!err) return resolve(r);
+        // A fresh channel next time: one whose connect went unanswered (a silent cut) would wait
+        // out gRPC's reconnect backoff after the heal instead of dialling again.
+        if (this.statusClients.get(id) === client) {
+          this.statusClients.delete(id);
+          client.close();
+        }
+        reject(err);
+      }),
     );
   }
 
@@ -292,7 +282,6 @@ export class ClusterProcesses {
     for (const c of this.statusClients.values()) c.close();
     this.statusClients.clear();
     await Promise.all([...this.nodes.values()].map((n) => n.process.close()));
-    await Promise.all([...this.links.values()].map((p) => p.stop()));
-    await Promise.all([...this.nodes.values()].map((n) => n.clientProxy.stop()));
+    await this.network?.close();
   }
 }

@@ -1,6 +1,6 @@
-// The ledger process and the worker processes of a chaos run (outside the cluster's proxies for
-// the ledger; workers reach the nodes through the client proxies, so the worker↔leader link can
-// be blackholed). Both run from TypeScript through tsx.
+// The ledger process and the worker processes of a chaos run (the ledger outside every fault;
+// workers reach the nodes through the client proxies or, on a kernel network, from namespaces of
+// their own, so the worker↔leader link can be blackholed). Both run from TypeScript through tsx.
 import { join } from 'node:path';
 import { ManagedProcess } from './managed-process.js';
 import { REPO_ROOT } from './cluster-processes.js';
@@ -12,12 +12,16 @@ export class LedgerProcess {
   readonly process: ManagedProcess;
   port = 0;
 
-  constructor(root: string) {
-    this.process = new ManagedProcess({ name: 'ledger', command: process.execPath, args: [...TSX, join(REPO_ROOT, 'chaos', 'ledger', 'ledger-main.ts')], cwd: REPO_ROOT, env: { ...process.env, CHAOS_EXIT_WITH_PARENT: '1' }, logFile: join(root, 'ledger.log') });
+  /** `host`: the address it binds (the bridge's on a kernel network, so workers in namespaces reach it). */
+  constructor(
+    root: string,
+    private readonly host = '127.0.0.1',
+  ) {
+    this.process = new ManagedProcess({ name: 'ledger', command: process.execPath, args: [...TSX, join(REPO_ROOT, 'chaos', 'ledger', 'ledger-main.ts'), '0', host], cwd: REPO_ROOT, env: { ...process.env, CHAOS_EXIT_WITH_PARENT: '1' }, logFile: join(root, 'ledger.log') });
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.host}:${this.port}`;
   }
 
   async start(): Promise<void> {
@@ -51,11 +55,16 @@ export class WorkerProcess {
     concurrency: number,
     /** A rogue worker ignores lease loss (chaos/worker/rogue-worker-main.ts). */
     readonly rogue = false,
+    /** Its slot in the worker pool (a replacement takes the same slot, and network namespace). */
+    readonly slot = 0,
+    /** Command prefix (e.g. `ip netns exec <ns>`; it execs in place, so the pid is the worker's). */
+    prefix: string[] = [],
   ) {
+    const [command, ...args] = [...prefix, process.execPath, ...TSX, join(REPO_ROOT, 'chaos', 'worker', rogue ? 'rogue-worker-main.ts' : 'chaos-worker-main.ts')];
     this.process = new ManagedProcess({
       name: `worker ${id}`,
-      command: process.execPath,
-      args: [...TSX, join(REPO_ROOT, 'chaos', 'worker', rogue ? 'rogue-worker-main.ts' : 'chaos-worker-main.ts')],
+      command: command!,
+      args,
       cwd: REPO_ROOT,
       env: { ...process.env, CHAOS_ENDPOINTS: endpoints.join(','), CHAOS_LEDGER: ledgerUrl, CHAOS_WORKER_ID: id, CHAOS_CONCURRENCY: String(concurrency) },
       logFile: join(root, `worker-${id}.log`),

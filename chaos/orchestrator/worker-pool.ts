@@ -16,6 +16,8 @@ export class WorkerPool {
     private readonly concurrency = 4,
     /** How many of the slots (the first ones) run rogue workers. */
     private readonly rogue = 0,
+    /** The command prefix a slot's worker runs under (a network namespace of its own), or []. */
+    private readonly prefix: (slot: number) => string[] = () => [],
   ) {
     this.slots = new Array(size).fill(undefined);
     this.generations = new Array(size).fill(0);
@@ -28,7 +30,7 @@ export class WorkerPool {
   private async startSlot(i: number): Promise<void> {
     this.generations[i]! += 1;
     const rogue = i < this.rogue;
-    const w = new WorkerProcess(`${rogue ? 'r' : 'w'}${i + 1}.${this.generations[i]}`, this.root, this.endpoints(), this.ledgerUrl(), this.concurrency, rogue);
+    const w = new WorkerProcess(`${rogue ? 'r' : 'w'}${i + 1}.${this.generations[i]}`, this.root, this.endpoints(), this.ledgerUrl(), this.concurrency, rogue, i, this.prefix(i));
     this.slots[i] = w;
     this.all.push(w);
     await w.start();

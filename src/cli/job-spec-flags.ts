@@ -29,6 +29,21 @@ export interface JobSpecFlags {
   label?: string[];
   priority?: string;
   maxPendingRuns?: string;
+  alertOnFailure?: string;
+  alertOnDead?: string;
+  alertOnMissed?: string;
+  alertOnWatchdog?: string;
+  pauseAfterDead?: string;
+}
+
+function alertsOf(f: JobSpecFlags): JobSpecInput['alerts'] {
+  if (f.alertOnFailure === undefined && f.alertOnDead === undefined && f.alertOnMissed === undefined && f.alertOnWatchdog === undefined) return undefined;
+  const out: NonNullable<JobSpecInput['alerts']> = {};
+  if (f.alertOnFailure !== undefined) out.onFailure = f.alertOnFailure;
+  if (f.alertOnDead !== undefined) out.onDead = f.alertOnDead;
+  if (f.alertOnMissed !== undefined) out.onMissed = f.alertOnMissed;
+  if (f.alertOnWatchdog !== undefined) out.onWatchdog = f.alertOnWatchdog;
+  return out;
 }
 
 const OVERLAP: Record<string, Overlap> = { allow: 'allow', forbid: 'forbid', 'buffer-one': 'bufferOne', bufferone: 'bufferOne', replace: 'replace' };
@@ -123,6 +138,9 @@ function partialInput(f: JobSpecFlags): Partial<JobSpecInput> {
   if (f.label !== undefined && f.label.length > 0) input.labels = parseLabels(f.label);
   if (f.priority !== undefined) input.priority = wholeNumber(f.priority, '--priority');
   if (f.maxPendingRuns !== undefined) input.maxPendingRuns = wholeNumber(f.maxPendingRuns, '--max-pending-runs');
+  const alerts = alertsOf(f);
+  if (alerts) input.alerts = alerts;
+  if (f.pauseAfterDead !== undefined) input.pauseAfterDead = wholeNumber(f.pauseAfterDead, '--pause-after-dead');
   return input;
 }
 
@@ -178,6 +196,18 @@ export function specForUpdate(f: JobSpecFlags, base: JobSpec): JobSpec {
   if (input.lease !== undefined) out.leaseDurationMs = built.leaseDurationMs;
   if (input.priority !== undefined) out.priority = built.priority;
   if (input.maxPendingRuns !== undefined) out.maxPendingRuns = built.maxPendingRuns;
+  if (input.alerts !== undefined) {
+    // Only the events whose flags were given change; '' removes that event's alert.
+    const prev = base.alerts ?? { onFailure: '', onDead: '', onMissed: '', onWatchdog: '' };
+    const given = built.alerts!;
+    out.alerts = {
+      onFailure: input.alerts.onFailure !== undefined ? given.onFailure : prev.onFailure,
+      onDead: input.alerts.onDead !== undefined ? given.onDead : prev.onDead,
+      onMissed: input.alerts.onMissed !== undefined ? given.onMissed : prev.onMissed,
+      onWatchdog: input.alerts.onWatchdog !== undefined ? given.onWatchdog : prev.onWatchdog,
+    };
+  }
+  if (input.pauseAfterDead !== undefined) out.pauseAfterDead = built.pauseAfterDead;
   if (input.labels !== undefined) {
     for (const [k, v] of Object.entries(input.labels)) {
       if (v === '') delete out.labels[k];

@@ -5,6 +5,7 @@ import { Channel, connectivityState, credentials as grpcCredentials, type Channe
 import { ClusterServiceClient } from '../gen/herald/v1/cluster_service.js';
 import { JobServiceClient } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceClient } from '../gen/herald/v1/worker_service.js';
+import { WatchServiceClient } from '../gen/herald/v1/watch_service.js';
 
 export interface ConnectionOptions {
   /** Channel credentials; insecure by default (local and in-cluster use). */
@@ -18,6 +19,7 @@ interface NodeConnection {
   jobs?: JobServiceClient;
   cluster?: ClusterServiceClient;
   workers?: WorkerServiceClient;
+  watch?: WatchServiceClient;
 }
 
 // The server takes and sends messages up to 64 MiB (a CreateJobs of many large specs, its
@@ -59,6 +61,11 @@ export class ConnectionPool {
   workers(address: string): WorkerServiceClient {
     const node = this.node(address);
     return (node.workers ??= new WorkerServiceClient(address, this.credentials, { channelOverride: node.channel }));
+  }
+
+  watch(address: string): WatchServiceClient {
+    const node = this.node(address);
+    return (node.watch ??= new WatchServiceClient(address, this.credentials, { channelOverride: node.channel }));
   }
 
   /**

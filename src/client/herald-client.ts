@@ -12,6 +12,9 @@ import {
   type JobServiceClient,
   type ListJobsResponse,
   type ListRunsResponse,
+  type RetryRunsResponse,
+  type UpcomingFire,
+  type ValidateJobResponse,
 } from '../gen/herald/v1/job_service.js';
 import { RunState, type Run } from '../gen/herald/v1/run.js';
 import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
@@ -19,6 +22,7 @@ import { clientError, fromServiceError, HeraldClientError, InvalidSpecError, isS
 import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-spec-builders.js';
 import { LeaderRouter } from './leader-router.js';
 import { silentLogger, type ClientLogger } from './logger.js';
+import { watchJobs, watchRuns, type JobChange, type WatchItem, type WatchJobsFilter, type WatchOptions, type WatchRunsFilter } from './watch-stream.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
 
 export interface HeraldClientOptions extends ConnectionOptions {
@@ -92,6 +96,19 @@ export interface ListRunsFilter {
   pageToken?: string;
 }
 
+export interface RetryRunsFilter {
+  jobId?: string;
+  taskType?: string;
+  /** dead (default), cancelled or failed. */
+  state?: RunState | RunStateName;
+  /** Only runs that ended in [finishedFrom, finishedTo). */
+  finishedFrom?: Instant;
+  finishedTo?: Instant;
+  maxRuns?: number;
+  pageToken?: string;
+  ignoreOverlap?: boolean;
+}
+
 export interface Page<T> {
   items: T[];
   /** Pass as pageToken to get the next page; empty when there are no more. */
@@ -159,6 +176,7 @@ export class HeraldClient {
   private readonly connectTimeoutMs: number;
   private readonly logger: ClientLogger;
   private closed = false;
+  private readonly endpoints: string[];
 
   constructor(options: HeraldClientOptions) {
     if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
@@ -173,6 +191,7 @@ export class HeraldClient {
     this.defaultDeadlineMs = options.defaultDeadlineMs ?? 10_000;
     this.discoveryTimeoutMs = options.discoveryTimeoutMs ?? 1_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 1_000;
+    this.endpoints = [...options.endpoints];
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
   }
 
@@ -208,8 +227,18 @@ export class HeraldClient {
   }
 
   async getJob(id: string, opts: ReadOptions = {}): Promise<Job> {
-    const res = await this.jobs((c) => c.getJob.bind(c), { jobId: id, consistency: consistency(opts) }, 'read', opts);
-    return res.job!;
+    return (await this.getJobWithFires(id, 0, opts)).job;
+  }
+
+  /** The job and its next `n` fire instants (at most 100; none while paused or completed). */
+  async getJobWithFires(id: string, n: number, opts: ReadOptions = {}): Promise<{ job: Job; upcomingFires: UpcomingFire[] }> {
+    const res = await this.jobs((c) => c.getJob.bind(c), { jobId: id, consistency: consistency(opts), upcomingFires: n }, 'read', opts);
+    return { job: res.job!, upcomingFires: res.upcomingFires };
+  }
+
+  /** A dry-run create: the spec as CreateJob would store it and its next fires (default 10); nothing is created. */
+  async validateJob(spec: SpecInput, opts: CallOptions & { id?: string; upcomingFires?: number } = {}): Promise<ValidateJobResponse> {
+    return this.jobs((c) => c.validateJob.bind(c), { jobId: opts.id ?? '', spec: toSpec(spec), upcomingFires: opts.upcomingFires ?? 0 }, 'read', opts);
   }
 
   /** One page of jobs. */
@@ -344,6 +373,30 @@ export class HeraldClient {
     return res.run!;
   }
 
+  /**
+   * Re-drives a DEAD, CANCELLED or FAILED run: PENDING again, a new attempt under a higher fencing
+   * token, its retry budget restarted. Another state fails FailedPreconditionError.
+   */
+  async retryRun(id: string, opts: CallOptions & { ignoreOverlap?: boolean } = {}): Promise<Run> {
+    const res = await this.jobs((c) => c.retryRun.bind(c), { runId: id, ignoreOverlap: opts.ignoreOverlap ?? false }, 'write', opts);
+    return res.run!;
+  }
+
+  /** Re-drives up to maxRuns (≤ 500) runs of a job and/or task type in one state (default dead); call again while `more`. */
+  async retryRuns(filter: RetryRunsFilter, opts: CallOptions = {}): Promise<RetryRunsResponse> {
+    const request = {
+      jobId: filter.jobId ?? '',
+      taskType: filter.taskType ?? '',
+      state: named(RUN_STATES, filter.state, RunState.RUN_STATE_UNSPECIFIED, 'state'),
+      finishedFromUnixMs: filter.finishedFrom === undefined ? 0 : instant(filter.finishedFrom),
+      finishedToUnixMs: filter.finishedTo === undefined ? 0 : instant(filter.finishedTo),
+      maxRuns: filter.maxRuns ?? 0,
+      pageToken: filter.pageToken ?? '',
+      ignoreOverlap: filter.ignoreOverlap ?? false,
+    };
+    return this.jobs((c) => c.retryRuns.bind(c), request, 'write', opts);
+  }
+
   // ---- ClusterService ---------------------------------------------------------------------
 
   /**
@@ -372,6 +425,28 @@ export class HeraldClient {
   }
 
   /** Closes all connections; calls in flight fail. */
+  // ---- WatchService ------------------------------------------------------------------------
+
+  /**
+   * Run state changes matching the filter, in log order, as an async iterator that resumes across
+   * reconnects and leader changes (watch-stream.ts). Ends when `opts.signal` aborts or the client
+   * closes; `break` ends it too.
+   */
+  watchRuns(filter: Omit<WatchRunsFilter, 'states'> & { states?: (RunState | RunStateName)[] } = {}, opts: WatchOptions = {}): AsyncGenerator<WatchItem<Run>> {
+    const states = filter.states?.map((s) => named(RUN_STATES, s, RunState.RUN_STATE_UNSPECIFIED, 'states'));
+    return watchRuns(this.watchDeps(), { ...filter, states }, opts);
+  }
+
+  /** Job changes (creates, updates, pauses, deletes) matching the filter; as watchRuns. */
+  watchJobs(filter: WatchJobsFilter = {}, opts: WatchOptions = {}): AsyncGenerator<WatchItem<JobChange>> {
+    return watchJobs(this.watchDeps(), filter, opts);
+  }
+
+  private watchDeps() {
+    if (this.closed) throw new Error('HeraldClient is closed');
+    return { pool: this.pool, endpoints: this.endpoints, logger: this.logger, isClosed: () => this.closed };
+  }
+
   close(): void {
     this.closed = true;
     this.pool.close();

@@ -43,4 +43,5 @@ export { DEFAULT_RETRY, type RetryOptions } from './retry-policy.js';
 export { Worker, type RunSettlement, type WorkerEvents, type WorkerOptions, type WorkerState } from './worker/worker.js';
 export { HandlerError, NonRetryableError, RunAbortedError, type AbortCause, type HandlerErrorOptions } from './worker/handler-errors.js';
 export type { Handler, HandlerOutput, RunContext, RunInfo } from './worker/run-context.js';
+export type { JobChange, WatchItem, WatchJobsFilter, WatchOptions, WatchRunsFilter } from './watch-stream.js';
 export { silentLogger, type ClientLogger } from './logger.js';

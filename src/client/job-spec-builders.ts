@@ -7,6 +7,7 @@ import {
   DstGapPolicy,
   MisfirePolicy,
   OverlapPolicy,
+  type AlertPolicy,
   type DstPolicy,
   type HistoryRetention,
   type JobSpec,
@@ -189,12 +190,43 @@ export interface JobSpecInput {
   retention?: { maxRuns?: number; maxAge?: Duration };
   /** Most runs pending or running at once; a slot beyond it is recorded MISSED (default 100, at most 10000). */
   maxPendingRuns?: number;
+  /** Task types that get an alert run per event (docs/alerts.md). */
+  alerts?: AlertsInput;
+  /** Pause the job after this many consecutive DEAD runs (1..1000, 0 = never; a success resets the count). */
+  pauseAfterDead?: number;
+}
+
+/** JobSpec.alerts: the task type alerted for each event ('' or absent: none). */
+export interface AlertsInput {
+  /** A failed attempt that will be retried. */
+  onFailure?: string;
+  /** A run that failed for good (DEAD). */
+  onDead?: string;
+  /** A slot recorded MISSED. */
+  onMissed?: string;
+  /** The leader's watchdog found the job's due slot not fired. */
+  onWatchdog?: string;
 }
 
 const SPEC_KEYS = [
   'taskType', 'schedule', 'payload', 'retry', 'overlap', 'misfire', 'misfireMaxRuns', 'startingDeadline',
-  'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns',
+  'jitter', 'timeout', 'lease', 'start', 'end', 'labels', 'priority', 'retention', 'maxPendingRuns', 'alerts', 'pauseAfterDead',
 ] as const;
+
+const ALERT_TASK_TYPE = /^[A-Za-z0-9._:-]{1,114}$/;
+
+function alertPolicy(input: AlertsInput): AlertPolicy {
+  if (input === null || typeof input !== 'object') throw new InvalidSpecError('alerts: expected an object of task types', 'alerts');
+  rejectUnknownKeys(input, ['onFailure', 'onDead', 'onMissed', 'onWatchdog'], 'alerts');
+  const one = (v: string | undefined, field: string): string => {
+    if (v === undefined || v === '') return '';
+    if (typeof v !== 'string' || !ALERT_TASK_TYPE.test(v)) {
+      throw new InvalidSpecError(`alerts.${field}: a task type of 1–114 characters of A-Z a-z 0-9 . _ : - (got ${JSON.stringify(v)})`, `alerts.${field}`);
+    }
+    return v;
+  };
+  return { onFailure: one(input.onFailure, 'onFailure'), onDead: one(input.onDead, 'onDead'), onMissed: one(input.onMissed, 'onMissed'), onWatchdog: one(input.onWatchdog, 'onWatchdog') };
+}
 
 function intIn(value: unknown, min: number, max: number, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -290,5 +322,7 @@ export function jobSpec(input: JobSpecInput): JobSpec {
     labels,
     priority: input.priority === undefined ? 0 : intIn(input.priority, -1000, 1000, 'priority'),
     maxPendingRuns: input.maxPendingRuns === undefined ? 0 : intIn(input.maxPendingRuns, 1, 10_000, 'maxPendingRuns'),
+    alerts: input.alerts === undefined ? undefined : alertPolicy(input.alerts),
+    pauseAfterDead: input.pauseAfterDead === undefined ? 0 : intIn(input.pauseAfterDead, 0, 1000, 'pauseAfterDead'),
   };
 }

@@ -19,6 +19,7 @@ export { appliedKindOf, type AppliedKind } from './commands/applied-result.js';
 export type { DueSlot, ListJobsQuery, ListRunsQuery, Page, ReadyQuery } from './machine/fsm-reads.js';
 export type { ReadyEntry } from './store/ready-index.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './machine/fsm-reads.js';
+export { REDRIVE_SCAN_BUDGET, type RedriveCandidates, type RedriveQuery } from './machine/redrive-candidates.js';
 export { jobIdOfTrimKey } from './store/key-layout.js';
 export { backfillRunId, manualRunId, parseRunId, requireRunId, scheduledRunId, type ParsedRunId } from './commands/run-id.js';
 export * from './commands/validation.js';
@@ -30,3 +31,6 @@ export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply/apply-
 export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply/apply-manual-runs.js';
 export { FsmDecodeError } from './commands/binary-codec.js';
 export { overlapOf } from './commands/dispatch-hint.js';
+export { MAX_RETRY_RUNS_PER_COMMAND, RETRYABLE_STATES } from './apply/apply-retry-runs.js';
+export { decodeJobRecord, decodeRunRecord } from './store/records.js';
+export type { JobWrite, StoreChangeListener } from './machine/store-changes.js';

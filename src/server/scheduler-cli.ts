@@ -6,6 +6,7 @@ import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from
 import { UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
+import { HeraldError } from '../herald-error.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
 
 export const schedulerStateMachineFactory: StateMachineFactory = (dir) => SchedulerStateMachine.open(dir);
@@ -51,6 +52,7 @@ const UNSAFE_FLAGS = [
 export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, , help] of FLAGS) cmd.option(flag, `scheduler: ${help}`);
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
+  cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
 }
@@ -97,6 +99,14 @@ function schedulerOverrides(flags: Record<string, unknown>): Partial<SchedulerCo
   return out;
 }
 
+function watchLogEvents(v: unknown): number {
+  const n = Number(v);
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || n > 10_000_000) {
+    throw new HeraldError('INVALID_ARGUMENT', `--watch-log-events: expected an integer in [0, 10000000], got "${String(v)}"`);
+  }
+  return n;
+}
+
 /** A createNode replacement that starts a scheduler node; its stop() stops the scheduler too. */
 export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise<HeraldNode> {
   const f = flags as Record<string, unknown>;
@@ -108,6 +118,7 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
       ...rest,
       scheduler,
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
+      ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),
       ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: unsafe.skipFsync } : {}),
     });
     if (s.metricsPort) process.stdout.write(JSON.stringify({ event: 'metrics', id: o.id, metricsPort: s.metricsPort }) + '\n');

@@ -25,6 +25,8 @@ import { schedulerConfig, type SchedulerConfig } from './leader/leader-config.js
 import { addServerConventions, raftReadiness } from './grpc/server-conventions.js';
 import { createWorkerService } from './api/worker-service.js';
 import type { WorkerSession } from './leader/worker-session.js';
+import { ChangeLog, DEFAULT_CHANGE_LOG_EVENTS } from './watch/change-log.js';
+import { createWatchService, type WatchServiceHandle } from './watch/watch-service.js';
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
   /** Scheduler, dispatcher and lease settings (defaults in leader/leader-config.ts). */
@@ -34,6 +36,8 @@ export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' |
   metricsListen?: string;
   /** Extra services for the client port (tests, tools). */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
+  /** Watch streams (watch/): the change log's size in changes (0 turns WatchService off), progress interval, backlog bound. */
+  watch?: { logEvents?: number; progressIntervalMs?: number; maxBacklog?: number };
 }
 
 export interface SchedulerNode {
@@ -60,12 +64,23 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   let stopping = false;
   let conventions: { stop(): void } | undefined;
   let jobService: { close(): void } | undefined;
+  let watchService: WatchServiceHandle | undefined;
+  let changeLog: ChangeLog | undefined;
+  const watchLogEvents = o.watch?.logEvents ?? DEFAULT_CHANGE_LOG_EVENTS;
 
   const node = await createNode({
     ...o,
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
-    stateMachine: async (dir) => (feed = new AppliedResultsFeed(await SchedulerStateMachine.open(dir, o.fsm))),
+    stateMachine: async (dir) => {
+      const machine = await SchedulerStateMachine.open(dir, o.fsm);
+      if (watchLogEvents > 0) {
+        // From the first apply on, so a watch can resume here after a leader change.
+        changeLog = new ChangeLog(await machine.appliedIndex(), { maxEvents: watchLogEvents });
+        machine.setChangeListener(changeLog);
+      }
+      return (feed = new AppliedResultsFeed(machine));
+    },
     registerClientServices: (server, n) => {
       const fsm = feed!.fsm;
       const js = createJobService({
@@ -95,6 +110,17 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
           log: log.child({ c: 'workers' }),
         }),
       );
+      if (changeLog) {
+        watchService = createWatchService({
+          log: changeLog,
+          readIndex: (opts) => n.readIndex(opts),
+          logger: log.child({ c: 'watch' }),
+          metrics,
+          progressIntervalMs: o.watch?.progressIntervalMs,
+          limits: o.watch?.maxBacklog !== undefined ? { maxBacklog: o.watch.maxBacklog } : undefined,
+        });
+        server.addService(watchService.definition, watchService.implementation);
+      }
       conventions = addServerConventions(server, raftReadiness(n.driver));
       o.registerClientServices?.(server, n);
     },
@@ -214,6 +240,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     clearInterval(gauges);
     conventions?.stop();
     jobService?.close();
+    watchService?.close();
     await metricsServer?.close();
     await node.stop({ transfer, graceMs });
   };

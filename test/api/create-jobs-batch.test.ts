@@ -53,9 +53,9 @@ describe('CreateJobs (batched) on a 3-node cluster', () => {
       if (special.has(i)) return;
       expect(r).toMatchObject({ code: status.OK, created: true, job: { id: `batch-${i}` } });
     });
-    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'batch-1099', consistency: 0 });
+    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'batch-1099', consistency: 0, upcomingFires: 0 });
     expect(got.job).toEqual(res.results[1099]!.job);
-    expect((await callError(follower, 'getJob', { jobId: 'batch-1051', consistency: 0 })).code).toBe(status.NOT_FOUND);
+    expect((await callError(follower, 'getJob', { jobId: 'batch-1051', consistency: 0, upcomingFires: 0 })).code).toBe(status.NOT_FOUND);
 
     // A client retry of the whole call (its answer was lost) creates nothing twice.
     const again = await call<unknown, CreateJobsResponse>(follower, 'createJobs', { items }, 60_000);
@@ -73,7 +73,7 @@ describe('CreateJobs (batched) on a 3-node cluster', () => {
     const items = Array.from({ length: 48 }, (_, i) => ({ jobId: `big-${i}`, spec: spec({ payload: Buffer.alloc(150 * 1024, i) }), idempotencyKey: '' }));
     const res = await call<unknown, CreateJobsResponse>(follower, 'createJobs', { items }, 60_000);
     expect(res.results.map((r) => r.code)).toEqual(items.map(() => status.OK));
-    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'big-47', consistency: 0 });
+    const got = await call<unknown, GetJobResponse>(follower, 'getJob', { jobId: 'big-47', consistency: 0, upcomingFires: 0 });
     expect(got.job?.spec?.payload).toEqual(Buffer.alloc(150 * 1024, 47));
   });
 });

@@ -48,7 +48,7 @@ describe('JobService on a 3-node cluster', () => {
     expect(created.job?.version).toBeGreaterThan(0);
     expect(created.job?.nextFireUnixMs).toBeGreaterThan(created.job!.createdUnixMs);
     for (const c of cluster.clients) {
-      const got = await call<unknown, GetJobResponse>(c, 'getJob', { jobId: 'nightly-report', consistency: 0 });
+      const got = await call<unknown, GetJobResponse>(c, 'getJob', { jobId: 'nightly-report', consistency: 0, upcomingFires: 0 });
       expect(got.job).toEqual(created.job);
     }
   });
@@ -85,12 +85,12 @@ describe('JobService on a 3-node cluster', () => {
     expect(err.code).toBe(status.INVALID_ARGUMENT);
     expect(err.details).toMatch(message);
     expect(err.metadata.get('herald-error-code')[0]).toBeTruthy();
-    const after = await call<unknown, GetJobResponse>(followerClient, 'getJob', { jobId: 'nightly-report', consistency: 0 });
+    const after = await call<unknown, GetJobResponse>(followerClient, 'getJob', { jobId: 'nightly-report', consistency: 0, upcomingFires: 0 });
     expect(after.job?.id).toBe('nightly-report');
   });
 
   it('answers NOT_FOUND for missing jobs and runs, ALREADY_EXISTS for a taken id', async () => {
-    expect((await callError(followerClient, 'getJob', { jobId: 'nope', consistency: 0 })).code).toBe(status.NOT_FOUND);
+    expect((await callError(followerClient, 'getJob', { jobId: 'nope', consistency: 0, upcomingFires: 0 })).code).toBe(status.NOT_FOUND);
     expect((await callError(followerClient, 'getRun', { runId: 'nope@1', consistency: 0 })).code).toBe(status.NOT_FOUND);
     expect((await callError(followerClient, 'pauseJob', { jobId: 'nope', note: '' })).code).toBe(status.NOT_FOUND);
     const dup = await callError(followerClient, 'createJob', { jobId: 'nightly-report', spec: spec(), idempotencyKey: '' });
@@ -163,6 +163,6 @@ describe('JobService on a 3-node cluster', () => {
 
   it('deletes a job: afterwards it is gone on every node', async () => {
     await call(followerClient, 'deleteJob', { jobId: 'ops', expectedVersion: 0 });
-    for (const c of cluster.clients) expect((await callError(c, 'getJob', { jobId: 'ops', consistency: 0 })).code).toBe(status.NOT_FOUND);
+    for (const c of cluster.clients) expect((await callError(c, 'getJob', { jobId: 'ops', consistency: 0, upcomingFires: 0 })).code).toBe(status.NOT_FOUND);
   });
 });

@@ -63,6 +63,18 @@ describe('job spec flags', () => {
     expect(next.labels).toEqual({ a: '1', c: '3' });
     expect(base.labels).toEqual({ a: '1', b: '2' }); // the stored spec object is not mutated
   });
+
+  it('alert flags and --pause-after-dead: create sets them; update changes only the events given ("" removes one)', () => {
+    const base = specForCreate({ taskType: 'report', every: '1h', alertOnDead: 'alerts', alertOnMissed: 'alerts', pauseAfterDead: '3' });
+    expect(base.alerts).toEqual({ onFailure: '', onDead: 'alerts', onMissed: 'alerts', onWatchdog: '' });
+    expect(base.pauseAfterDead).toBe(3);
+    const next = specForUpdate({ alertOnMissed: '', alertOnWatchdog: 'pager', pauseAfterDead: '0' }, base);
+    expect(next.alerts).toEqual({ onFailure: '', onDead: 'alerts', onMissed: '', onWatchdog: 'pager' });
+    expect(next.pauseAfterDead).toBe(0);
+    expect(specForUpdate({ priority: '1' }, base).alerts).toEqual(base.alerts);
+    expect(() => specForCreate({ taskType: 't', every: '5s', alertOnDead: 'a b' })).toThrow(/alerts.onDead/);
+    expect(() => specForCreate({ taskType: 't', every: '5s', pauseAfterDead: 'many' })).toThrow(/--pause-after-dead/);
+  });
 });
 
 describe('instants', () => {

@@ -30,6 +30,8 @@ describe('herald CLI: bad input', () => {
     ['bad priority', ['job', 'create', '--task-type', 'demo', '--every', '5s', '--priority', '5000'], /priority: expected a whole number in -1000..1000/],
     ['bad endpoints', ['job', 'ls', '--endpoints', 'localhost'], /--endpoints: "localhost" is not host:port/],
     ['bad run state', ['run', 'ls', '--state', 'sleeping'], /--state: unknown state "sleeping"/],
+    ['bad watch state', ['run', 'watch', '--state', 'failed,sleeping'], /^herald run watch: INVALID_ARGUMENT: --state: unknown state "sleeping"/],
+    ['bad watch index', ['run', 'watch', '--from-index', '-3'], /--from-index: expected an applied index/],
     ['unknown option', ['job', 'ls', '--bogus'], /^herald: usage: unknown option '--bogus'/],
     ['missing argument', ['job', 'get'], /^herald: usage: missing required argument 'id'/],
     ['update without changes', ['job', 'update', 'x'], /nothing to change/],

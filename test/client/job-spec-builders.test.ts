@@ -64,6 +64,8 @@ describe('jobSpec', () => {
       priority: 7,
       retention: { maxRuns: 50, maxAge: '2d' },
       maxPendingRuns: 20,
+      alerts: { onDead: 'alerts', onMissed: 'alerts' },
+      pauseAfterDead: 3,
     });
     const expected: JobSpec = {
       taskType: 'email.digest',
@@ -90,6 +92,8 @@ describe('jobSpec', () => {
       labels: { team: 'growth' },
       priority: 7,
       maxPendingRuns: 20,
+      alerts: { onFailure: '', onDead: 'alerts', onMissed: 'alerts', onWatchdog: '' },
+      pauseAfterDead: 3,
     };
     expect(spec).toEqual(expected);
     // And it survives the wire unchanged.
@@ -123,6 +127,9 @@ describe('jobSpec', () => {
     [{ taskType: 't', schedule: every('1h'), timeout: '1 minute' }, /^timeout: /],
     [{ taskType: 't', schedule: every('1h'), labels: { a: 1 } }, /labels: "a"/],
     [{ taskType: 't', schedule: every('1h'), overlpa: 'forbid' }, /unknown option "overlpa"/],
+    [{ taskType: 't', schedule: every('1h'), alerts: { onDead: 'has space' } }, /alerts.onDead: a task type of 1–114 characters/],
+    [{ taskType: 't', schedule: every('1h'), alerts: { onDaed: 'x' } }, /unknown option "onDaed"/],
+    [{ taskType: 't', schedule: every('1h'), pauseAfterDead: 1001 }, /pauseAfterDead: expected a whole number in 0..1000/],
   ])('rejects bad input %#', (input, message) => {
     expect(() => jobSpec(input as never)).toThrow(InvalidSpecError);
     expect(() => jobSpec(input as never)).toThrow(message);

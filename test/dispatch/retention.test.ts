@@ -1,9 +1,10 @@
 // Retention and a bounded backlog on a real 3-node cluster with no worker at all (issue 30): runs
 // that end MISSED (starting deadline), SKIPPED (FORBID behind a run that never starts), CANCELLED
-// (REPLACE) or MISSED "backlog full" are trimmed to max_runs on every replica, also across a
-// kill -9 of the leader in the middle (the new leader reads what is due from the replicated trim
-// index); a paused job's runs older than max_age go within a trim round; and the leader's
-// watchdog names the task type nobody serves in `cluster status`.
+// (REPLACE), MISSED "backlog full" or DEAD (a worker whose handler fails, no retries) are trimmed
+// to max_runs on every replica, also across a kill -9 of the leader in the middle (the new leader
+// reads what is due from the replicated trim index); a paused job's runs older than max_age go
+// within a trim round, with the leader killed halfway through that age; and the leader's watchdog
+// names the task type nobody serves in `cluster status`.
 import { afterAll, describe, expect, it } from 'vitest';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
@@ -13,6 +14,8 @@ import { allRuns, SchedulerCluster } from './helpers/process-cluster.js';
 const MAX_RUNS = 10;
 /** trimSlack(10) = 1 run, plus the runs one trim round and a deadline sweep may leave behind. */
 const SLACK = 3;
+/** Long enough that the leader kill below falls halfway through the paused job's ageing. */
+const MAX_AGE_MS = 10_000;
 
 function every1s(p: Record<string, unknown>): JobSpec {
   return JobSpec.fromPartial({ taskType: 'nobody', schedule: { kind: { $case: 'every', every: { intervalMs: 1000, anchorUnixMs: 0 } } }, ...p } as never);
@@ -30,7 +33,11 @@ describe('retention and bounded backlog (processes, no worker)', () => {
     await c.client.createJob(every1s({ overlapPolicy: 2, retention }), { id: 'skipped' }); // FORBID
     await c.client.createJob(every1s({ overlapPolicy: 4, retention }), { id: 'cancelled' }); // REPLACE
     await c.client.createJob(every1s({ maxPendingRuns: 4, retention }), { id: 'backlog' });
-    await c.client.createJob(every1s({ startingDeadlineMs: 300, retention: { maxAgeMs: 4000 } }), { id: 'aged' });
+    await c.client.createJob(every1s({ startingDeadlineMs: 300, retention: { maxAgeMs: MAX_AGE_MS } }), { id: 'aged' });
+    // The one served task type: every attempt fails and there are no retries, so each run ends DEAD.
+    await c.client.createJob(every1s({ taskType: 'test', payload: Buffer.from('{"fail":true}'), retry: { maxAttempts: 1 }, retention }), { id: 'dead' });
+    const worker = c.startWorker('w1', { types: ['test'], capacity: 4, quiet: true });
+    await c.waitWorkersConnected([worker]);
 
     await sleep(8_000);
     // The watchdog flags the task type nobody serves, in the leader's status.
@@ -40,7 +47,8 @@ describe('retention and bounded backlog (processes, no worker)', () => {
     await c.client.pauseJob('aged', 'idle from now on');
     const pausedAt = Date.now();
 
-    await sleep(6_000);
+    // Halfway through the paused job's max_age: the runs that age out after this are the new leader's to trim.
+    await sleep(MAX_AGE_MS / 2);
     await c.raft.kill(leader, 'SIGKILL');
     await sleep(2_000);
     // Back as a follower: it catches up (trims included) like every replica.
@@ -48,20 +56,21 @@ describe('retention and bounded backlog (processes, no worker)', () => {
     await sleep(10_000);
     const end = Date.now();
     // Idle for longer than max_age plus a trim round: its history is gone.
-    expect(end - pausedAt).toBeGreaterThan(4000 + 2000);
+    expect(end - pausedAt).toBeGreaterThan(MAX_AGE_MS + 2000);
+    worker.proc.kill('SIGTERM');
 
     await c.raft.stopAll('SIGTERM');
     const perNode: Record<string, Record<string, number>> = {};
     for (const id of c.raft.nodes.keys()) {
       perNode[id] = await c.withFsm(id, async (fsm) => {
         const out: Record<string, number> = {};
-        for (const job of ['missed', 'skipped', 'cancelled', 'backlog', 'aged']) {
+        for (const job of ['missed', 'skipped', 'cancelled', 'backlog', 'aged', 'dead']) {
           const runs = await allRuns(fsm, job);
           out[job] = runs.length;
           if (job === 'aged') continue;
           // Slots kept coming all along (about one a second): trimming, not a stall, bounds them.
           expect(runs.at(-1)!.slotUnixMs - t0, `${id} ${job}`).toBeGreaterThan(20_000);
-          const expected = { missed: RunState.RUN_STATE_MISSED, skipped: RunState.RUN_STATE_SKIPPED, cancelled: RunState.RUN_STATE_CANCELLED, backlog: RunState.RUN_STATE_MISSED }[job]!;
+          const expected = { missed: RunState.RUN_STATE_MISSED, skipped: RunState.RUN_STATE_SKIPPED, cancelled: RunState.RUN_STATE_CANCELLED, backlog: RunState.RUN_STATE_MISSED, dead: RunState.RUN_STATE_DEAD }[job]!;
           expect(runs.filter((r) => r.state === expected).length, `${id} ${job}`).toBeGreaterThan(MAX_RUNS / 2);
         }
         const backlog = await allRuns(fsm, 'backlog');
@@ -78,6 +87,8 @@ describe('retention and bounded backlog (processes, no worker)', () => {
       expect(counts.skipped, id).toBeLessThanOrEqual(MAX_RUNS + SLACK + 1);
       expect(counts.cancelled, id).toBeLessThanOrEqual(MAX_RUNS + SLACK + 1);
       expect(counts.backlog, id).toBeLessThanOrEqual(MAX_RUNS + SLACK + 4);
+      // DEAD: the one run a worker may hold at the end besides the terminal ones.
+      expect(counts.dead, id).toBeLessThanOrEqual(MAX_RUNS + SLACK + 1);
       expect(counts.aged, id).toBe(0);
     }
   });

@@ -31,8 +31,8 @@ describe('generated code stays current with proto/', () => {
     dir = copyProject();
     const file = join(dir, 'proto/herald/v1/job.proto');
     const text = readFileSync(file, 'utf8').replace(
-      '  int32 active_runs = 10;\n}',
-      '  int32 active_runs = 10;\n  // A field added without regenerating.\n  string extra_field = 11;\n}',
+      '  int32 consecutive_dead_runs = 12;\n}',
+      '  int32 consecutive_dead_runs = 12;\n  // A field added without regenerating.\n  string extra_field = 11;\n}',
     );
     writeFileSync(file, text);
     const res = spawnSync('node', ['scripts/gen-proto.mjs', '--check'], { cwd: dir, encoding: 'utf8' });

@@ -39,6 +39,8 @@ const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('cancelRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, reason: str })) }),
   fc.record({ type: fc.constant('markRuns' as const), nowMs: time, items: fc.array(fc.record({ runId: str, outcome: fc.constantFrom('missed' as const, 'skipped' as const), reason: str })) }),
   fc.record({ type: fc.constant('trimHistory' as const), nowMs: time, jobIds: fc.array(id), maxIdempotencyKeys: uint }),
+  fc.record({ type: fc.constant('retryRuns' as const), nowMs: time, runIds: fc.array(str), onlyState: fc.integer({ min: 0, max: 8 }), ignoreOverlap: fc.boolean() }),
+  fc.record({ type: fc.constant('raiseAlerts' as const), nowMs: time, items: fc.array(fc.record({ jobId: id, slotMs: time, reason: str })) }),
 );
 
 describe('command codec', () => {
@@ -83,7 +85,7 @@ describe('command codec', () => {
 
   it('never throws anything but FsmDecodeError on random bytes', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 1, max: 16 }), (tail, tag) => {
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 1, max: 18 }), (tail, tag) => {
         try {
           decodeCommand(Uint8Array.of(1, tag, ...tail));
         } catch (e) {
@@ -116,6 +118,7 @@ describe('result codec', () => {
     { type: 'runItems', items: [{ state: RunState.RUN_STATE_SUCCEEDED }, { error: err, state: RunState.RUN_STATE_UNSPECIFIED }] },
     { type: 'cancel', items: [{ run }], signals: [{ runId: 'j@5', workerId: 'w', fencingToken: 42 }] },
     { type: 'trim', runsTrimmed: 3, idempotencyKeysTrimmed: 4 },
+    { type: 'retry', items: [{ run: { ...run, redriveCount: 3, redrivenUnixMs: 77 } }, { error: err }] },
     { type: 'rejected', error: err },
   ];
   it.each(results.map((r) => [r.type, r] as const))('round-trips %s', (_, r) => {

@@ -26,9 +26,20 @@ const withoutRetention: JobRecord = { ...rec, terminalRuns: 0, trimDueMs: 0 };
 describe('job record codec', () => {
   it('covers every field of Job', () => {
     expect(Object.keys(Job.fromPartial({}))).toEqual([
-      'id', 'spec', 'state', 'version', 'createdUnixMs', 'updatedUnixMs', 'nextFireUnixMs', 'lastSlotUnixMs', 'pauseNote', 'activeRuns',
+      'id', 'spec', 'state', 'version', 'createdUnixMs', 'updatedUnixMs', 'nextFireUnixMs', 'lastSlotUnixMs', 'pauseNote', 'activeRuns', 'consecutiveDeadRuns',
     ]);
-    for (const [k, v] of Object.entries(Job.fromPartial({}))) expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
+    // Except consecutiveDeadRuns: carried in the record header of format 5 (the test below).
+    for (const [k, v] of Object.entries(Job.fromPartial({}))) if (k !== 'consecutiveDeadRuns') expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
+  });
+
+  it('a job with DEAD runs counted or a watchdog alert writes format 5 and round-trips them', () => {
+    const counted: JobRecord = { ...rec, job: { ...full, consecutiveDeadRuns: 4 }, heldRuns: 1, watchdogSlotMs: 1_900_000_060_000 };
+    const bytes = encodeJobRecord(counted);
+    expect(bytes[0]).toBe(5);
+    expect(decodeJobRecord(bytes)).toEqual(counted);
+    expect(encodeJobRecord(decodeJobRecord(bytes))).toEqual(bytes);
+    const queued: JobRecord = { ...rec, job: { ...full, consecutiveDeadRuns: 1 }, heldRuns: 5 };
+    expect(decodeJobRecord(encodeJobRecord(queued))).toEqual(queued);
   });
 
   it('round-trips every field exactly', () => {

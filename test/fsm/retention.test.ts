@@ -145,6 +145,62 @@ describe('schema 3 → 4', () => {
     }
     expect(SchedulerStateMachine).toBeDefined();
   });
+
+  it('a snapshot sent by a schema-3 leader gets the trim index derived on restore, and its trims work', async () => {
+    const a = await fresh();
+    await a.one({ type: 'putJob', nowMs: T0, jobId: 'old', spec: everySpec(1000, { overlapPolicy: 2, retention: { maxRuns: 2 } }, T0), idempotencyKey: '' });
+    for (const c of fires('old', 0, 8)) await a.one(c);
+    await a.fsm.sync();
+    const dir = a.dir;
+    await a.fsm.close();
+    release(a);
+    // The stream a schema-3 leader sends: its whole key space, with format-2 job records, no h\0 keys.
+    const db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+    await db.open();
+    const appliedIndex = Number(new TextDecoder().decode((await db.get('m\0applied'))!));
+    const w = new ByteWriter();
+    const enc = new TextEncoder();
+    let oldRecords = 0;
+    for await (const [k, v] of db.iterator()) {
+      if (k.startsWith('h\0')) continue;
+      let value = v;
+      if (k === 'm\0schema') value = enc.encode('3');
+      else if (k.startsWith('j\0')) {
+        const rec = decodeJobRecord(v);
+        const old = new ByteWriter().u8(2).uint(rec.manualSeq).str(rec.heldRunId);
+        writeJob(old, rec.job);
+        value = old.finish();
+        oldRecords += 1;
+      }
+      w.bytes(enc.encode(k)).bytes(value);
+    }
+    await db.close();
+    expect(oldRecords).toBe(1);
+    const header = new ByteWriter().u8(1).uint(appliedIndex).finish();
+    const body = w.finish();
+
+    const b = await fresh();
+    await b.fsm.restore({ index: appliedIndex, term: 1, conf: { voters: [] } }, (async function* () {
+      yield header;
+      yield body;
+    })());
+    expect(await b.fsm.appliedIndex()).toBe(appliedIndex);
+    // Reopened, so the kit's next entry follows the snapshot's index.
+    const bdir = b.dir;
+    await b.fsm.close();
+    release(b);
+    const again = await openTestFsm({}, bdir);
+    try {
+      expect(await terminalRunsOf(again, 'old')).toEqual({ terminalRuns: 7, trimDueMs: TRIM_DUE_NOW });
+      expect(await dueJobs(again, T0 + 10_000)).toEqual(['old']);
+      const r = await again.one({ type: 'trimHistory', nowMs: T0 + 10_000, jobIds: ['old'], maxIdempotencyKeys: 0 }, 'trim');
+      expect(r.runsTrimmed).toBe(5);
+      expect(await runStates(again, 'old')).toHaveLength(3);
+      expect((await terminalRunsOf(again, 'old')).terminalRuns).toBe(2);
+    } finally {
+      await again.close();
+    }
+  });
 });
 
 describe('bounded backlog', () => {

@@ -1,5 +1,6 @@
-// Run records: the positional format 2 round-trips every field of Run (a proto field added later
-// fails here until the codec writes it), and format-1 (protobuf) records still read.
+// Run records: the positional formats round-trip every field of Run (a proto field added later
+// fails here until the codec writes it): format 2 for a run never re-driven, format 3 (with the
+// re-drive fields and the attempt base) for one that was; format-1 (protobuf) records still read.
 import { describe, expect, it } from 'vitest';
 import { Attempt, AttemptOutcome, Run, RunState } from '../../src/gen/herald/v1/run.js';
 import { decodeRunRecord, encodeRunRecord } from '../../src/fsm/store/records.js';
@@ -28,7 +29,11 @@ const full = Run.fromPartial({
   output: Buffer.from([0, 1, 2, 255]),
   priority: -1000,
   latenessMs: 123,
+  redriveCount: 2,
+  redrivenUnixMs: 1_900_000_001_000,
 });
+/** The same run before any re-drive: written in format 2, as before re-drive existed. */
+const neverRedriven = { ...full, redriveCount: 0, redrivenUnixMs: 0 };
 
 describe('run record codec', () => {
   it('covers every field of Run and Attempt', () => {
@@ -36,20 +41,41 @@ describe('run record codec', () => {
     expect(Object.keys(Run.fromPartial({}))).toEqual([
       'id', 'jobId', 'taskType', 'slotUnixMs', 'scheduledUnixMs', 'state', 'attempt', 'attempts', 'backfilled', 'manual',
       'notBeforeUnixMs', 'createdUnixMs', 'finishedUnixMs', 'workerId', 'fencingToken', 'leaseDeadlineUnixMs', 'reason', 'output', 'priority', 'latenessMs',
+      'redriveCount', 'redrivenUnixMs', 'payload',
     ]);
     expect(Object.keys(Attempt.fromPartial({}))).toEqual(['number', 'workerId', 'fencingToken', 'startedUnixMs', 'endedUnixMs', 'outcome', 'error']);
     // Every field of the sample differs from its default, so a dropped field shows below.
-    for (const [k, v] of Object.entries(Run.fromPartial({}))) expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
+    // Except payload: alert runs only, written after the rest in format 4 (the test below).
+    for (const [k, v] of Object.entries(Run.fromPartial({}))) if (k !== 'payload') expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
   });
 
-  it('round-trips every field exactly, held or not', () => {
+  it('a run with a payload (an alert run) writes format 4 and round-trips it; others keep format 2', () => {
+    const alert = { ...neverRedriven, payload: Buffer.from('{"event":"dead"}') };
+    const bytes = encodeRunRecord({ run: alert, held: false });
+    expect(bytes[0]).toBe(4);
+    expect(decodeRunRecord(bytes)).toEqual({ run: alert, held: false });
+    expect(encodeRunRecord(decodeRunRecord(bytes))).toEqual(bytes);
+    // A re-driven alert run: format 3 carries its payload too.
+    const redriven = { ...full, payload: Buffer.from('{"event":"dead"}') };
+    const r3 = encodeRunRecord({ run: redriven, held: true, attemptBase: 1 });
+    expect(r3[0]).toBe(3);
+    expect(decodeRunRecord(r3)).toEqual({ run: redriven, held: true, attemptBase: 1 });
+    expect(encodeRunRecord(decodeRunRecord(r3))).toEqual(r3);
+  });
+
+  it('round-trips every field exactly, held or not, re-driven or not', () => {
     for (const held of [false, true]) {
-      const bytes = encodeRunRecord({ run: full, held });
+      const bytes = encodeRunRecord({ run: neverRedriven, held });
       expect(bytes[0]).toBe(2);
       const back = decodeRunRecord(bytes);
-      expect(back).toEqual({ run: full, held });
+      expect(back).toEqual({ run: neverRedriven, held });
       expect(Buffer.isBuffer(back.run.output)).toBe(true);
       expect(encodeRunRecord(back)).toEqual(bytes);
+      const redriven = encodeRunRecord({ run: full, held, attemptBase: 2 });
+      expect(redriven[0]).toBe(3);
+      const again = decodeRunRecord(redriven);
+      expect(again).toEqual({ run: full, held, attemptBase: 2 });
+      expect(encodeRunRecord(again)).toEqual(redriven);
     }
     const empty = Run.fromPartial({ id: 'j@0', jobId: 'j' });
     expect(decodeRunRecord(encodeRunRecord({ run: empty, held: false })).run).toEqual(empty);
@@ -64,8 +90,10 @@ describe('run record codec', () => {
   });
 
   it('refuses unknown versions and trailing bytes', () => {
-    const bytes = encodeRunRecord({ run: full, held: false });
-    expect(() => decodeRunRecord(Uint8Array.of(9, ...bytes.subarray(1)))).toThrow(/version/);
-    expect(() => decodeRunRecord(Uint8Array.of(...bytes, 0))).toThrow(/trailing/);
+    for (const run of [neverRedriven, full]) {
+      const bytes = encodeRunRecord({ run, held: false });
+      expect(() => decodeRunRecord(Uint8Array.of(9, ...bytes.subarray(1)))).toThrow(/version/);
+      expect(() => decodeRunRecord(Uint8Array.of(...bytes, 0))).toThrow(/trailing/);
+    }
   });
 });

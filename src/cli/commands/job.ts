@@ -14,6 +14,7 @@ import { parseInstant } from '../parse-instant.js';
 import { UsageError } from '../usage-error.js';
 import { print, printJson } from '../output/print.js';
 import { collectLimited, parseLimit } from '../paging.js';
+import { registerJobNext } from './job-next.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -38,7 +39,12 @@ function addSpecOptions(cmd: Command): Command {
     .option('--lease <duration>', 'lease of a claimed run (renewed by heartbeats)')
     .option('--label <key=value>', 'label (repeatable)', collect)
     .option('--priority <n>', '-1000..1000; higher is dispatched first')
-    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)');
+    .option('--max-pending-runs <n>', 'most runs pending or running at once; later slots are recorded MISSED (default 100, at most 10000)')
+    .option('--alert-on-failure <task-type>', 'an alert run of this task type for every failed attempt that will be retried ("" removes it)')
+    .option('--alert-on-dead <task-type>', 'an alert run of this task type for every run that goes DEAD (e.g. alerts; see herald worker --webhook)')
+    .option('--alert-on-missed <task-type>', 'an alert run of this task type for every slot recorded MISSED')
+    .option('--alert-on-watchdog <task-type>', "an alert run of this task type when the leader's watchdog finds a due slot not fired")
+    .option('--pause-after-dead <n>', 'pause the job after n consecutive DEAD runs (a success resets the count; 0 = never)');
 }
 
 type JobFlags = ClientFlags & JobSpecFlags;
@@ -218,6 +224,8 @@ export function registerJobCommands(program: Command): void {
         }),
       ),
     );
+
+  registerJobNext(job);
 }
 
 function parseVersion(text: string): number {

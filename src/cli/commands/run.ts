@@ -11,11 +11,13 @@ import { renderFields, renderTable } from '../output/table.js';
 import { collectLimited, parseLimit } from '../paging.js';
 import { UsageError } from '../usage-error.js';
 import { waitForRun } from '../wait-for-run.js';
+import { registerRunRetry } from './run-retry.js';
+import { watchRunsToStdout, type RunWatchFlags } from '../run-watch.js';
 
 const RUN_STATES: RunStateName[] = ['pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped', 'missed'];
 
 export function registerRunCommands(program: Command): void {
-  const run = program.command('run').description('inspect and cancel runs');
+  const run = program.command('run').description('inspect, cancel and re-drive runs');
 
   addClientOptions(run.command('ls').description('list runs (per job, newest slot first)'))
     .option('--job <id>', 'only runs of this job')
@@ -64,6 +66,28 @@ export function registerRunCommands(program: Command): void {
       ),
     );
 
+  addClientOptions(run.command('watch').description('print run state changes as the cluster applies them, until Ctrl-C (resumes across leader changes)'))
+    .option('--job <id>', 'only runs of this job')
+    .option('--task-type <type>', 'only runs of this task type')
+    .option('--state <states>', `only changes into these states, comma-separated (${RUN_STATES.join(', ')})`)
+    .option('--from-index <n>', 'changes applied after this index (as printed with #); default: from now')
+    .action(
+      commandAction('run watch', (cmd) =>
+        withClient(cmd, async (client, flags) => {
+          const abort = new AbortController();
+          const stop = (): void => abort.abort();
+          process.once('SIGINT', stop);
+          process.once('SIGTERM', stop);
+          try {
+            await watchRunsToStdout(client, cmd.opts() as RunWatchFlags, Boolean(flags.json), abort.signal);
+          } finally {
+            process.off('SIGINT', stop);
+            process.off('SIGTERM', stop);
+          }
+        }),
+      ),
+    );
+
   addClientOptions(run.command('cancel <id>').description('cancel a pending or running run (a running one is told to stop)'))
     .option('--reason <text>', 'recorded on the run')
     .action(
@@ -76,4 +100,6 @@ export function registerRunCommands(program: Command): void {
         }),
       ),
     );
+
+  registerRunRetry(run);
 }

@@ -1,64 +1,57 @@
-// The dev cluster's view of runs, from ListRuns: while the demo worker prints what it executes,
-// this prints what the worker cannot see — runs that failed, went dead, were missed, skipped or
-// cancelled — and, with no demo worker, every fire and outcome. Polling is fine at dev scale
-// (a handful of jobs); a production tool would want a watch API.
+// The dev cluster's view of runs, from WatchService (client.watchRuns): while the demo worker
+// prints what it executes, this prints what the worker cannot see — runs that failed, went dead,
+// were missed, skipped or cancelled — and, with no demo worker, every fire and outcome. The watch
+// starts at the present (runs already there when dev started are history, not news) and resumes
+// across the dev cluster's leader changes by itself.
 import type { HeraldClient } from '../../client/herald-client.js';
 import { RunState, type Run } from '../../gen/herald/v1/run.js';
 import { formatInstant } from '../output/format.js';
 import { runState } from '../output/run-view.js';
 
-const MAX_JOBS = 100;
-const RUNS_PER_JOB = 20;
+/** Runs whose last state the feed remembers (a repeat of it is not news). */
+const REMEMBERED_RUNS = 10_000;
 
 export interface RunFeedOptions {
   client: HeraldClient;
   write: (line: string) => void;
   /** Also report new runs and successes (when no demo worker prints them). */
   everything: boolean;
-  intervalMs?: number;
+  /** Wait before watching again after the stream failed for good (a bad endpoint list, say). */
+  retryMs?: number;
 }
 
 export class RunFeed {
   private readonly seen = new Map<string, RunState>();
-  private timer: NodeJS.Timeout | undefined;
-  private primed = false;
-  private stopped = false;
+  private readonly abort = new AbortController();
 
   constructor(private readonly o: RunFeedOptions) {}
 
   start(): void {
-    const loop = async () => {
-      if (this.stopped) return;
-      try {
-        await this.poll();
-      } catch {
-        // elections, restarts: the next poll catches up
+    const loop = async (): Promise<void> => {
+      while (!this.abort.signal.aborted) {
+        try {
+          for await (const item of this.o.client.watchRuns({}, { signal: this.abort.signal })) {
+            if (item.type === 'change') this.observe(item.value);
+          }
+        } catch {
+          // the SDK resumes across elections and restarts itself; this is for what it gives up on
+        }
+        if (!this.abort.signal.aborted) await new Promise((r) => setTimeout(r, this.o.retryMs ?? 1_000));
       }
-      if (!this.stopped) this.timer = setTimeout(() => void loop(), this.o.intervalMs ?? 1_000);
     };
     void loop();
   }
 
   stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-  }
-
-  private async poll(): Promise<void> {
-    const jobs = await this.o.client.listJobs({ pageSize: MAX_JOBS }, { deadlineMs: 3_000, consistency: 'stale' });
-    for (const job of jobs.items) {
-      const page = await this.o.client.listRuns({ jobId: job.id, pageSize: RUNS_PER_JOB }, { deadlineMs: 3_000, consistency: 'stale' });
-      for (const run of [...page.items].reverse()) this.observe(run);
-    }
-    // Runs already there when dev started are history, not news.
-    this.primed = true;
+    this.abort.abort();
   }
 
   private observe(run: Run): void {
     const before = this.seen.get(run.id);
     if (before === run.state) return;
+    this.seen.delete(run.id);
     this.seen.set(run.id, run.state);
-    if (!this.primed) return;
+    if (this.seen.size > REMEMBERED_RUNS) this.seen.delete(this.seen.keys().next().value!);
     const interesting =
       this.o.everything ||
       ![RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_SUCCEEDED].includes(run.state);

@@ -47,6 +47,7 @@ export function jobFields(job: Job, nowMs = Date.now()): Array<[string, string]>
     ['next fire', job.state === JobState.JOB_STATE_ACTIVE ? formatWhen(job.nextFireUnixMs, nowMs) : '-'],
     ['last slot', formatInstant(job.lastSlotUnixMs)],
     ['active runs', String(job.activeRuns)],
+    ['dead in a row', String(job.consecutiveDeadRuns)],
   ];
   if (s) {
     fields.push(
@@ -63,6 +64,7 @@ export function jobFields(job: Job, nowMs = Date.now()): Array<[string, string]>
       ['lease', s.leaseDurationMs ? formatMs(s.leaseDurationMs) : 'default'],
       ['priority', String(s.priority)],
       ['labels', labelsText(s.labels)],
+      ['alerts', alertsText(s)],
     );
   }
   fields.push(['created', formatInstant(job.createdUnixMs)], ['updated', formatInstant(job.updatedUnixMs)]);
@@ -115,7 +117,17 @@ export function specJson(s: JobSpec): Record<string, unknown> {
     retention: { maxRuns: s.retention?.maxRuns ?? 0, maxAgeMs: s.retention?.maxAgeMs ?? 0 },
     labels: s.labels,
     priority: s.priority,
+    alerts: { onFailure: s.alerts?.onFailure ?? '', onDead: s.alerts?.onDead ?? '', onMissed: s.alerts?.onMissed ?? '', onWatchdog: s.alerts?.onWatchdog ?? '' },
+    pauseAfterDead: s.pauseAfterDead,
   };
+}
+
+/** "dead→alerts, missed→alerts; pause after 3 DEAD" or "-". */
+function alertsText(s: JobSpec): string {
+  const a = s.alerts;
+  const parts = a ? (['failure', 'dead', 'missed', 'watchdog'] as const).map((e, i) => [e, [a.onFailure, a.onDead, a.onMissed, a.onWatchdog][i]!] as const).filter(([, t]) => t !== '').map(([e, t]) => `${e}→${t}`) : [];
+  if (s.pauseAfterDead > 0) parts.push(`pause after ${s.pauseAfterDead} DEAD`);
+  return parts.length > 0 ? parts.join(', ') : '-';
 }
 
 export function jobJson(job: Job): Record<string, unknown> {
@@ -130,5 +142,6 @@ export function jobJson(job: Job): Record<string, unknown> {
     lastSlotUnixMs: job.lastSlotUnixMs,
     pauseNote: job.pauseNote,
     activeRuns: job.activeRuns,
+    consecutiveDeadRuns: job.consecutiveDeadRuns,
   };
 }

@@ -49,6 +49,7 @@ export function runFields(run: Run, nowMs = Date.now()): Array<[string, string]>
   ];
   if (run.state === RunState.RUN_STATE_RUNNING) fields.push(['lease until', formatWhen(run.leaseDeadlineUnixMs, nowMs)]);
   if (run.state === RunState.RUN_STATE_PENDING && run.notBeforeUnixMs) fields.push(['not before', formatWhen(run.notBeforeUnixMs, nowMs)]);
+  if (run.redriveCount > 0) fields.push(['re-driven', `${run.redriveCount} time(s), last at ${formatInstant(run.redrivenUnixMs)}`]);
   fields.push(
     ['created', formatInstant(run.createdUnixMs)],
     ['finished', formatInstant(run.finishedUnixMs)],
@@ -93,6 +94,8 @@ export function runJson(run: Run): Record<string, unknown> {
     ...(outputBase64 === undefined ? {} : { outputBase64 }),
     priority: run.priority,
     latenessMs: run.latenessMs,
+    redriveCount: run.redriveCount,
+    redrivenUnixMs: run.redrivenUnixMs,
     attempts: run.attempts.map((a) => ({
       number: a.number,
       workerId: a.workerId,

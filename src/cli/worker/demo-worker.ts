@@ -5,6 +5,7 @@ import type { ClientLogger } from '../../client/logger.js';
 import type { Handler } from '../../client/worker/run-context.js';
 import { echoHandler, type LineWriter } from './echo-handler.js';
 import { execHandler } from './exec-handler.js';
+import { webhookHandler, type WebhookOptions } from './webhook-handler.js';
 
 export interface DemoWorkerOptions {
   endpoints: string[];
@@ -12,6 +13,8 @@ export interface DemoWorkerOptions {
   concurrency: number;
   /** Shell command per run; echo mode when undefined. */
   exec?: string | undefined;
+  /** POST each run's payload to a URL (alert runs); neither echo nor exec. */
+  webhook?: Omit<WebhookOptions, 'write' | 'json'> | undefined;
   workerId?: string | undefined;
   shutdownGraceMs?: number | undefined;
   json: boolean;
@@ -56,7 +59,12 @@ function lineLogger(notice: LineWriter, verbose: boolean): ClientLogger {
 }
 
 export function createDemoWorker(o: DemoWorkerOptions): Worker {
-  const handler: Handler = o.exec !== undefined ? execHandler(o.exec, o.write, o.json) : echoHandler(o.write, o.json);
+  const handler: Handler =
+    o.webhook !== undefined
+      ? webhookHandler({ ...o.webhook, write: o.write, json: o.json })
+      : o.exec !== undefined
+        ? execHandler(o.exec, o.write, o.json)
+        : echoHandler(o.write, o.json);
   const worker = new Worker({
     endpoints: o.endpoints,
     handlers: Object.fromEntries(o.taskTypes.map((t) => [t, handler])),

@@ -13,6 +13,8 @@ import {
   applyMarkRuns,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
+import { applyRetryRuns } from './apply-retry-runs.js';
+import { applyRaiseAlerts, applyRunEvents } from './apply-alerts.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
 import { itemError } from './item-errors.js';
@@ -36,15 +38,26 @@ function itemCount(cmd: FsmCommand): number {
     case 'cancelRuns':
     case 'markRuns':
     case 'putJobs':
+    case 'raiseAlerts':
       return cmd.items.length;
     case 'trimHistory':
       return cmd.jobIds.length;
+    case 'retryRuns':
+      return cmd.runIds.length;
     default:
       return 1;
   }
 }
 
 export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limits: ApplyOptions): Promise<FsmResult> {
+  const result = await applyOne(txn, cmd, entryIndex, limits);
+  // Alerts and DEAD counts of the runs this command changed, in the same transaction (I2: an
+  // alert is committed with its cause). Most commands change no run into an alert state.
+  await applyRunEvents(txn, cmd.nowMs);
+  return result;
+}
+
+async function applyOne(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limits: ApplyOptions): Promise<FsmResult> {
   if (!Number.isSafeInteger(cmd.nowMs) || cmd.nowMs < 0 || cmd.nowMs > MAX_TIME_MS) {
     return { type: 'rejected', error: itemError('INVALID_ARGUMENT', `command time ${cmd.nowMs} is out of range`) };
   }
@@ -82,5 +95,9 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
       return applyMarkRuns(txn, cmd);
     case 'trimHistory':
       return applyTrimHistory(txn, cmd);
+    case 'retryRuns':
+      return applyRetryRuns(txn, cmd);
+    case 'raiseAlerts':
+      return applyRaiseAlerts(txn, cmd);
   }
 }

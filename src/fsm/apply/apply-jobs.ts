@@ -10,21 +10,10 @@ import type { DeleteResult, ItemError, JobResult } from '../commands/results.js'
 import { cancelActiveRuns } from './run-transitions.js';
 import { asItemError, itemError } from './item-errors.js';
 import { parseRunId } from '../commands/run-id.js';
-import { nextSlotAfter, type ScheduleCaches } from '../schedule/index.js';
+import { firstSlotFrom, nextSlotAfter } from '../schedule/index.js';
 import { recordUnfiredSlots } from './unfired-slots.js';
 import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
-import { validateId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
-
-/**
- * The first slot of a schedule that starts (or restarts) at `nowMs`, never at or before
- * `notAfterSlot` (the last slot already handled). A one-off instant already in the past still
- * fires once (the misfire policy decides how), other kinds continue with the next slot from now.
- */
-function firstSlotFrom(spec: JobSpec, nowMs: number, createdMs: number, lastSlotMs: number, caches: ScheduleCaches): number | undefined {
-  const at = spec.schedule?.kind?.$case === 'at' ? spec.schedule.kind.at.atUnixMs : undefined;
-  const from = at !== undefined ? Math.min(at, nowMs) : nowMs;
-  return nextSlotAfter(spec, Math.max(from - 1, lastSlotMs), createdMs, caches);
-}
+import { validateUserJobId, validateIdempotencyKey, validateJobSpec, validateNote, type SpecLimits } from '../commands/validation.js';
 
 function withSchedule(job: Job, next: number | undefined): void {
   job.nextFireUnixMs = next ?? 0;
@@ -43,7 +32,7 @@ function jobOut(rec: JobRecord): Job {
 
 export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: SpecLimits): Promise<JobResult> {
   try {
-    validateId(cmd.jobId, 'job_id');
+    validateUserJobId(cmd.jobId, 'job_id');
     validateIdempotencyKey(cmd.idempotencyKey);
     validateJobSpec(cmd.spec, txn.schedule, limits);
   } catch (e) {
@@ -84,6 +73,7 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     lastSlotUnixMs: 0,
     pauseNote: '',
     activeRuns: 0,
+    consecutiveDeadRuns: 0,
   };
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0, txn.schedule));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
@@ -102,7 +92,7 @@ function scheduleBytes(spec: JobSpec): string {
 
 async function loadForChange(txn: ApplyTxn, jobId: string, expectedVersion: number): Promise<JobRecord | ItemError> {
   try {
-    validateId(jobId, 'job_id');
+    validateUserJobId(jobId, 'job_id');
   } catch (e) {
     return asItemError(e);
   }

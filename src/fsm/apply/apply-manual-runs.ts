@@ -18,14 +18,14 @@ import { isTerminal } from '../store/records.js';
 import { asItemError, itemError } from './item-errors.js';
 import { backfillRunId, manualRunId, parseRunId, scheduledRunId } from '../commands/run-id.js';
 import { slotsInRange } from '../schedule/index.js';
-import { validateId, validateIdempotencyKey } from '../commands/validation.js';
+import { validateUserJobId, validateIdempotencyKey } from '../commands/validation.js';
 
 export const DEFAULT_BACKFILL_MAX_RUNS = 1000;
 export const MAX_BACKFILL_RUNS = 10_000;
 
 export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Promise<TriggerResult> {
   try {
-    validateId(cmd.jobId, 'job_id');
+    validateUserJobId(cmd.jobId, 'job_id');
     validateIdempotencyKey(cmd.idempotencyKey);
   } catch (e) {
     return { type: 'trigger', error: asItemError(e), created: false };
@@ -93,7 +93,7 @@ const NEVER_STARTED = new Set([RunState.RUN_STATE_MISSED, RunState.RUN_STATE_SKI
 
 export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): Promise<BackfillResult> {
   try {
-    validateId(cmd.jobId, 'job_id');
+    validateUserJobId(cmd.jobId, 'job_id');
   } catch (e) {
     return { type: 'backfill', error: asItemError(e), runIds: [] };
   }

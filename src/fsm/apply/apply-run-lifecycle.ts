@@ -15,7 +15,7 @@ import type {
   MarkRunsCommand,
 } from '../commands/commands.js';
 import { MAX_CLAIM_AHEAD_MS } from '../commands/commands.js';
-import { isDispatchable, isTerminal, type RunRecord } from '../store/records.js';
+import { budgetAttempts, isDispatchable, isTerminal, type RunRecord } from '../store/records.js';
 import type { CancelResult, CancelSignal, ClaimItemResult, ClaimResult, ItemError, RunItemResult, RunItemsResult } from '../commands/results.js';
 import { endRun, storeEndedRun } from './run-transitions.js';
 import { asItemError, itemError } from './item-errors.js';
@@ -62,6 +62,11 @@ function fenced(rec: RunRecord | ItemError, runId: string, token: number, accept
 
 async function loadFenced(txn: ApplyTxn, runId: string, token: number, acceptStale = false): Promise<RunRecord | ItemError> {
   return fenced(await loadRun(txn, runId), runId, token, acceptStale);
+}
+
+/** Words for a budget count that leaves earlier attempts out. */
+function sinceRedrive(rec: RunRecord): string {
+  return rec.run.redriveCount > 0 ? ' since the run was re-driven' : '';
 }
 
 function currentAttempt(rec: RunRecord): Attempt | undefined {
@@ -132,7 +137,8 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
       continue;
     }
     const deadline = spec?.startingDeadlineMs ?? 0;
-    if (run.attempt === 0 && !run.manual && !run.backfilled && deadline > 0 && cmd.nowMs > run.scheduledUnixMs + deadline) {
+    // A re-driven run was asked for now: its slot's starting deadline no longer applies.
+    if (run.attempt === 0 && !run.manual && !run.backfilled && run.redriveCount === 0 && deadline > 0 && cmd.nowMs > run.scheduledUnixMs + deadline) {
       await finishFor(txn, rec, RunState.RUN_STATE_MISSED, cmd.nowMs, `not started within the starting deadline of ${deadline} ms`);
       items.push({ error: itemError('INVALID_STATE', `run "${run.id}" missed its starting deadline; recorded MISSED`, 'DEADLINE_PASSED') });
       continue;
@@ -162,7 +168,8 @@ export async function applyClaimRuns(txn: ApplyTxn, cmd: ClaimRunsCommand, token
         leaseDeadlineUnixMs: leaseDeadline,
         leaseDurationMs: leaseMs,
         executionTimeoutMs: spec?.executionTimeoutMs ?? 0,
-        payload: spec?.payload ?? NO_OUTPUT,
+        // An alert run carries its own (the event); every other run its job's.
+        payload: run.payload.length > 0 ? run.payload : (spec?.payload ?? NO_OUTPUT),
         manual: run.manual,
         backfilled: run.backfilled,
       },
@@ -197,7 +204,8 @@ async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem, acceptS
   let dead = '';
   if (!error.retryable) dead = `error${error.type ? ` ${error.type}` : ''} is not retryable`;
   else if (policy.nonRetryableErrorTypes.includes(error.type)) dead = `error type ${error.type} is never retried by the job's retry policy`;
-  else if (run.attempt >= policy.maxAttempts) dead = `attempt ${run.attempt} of ${policy.maxAttempts} failed`;
+  // The budget counts the attempts since the run's last re-drive (all of them when never re-driven).
+  else if (budgetAttempts(rec) >= policy.maxAttempts) dead = `attempt ${budgetAttempts(rec)} of ${policy.maxAttempts}${sinceRedrive(rec)} failed`;
   if (dead) {
     await finishFor(txn, rec, RunState.RUN_STATE_DEAD, nowMs, dead, outcome);
     return { state: run.state };
@@ -208,7 +216,7 @@ async function finishOne(txn: ApplyTxn, nowMs: number, item: FinishItem, acceptS
   }
   run.state = RunState.RUN_STATE_FAILED;
   run.leaseDeadlineUnixMs = 0;
-  run.notBeforeUnixMs = nowMs + retryBackoffMs(job?.job.spec?.retry, run.attempt + 1, run.id);
+  run.notBeforeUnixMs = nowMs + retryBackoffMs(job?.job.spec?.retry, budgetAttempts(rec) + 1, run.id);
   txn.putRun(rec);
   return { state: run.state };
 }
@@ -232,9 +240,10 @@ export async function applyExpireLeases(txn: ApplyTxn, cmd: ExpireLeasesCommand,
     const run = rec.run;
     const job = await txn.getJob(run.jobId);
     const policy = effectiveRetry(job?.job.spec?.retry);
-    if (run.attempt >= policy.maxAttempts) {
+    if (budgetAttempts(rec) >= policy.maxAttempts) {
       // A worker that dies on every attempt (a poison run) must not loop forever.
-      await finishFor(txn, rec, RunState.RUN_STATE_DEAD, cmd.nowMs, `lease expired on attempt ${run.attempt} of ${policy.maxAttempts}`, AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED);
+      const what = `lease expired on attempt ${budgetAttempts(rec)} of ${policy.maxAttempts}${sinceRedrive(rec)}`;
+      await finishFor(txn, rec, RunState.RUN_STATE_DEAD, cmd.nowMs, what, AttemptOutcome.ATTEMPT_OUTCOME_LEASE_EXPIRED);
     } else {
       const attempt = currentAttempt(rec);
       if (attempt) {

@@ -46,6 +46,9 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
     output: NO_OUTPUT,
     priority: spec?.priority ?? 0,
     latenessMs: 0,
+    redriveCount: 0,
+    redrivenUnixMs: 0,
+    payload: NO_OUTPUT,
   };
   return { run, held: f.held ?? false };
 }
@@ -117,13 +120,15 @@ async function releaseFirstQueued(txn: ApplyTxn, jobId: string): Promise<void> {
 export function storeEndedRun(txn: ApplyTxn, rec: RunRecord, wasHeld = false): Promise<void> | undefined {
   txn.putRun(rec);
   const loaded = txn.loadedJob(rec.run.jobId);
-  if (loaded === NOT_READ) return txn.getJob(rec.run.jobId).then((job) => updateJobOfEndedRun(txn, job, rec.run.id, wasHeld));
-  return updateJobOfEndedRun(txn, loaded, rec.run.id, wasHeld);
+  if (loaded === NOT_READ) return txn.getJob(rec.run.jobId).then((job) => updateJobOfEndedRun(txn, job, rec.run, wasHeld));
+  return updateJobOfEndedRun(txn, loaded, rec.run, wasHeld);
 }
 
-function updateJobOfEndedRun(txn: ApplyTxn, job: JobRecord | undefined, runId: string, wasHeld: boolean): Promise<void> | undefined {
-  const reading = onRunEnded(txn, job, runId, wasHeld);
+function updateJobOfEndedRun(txn: ApplyTxn, job: JobRecord | undefined, run: Run, wasHeld: boolean): Promise<void> | undefined {
+  const reading = onRunEnded(txn, job, run.id, wasHeld);
   if (!job) return reading;
+  // A success ends a streak of DEAD runs (JobSpec.pause_after_dead; DEAD ones count in apply-alerts.ts).
+  if (job.job.consecutiveDeadRuns > 0 && run.state === RunState.RUN_STATE_SUCCEEDED) job.job.consecutiveDeadRuns = 0;
   if (reading) return reading.then(() => txn.putJob(job));
   txn.putJob(job);
   return undefined;

@@ -28,6 +28,8 @@ const TAGS: Record<FsmCommandType, number> = {
   putJobs: 16,
   // 17 is taken: builds that carried apply effects in the log wrote it. Decoding it now fails,
   // which every replica answers alike with a rejected result that changes nothing.
+  retryRuns: 18,
+  raiseAlerts: 19,
 };
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
@@ -101,6 +103,12 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'trimHistory':
       w.list(cmd.jobIds, (w, id) => w.str(id)).uint(cmd.maxIdempotencyKeys);
+      break;
+    case 'retryRuns':
+      w.list(cmd.runIds, (w, id) => w.str(id)).uint(cmd.onlyState).bool(cmd.ignoreOverlap);
+      break;
+    case 'raiseAlerts':
+      w.list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs).str(i.reason));
       break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
@@ -201,6 +209,12 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'trimHistory':
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
+      break;
+    case 'retryRuns':
+      cmd = { type, nowMs, runIds: r.list((r) => r.str()), onlyState: r.uint(), ignoreOverlap: r.bool() };
+      break;
+    case 'raiseAlerts':
+      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), slotMs: r.int(), reason: r.str() })) };
       break;
   }
   r.end();

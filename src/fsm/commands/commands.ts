@@ -198,6 +198,39 @@ export interface TrimHistoryCommand {
   readonly maxIdempotencyKeys: number;
 }
 
+/**
+ * Re-drives ended runs (RetryRun, RetryRuns): each DEAD, CANCELLED or FAILED run becomes PENDING
+ * again, not before nowMs, with its retry budget restarted; one entry per API call, each item
+ * with its own result. The server lists a bulk call's runs first; apply checks each again.
+ */
+export interface RetryRunsCommand {
+  readonly type: 'retryRuns';
+  readonly nowMs: number;
+  readonly runIds: readonly string[];
+  /** Only runs in this state (a bulk call's filter: they may have moved since); 0 = any retryable one. */
+  readonly onlyState: number;
+  /** Start them whatever their jobs' overlap policy (else FORBID / BUFFER_ONE queue them). */
+  readonly ignoreOverlap: boolean;
+}
+
+export interface RaiseAlertItem {
+  readonly jobId: string;
+  /** The job's due slot the watchdog found without a run (its next fire at the check). */
+  readonly slotMs: number;
+  /** What the watchdog saw, in words (at most 1024 characters are kept). */
+  readonly reason: string;
+}
+
+/**
+ * The leader's watchdog found jobs whose due slot has no run past its grace (firing stalled):
+ * each job whose AlertPolicy names on_watchdog gets one alert run per such slot (apply-alerts.ts).
+ */
+export interface RaiseAlertsCommand {
+  readonly type: 'raiseAlerts';
+  readonly nowMs: number;
+  readonly items: readonly RaiseAlertItem[];
+}
+
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -213,7 +246,9 @@ export type FsmCommand =
   | ExpireLeasesCommand
   | CancelRunsCommand
   | MarkRunsCommand
-  | TrimHistoryCommand;
+  | TrimHistoryCommand
+  | RetryRunsCommand
+  | RaiseAlertsCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -6,7 +6,7 @@ import type { ErrorCode } from '../../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import type { SpecCache } from './spec-cache.js';
-import { readRun, writeRun } from './run-record-codec.js';
+import { readRun, readRunRedrive, writeRun, writeRunRedrive } from './run-record-codec.js';
 import type { CancelSignal, ClaimedRun, ClaimItemResult, DispatchHint, FsmResult, ItemError } from './results.js';
 
 export const RESULT_FORMAT_VERSION = 1;
@@ -23,6 +23,8 @@ const TAGS = {
   trim: 9,
   rejected: 10,
   jobs: 11,
+  retry: 12,
+  alerts: 13,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
@@ -47,19 +49,32 @@ function readError(r: ByteReader): ItemError | undefined {
 // Jobs and runs in results use the stored records' positional codecs: a result is decoded only
 // by this build's server (results are never replicated or stored), and a claim or create batch
 // carries thousands of them.
+// A job's consecutive DEAD count follows it: stored records carry it in their header instead.
 function writeOptJob(w: ByteWriter, j: Job | undefined): void {
   if (j === undefined) w.bool(false);
-  else writeJob(w.bool(true), j);
+  else {
+    writeJob(w.bool(true), j);
+    w.uint(j.consecutiveDeadRuns);
+  }
 }
 function readOptJob(r: ByteReader): Job | undefined {
-  return r.bool() ? readJob(r) : undefined;
+  if (!r.bool()) return undefined;
+  const job = readJob(r);
+  job.consecutiveDeadRuns = r.uint();
+  return job;
 }
 function writeOptRun(w: ByteWriter, x: Run | undefined): void {
   if (x === undefined) w.bool(false);
-  else writeRun(w.bool(true), x);
+  else {
+    writeRun(w.bool(true), x);
+    writeRunRedrive(w, x);
+  }
 }
 function readOptRun(r: ByteReader): Run | undefined {
-  return r.bool() ? readRun(r) : undefined;
+  if (!r.bool()) return undefined;
+  const run = readRun(r);
+  readRunRedrive(r, run);
+  return run;
 }
 function readClaimedRun(r: ByteReader): ClaimedRun | undefined {
   if (!r.bool()) return undefined;
@@ -169,6 +184,18 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
     case 'trim':
       w.uint(res.runsTrimmed).uint(res.idempotencyKeysTrimmed);
       break;
+    case 'retry':
+      w.list(res.items, (w, i) => {
+        writeError(w, i.error);
+        writeOptRun(w, i.run);
+      });
+      break;
+    case 'alerts':
+      w.list(res.items, (w, i) => {
+        writeError(w, i.error);
+        w.str(i.runId);
+      });
+      break;
     case 'rejected':
       writeError(w, res.error);
       break;
@@ -192,7 +219,10 @@ export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0, specs?: 
   const heads: JobHead[] = [];
   const item = (r: ByteReader): void => {
     readError(r);
-    if (r.bool()) heads.push(readJobHead(r, dispatchBeforeMs, specs));
+    if (r.bool()) {
+      heads.push(readJobHead(r, dispatchBeforeMs, specs));
+      r.uint(); // consecutive DEAD runs
+    }
     r.bool(); // created
   };
   if (tag === TAGS.job) item(r);
@@ -387,6 +417,24 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
     case 'trim':
       res = { type, runsTrimmed: r.uint(), idempotencyKeysTrimmed: r.uint() };
       break;
+    case 'retry': {
+      const items = r.list((r) => {
+        const error = readError(r);
+        const run = readOptRun(r);
+        return { ...(error && { error }), ...(run && { run }) };
+      });
+      res = { type, items };
+      break;
+    }
+    case 'alerts': {
+      const items = r.list((r) => {
+        const error = readError(r);
+        const runId = r.str();
+        return error ? { error, runId } : { runId };
+      });
+      res = { type, items };
+      break;
+    }
     case 'rejected': {
       const error = readError(r);
       if (!error) throw new FsmDecodeError('rejected result without error');

@@ -165,6 +165,24 @@ export interface TrimResult {
   readonly idempotencyKeysTrimmed: number;
 }
 
+/** retryRuns: per run id, the run after its re-drive or why it was not re-driven. */
+export interface RetryResult {
+  readonly type: 'retry';
+  readonly items: readonly { readonly error?: ItemError; readonly run?: Run }[];
+}
+
+export interface AlertItemResult {
+  readonly error?: ItemError;
+  /** The alert run written; '' when none was (no on_watchdog alert, slot fired or already alerted). */
+  readonly runId: string;
+}
+
+/** raiseAlerts. */
+export interface AlertsResult {
+  readonly type: 'alerts';
+  readonly items: readonly AlertItemResult[];
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -187,5 +205,7 @@ export type FsmResult =
   | RunItemsResult
   | CancelResult
   | TrimResult
+  | RetryResult
+  | AlertsResult
   | RejectedResult
   | EmptyResult;

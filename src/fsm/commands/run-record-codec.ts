@@ -3,6 +3,9 @@
 // generated protobuf code turns each of its dozen int64 fields into a BigInt and then a string on
 // decode; this codec reads them as plain varints. Every field of Run, Attempt and RunError is
 // written, in declaration order; the test "covers every field" fails when the proto grows one.
+// The re-drive fields (21–22) come apart (writeRunRedrive): a run never re-driven keeps the
+// record format it had before they existed (records.ts).
+// Except Run.payload (alert runs only): records carry it after the rest (records.ts, formats 3 and 4).
 import type { Attempt, AttemptOutcome, Run, RunError, RunState } from '../../gen/herald/v1/run.js';
 import type { ByteReader, ByteWriter } from './binary-codec.js';
 
@@ -29,6 +32,17 @@ export function writeRun(w: ByteWriter, run: Run): void {
   w.bool(run.backfilled).bool(run.manual).int(run.notBeforeUnixMs).int(run.createdUnixMs).int(run.finishedUnixMs);
   w.str(run.workerId).uint(run.fencingToken).int(run.leaseDeadlineUnixMs).str(run.reason).bytes(run.output);
   w.int(run.priority).int(run.latenessMs);
+}
+
+/** The re-drive fields, after writeRun's (run record format 3, results). */
+export function writeRunRedrive(w: ByteWriter, run: Run): void {
+  w.uint(run.redriveCount).int(run.redrivenUnixMs);
+}
+
+/** Reads what writeRunRedrive wrote into `run`. */
+export function readRunRedrive(r: ByteReader, run: Run): void {
+  run.redriveCount = r.uint();
+  run.redrivenUnixMs = r.int();
 }
 
 /** The output of a run without one, shared (never written into: a finish replaces the buffer). */
@@ -78,5 +92,8 @@ export function readRun(r: ByteReader): Run {
     output,
     priority,
     latenessMs,
+    redriveCount: 0,
+    redrivenUnixMs: 0,
+    payload: NO_OUTPUT,
   };
 }

@@ -48,6 +48,22 @@ export function validateId(id: string, field: string): void {
   }
 }
 
+/** Job ids starting with this belong to the system (alert jobs, apply-alerts.ts): users may read, not write, them. */
+export const SYSTEM_JOB_PREFIX = 'herald:';
+/** System jobs that hold alert runs: "herald:alerts:<task type>". */
+export const ALERT_JOB_PREFIX = 'herald:alerts:';
+/** Longest alert task type: its system job id must stay a valid id. */
+export const MAX_ALERT_TASK_TYPE_CHARS = 128 - ALERT_JOB_PREFIX.length;
+export const MAX_PAUSE_AFTER_DEAD = 1000;
+
+/** A job id a user command may create or change: a valid id outside the system's "herald:" prefix. */
+export function validateUserJobId(id: string, field: string): void {
+  validateId(id, field);
+  if (id.startsWith(SYSTEM_JOB_PREFIX)) {
+    bad('INVALID_ARGUMENT', field, `${show(id)}: ids starting with "${SYSTEM_JOB_PREFIX}" are reserved for system jobs (alert runs); choose another id`);
+  }
+}
+
 export function validateIdempotencyKey(key: string, field = 'idempotency_key'): void {
   if (key !== '' && !IDEM_RE.test(key)) {
     bad('INVALID_ARGUMENT', field, 'must be 1–128 printable ASCII characters');
@@ -143,6 +159,14 @@ export function validateJobSpec(spec: JobSpec | undefined, caches: ScheduleCache
     if (v.length > 256) bad('INVALID_SPEC', `spec.labels[${show(k)}]`, 'label values are at most 256 characters');
   }
   validateRange(spec.priority, -1000, 1000, 'spec.priority');
+  if (spec.alerts) {
+    for (const [name, taskType] of [['on_failure', spec.alerts.onFailure], ['on_dead', spec.alerts.onDead], ['on_missed', spec.alerts.onMissed], ['on_watchdog', spec.alerts.onWatchdog]] as const) {
+      if (taskType === '') continue;
+      validateId(taskType, `spec.alerts.${name}`);
+      if (taskType.length > MAX_ALERT_TASK_TYPE_CHARS) bad('INVALID_SPEC', `spec.alerts.${name}`, `alert task types are at most ${MAX_ALERT_TASK_TYPE_CHARS} characters (got ${taskType.length})`);
+    }
+  }
+  validateRange(spec.pauseAfterDead, 0, MAX_PAUSE_AFTER_DEAD, 'spec.pause_after_dead');
   // Last: cron syntax and time zone are the most expensive checks.
   validateSchedule(spec, caches);
 }

@@ -28,6 +28,8 @@ import type { RecordCache } from '../store/record-cache.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { parseRunId } from '../commands/run-id.js';
 import { isValidId } from '../commands/validation.js';
+import { decodeToken, encodeToken } from './page-token.js';
+import { redriveCandidates, type RedriveCandidates, type RedriveQuery } from './redrive-candidates.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
@@ -74,19 +76,6 @@ function pageSizeOf(n: number | undefined): number {
     throw new HeraldError('INVALID_ARGUMENT', `page_size: must be between 1 and ${MAX_PAGE_SIZE} (got ${n})`, { field: 'page_size' });
   }
   return n;
-}
-
-/** Page tokens are the last key returned, base64url: opaque to clients, checked on the way in. */
-function encodeToken(key: string): string {
-  return Buffer.from(key, 'utf8').toString('base64url');
-}
-
-function decodeToken(token: string, prefix: string): string {
-  const key = Buffer.from(token, 'base64url').toString('utf8');
-  if (!key.startsWith(prefix) || encodeToken(key) !== token) {
-    throw new HeraldError('INVALID_ARGUMENT', 'page_token: not a token from a previous response of this call', { field: 'page_token' });
-  }
-  return key;
 }
 
 export class FsmReads {
@@ -197,6 +186,11 @@ export class FsmReads {
     const values = await this.db.getMany(runKeys);
     const items = values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
     return { items, nextPageToken: more ? encodeToken(page[page.length - 1]!) : '' };
+  }
+
+  /** Runs a bulk re-drive picks (redrive-candidates.ts). */
+  async redriveCandidates(q: RedriveQuery): Promise<RedriveCandidates> {
+    return redriveCandidates(this.db, q);
   }
 
   /** (job, slot) pairs due in [fromMs, toMs), earliest first: a range read of the due index (I6). */

@@ -33,6 +33,7 @@ import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switch
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
 import { loadCounts, openStore, readAppliedIndex, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
 import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from './machine-snapshot.js';
+import { ChangeCollector, effectsCollector, type StoreChangeListener } from './store-changes.js';
 
 const UNWANTED = new Uint8Array(0);
 
@@ -115,6 +116,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private stale = false;
   /** Apply's encoding scratch and result slabs (binary-codec.ts), this machine's own. */
   private readonly writeBuffers = new WriteBuffers();
+  /** Told of every apply's record writes (watch streams); undefined: nobody watches. */
+  private changes: StoreChangeListener | undefined;
   /** Apply's parsed cron expressions and zone rules, this machine's own. */
   private readonly scheduleCaches = new ScheduleCaches();
 
@@ -172,6 +175,23 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return run;
   }
 
+  /**
+   * Sets (or with undefined, removes) the listener told of the run and job records each apply
+   * call writes, after they are in the store (store-changes.ts).
+   */
+  setChangeListener(listener: StoreChangeListener | undefined): void {
+    this.changes = listener;
+  }
+
+  /** Tells the change listener; its failure never fails apply. */
+  private notifyChanges(applied: number, c: ChangeCollector): void {
+    try {
+      this.changes?.written(applied, c.runs, c.jobs);
+    } catch {
+      // The listener's own bug: its watchers resume or re-list; the store is what counts.
+    }
+  }
+
   apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
     return this.exclusive(() => this.applyLocked(entries, wanted, undefined));
   }
@@ -216,12 +236,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (range.toApplied <= this.applied) return 'stale';
       if (range.fromApplied !== this.applied) return 'gap';
       const batch = new DirectBatch(this.store);
+      const collector = this.changes ? effectsCollector() : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
           if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
           if (value === null) batch.delKeyBytes(key);
           else batch.putKeyBytes(key, value);
+          collector?.effect(key, value);
         });
       } catch (e) {
         await batch.close();
@@ -240,6 +262,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       for (const [state, n] of fx.counts) this.counts.set(state, n);
       this.applied = fx.toApplied;
+      if (collector) this.notifyChanges(fx.toApplied, collector);
       return 'applied';
     });
   }
@@ -318,8 +341,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (last === this.applied) return results;
       const batch = new DirectBatch(this.store);
       const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
+      const collector = this.changes ? new ChangeCollector(recorder ?? batch) : undefined;
       try {
-        await txn.writeBatch(recorder ?? batch);
+        await txn.writeBatch(collector ?? recorder ?? batch);
       } catch (e) {
         await batch.close();
         throw e;
@@ -334,6 +358,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       txn.publishReady(this.ready);
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
+      if (collector) this.notifyChanges(last, collector);
       return results;
     }
   }
@@ -364,6 +389,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await loadCounts(this.store, this.counts);
       await this.rebuildReady();
       this.stale = false;
+      try {
+        this.changes?.reset(meta.index);
+      } catch {
+        // As in notifyChanges.
+      }
     });
   }
 

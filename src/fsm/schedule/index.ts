@@ -17,6 +17,7 @@
 export { ScheduleCaches } from './schedule-caches.js';
 export { validateSchedule } from './validate-schedule.js';
 export { nextSlotAfter, slotsInRange } from './next-slot.js';
+export { firstSlotFrom, upcomingFires, MAX_UPCOMING_FIRES, type UpcomingFire } from './upcoming-fires.js';
 export { jitteredSlot, jitterOffsetMs } from './jitter.js';
 export { retryBackoffMs, retryBackoffBaseMs } from './retry-backoff.js';
 export { effectiveRetry, validateRetryPolicy, type EffectiveRetry } from './retry-policy.js';

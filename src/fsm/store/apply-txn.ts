@@ -29,6 +29,7 @@ import {
   type RunRecord,
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
+import { RunEvents } from './run-events.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
@@ -62,6 +63,8 @@ interface Tracked<T> {
   admit: boolean;
   /** Jobs: terminalRuns of the stored version (retention; 0 for runs). */
   readonly originalTerminalRuns: number;
+  /** Runs: the state as last put (or as stored), so putRun sees each change of state once. */
+  lastState: number;
 }
 
 /** Runs of one job that became terminal (+) or left the store terminal (−) in a batch. */
@@ -114,6 +117,8 @@ export class ApplyTxn {
    */
   admitJobsDueBy = 0;
   private cacheUpdates: CacheUpdate[] = [];
+  /** Runs that entered an alert state, for apply-command.ts to drain after each command. */
+  readonly runEvents = new RunEvents();
   /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
@@ -246,6 +251,7 @@ export class ApplyTxn {
       dirty: false,
       admit: false,
       originalTerminalRuns: value ? value.terminalRuns : 0,
+      lastState: -1,
     };
     this.jobs.set(jobId, t);
     return t;
@@ -328,6 +334,7 @@ export class ApplyTxn {
       dirty: false,
       admit: false,
       originalTerminalRuns: 0,
+      lastState: value ? value.run.state : -1,
     };
     this.runs.set(key, t);
     if (this.runsByJobIndex) this.indexByJob(this.runsByJobIndex, key, t);
@@ -384,6 +391,8 @@ export class ApplyTxn {
     t.value = rec;
     t.dirty = true;
     t.admit ||= this.admitting;
+    // Every run transition is stored here, whichever command made it: alerts see them all.
+    if (rec.run.state !== t.lastState) this.runEvents.changed(rec, (t.lastState = rec.run.state));
   }
 
   deleteRun(p: ParsedRunId): void {
@@ -391,6 +400,7 @@ export class ApplyTxn {
     if (!t) throw new Error(`deleteRun before getRun`);
     t.value = undefined;
     t.dirty = true;
+    t.lastState = -1;
   }
 
   /**

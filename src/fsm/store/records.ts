@@ -7,7 +7,7 @@ import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import { dueKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
-import { readRun, writeRun } from '../commands/run-record-codec.js';
+import { readRun, readRunRedrive, writeRun, writeRunRedrive } from '../commands/run-record-codec.js';
 import { readJob, writeJob } from '../commands/job-record-codec.js';
 import { specBytes, specOf } from '../commands/spec-bytes.js';
 import type { SpecCache } from '../commands/spec-cache.js';
@@ -34,12 +34,27 @@ export interface JobRecord {
    * of the job is active (run-transitions.ts). Absent (undefined) means heldRunId's one or none.
    */
   heldRuns?: number;
+  /**
+   * The latest due slot the leader's watchdog raised an alert for (applyWatchdogEvents): one
+   * alert per stalled slot, however many checks see it. Absent (undefined) means none.
+   */
+  watchdogSlotMs?: number;
 }
 
 export interface RunRecord {
   run: Run;
   /** BUFFER_ONE: pending but not dispatchable until the job's active run ends. */
   held: boolean;
+  /**
+   * Attempts made before the run's last re-drive (apply-retry-runs.ts): they do not count toward
+   * the retry budget. Absent (0) for a run never re-driven.
+   */
+  attemptBase?: number;
+}
+
+/** Attempts of the run that count toward its job's max_attempts: those since its last re-drive. */
+export function budgetAttempts(rec: RunRecord): number {
+  return rec.run.attempt - (rec.attemptBase ?? 0);
 }
 
 /**
@@ -53,6 +68,13 @@ export interface RunRecord {
 const JOB_RECORD_FORMAT_VERSION = 3;
 const JOB_RECORD_FORMAT_2 = 2;
 const JOB_RECORD_QUEUE_FORMAT_VERSION = 4;
+/**
+ * Format 5 (alerts): format 4's fields, [heldRuns] always, then [consecutive DEAD runs]
+ * [watchdog alert slot] before the positional Job. Written only while a job has either (a job
+ * without them keeps the bytes of format 3 / 4): Job.consecutive_dead_runs travels in this
+ * header, not in the positional Job, so job records of every other job do not change.
+ */
+const JOB_RECORD_ALERTS_FORMAT_VERSION = 5;
 
 /** How many runs of the job are held (JobRecord.heldRuns, with its default). */
 export function heldRunsOf(rec: JobRecord): number {
@@ -64,8 +86,13 @@ export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Ar
   const w = new ByteWriter(160 + specBytes(rec.job.spec).length, buffers);
   const held = heldRunsOf(rec);
   const queued = held !== (rec.heldRunId === '' ? 0 : 1);
-  w.u8(queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
-  if (queued) w.uint(held);
+  const dead = rec.job.consecutiveDeadRuns;
+  const watchdog = rec.watchdogSlotMs ?? 0;
+  const alerts = dead > 0 || watchdog > 0;
+  const version = alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
+  w.u8(version).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
+  if (queued || alerts) w.uint(held);
+  if (alerts) w.uint(dead).int(watchdog);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -79,12 +106,22 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION) {
+  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
     const terminalRuns = v === JOB_RECORD_FORMAT_2 ? 0 : r.uint();
     const trimDueMs = v === JOB_RECORD_FORMAT_2 ? 0 : r.int();
-    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION ? r.uint() : undefined;
+    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION ? r.uint() : undefined;
+    if (v === JOB_RECORD_ALERTS_FORMAT_VERSION) {
+      const dead = r.uint();
+      const watchdogSlotMs = r.int();
+      const job = readJob(r, specs);
+      r.end();
+      job.consecutiveDeadRuns = dead;
+      const rec: JobRecord = { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns: heldRuns! };
+      if (watchdogSlotMs > 0) rec.watchdogSlotMs = watchdogSlotMs;
+      return rec;
+    }
     const job = readJob(r, specs);
     r.end();
     return heldRuns === undefined ? { job, manualSeq, heldRunId, terminalRuns, trimDueMs } : { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns };
@@ -99,27 +136,54 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
 }
 
 /**
- * Run records: format 1 held the protobuf Run; format 2 (written since) the positional encoding
- * of run-record-codec.ts, which is several times cheaper to decode. Both are read.
+/**
+ * Run records: format 1 held the protobuf Run; format 2 the positional encoding of
+ * run-record-codec.ts, which is several times cheaper to decode. Format 3 (re-drive), written only
+ * for a run that was re-driven, is [3][held][attemptBase][positional Run][redrive fields][payload];
+ * format 4 (alerts), written only for a run with a payload (an alert run) never re-driven, is
+ * format 2 followed by Run.payload. Every other run keeps format 2's bytes. All are read.
  */
 const RUN_RECORD_FORMAT_VERSION = 2;
+const RUN_RECORD_REDRIVEN_FORMAT = 3;
+const RUN_RECORD_PAYLOAD_FORMAT_VERSION = 4;
 
 /** `buffers`: as for encodeJobRecord. */
 export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
-  const w = new ByteWriter(192 + rec.run.output.length + 64 * rec.run.attempts.length, buffers);
-  w.u8(RUN_RECORD_FORMAT_VERSION).bool(rec.held);
-  writeRun(w, rec.run);
+  const run = rec.run;
+  const payload = run.payload;
+  const w = new ByteWriter(192 + run.output.length + payload.length + 64 * run.attempts.length, buffers);
+  if (run.redriveCount > 0 || (rec.attemptBase ?? 0) > 0) {
+    w.u8(RUN_RECORD_REDRIVEN_FORMAT).bool(rec.held).uint(rec.attemptBase ?? 0);
+    writeRun(w, run);
+    writeRunRedrive(w, run);
+    w.bytes(payload);
+  } else {
+    w.u8(payload.length > 0 ? RUN_RECORD_PAYLOAD_FORMAT_VERSION : RUN_RECORD_FORMAT_VERSION).bool(rec.held);
+    writeRun(w, run);
+    if (payload.length > 0) w.bytes(payload);
+  }
   return w.finish();
 }
 
 export function decodeRunRecord(bytes: Uint8Array): RunRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === RUN_RECORD_FORMAT_VERSION) {
+  if (v === RUN_RECORD_FORMAT_VERSION || v === RUN_RECORD_PAYLOAD_FORMAT_VERSION) {
     const held = r.bool();
     const run = readRun(r);
+    if (v === RUN_RECORD_PAYLOAD_FORMAT_VERSION) run.payload = Buffer.from(r.bytesView());
     r.end();
     return { run, held };
+  }
+  if (v === RUN_RECORD_REDRIVEN_FORMAT) {
+    const held = r.bool();
+    const attemptBase = r.uint();
+    const run = readRun(r);
+    readRunRedrive(r, run);
+    const payload = r.bytesView();
+    if (payload.length > 0) run.payload = Buffer.from(payload);
+    r.end();
+    return { run, held, attemptBase };
   }
   if (v !== RECORD_FORMAT_VERSION) throw new FsmDecodeError(`unknown run record version ${v}`);
   const held = r.bool();

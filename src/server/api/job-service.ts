@@ -6,8 +6,9 @@ import {
   type CreateJobRequest,
   type CreateJobResponse,
   type CreateJobsResult,
+  type UpcomingFire,
 } from '../../gen/herald/v1/job_service.js';
-import { JobState } from '../../gen/herald/v1/job.js';
+import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
 import { RunState } from '../../gen/herald/v1/run.js';
 import {
   DEFAULT_BACKFILL_MAX_RUNS,
@@ -16,6 +17,7 @@ import {
   encodeCommand,
   requireRunId,
   validateId,
+  validateUserJobId,
   validateIdempotencyKey,
   validateJobSpec,
   validateNote,
@@ -24,7 +26,7 @@ import {
   type ItemError,
   type SchedulerStateMachine,
 } from '../../fsm/index.js';
-import { ScheduleCaches } from '../../fsm/schedule/index.js';
+import { firstSlotFrom, MAX_UPCOMING_FIRES, ScheduleCaches, upcomingFires } from '../../fsm/schedule/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
@@ -32,6 +34,8 @@ import { LeaderForwarder } from './leader-forwarder.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
+import { createRedriveHandlers } from './redrive-handlers.js';
+import { expectType, itemError } from './fsm-result.js';
 import { status } from '@grpc/grpc-js';
 
 /** The most items one CreateJobs call may carry. */
@@ -120,7 +124,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   }
 
   function validateCreate(item: CreateJobRequest, prefix: string): CreateJobRequest {
-    if (item.jobId !== '') validateId(item.jobId, `${prefix}job_id`);
+    if (item.jobId !== '') validateUserJobId(item.jobId, `${prefix}job_id`);
     validateJobSpec(item.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
     if (item.idempotencyKey !== '') validateIdempotencyKey(item.idempotencyKey, `${prefix}idempotency_key`);
     // The id is chosen before the command is proposed: apply must not draw randomness (I5).
@@ -186,9 +190,29 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
     getJob: unary('GetJob', deps, async (req, call) => {
       validateId(req.jobId, 'job_id');
+      const n = upcomingCount(req.upcomingFires, 0);
       const job = await read(req.consistency, call, () => ctx.fsm.getJob(req.jobId));
       if (!job) throw jobNotFound(req.jobId);
-      return { job };
+      // What the timing wheel fires next: from the job's cursor, while it is active.
+      const first = job.state === JobState.JOB_STATE_ACTIVE && job.spec ? job.nextFireUnixMs : 0;
+      return { job, upcomingFires: n > 0 && job.spec ? fires(job.id, job.spec, first, job.createdUnixMs, n) : [] };
+    }),
+
+    validateJob: unary('ValidateJob', deps, async (req, call) => {
+      const n = upcomingCount(req.upcomingFires, DEFAULT_VALIDATE_FIRES);
+      // CreateJob's checks, in its order: the same errors for the same request.
+      const item = validateCreate({ jobId: req.jobId, spec: req.spec, idempotencyKey: '' }, '');
+      return onLeader('validateJob', req, call, async (nowMs) => {
+        if (req.jobId !== '') {
+          await ctx.node.readIndex({ timeoutMs: timeoutFor(call) });
+          if (await ctx.fsm.getJob(req.jobId)) throw new HeraldError('ALREADY_EXISTS', `job "${req.jobId}" already exists`);
+        }
+        const spec = withResolvedFold(item.spec!, nowMs, schedule);
+        // The jitter of a slot depends on the job id: without one, the fires are shown unjittered.
+        const shown = req.jobId !== '' || spec.jitterMs <= 0 ? spec : { ...spec, jitterMs: 0 };
+        const first = firstSlotFrom(shown, nowMs, nowMs, 0, schedule) ?? 0;
+        return { spec, upcomingFires: fires(req.jobId, shown, first, nowMs, n) };
+      });
     }),
 
     listJobs: unary('ListJobs', deps, async (req, call) => {
@@ -207,7 +231,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     updateJob: unary('UpdateJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       validateJobSpec(req.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
       return onLeader('updateJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs, schedule), expectedVersion: req.expectedVersion }, call), 'job');
@@ -217,7 +241,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     deleteJob: unary('DeleteJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       return onLeader('deleteJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'deleteJob', nowMs, jobId: req.jobId, expectedVersion: req.expectedVersion }, call), 'delete');
         if (r.error) throw itemError(r.error);
@@ -226,7 +250,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     pauseJob: unary('PauseJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       validateNote(req.note, 'note');
       return onLeader('pauseJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'pauseJob', nowMs, jobId: req.jobId, note: req.note }, call), 'job');
@@ -236,7 +260,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     resumeJob: unary('ResumeJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       return onLeader('resumeJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'resumeJob', nowMs, jobId: req.jobId }, call), 'job');
         if (r.error) throw itemError(r.error);
@@ -245,7 +269,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     triggerJob: unary('TriggerJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       if (req.idempotencyKey !== '') validateIdempotencyKey(req.idempotencyKey);
       return onLeader('triggerJob', req, call, async (nowMs) => {
         const r = expectType(await propose({ type: 'triggerJob', nowMs, jobId: req.jobId, idempotencyKey: req.idempotencyKey, ignoreOverlap: req.ignoreOverlap }, call), 'trigger');
@@ -255,7 +279,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     }),
 
     backfillJob: unary('BackfillJob', deps, async (req, call) => {
-      validateId(req.jobId, 'job_id');
+      validateUserJobId(req.jobId, 'job_id');
       if (!Number.isSafeInteger(req.fromUnixMs) || req.fromUnixMs <= 0) {
         throw new HeraldError('INVALID_ARGUMENT', 'from_unix_ms: required, a positive instant in ms', { field: 'from_unix_ms' });
       }
@@ -311,9 +335,25 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
         return { run: item.run };
       });
     }),
+
+    ...createRedriveHandlers({ deps, onLeader, propose, timeoutFor, node: ctx.node, fsm: ctx.fsm }),
   };
 
+  function fires(jobId: string, spec: JobSpec, firstSlotMs: number, createdMs: number, n: number): UpcomingFire[] {
+    return upcomingFires(jobId, spec, firstSlotMs, createdMs, n, schedule).map((f) => ({ slotUnixMs: f.slotMs, scheduledUnixMs: f.scheduledMs }));
+  }
+
   return { implementation, close: () => forwarder.close() };
+}
+
+/** ValidateJob's number of fires when the request asks for none. */
+const DEFAULT_VALIDATE_FIRES = 10;
+
+function upcomingCount(n: number, dflt: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_UPCOMING_FIRES) {
+    throw new HeraldError('INVALID_ARGUMENT', `upcoming_fires: between 0 and ${MAX_UPCOMING_FIRES} (got ${n})`, { field: 'upcoming_fires' });
+  }
+  return n === 0 ? dflt : n;
 }
 
 /** A cheap upper estimate of an item's encoded size (the exact size would mean encoding twice). */
@@ -344,15 +384,6 @@ function createChunks(indexes: readonly number[], itemOf: (i: number) => CreateJ
   }
   if (cur.length > 0) chunks.push(cur);
   return chunks;
-}
-
-function expectType<T extends FsmResult['type']>(result: FsmResult, type: T): Extract<FsmResult, { type: T }> {
-  if (result.type !== type) throw new HeraldError('INTERNAL', `state machine answered ${result.type} where ${type} was expected`);
-  return result as Extract<FsmResult, { type: T }>;
-}
-
-function itemError(e: ItemError): HeraldError {
-  return new HeraldError(e.code, e.message, { reason: e.reason });
 }
 
 function jobNotFound(jobId: string): HeraldError {

@@ -9,6 +9,7 @@ export const PUBLIC_PROTO_FILES = [
   'herald/v1/job_service.proto',
   'herald/v1/worker_service.proto',
   'herald/v1/cluster_service.proto',
+  'herald/v1/watch_service.proto',
 ];
 
 export function protoRoot(): string {

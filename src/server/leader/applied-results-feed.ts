@@ -22,8 +22,12 @@ const WATCHED: Readonly<Record<AppliedKind, boolean>> = {
   fire: true,
   runItems: true,
   cancel: true,
+  // A re-driven run is ready again: the dispatcher must look.
+  retry: true,
   claim: false,
   trim: false,
+  // A watchdog alert is a new ready run: the dispatcher is woken.
+  alerts: true,
   rejected: false,
 };
 

@@ -41,7 +41,7 @@ export class DeadlineSweeper {
       const jobs = await ctx.jobs.getMany(entries.map((e) => e.jobId));
       const timed = entries.filter((e) => (jobs.get(e.jobId)?.spec?.startingDeadlineMs ?? 0) > 0);
       if (timed.length === 0) return;
-      const ready = (await ctx.reads.getRuns(timed.map((e) => e.runId))).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled);
+      const ready = (await ctx.reads.getRuns(timed.map((e) => e.runId))).filter((r) => r.attempt === 0 && !r.manual && !r.backfilled && r.redriveCount === 0);
       const items: MarkItem[] = [];
       for (const run of ready) {
         const deadline = jobs.get(run.jobId)?.spec?.startingDeadlineMs ?? 0;

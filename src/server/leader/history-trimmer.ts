@@ -3,12 +3,16 @@
 // max_age; apply keeps it as runs end), never from memory: a new leader continues where the old
 // one stopped, and runs that end any way (MISSED, SKIPPED, CANCELLED, DEAD, results a lost leader
 // accepted) count alike. Trimming a job reads its history on every node and apply is serial, so
-// one command carries at most MAX_JOBS_PER_TRIM jobs, one every trimIntervalMs: the cost is
-// spread over many small applies.
+// one command carries at most MAX_JOBS_PER_TRIM jobs: the cost is spread over many small applies.
+// A round that finds a full command's worth due proposes the next one as soon as it commits (up to
+// MAX_TRIM_ROUNDS_PER_TICK), so trimming keeps pace with however many runs end per second (a
+// thousand jobs a second need fifty commands a second) instead of one command per trimIntervalMs.
 import { jobIdOfTrimKey } from '../../fsm/index.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
 
 export const MAX_JOBS_PER_TRIM = 20;
+/** Back-to-back trim commands one tick may propose while each finds a full command due. */
+export const MAX_TRIM_ROUNDS_PER_TICK = 50;
 
 /** What the history trimmer uses of its term. */
 export interface HistoryTrimmerDeps extends Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'> {
@@ -53,16 +57,22 @@ export class HistoryTrimmer {
 
   async trim(): Promise<void> {
     const ctx = this.ctx;
-    const now = ctx.now();
-    if (now === undefined || !ctx.active() || this.trimming) return;
+    if (this.trimming) return;
     this.trimming = true;
     try {
-      const jobIds = await this.due(now);
-      // With no history due, idempotency-key expiry alone goes out about every 10 s: an idle
-      // cluster should not write a log entry every round.
-      if (jobIds.length === 0 && this.rounds++ % Math.max(1, Math.round(10_000 / ctx.config.trimIntervalMs)) !== 0) return;
-      if (!ctx.active()) return;
-      await ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 200 }, 'trim', 10_000);
+      for (let round = 0; round < MAX_TRIM_ROUNDS_PER_TICK; round++) {
+        const now = ctx.now();
+        if (now === undefined || !ctx.active()) return;
+        const jobIds = await this.due(now);
+        if (jobIds.length === 0 && round > 0) return;
+        // With no history due, idempotency-key expiry alone goes out about every 10 s: an idle
+        // cluster should not write a log entry every round.
+        if (jobIds.length === 0 && this.rounds++ % Math.max(1, Math.round(10_000 / ctx.config.trimIntervalMs)) !== 0) return;
+        if (!ctx.active()) return;
+        await ctx.propose({ type: 'trimHistory', nowMs: now, jobIds, maxIdempotencyKeys: 200 }, 'trim', 10_000);
+        // Fewer than a full command were due: the next tick is soon enough.
+        if (jobIds.length < MAX_JOBS_PER_TRIM) return;
+      }
     } catch (e) {
       // Nothing to put back: the jobs stay due in the index until a trim applies.
       if (ctx.active()) ctx.log.debug({ err: e }, 'trimHistory failed');

@@ -204,7 +204,7 @@ export class LeaderServices {
     for (const e of entries) {
       const k = e.kind;
       if (k === 'delete' || k === 'fire' || k === 'cancel' || k === 'trigger') signalled.push(e);
-      if (k === 'fire' || k === 'trigger' || k === 'backfill' || k === 'runItems' || k === 'cancel') wake = true;
+      if (k === 'fire' || k === 'trigger' || k === 'backfill' || k === 'runItems' || k === 'cancel' || k === 'alerts' || k === 'retry') wake = true;
     }
     if (wake) this.dispatcher.wake();
     // Decode outside apply: apply must stay fast and must never fail because of us.

@@ -7,14 +7,20 @@
 // It also flags task types with runs waiting and no connected worker serving them (metric
 // herald_task_types_unserved, a warning when that set changes, and `cluster status`): their jobs
 // pile up backlog (bounded by max_pending_runs) or MISSED runs, and nothing else says why.
+//
+// Stalled jobs are also proposed as a raiseAlerts command: a job whose AlertPolicy names
+// on_watchdog gets an alert run per stalled slot (apply-alerts.ts, which also dedupes across
+// leaders); each slot is proposed once per term.
 import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
 import type { SessionRegistry } from './worker-session.js';
 
 const MAX_REPORTED = 1_000;
+/** Stalled slots remembered as proposed this term; past it the set starts afresh (the FSM dedupes). */
+const MAX_PROPOSED = 10_000;
 
 /** What the watchdog uses of its term. */
-export interface WatchdogDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active'> {
+export interface WatchdogDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
   readonly reads: Pick<LeaderReads, 'dueWindow' | 'waitingByTaskType'>;
   readonly sessions: Pick<SessionRegistry, 'all'>;
 }
@@ -26,6 +32,8 @@ export class Watchdog {
   lastSilent: { jobId: string; slotMs: number }[] = [];
   /** Task types with waiting runs and no worker at the last check, by name. */
   lastUnserved: UnservedTaskType[] = [];
+  /** "<job>@<slot>" of stalled slots proposed as alerts this term. */
+  private readonly proposed = new Set<string>();
 
   constructor(private readonly ctx: WatchdogDeps) {}
 
@@ -62,6 +70,17 @@ export class Watchdog {
     }
   }
 
+  /** Proposes the stalled slots not proposed yet this term as alerts (the FSM alerts only jobs that ask). */
+  private async raiseAlerts(silent: readonly { jobId: string; slotMs: number }[], now: number): Promise<void> {
+    const fresh = silent.filter((s) => !this.proposed.has(`${s.jobId}@${s.slotMs}`));
+    if (fresh.length === 0 || !this.ctx.active()) return;
+    if (this.proposed.size + fresh.length > MAX_PROPOSED) this.proposed.clear();
+    const graceMs = this.ctx.config.watchdogGraceMs;
+    const items = fresh.map((s) => ({ jobId: s.jobId, slotMs: s.slotMs, reason: `due slot ${new Date(s.slotMs).toISOString()} has no run ${graceMs} ms past it (firing stalled)` }));
+    await this.ctx.propose({ type: 'raiseAlerts', nowMs: now, items }, 'alerts');
+    for (const s of fresh) this.proposed.add(`${s.jobId}@${s.slotMs}`);
+  }
+
   async check(): Promise<void> {
     const ctx = this.ctx;
     const now = ctx.now();
@@ -78,6 +97,7 @@ export class Watchdog {
           { count: silent.length, graceMs: ctx.config.watchdogGraceMs, oldest: silent.slice(0, 10) },
           'watchdog: jobs have a due slot with no run record past the grace period (firing stalled?)',
         );
+        await this.raiseAlerts(silent, now);
       }
     } catch (e) {
       ctx.log.warn({ err: e }, 'watchdog check failed');

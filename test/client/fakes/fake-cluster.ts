@@ -209,6 +209,7 @@ export class FakeCluster {
       lastSlotUnixMs: 0,
       pauseNote: '',
       activeRuns: 0,
+      consecutiveDeadRuns: 0,
     };
     s.jobs.set(id, job);
     if (req.idempotencyKey) s.keys.set(req.idempotencyKey, id);
@@ -241,7 +242,7 @@ export class FakeCluster {
           }
         }),
       })),
-      getJob: node.unary('getJob', (req: { jobId: string }) => ({ job: this.job(req.jobId) }), false),
+      getJob: node.unary('getJob', (req: { jobId: string }) => ({ job: this.job(req.jobId), upcomingFires: [] }), false),
       listJobs: node.unary(
         'listJobs',
         (req: { pageSize: number; pageToken: string; state: JobState; labelSelector: Record<string, string> }) => {
@@ -366,6 +367,9 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    redriveCount: 0,
+    redrivenUnixMs: 0,
+    payload: Buffer.alloc(0),
     ...extra,
   };
 }

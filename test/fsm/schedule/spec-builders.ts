@@ -28,6 +28,8 @@ export function jobSpec(schedule: Schedule['kind'], overrides: Partial<JobSpec> 
     labels: {},
     priority: 0,
     maxPendingRuns: 0,
+    alerts: undefined,
+    pauseAfterDead: 0,
     ...overrides,
   };
 }

@@ -47,6 +47,8 @@ export interface NodeProc {
   proc?: ChildProcess;
   exit?: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr: string;
+  /** The port GET /metrics is served on, once the server said so (given `--metrics-addr`). */
+  metricsPort?: number;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -158,6 +160,8 @@ export class TestCluster {
       proc.stdout!.on('data', (d: Buffer) => {
         if (tee) appendFileSync(`${tee}/${id}-${proc.pid}.log`, d);
         out += d.toString();
+        const metrics = out.split('\n').find((l) => l.includes('"event":"metrics"'));
+        if (metrics) n.metricsPort = (JSON.parse(metrics) as { metricsPort: number }).metricsPort;
         const line = out.split('\n').find((l) => l.includes('"listening"'));
         if (line) {
           const j = JSON.parse(line) as { clusterId: string };

@@ -207,11 +207,44 @@ export interface JobSpec {
    * the default (100); at most 10000.
    */
   maxPendingRuns: number;
+  /**
+   * --- Alerts (issue 31). ---
+   * Task types that receive an alert run when something goes wrong with this job's runs. Each
+   * alert is written by the state machine, in the same apply as the event, as a run of a system
+   * job "herald:alerts:<task type>" whose payload (Run.payload) is a JSON description of the
+   * event, so it is dispatched, retried and kept like any run (docs/alerts.md).
+   */
+  alerts:
+    | AlertPolicy
+    | undefined;
+  /**
+   * After this many consecutive DEAD runs the job pauses itself (pause_note says why); a
+   * SUCCEEDED run resets the count. 0 = never; at most 1000.
+   */
+  pauseAfterDead: number;
 }
 
 export interface JobSpec_LabelsEntry {
   key: string;
   value: string;
+}
+
+/**
+ * Which task type is alerted for which event; "" = no alert for that event. Task types name a
+ * system job "herald:alerts:<task type>", so they are at most 114 characters of [A-Za-z0-9._:-].
+ */
+export interface AlertPolicy {
+  /** A failed attempt that will be retried (the run went FAILED). */
+  onFailure: string;
+  /** A run that failed for good (DEAD). */
+  onDead: string;
+  /** A slot recorded MISSED (starting deadline, misfire policy, full backlog). */
+  onMissed: string;
+  /**
+   * The leader's watchdog found the job's due slot without a run past its grace period
+   * (firing stalled): one alert per stalled slot.
+   */
+  onWatchdog: string;
 }
 
 /** A stored job. */
@@ -238,6 +271,8 @@ export interface Job {
   pauseNote: string;
   /** Runs of this job not yet in a terminal state. */
   activeRuns: number;
+  /** DEAD runs since the last SUCCEEDED one (JobSpec.pause_after_dead counts these). */
+  consecutiveDeadRuns: number;
 }
 
 function createBaseSchedule(): Schedule {
@@ -796,6 +831,8 @@ function createBaseJobSpec(): JobSpec {
     labels: {},
     priority: 0,
     maxPendingRuns: 0,
+    alerts: undefined,
+    pauseAfterDead: 0,
   };
 }
 
@@ -854,6 +891,12 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.maxPendingRuns !== 0) {
       writer.uint32(240).int32(message.maxPendingRuns);
+    }
+    if (message.alerts !== undefined) {
+      AlertPolicy.encode(message.alerts, writer.uint32(250).fork()).join();
+    }
+    if (message.pauseAfterDead !== 0) {
+      writer.uint32(256).int32(message.pauseAfterDead);
     }
     return writer;
   },
@@ -1018,6 +1061,22 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.maxPendingRuns = reader.int32();
             continue;
           }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.alerts = AlertPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 32: {
+            if (tag !== 256) {
+              break;
+            }
+
+            message.pauseAfterDead = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1067,6 +1126,10 @@ export const JobSpec: MessageFns<JobSpec> = {
     );
     message.priority = object.priority ?? 0;
     message.maxPendingRuns = object.maxPendingRuns ?? 0;
+    message.alerts = (object.alerts !== undefined && object.alerts !== null)
+      ? AlertPolicy.fromPartial(object.alerts)
+      : undefined;
+    message.pauseAfterDead = object.pauseAfterDead ?? 0;
     return message;
   },
 };
@@ -1138,6 +1201,97 @@ export const JobSpec_LabelsEntry: MessageFns<JobSpec_LabelsEntry> = {
   },
 };
 
+function createBaseAlertPolicy(): AlertPolicy {
+  return { onFailure: "", onDead: "", onMissed: "", onWatchdog: "" };
+}
+
+export const AlertPolicy: MessageFns<AlertPolicy> = {
+  encode(message: AlertPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.onFailure !== "") {
+      writer.uint32(10).string(message.onFailure);
+    }
+    if (message.onDead !== "") {
+      writer.uint32(18).string(message.onDead);
+    }
+    if (message.onMissed !== "") {
+      writer.uint32(26).string(message.onMissed);
+    }
+    if (message.onWatchdog !== "") {
+      writer.uint32(34).string(message.onWatchdog);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlertPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlertPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.onFailure = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.onDead = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.onMissed = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.onWatchdog = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AlertPolicy>, I>>(base?: I): AlertPolicy {
+    return AlertPolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlertPolicy>, I>>(object: I): AlertPolicy {
+    const message = createBaseAlertPolicy();
+    message.onFailure = object.onFailure ?? "";
+    message.onDead = object.onDead ?? "";
+    message.onMissed = object.onMissed ?? "";
+    message.onWatchdog = object.onWatchdog ?? "";
+    return message;
+  },
+};
+
 function createBaseJob(): Job {
   return {
     id: "",
@@ -1150,6 +1304,7 @@ function createBaseJob(): Job {
     lastSlotUnixMs: 0,
     pauseNote: "",
     activeRuns: 0,
+    consecutiveDeadRuns: 0,
   };
 }
 
@@ -1184,6 +1339,9 @@ export const Job: MessageFns<Job> = {
     }
     if (message.activeRuns !== 0) {
       writer.uint32(80).int32(message.activeRuns);
+    }
+    if (message.consecutiveDeadRuns !== 0) {
+      writer.uint32(96).int32(message.consecutiveDeadRuns);
     }
     return writer;
   },
@@ -1281,6 +1439,14 @@ export const Job: MessageFns<Job> = {
             message.activeRuns = reader.int32();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.consecutiveDeadRuns = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1308,6 +1474,7 @@ export const Job: MessageFns<Job> = {
     message.lastSlotUnixMs = object.lastSlotUnixMs ?? 0;
     message.pauseNote = object.pauseNote ?? "";
     message.activeRuns = object.activeRuns ?? 0;
+    message.consecutiveDeadRuns = object.consecutiveDeadRuns ?? 0;
     return message;
   },
 };

@@ -89,12 +89,29 @@ export interface GetJobRequest {
   jobId: string;
   /** Read consistency. */
   consistency: ReadConsistency;
+  /** Also return the job's next fire instants, at most this many (0–100); 0 means none. */
+  upcomingFires: number;
+}
+
+/** One fire a job's schedule will make: its slot and the instant its run is scheduled at. */
+export interface UpcomingFire {
+  /** The slot (before jitter), after the job's DST policy. */
+  slotUnixMs: number;
+  /** The slot plus the job's deterministic jitter: when the run starts. */
+  scheduledUnixMs: number;
 }
 
 /** Response of JobService.GetJob. */
 export interface GetJobResponse {
   /** The job. */
-  job: Job | undefined;
+  job:
+    | Job
+    | undefined;
+  /**
+   * The next fires, soonest first, when upcoming_fires asked for them: the ones the leader's
+   * timing wheel will fire while the job stays as it is. Empty for a paused or completed job.
+   */
+  upcomingFires: UpcomingFire[];
 }
 
 /** Request of JobService.ListJobs. */
@@ -276,6 +293,93 @@ export interface CancelRunRequest {
 export interface CancelRunResponse {
   /** The run after the cancel. */
   run: Run | undefined;
+}
+
+/** Request of JobService.RetryRun. */
+export interface RetryRunRequest {
+  /** The run id. Required. */
+  runId: string;
+  /**
+   * Start the run whatever the job's overlap policy says. Without it, under FORBID and
+   * BUFFER_ONE the run queues behind the job's active runs (as a backfill run does).
+   */
+  ignoreOverlap: boolean;
+}
+
+/** Response of JobService.RetryRun. */
+export interface RetryRunResponse {
+  /** The run after the re-drive (PENDING, redrive_count incremented). */
+  run: Run | undefined;
+}
+
+/** Request of JobService.RetryRuns. The filter must name a job or a task type. */
+export interface RetryRunsRequest {
+  /** Only runs of this job. */
+  jobId: string;
+  /** Only runs of this task type. */
+  taskType: string;
+  /** Only runs in this state: DEAD, CANCELLED or FAILED; UNSPECIFIED means DEAD. */
+  state: RunState;
+  /**
+   * Only runs that ended at or after this instant (0: no lower bound). For a FAILED run, the end
+   * of its last attempt.
+   */
+  finishedFromUnixMs: number;
+  /** Only runs that ended before this instant (0: no upper bound). */
+  finishedToUnixMs: number;
+  /** At most this many runs per call (1–500); 0 means 500. */
+  maxRuns: number;
+  /** The next_page_token of a previous response; empty for the first call. */
+  pageToken: string;
+  /** As RetryRunRequest.ignore_overlap, for every run. */
+  ignoreOverlap: boolean;
+}
+
+/** One run of a RetryRuns call that matched the filter but was not re-driven. */
+export interface RetryRunsFailure {
+  /** The run. */
+  runId: string;
+  /** A grpc.Status code, as RetryRun would have answered. */
+  code: number;
+  /** Why. */
+  message: string;
+}
+
+/** Response of JobService.RetryRuns. */
+export interface RetryRunsResponse {
+  /** The ids of the runs re-driven. */
+  runIds: string[];
+  /** Runs that matched but could not be re-driven (changed since they were read, say). */
+  failures: RetryRunsFailure[];
+  /** Whether more runs may match: call again with next_page_token. */
+  more: boolean;
+  /** Where the next call continues; empty when more is false. */
+  nextPageToken: string;
+}
+
+/** Request of JobService.ValidateJob. */
+export interface ValidateJobRequest {
+  /**
+   * The job id it would be created under; optional (it is validated when given, and decides the
+   * jitter of the fires returned).
+   */
+  jobId: string;
+  /** The job. Required. */
+  spec:
+    | JobSpec
+    | undefined;
+  /** How many next fires to return (0–100); 0 means 10. */
+  upcomingFires: number;
+}
+
+/** Response of JobService.ValidateJob. */
+export interface ValidateJobResponse {
+  /** The spec as CreateJob would store it (the DST fold policy resolved, say). */
+  spec:
+    | JobSpec
+    | undefined;
+  /** The fires the job would make if created now, soonest first. */
+  upcomingFires: UpcomingFire[];
 }
 
 function createBaseCreateJobRequest(): CreateJobRequest {
@@ -626,7 +730,7 @@ export const CreateJobsResponse: MessageFns<CreateJobsResponse> = {
 };
 
 function createBaseGetJobRequest(): GetJobRequest {
-  return { jobId: "", consistency: 0 };
+  return { jobId: "", consistency: 0, upcomingFires: 0 };
 }
 
 export const GetJobRequest: MessageFns<GetJobRequest> = {
@@ -636,6 +740,9 @@ export const GetJobRequest: MessageFns<GetJobRequest> = {
     }
     if (message.consistency !== 0) {
       writer.uint32(16).int32(message.consistency);
+    }
+    if (message.upcomingFires !== 0) {
+      writer.uint32(24).int32(message.upcomingFires);
     }
     return writer;
   },
@@ -669,6 +776,14 @@ export const GetJobRequest: MessageFns<GetJobRequest> = {
             message.consistency = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.upcomingFires = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -688,18 +803,89 @@ export const GetJobRequest: MessageFns<GetJobRequest> = {
     const message = createBaseGetJobRequest();
     message.jobId = object.jobId ?? "";
     message.consistency = object.consistency ?? 0;
+    message.upcomingFires = object.upcomingFires ?? 0;
+    return message;
+  },
+};
+
+function createBaseUpcomingFire(): UpcomingFire {
+  return { slotUnixMs: 0, scheduledUnixMs: 0 };
+}
+
+export const UpcomingFire: MessageFns<UpcomingFire> = {
+  encode(message: UpcomingFire, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.slotUnixMs !== 0) {
+      writer.uint32(8).int64(message.slotUnixMs);
+    }
+    if (message.scheduledUnixMs !== 0) {
+      writer.uint32(16).int64(message.scheduledUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpcomingFire {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpcomingFire();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.slotUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.scheduledUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UpcomingFire>, I>>(base?: I): UpcomingFire {
+    return UpcomingFire.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpcomingFire>, I>>(object: I): UpcomingFire {
+    const message = createBaseUpcomingFire();
+    message.slotUnixMs = object.slotUnixMs ?? 0;
+    message.scheduledUnixMs = object.scheduledUnixMs ?? 0;
     return message;
   },
 };
 
 function createBaseGetJobResponse(): GetJobResponse {
-  return { job: undefined };
+  return { job: undefined, upcomingFires: [] };
 }
 
 export const GetJobResponse: MessageFns<GetJobResponse> = {
   encode(message: GetJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.job !== undefined) {
       Job.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.upcomingFires) {
+      UpcomingFire.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -725,6 +911,14 @@ export const GetJobResponse: MessageFns<GetJobResponse> = {
             message.job = Job.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upcomingFires.push(UpcomingFire.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -743,6 +937,7 @@ export const GetJobResponse: MessageFns<GetJobResponse> = {
   fromPartial<I extends Exact<DeepPartial<GetJobResponse>, I>>(object: I): GetJobResponse {
     const message = createBaseGetJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    message.upcomingFires = object.upcomingFires?.map((e) => UpcomingFire.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2205,6 +2400,592 @@ export const CancelRunResponse: MessageFns<CancelRunResponse> = {
   },
 };
 
+function createBaseRetryRunRequest(): RetryRunRequest {
+  return { runId: "", ignoreOverlap: false };
+}
+
+export const RetryRunRequest: MessageFns<RetryRunRequest> = {
+  encode(message: RetryRunRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.ignoreOverlap !== false) {
+      writer.uint32(16).bool(message.ignoreOverlap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RetryRunRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetryRunRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ignoreOverlap = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RetryRunRequest>, I>>(base?: I): RetryRunRequest {
+    return RetryRunRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RetryRunRequest>, I>>(object: I): RetryRunRequest {
+    const message = createBaseRetryRunRequest();
+    message.runId = object.runId ?? "";
+    message.ignoreOverlap = object.ignoreOverlap ?? false;
+    return message;
+  },
+};
+
+function createBaseRetryRunResponse(): RetryRunResponse {
+  return { run: undefined };
+}
+
+export const RetryRunResponse: MessageFns<RetryRunResponse> = {
+  encode(message: RetryRunResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.run !== undefined) {
+      Run.encode(message.run, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RetryRunResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetryRunResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.run = Run.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RetryRunResponse>, I>>(base?: I): RetryRunResponse {
+    return RetryRunResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RetryRunResponse>, I>>(object: I): RetryRunResponse {
+    const message = createBaseRetryRunResponse();
+    message.run = (object.run !== undefined && object.run !== null) ? Run.fromPartial(object.run) : undefined;
+    return message;
+  },
+};
+
+function createBaseRetryRunsRequest(): RetryRunsRequest {
+  return {
+    jobId: "",
+    taskType: "",
+    state: 0,
+    finishedFromUnixMs: 0,
+    finishedToUnixMs: 0,
+    maxRuns: 0,
+    pageToken: "",
+    ignoreOverlap: false,
+  };
+}
+
+export const RetryRunsRequest: MessageFns<RetryRunsRequest> = {
+  encode(message: RetryRunsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.taskType !== "") {
+      writer.uint32(18).string(message.taskType);
+    }
+    if (message.state !== 0) {
+      writer.uint32(24).int32(message.state);
+    }
+    if (message.finishedFromUnixMs !== 0) {
+      writer.uint32(32).int64(message.finishedFromUnixMs);
+    }
+    if (message.finishedToUnixMs !== 0) {
+      writer.uint32(40).int64(message.finishedToUnixMs);
+    }
+    if (message.maxRuns !== 0) {
+      writer.uint32(48).int32(message.maxRuns);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(58).string(message.pageToken);
+    }
+    if (message.ignoreOverlap !== false) {
+      writer.uint32(64).bool(message.ignoreOverlap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RetryRunsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetryRunsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.taskType = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.finishedFromUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.finishedToUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.maxRuns = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.ignoreOverlap = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RetryRunsRequest>, I>>(base?: I): RetryRunsRequest {
+    return RetryRunsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RetryRunsRequest>, I>>(object: I): RetryRunsRequest {
+    const message = createBaseRetryRunsRequest();
+    message.jobId = object.jobId ?? "";
+    message.taskType = object.taskType ?? "";
+    message.state = object.state ?? 0;
+    message.finishedFromUnixMs = object.finishedFromUnixMs ?? 0;
+    message.finishedToUnixMs = object.finishedToUnixMs ?? 0;
+    message.maxRuns = object.maxRuns ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    message.ignoreOverlap = object.ignoreOverlap ?? false;
+    return message;
+  },
+};
+
+function createBaseRetryRunsFailure(): RetryRunsFailure {
+  return { runId: "", code: 0, message: "" };
+}
+
+export const RetryRunsFailure: MessageFns<RetryRunsFailure> = {
+  encode(message: RetryRunsFailure, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.code !== 0) {
+      writer.uint32(16).int32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(26).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RetryRunsFailure {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetryRunsFailure();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RetryRunsFailure>, I>>(base?: I): RetryRunsFailure {
+    return RetryRunsFailure.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RetryRunsFailure>, I>>(object: I): RetryRunsFailure {
+    const message = createBaseRetryRunsFailure();
+    message.runId = object.runId ?? "";
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseRetryRunsResponse(): RetryRunsResponse {
+  return { runIds: [], failures: [], more: false, nextPageToken: "" };
+}
+
+export const RetryRunsResponse: MessageFns<RetryRunsResponse> = {
+  encode(message: RetryRunsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.runIds) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.failures) {
+      RetryRunsFailure.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.more !== false) {
+      writer.uint32(24).bool(message.more);
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(34).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RetryRunsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetryRunsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.failures.push(RetryRunsFailure.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.more = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RetryRunsResponse>, I>>(base?: I): RetryRunsResponse {
+    return RetryRunsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RetryRunsResponse>, I>>(object: I): RetryRunsResponse {
+    const message = createBaseRetryRunsResponse();
+    message.runIds = object.runIds?.map((e) => e) || [];
+    message.failures = object.failures?.map((e) => RetryRunsFailure.fromPartial(e)) || [];
+    message.more = object.more ?? false;
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseValidateJobRequest(): ValidateJobRequest {
+  return { jobId: "", spec: undefined, upcomingFires: 0 };
+}
+
+export const ValidateJobRequest: MessageFns<ValidateJobRequest> = {
+  encode(message: ValidateJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.spec !== undefined) {
+      JobSpec.encode(message.spec, writer.uint32(18).fork()).join();
+    }
+    if (message.upcomingFires !== 0) {
+      writer.uint32(24).int32(message.upcomingFires);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ValidateJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseValidateJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.spec = JobSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.upcomingFires = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ValidateJobRequest>, I>>(base?: I): ValidateJobRequest {
+    return ValidateJobRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ValidateJobRequest>, I>>(object: I): ValidateJobRequest {
+    const message = createBaseValidateJobRequest();
+    message.jobId = object.jobId ?? "";
+    message.spec = (object.spec !== undefined && object.spec !== null) ? JobSpec.fromPartial(object.spec) : undefined;
+    message.upcomingFires = object.upcomingFires ?? 0;
+    return message;
+  },
+};
+
+function createBaseValidateJobResponse(): ValidateJobResponse {
+  return { spec: undefined, upcomingFires: [] };
+}
+
+export const ValidateJobResponse: MessageFns<ValidateJobResponse> = {
+  encode(message: ValidateJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.spec !== undefined) {
+      JobSpec.encode(message.spec, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.upcomingFires) {
+      UpcomingFire.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ValidateJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseValidateJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.spec = JobSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upcomingFires.push(UpcomingFire.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ValidateJobResponse>, I>>(base?: I): ValidateJobResponse {
+    return ValidateJobResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ValidateJobResponse>, I>>(object: I): ValidateJobResponse {
+    const message = createBaseValidateJobResponse();
+    message.spec = (object.spec !== undefined && object.spec !== null) ? JobSpec.fromPartial(object.spec) : undefined;
+    message.upcomingFires = object.upcomingFires?.map((e) => UpcomingFire.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * Jobs and their runs. Served by every node: writes are forwarded to the leader (or answered with
  * UNAVAILABLE carrying the leader's address in the "herald-leader-address" trailer).
@@ -2345,6 +3126,46 @@ export const JobServiceService = {
     responseSerialize: (value: CancelRunResponse): Buffer => viewAsBuffer(CancelRunResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelRunResponse => CancelRunResponse.decode(value),
   },
+  /**
+   * Re-drives a DEAD, CANCELLED or FAILED run: it becomes PENDING again (not before now), its
+   * next claim is a new attempt under a higher fencing token, its attempts so far are kept, and
+   * the job's retry budget starts afresh for it. Any other state: FAILED_PRECONDITION naming it.
+   */
+  retryRun: {
+    path: "/herald.v1.JobService/RetryRun" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RetryRunRequest): Buffer => viewAsBuffer(RetryRunRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RetryRunRequest => RetryRunRequest.decode(value),
+    responseSerialize: (value: RetryRunResponse): Buffer => viewAsBuffer(RetryRunResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RetryRunResponse => RetryRunResponse.decode(value),
+  },
+  /**
+   * Re-drives the runs matching a filter, at most max_runs per call (one log entry); `more` says
+   * whether the filter matched further runs, to be fetched with next_page_token.
+   */
+  retryRuns: {
+    path: "/herald.v1.JobService/RetryRuns" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RetryRunsRequest): Buffer => viewAsBuffer(RetryRunsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RetryRunsRequest => RetryRunsRequest.decode(value),
+    responseSerialize: (value: RetryRunsResponse): Buffer => viewAsBuffer(RetryRunsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RetryRunsResponse => RetryRunsResponse.decode(value),
+  },
+  /**
+   * Checks a job spec as CreateJob would (the same errors) and returns it normalized and with its
+   * next fire instants, without creating anything.
+   */
+  validateJob: {
+    path: "/herald.v1.JobService/ValidateJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ValidateJobRequest): Buffer => viewAsBuffer(ValidateJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ValidateJobRequest => ValidateJobRequest.decode(value),
+    responseSerialize: (value: ValidateJobResponse): Buffer => viewAsBuffer(ValidateJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ValidateJobResponse => ValidateJobResponse.decode(value),
+  },
 } as const;
 
 export interface JobServiceServer extends UntypedServiceImplementation {
@@ -2374,6 +3195,22 @@ export interface JobServiceServer extends UntypedServiceImplementation {
   getRun: handleUnaryCall<GetRunRequest, GetRunResponse>;
   /** Cancels a pending or running run; a running one's worker is told to stop. */
   cancelRun: handleUnaryCall<CancelRunRequest, CancelRunResponse>;
+  /**
+   * Re-drives a DEAD, CANCELLED or FAILED run: it becomes PENDING again (not before now), its
+   * next claim is a new attempt under a higher fencing token, its attempts so far are kept, and
+   * the job's retry budget starts afresh for it. Any other state: FAILED_PRECONDITION naming it.
+   */
+  retryRun: handleUnaryCall<RetryRunRequest, RetryRunResponse>;
+  /**
+   * Re-drives the runs matching a filter, at most max_runs per call (one log entry); `more` says
+   * whether the filter matched further runs, to be fetched with next_page_token.
+   */
+  retryRuns: handleUnaryCall<RetryRunsRequest, RetryRunsResponse>;
+  /**
+   * Checks a job spec as CreateJob would (the same errors) and returns it normalized and with its
+   * next fire instants, without creating anything.
+   */
+  validateJob: handleUnaryCall<ValidateJobRequest, ValidateJobResponse>;
 }
 
 export interface JobServiceClient extends Client {
@@ -2584,6 +3421,64 @@ export interface JobServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelRunResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Re-drives a DEAD, CANCELLED or FAILED run: it becomes PENDING again (not before now), its
+   * next claim is a new attempt under a higher fencing token, its attempts so far are kept, and
+   * the job's retry budget starts afresh for it. Any other state: FAILED_PRECONDITION naming it.
+   */
+  retryRun(
+    request: RetryRunRequest,
+    callback: (error: ServiceError | null, response: RetryRunResponse) => void,
+  ): ClientUnaryCall;
+  retryRun(
+    request: RetryRunRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RetryRunResponse) => void,
+  ): ClientUnaryCall;
+  retryRun(
+    request: RetryRunRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RetryRunResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Re-drives the runs matching a filter, at most max_runs per call (one log entry); `more` says
+   * whether the filter matched further runs, to be fetched with next_page_token.
+   */
+  retryRuns(
+    request: RetryRunsRequest,
+    callback: (error: ServiceError | null, response: RetryRunsResponse) => void,
+  ): ClientUnaryCall;
+  retryRuns(
+    request: RetryRunsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RetryRunsResponse) => void,
+  ): ClientUnaryCall;
+  retryRuns(
+    request: RetryRunsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RetryRunsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Checks a job spec as CreateJob would (the same errors) and returns it normalized and with its
+   * next fire instants, without creating anything.
+   */
+  validateJob(
+    request: ValidateJobRequest,
+    callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
+  ): ClientUnaryCall;
+  validateJob(
+    request: ValidateJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
+  ): ClientUnaryCall;
+  validateJob(
+    request: ValidateJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
   ): ClientUnaryCall;
 }
 

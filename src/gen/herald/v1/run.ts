@@ -120,6 +120,22 @@ export interface Run {
   priority: number;
   /** First attempt's start minus scheduled_unix_ms; the run's fire lateness. */
   latenessMs: number;
+  /**
+   * How many times the run was re-driven (JobService.RetryRun / RetryRuns) after it had ended
+   * DEAD or CANCELLED or while it waited FAILED; 0 for a run never re-driven.
+   */
+  redriveCount: number;
+  /**
+   * Cluster time of the last re-drive; 0 for a run never re-driven. Each re-drive restarts the
+   * job's retry budget: attempts started after it count toward max_attempts, earlier ones do not.
+   */
+  redrivenUnixMs: number;
+  /**
+   * Run field 25 is reserved for limits (issue 31).
+   * Alert runs (runs of a system job "herald:alerts:<task type>"): the event as JSON, handed to
+   * the worker instead of the job's payload. Empty for every other run.
+   */
+  payload: Buffer;
 }
 
 function createBaseRunError(): RunError {
@@ -352,6 +368,9 @@ function createBaseRun(): Run {
     output: Buffer.alloc(0),
     priority: 0,
     latenessMs: 0,
+    redriveCount: 0,
+    redrivenUnixMs: 0,
+    payload: Buffer.alloc(0),
   };
 }
 
@@ -416,6 +435,15 @@ export const Run: MessageFns<Run> = {
     }
     if (message.latenessMs !== 0) {
       writer.uint32(160).int64(message.latenessMs);
+    }
+    if (message.redriveCount !== 0) {
+      writer.uint32(168).int32(message.redriveCount);
+    }
+    if (message.redrivenUnixMs !== 0) {
+      writer.uint32(176).int64(message.redrivenUnixMs);
+    }
+    if (message.payload.length !== 0) {
+      writer.uint32(186).bytes(message.payload);
     }
     return writer;
   },
@@ -593,6 +621,30 @@ export const Run: MessageFns<Run> = {
             message.latenessMs = longToNumber(reader.int64());
             continue;
           }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.redriveCount = reader.int32();
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.redrivenUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.payload = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -630,6 +682,9 @@ export const Run: MessageFns<Run> = {
     message.output = object.output ?? Buffer.alloc(0);
     message.priority = object.priority ?? 0;
     message.latenessMs = object.latenessMs ?? 0;
+    message.redriveCount = object.redriveCount ?? 0;
+    message.redrivenUnixMs = object.redrivenUnixMs ?? 0;
+    message.payload = object.payload ?? Buffer.alloc(0);
     return message;
   },
 };
