@@ -40,7 +40,7 @@ describe('herald server --initial-cluster-state', () => {
     const client = await freePort();
     const r = await runCli([
       'server', '--state-machine', 'kv', '--id', 'n1', '--peers', `n1=127.0.0.1:${peer}/127.0.0.1:${client}`,
-      '--data-dir', join(dir, 'wiped'), '--initial-cluster-state', 'existing',
+      '--data-dir', join(dir, 'wiped'), '--initial-cluster-state', 'existing', '--insecure',
     ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('herald cluster add n1');
