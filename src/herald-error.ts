@@ -35,6 +35,10 @@ export type ErrorCode =
   // Credentials: none or a bad one (UNAUTHENTICATED); a good one without the right (PERMISSION_DENIED)
   | 'UNAUTHENTICATED'
   | 'PERMISSION_DENIED'
+  // Membership changes
+  | 'CONF_CHANGE_PENDING'
+  | 'MEMBER_NOT_FOUND'
+  | 'EMPTY_DATA_DIR'
   | 'INTERNAL';
 
 export interface HeraldErrorDetails {

@@ -50,7 +50,8 @@ export interface SnapshotSend {
   to: NodeId;
   /** The leader's term. */
   term: number;
-  conf: ConfState;
+  /** The configuration as of a log index (the snapshot records the one at its applied index). */
+  confAt: (index: number) => ConfState;
   stateMachine: StateMachine;
   /** The term of a log index (throws when compacted: the send fails and is retried). */
   termOf: (index: number) => number;

@@ -29,9 +29,16 @@ export interface Entry {
   readonly data: Uint8Array;
 }
 
-/** The cluster configuration. Static membership for now, but a value in the log and snapshots. */
+/** The cluster configuration: a value in the log ('config' entries) and in snapshots. */
 export interface ConfState {
   readonly voters: readonly NodeId[];
+  /** Non-voting members: they receive the log and snapshots but never count toward a quorum. */
+  readonly learners?: readonly NodeId[];
+  /**
+   * Members' incarnations (chosen at a member's first start, on an empty data dir), where known:
+   * transports refuse messages from, and do not deliver messages to, an incarnation not listed.
+   */
+  readonly incarnations?: Readonly<Record<NodeId, string>>;
 }
 
 export interface SnapshotMeta {

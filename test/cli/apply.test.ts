@@ -87,6 +87,8 @@ beforeAll(async () => {
   endpoints = [1, 2, 3].map((i) => `127.0.0.1:${base + i}`).join(',');
   dev = new CliProcess(['dev', '--data-dir', join(dir, 'data'), '--base-port', String(base), '--no-demo', '--no-worker', '--log-level', 'warn']);
   await dev.waitFor(/Ctrl-C stops everything/, 60_000);
+  // The dev cluster runs TLS with a CA it made in its data dir; every CLI process below trusts it.
+  process.env.HERALD_CA = join(dir, 'data', 'certs', 'ca.crt');
 }, 90_000);
 
 afterAll(async () => {

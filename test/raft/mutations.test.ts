@@ -6,6 +6,7 @@ import { ALL_MUTATIONS, type CoreMutation } from '../../src/raft/core/mutations.
 import { ALL_DRIVER_MUTATIONS, type DriverMutation } from '../../src/raft/driver/mutations.js';
 import type { FaultProfile } from '../../src/raft/sim/fault-plan.js';
 import type { RuntimeOptions } from '../../src/raft/sim/runtime-options.js';
+import type { MembershipPlan } from '../../src/raft/sim/sim-membership.js';
 import { runSimulation } from '../../src/raft/sim/simulator.js';
 
 interface Control {
@@ -14,12 +15,16 @@ interface Control {
   profile: FaultProfile;
   /** Runtime options the bug needs (effects for an effects bug, I/O errors for an I/O bug). */
   runtime?: Partial<RuntimeOptions>;
+  /** Configuration changes the bug needs (frequent, in bursts, with lost disks). */
+  membership?: Partial<MembershipPlan>;
   /** The checkers expected to bite (any of them). */
   caughtBy: string[];
   maxSeeds: number;
 }
 
 const lostOrChanged = ['committed-lost', 'leader-completeness', 'committed-changed', 'state-machine-safety', 'state-divergence', 'core-threw', 'linearizability'];
+
+const churn: Partial<MembershipPlan> = { changeRate: 0.03, burstRate: 0.5, wipeRate: 0.002 };
 
 const controls: Control[] = [
   { mutation: 'commit-previous-term', nodes: 3, profile: 'churn', caughtBy: lostOrChanged, maxSeeds: 200 },
@@ -33,6 +38,10 @@ const controls: Control[] = [
   { mutation: 'send-vote-before-persist', nodes: 5, profile: 'random', runtime: { ioMaxDelay: 4 }, caughtBy: ['term-regressed', 'vote-regressed', 'election-safety', ...lostOrChanged], maxSeeds: 100 },
   { mutation: 'apply-effects-at-wrong-index', nodes: 3, profile: 'random', runtime: { replicateEffects: true, followerApplyWindowMs: 5 }, caughtBy: ['applied-index-mismatch', 'state-divergence'], maxSeeds: 100 },
   { mutation: 'skip-conflict-truncation', nodes: 3, profile: 'churn', caughtBy: ['corrupt-log', 'log-matching', 'applied-not-durable', ...lostOrChanged], maxSeeds: 200 },
+  { mutation: 'count-learner-vote', nodes: 3, profile: 'random', membership: churn, caughtBy: ['quorum-without-voters', 'election-safety', ...lostOrChanged], maxSeeds: 30 },
+  { mutation: 'two-pending-changes', nodes: 3, profile: 'random', membership: churn, caughtBy: ['disjoint-quorums', 'election-safety', ...lostOrChanged], maxSeeds: 30 },
+  { mutation: 'apply-conf-at-commit', nodes: 3, profile: 'random', membership: churn, caughtBy: ['conf-not-latest'], maxSeeds: 30 },
+  { mutation: 'wiped-rejoins-as-voter', nodes: 3, profile: 'random', membership: churn, caughtBy: ['term-regressed', 'vote-regressed', 'wiped-node-voted', 'election-safety'], maxSeeds: 30 },
   { mutation: 'io-error-as-rejection', nodes: 3, profile: 'random', runtime: { ioErrorRate: 0.01 }, caughtBy: ['applied-index-mismatch', 'state-divergence'], maxSeeds: 100 },
 ];
 
@@ -53,6 +62,7 @@ describe('negative controls: the checkers catch deliberate core and driver bugs'
           nodes: c.nodes,
           profile: c.profile,
           runtime: c.runtime,
+          membership: c.membership,
           mutations: isCore(mutation) ? new Set([mutation]) : undefined,
           driverMutations: isCore(mutation) ? undefined : new Set([mutation]),
         });

@@ -11,7 +11,7 @@ import { addTlsFlags, tlsFromFlags, TlsFlagError, watchCertificates, type TlsFla
 
 /** Exit codes of `herald server` that a supervisor (or test) can tell apart. */
 export const EXIT_SERVER = {
-  /** Bad flags. */
+  /** Bad flags, or an empty data dir with --initial-cluster-state existing. */
   usage: 2,
   /** The data dir holds a corrupt or inconsistent log / state machine. */
   corruptStorage: 3,
@@ -42,6 +42,7 @@ interface ServerFlags extends TlsFlags {
   clientAddr?: string;
   dataDir: string;
   clusterId?: string;
+  initialClusterState: string;
   stateMachine: string;
   tickMs: string;
   electionTicks: string;
@@ -69,6 +70,11 @@ export function registerServerCommand(program: Command): void {
     .option('--client-addr <host:port>', 'listen address of the client (API) port (default: this node in --client-peers, else 127.0.0.1:0)')
     .option('--data-dir <dir>', 'data directory', './data')
     .option('--cluster-id <id>', 'cluster id to write at bootstrap / require on restart (default: derived from --peers)')
+    .option(
+      '--initial-cluster-state <state>',
+      'new: an empty data dir bootstraps a member of a new cluster; existing: the cluster runs already, so refuse to start on an empty data dir (a wiped node must rejoin with `herald cluster add`)',
+      'new',
+    )
     .option('--state-machine <name>', `state machine to serve (${Object.keys(STATE_MACHINES).join(', ')})`, 'scheduler')
     .option('--tick-ms <ms>', 'Raft tick interval (monotonic clock)', '100')
     .option('--election-ticks <n>', 'election timeout in ticks (randomized in [n, 2n))', '10')
@@ -113,6 +119,10 @@ async function runServer(flags: ServerFlags): Promise<void> {
     process.stderr.write(`herald server: ${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(EXIT_SERVER.usage);
   }
+  if (flags.initialClusterState !== 'new' && flags.initialClusterState !== 'existing') {
+    process.stderr.write(`herald server: --initial-cluster-state must be new or existing (got "${flags.initialClusterState}")\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
   const factory = STATE_MACHINES[flags.stateMachine];
   if (!factory) {
     process.stderr.write(`herald server: unknown --state-machine "${flags.stateMachine}" (known: ${Object.keys(STATE_MACHINES).join(', ')})\n`);
@@ -139,6 +149,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
       clientListen: flags.clientAddr,
       dataDir: flags.dataDir,
       clusterId: flags.clusterId,
+      initialClusterState: flags.initialClusterState,
       stateMachine: factory,
       logger: log,
       tickMs: int('--tick-ms', flags.tickMs, 1),
@@ -161,7 +172,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
       ? EXIT_SERVER.corruptStorage
       : isHeraldError(e, 'CLUSTER_MISMATCH')
         ? EXIT_SERVER.clusterMismatch
-        : isHeraldError(e, 'INVALID_ARGUMENT') || isHeraldError(e, 'INVALID_ID')
+        : isHeraldError(e, 'INVALID_ARGUMENT') || isHeraldError(e, 'INVALID_ID') || isHeraldError(e, 'EMPTY_DATA_DIR')
           ? EXIT_SERVER.usage
           : EXIT_SERVER.failed;
     setTimeout(() => process.exit(code), 50);

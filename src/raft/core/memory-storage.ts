@@ -30,8 +30,8 @@ export class MemoryStorage implements LogStorage {
 
   /** A fresh log for a cluster of `voters` (or a full ConfState). */
   constructor(voters: readonly NodeId[] | ConfState) {
-    const list = Array.isArray(voters) ? (voters as readonly NodeId[]) : (voters as ConfState).voters;
-    this.snap = { index: 0, term: 0, conf: { voters: [...list] } };
+    const conf: ConfState = Array.isArray(voters) ? { voters: [...(voters as readonly NodeId[])] } : { ...(voters as ConfState) };
+    this.snap = { index: 0, term: 0, conf };
   }
 
   initialState(): { hardState: HardState; conf: ConfState } {

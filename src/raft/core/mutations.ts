@@ -15,7 +15,18 @@ export type CoreMutation =
   /** Grant votes without checking that the candidate's log is at least as up to date. */
   | 'skip-up-to-date-check'
   /** Answer ReadIndex at once, without confirming leadership with a heartbeat round. */
-  | 'read-index-no-confirm';
+  | 'read-index-no-confirm'
+  /** Count a learner's granted vote toward the voters' majority. */
+  | 'count-learner-vote'
+  /** Let a leader propose a configuration change while another is still uncommitted. */
+  | 'two-pending-changes'
+  /** Put a configuration in force when its entry commits instead of when it is appended. */
+  | 'apply-conf-at-commit'
+  /**
+   * Enacted by the simulator, the operator's side: a node whose disk was wiped comes back under
+   * its old incarnation as a voter (as a restart with --initial-cluster-state new would).
+   */
+  | 'wiped-rejoins-as-voter';
 
 export const ALL_MUTATIONS: readonly CoreMutation[] = [
   'commit-previous-term',
@@ -25,4 +36,8 @@ export const ALL_MUTATIONS: readonly CoreMutation[] = [
   'skip-log-matching',
   'skip-up-to-date-check',
   'read-index-no-confirm',
+  'count-learner-vote',
+  'two-pending-changes',
+  'apply-conf-at-commit',
+  'wiped-rejoins-as-voter',
 ];

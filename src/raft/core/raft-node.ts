@@ -19,6 +19,9 @@ import type {
   Role,
   SoftState,
 } from '../types.js';
+export { CAMPAIGN_TRANSFER } from './core-messages.js';
+import { CAMPAIGN_TRANSFER, isTransferContext, LEADER_MESSAGES, message, NONE, sameHardState } from './core-messages.js';
+import { applyConfChange, type ConfChange, ConfHistory, encodeConfState, isMember, isVoter, learnersOf, membersOf } from './membership.js';
 import type { CoreMutation } from './mutations.js';
 import { Progress, type ProgressState } from './progress.js';
 import { committedIndex, voteResult } from './quorum.js';
@@ -74,35 +77,11 @@ export interface RaftStatus {
   role: Role;
   /** '' when no transfer is in progress. */
   leadTransferee: NodeId;
-  /** Per voter (leader only; empty otherwise). */
+  /** Per member, learners included (leader only; empty otherwise). */
   progress: Record<NodeId, PeerProgress>;
-}
-
-/** The vote-message context marking a campaign started by leadership transfer (TimeoutNow). */
-export const CAMPAIGN_TRANSFER = new TextEncoder().encode('CampaignTransfer');
-
-const NONE = '';
-
-function isTransferContext(ctx: Uint8Array | undefined): boolean {
-  if (!ctx || ctx.length !== CAMPAIGN_TRANSFER.length) return false;
-  for (let i = 0; i < ctx.length; i++) if (ctx[i] !== CAMPAIGN_TRANSFER[i]) return false;
-  return true;
-}
-
-function message(type: MessageType, from: NodeId, to: NodeId, term: number): Message {
-  return {
-    type,
-    from,
-    to,
-    term,
-    logTerm: 0,
-    index: 0,
-    entries: [],
-    commit: 0,
-    reject: false,
-    rejectHint: 0,
-    rejectHintTerm: 0,
-  };
+  /** The configuration in force. */
+  voters: NodeId[];
+  learners: NodeId[];
 }
 
 export class RaftNode {
@@ -112,8 +91,10 @@ export class RaftNode {
   private lead: NodeId = NONE;
   private role: Role = 'follower';
   private readonly log: RaftLog;
+  /** The configuration in force (the latest in the log) and the history it comes from. */
   private conf: ConfState;
   private voters: NodeId[];
+  private readonly confs: ConfHistory;
   private progress = new Map<NodeId, Progress>();
   private votes = new Map<NodeId, boolean>();
   private msgs: Message[] = [];
@@ -155,8 +136,12 @@ export class RaftNode {
 
     this.log = new RaftLog(config.storage);
     const { hardState, conf } = config.storage.initialState();
-    this.conf = conf;
-    this.voters = [...conf.voters];
+    this.confs = new ConfHistory(conf);
+    const first = this.log.firstIndex();
+    const last = this.log.lastIndex();
+    if (last >= first) this.confs.noteAppended(config.storage.entries(first, last + 1), (i) => this.log.term(i), this.log.firstIndex());
+    this.conf = this.confs.current();
+    this.voters = [...this.conf.voters];
     if (hardState.commit > this.log.lastIndex()) {
       throw new HeraldError('CORRUPT_STORAGE', `commit ${hardState.commit} beyond last index ${this.log.lastIndex()}`);
     }
@@ -175,6 +160,8 @@ export class RaftNode {
       this.log.commitTo(config.applied);
       this.log.appliedTo(config.applied);
     }
+    if (this.mutations.has('apply-conf-at-commit')) this.conf = this.confs.at(this.log.committed);
+    this.voters = [...this.conf.voters];
     this.becomeFollower(this.term, NONE);
     this.prevSoft = { leader: this.lead, role: this.role };
     this.prevHard = this.hardState();
@@ -185,17 +172,27 @@ export class RaftNode {
   tick(): void {
     if (this.role === 'leader') this.tickHeartbeat();
     else this.tickElection();
+    this.settleConf();
   }
 
   /** Starts an election now (as if the election timeout elapsed). */
   campaign(): void {
     this.hup(false);
+    this.settleConf();
   }
 
   step(m: Message): void {
-    // Static membership: a message from outside the configuration (a misrouted peer, another
-    // cluster) must not vote, lead or count toward any quorum.
-    if (!this.voters.includes(m.from) || m.to !== this.id) return;
+    this.stepMessage(m);
+    this.settleConf();
+  }
+
+  private stepMessage(m: Message): void {
+    if (m.to !== this.id) return;
+    // A non-member (a misrouted peer, a removed node) must not vote or count toward any quorum.
+    // Only a leader's messages are taken from one: a leader elected in a configuration whose
+    // entry we have not received yet must still be able to bring us up to date (and a node
+    // joining as a learner knows no configuration at all).
+    if (!isMember(this.conf, m.from) && !LEADER_MESSAGES.has(m.type)) return;
     // readIndex requests are forwarded with term 0 (like etcd's MsgReadIndex): local-ish.
     if (m.term === 0) {
       if (m.type === 'readIndex') this.handleReadIndexRequest(m);
@@ -257,6 +254,26 @@ export class RaftNode {
   propose(data: Uint8Array): ProposalTicket {
     this.assertMayPropose();
     const index = this.appendEntries([{ term: 0, index: 0, type: 'normal', data }]);
+    this.bcastAppend();
+    return { index, term: this.term };
+  }
+
+  /**
+   * Proposes one configuration change (add a learner, promote a learner, remove a member). It is
+   * in force on this leader at once, and on each member once appended there (membership.ts).
+   */
+  proposeConfChange(cc: ConfChange): ProposalTicket {
+    this.assertMayPropose();
+    if (this.log.term(this.log.committed) !== this.term) {
+      throw new HeraldError('CONF_CHANGE_PENDING', `leader ${this.id} has not committed an entry of its term yet; retry shortly`);
+    }
+    const pending = this.confs.lastIndex();
+    if (pending > this.log.committed && !this.mutations.has('two-pending-changes')) {
+      throw new HeraldError('CONF_CHANGE_PENDING', `a configuration change is already pending (log index ${pending})`);
+    }
+    const next = applyConfChange(this.conf, cc);
+    const index = this.appendEntries([{ term: 0, index: 0, type: 'config', data: encodeConfState(next) }]);
+    this.settleConf();
     this.bcastAppend();
     return { index, term: this.term };
   }
@@ -404,12 +421,24 @@ export class RaftNode {
       role: this.role,
       leadTransferee: this.leadTransferee,
       progress,
+      voters: [...this.conf.voters],
+      learners: [...learnersOf(this.conf)],
     };
   }
 
-  /** The configuration in force (static membership: from the snapshot / bootstrap). */
+  /** The configuration in force: the latest in the log, committed or not. */
   confState(): ConfState {
     return this.conf;
+  }
+
+  /** The configuration as of log index `index` (what a snapshot taken there must record). */
+  confStateAt(index: number): ConfState {
+    return this.confs.at(index);
+  }
+
+  /** Whether a configuration change is appended but not committed. */
+  confChangePending(): boolean {
+    return this.confs.lastIndex() > this.log.committed;
   }
 
   // ---------------------------------------------------------------- roles
@@ -431,7 +460,7 @@ export class RaftNode {
     this.votes = new Map();
     this.progress = new Map();
     const last = this.log.lastIndex();
-    for (const id of this.voters) {
+    for (const id of new Set([...membersOf(this.conf), this.id])) {
       const pr = new Progress(last + 1, this.maxInflight);
       if (id === this.id) pr.match = last;
       this.progress.set(id, pr);
@@ -538,7 +567,9 @@ export class RaftNode {
       else this.becomeLeader();
       return;
     }
-    for (const id of this.voters) {
+    // The count-learner-vote bug also canvasses learners, whose grants poll() then counts.
+    const canvass = this.mutations.has('count-learner-vote') ? membersOf(this.conf) : this.voters;
+    for (const id of canvass) {
       if (id === this.id) continue;
       const m = message(kind, this.id, id, term);
       m.index = this.log.lastIndex();
@@ -550,6 +581,11 @@ export class RaftNode {
 
   private poll(id: NodeId, granted: boolean): 'won' | 'lost' | 'pending' {
     if (!this.votes.has(id)) this.votes.set(id, granted);
+    if (this.mutations.has('count-learner-vote')) {
+      // The bug: learners' grants count toward the voters' majority.
+      const grants = [...this.votes].filter(([v, g]) => g && isMember(this.conf, v)).length;
+      if (grants >= Math.floor(this.voters.length / 2) + 1) return 'won';
+    }
     return voteResult(this.voters, this.votes);
   }
 
@@ -665,6 +701,7 @@ export class RaftNode {
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.mutations.has('skip-log-matching'));
     if (lastNew !== undefined) {
+      if (m.entries.length > 0) this.confs.noteAppended(m.entries, (i) => this.log.term(i), this.log.firstIndex());
       r.index = lastNew;
       this.send(r);
       return;
@@ -706,8 +743,7 @@ export class RaftNode {
       return false;
     }
     this.log.restore(s);
-    this.conf = s.conf;
-    this.voters = [...s.conf.voters];
+    this.confs.reset(s.conf);
     return true;
   }
 
@@ -770,7 +806,7 @@ export class RaftNode {
       this.send(f);
       return;
     }
-    if (this.voters.length === 1) {
+    if (this.voters.length === 1 && this.voters[0] === this.id) {
       this.answerRead(m.from, this.log.committed, context);
       return;
     }
@@ -817,6 +853,7 @@ export class RaftNode {
     let index = this.log.lastIndex();
     const stamped = es.map((e) => ({ ...e, term: this.term, index: ++index }));
     const last = this.log.append(stamped);
+    this.confs.noteAppended(stamped, (i) => this.log.term(i), this.log.firstIndex());
     this.progress.get(this.id)!.maybeUpdate(last);
     // A single-node cluster commits at once; otherwise this is a no-op until acks arrive.
     this.maybeCommit();
@@ -829,14 +866,13 @@ export class RaftNode {
   }
 
   private bcastAppend(): void {
-    for (const id of this.voters) if (id !== this.id) this.sendAppend(id);
+    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id);
   }
 
   private bcastHeartbeat(context?: Uint8Array): void {
     const ctx = context ?? this.readOnly.lastPendingContext();
-    for (const id of this.voters) {
+    for (const [id, pr] of this.progress) {
       if (id === this.id) continue;
-      const pr = this.progress.get(id)!;
       const m = message('heartbeat', this.id, id, this.term);
       // Never tell a follower to commit past what it is known to hold.
       m.commit = Math.min(pr.match, this.log.committed);
@@ -886,8 +922,56 @@ export class RaftNode {
   private send(m: Message): void {
     this.msgs.push(m);
   }
+
+  // ---------------------------------------------------------------- configuration
+
+  /**
+   * Puts the latest configuration in the log in force (after any input that may have appended,
+   * truncated or committed), and makes a leader that removed itself step down once that commits.
+   */
+  private settleConf(): void {
+    const want = this.mutations.has('apply-conf-at-commit') ? this.confs.at(this.log.committed) : this.confs.current();
+    if (want !== this.conf) this.switchConf(want);
+    if (this.role === 'leader' && !isVoter(this.conf, this.id) && this.log.committed >= this.confs.lastIndex()) {
+      this.stepDownRemoved();
+    }
+  }
+
+  private switchConf(conf: ConfState): void {
+    this.conf = conf;
+    this.voters = [...conf.voters];
+    if ((this.role === 'candidate' || this.role === 'preCandidate') && !this.promotable()) {
+      this.becomeFollower(this.term, NONE);
+      return;
+    }
+    if (this.role !== 'leader') return;
+    const last = this.log.lastIndex();
+    for (const id of membersOf(conf)) {
+      if (this.progress.has(id)) continue;
+      const pr = new Progress(last + 1, this.maxInflight);
+      // Just added: not to be counted as dead by the next check-quorum round before it answers.
+      pr.recentActive = true;
+      this.progress.set(id, pr);
+    }
+    for (const id of [...this.progress.keys()]) if (id !== this.id && !isMember(conf, id)) this.progress.delete(id);
+    if (this.leadTransferee !== NONE && !isVoter(conf, this.leadTransferee)) this.leadTransferee = NONE;
+    // The quorum changed: what a majority holds may now be committable.
+    if (this.maybeCommit()) {
+      this.releasePendingReads();
+      this.bcastAppend();
+    }
+  }
+
+  /** This leader's removal committed: hand over to the most up-to-date voter and step down. */
+  private stepDownRemoved(): void {
+    let best: NodeId = NONE;
+    let bestMatch = -1;
+    for (const id of this.voters) {
+      const match = this.progress.get(id)?.match ?? 0;
+      if (match > bestMatch) [best, bestMatch] = [id, match];
+    }
+    if (best !== NONE && bestMatch === this.log.lastIndex()) this.sendTimeoutNow(best);
+    this.becomeFollower(this.term, NONE);
+  }
 }
 
-function sameHardState(a: HardState, b: HardState): boolean {
-  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
-}

@@ -32,7 +32,8 @@ export class ReadOnly {
   recvAck(from: NodeId, context: Uint8Array, voters: readonly NodeId[]): boolean {
     const req = this.pending.get(contextKey(context));
     if (!req) return false;
-    req.acks.add(from);
+    // Learners answer heartbeats too, but only voters' acks prove leadership.
+    if (voters.includes(from)) req.acks.add(from);
     return isQuorum(voters, req.acks.size);
   }
 

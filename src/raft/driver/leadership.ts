@@ -129,7 +129,7 @@ export class Leadership {
     let best: NodeId | undefined;
     let bestMatch = -1;
     for (const [id, p] of Object.entries(st.progress)) {
-      if (id === this.state.id) continue;
+      if (id === this.state.id || !st.voters.includes(id)) continue;
       if (this.lastContactMs(id) < 0 || this.lastContactMs(id) > electionTimeoutMs) continue;
       if (p.match > bestMatch) {
         best = id;

@@ -5,6 +5,7 @@
 import type { MemoryStorage } from '../core/memory-storage.js';
 import type { DriverTimers, LogSink } from '../ports.js';
 import type { StateMachine } from '../state-machine.js';
+import type { ConfState } from '../types.js';
 import type { ApplyPipeline } from './apply-pipeline.js';
 import type { DriverState } from './driver-state.js';
 
@@ -38,6 +39,8 @@ export class LogCompaction {
     private readonly pipeline: ApplyPipeline,
     private readonly timers: DriverTimers,
     private readonly opts: LogCompactionOptions,
+    /** The configuration as of a log index: the snapshot point records it. */
+    private readonly confAt: (index: number) => ConfState,
   ) {}
 
   /** The compaction in flight (undefined when none): a snapshot install and stop wait for it. */
@@ -73,7 +76,7 @@ export class LogCompaction {
     // Stopping, or a snapshot from the leader got there first (the ready loop waits for us before
     // installing one, so this is only a restart of the loop after one).
     if (state.stopped || storage.snapshot().index >= index) return;
-    const meta = storage.createSnapshot(index);
+    const meta = storage.createSnapshot(index, this.confAt(index));
     pipeline.appliedBytesSinceSnapshot -= bytes;
     const base = this.compactionBase(index);
     const baseTerm = storage.term(base);

@@ -11,7 +11,8 @@ import type { MemoryStorage } from '../core/memory-storage.js';
 import type { DriverTimers, LogSink, PeerInfo, RaftTransport, SnapshotStaging } from '../ports.js';
 import type { StateMachine } from '../state-machine.js';
 import type { CoreMutation } from '../core/mutations.js';
-import type { Message, NodeId, SnapshotMeta } from '../types.js';
+import type { ConfState, Message, NodeId, SnapshotMeta } from '../types.js';
+import type { ConfChange } from '../core/membership.js';
 import { checkUnsafeSkipFsync, WriteBehindLog } from '../storage/unsafe-durability.js';
 import { ApplyPipeline } from './apply-pipeline.js';
 import { DriverState, type DriverStats, type LeaderChange, type RaftDriverEvents, type RaftTimingOptions } from './driver-state.js';
@@ -153,7 +154,7 @@ export class RaftDriver {
       keepEntries: opts.compactionKeepEntries ?? 5_000,
       snapshotBytes: opts.snapshotBytes ?? 64 * 1024 * 1024,
       keepBytes: opts.compactionKeepBytes ?? 32 * 1024 * 1024,
-    });
+    }, (i) => this.node.confStateAt(i));
     this.loop = new ReadyLoop(state, this.node, opts.storage, this.log, opts.transport, timers, {
       leadership: this.leadership,
       pipeline: this.pipeline,
@@ -328,6 +329,23 @@ export class RaftDriver {
   /** Resolves once the state machine has applied `index`. */
   waitApplied(index: number): Promise<void> {
     return this.pipeline.waitApplied(index);
+  }
+
+  /**
+   * Proposes one configuration change (leader only; membership.ts says which are allowed):
+   * throws NOT_LEADER, CONF_CHANGE_PENDING, ALREADY_EXISTS, MEMBER_NOT_FOUND or INVALID_STATE at
+   * once; otherwise resolves once the change is applied here.
+   */
+  proposeConfChange(cc: ConfChange): Promise<void> {
+    this.state.assertRunning();
+    const { index } = this.node.proposeConfChange(cc);
+    this.loop.schedule();
+    return this.pipeline.waitApplied(index).then(() => undefined);
+  }
+
+  /** The configuration in force here (the latest in the log). */
+  confState(): ConfState {
+    return this.node.confState();
   }
 
   /** Starts a leadership transfer (leader only); resolves once another node leads or rejects. */

@@ -36,7 +36,7 @@ export class SnapshotExchange {
     const sending = this.transport.sendSnapshot({
       to,
       term: m.term,
-      conf: m.snapshot?.conf ?? this.node.confState(),
+      confAt: (i) => this.node.confStateAt(i),
       stateMachine: this.stateMachine,
       termOf: (i) => this.storage.term(i),
       timeoutMs: SEND_TIMEOUT_MS,

@@ -1,4 +1,5 @@
-// `npm run sim -- --seeds 2000 [--start-seed S] [--nodes 3|5] [--mutation NAME]`
+// `npm run sim -- --seeds 2000 [--start-seed S] [--nodes 3|5] [--mutation NAME] [--membership]`
+// (--membership: configuration changes and lost disks in a share of the seeds, sim-membership.ts)
 // `npm run sim -- --seed N [--nodes 3|5] --trace`
 // `npm run sim -- --list-mutations`
 // Runs simulation seeds and prints one JSON summary as the last line:
@@ -19,10 +20,11 @@ interface Args {
   driverMutations: Set<DriverMutation>;
   profile: FaultProfile;
   listMutations: boolean;
+  membership: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), driverMutations: new Set(), profile: 'random', listMutations: false };
+  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), driverMutations: new Set(), profile: 'random', listMutations: false, membership: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const val = () => {
@@ -55,6 +57,9 @@ function parseArgs(argv: string[]): Args {
       case '--trace':
         a.trace = true;
         break;
+      case '--membership':
+        a.membership = true;
+        break;
       case '--mutation': {
         const m = val();
         if (ALL_MUTATIONS.includes(m as CoreMutation)) a.mutations.add(m as CoreMutation);
@@ -79,7 +84,7 @@ async function main(): Promise<void> {
     for (const m of [...ALL_MUTATIONS, ...ALL_DRIVER_MUTATIONS]) console.log(m);
     return;
   }
-  const sim = { mutations: args.mutations, driverMutations: args.driverMutations, profile: args.profile };
+  const sim = { mutations: args.mutations, driverMutations: args.driverMutations, profile: args.profile, membership: args.membership ? ('draw' as const) : false as const };
   if (args.seed !== undefined) {
     let failed = 0;
     for (const nodes of args.nodes) {

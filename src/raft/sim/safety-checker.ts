@@ -9,8 +9,16 @@
 // - a restarted node's applied index is covered by the log it restarts with;
 // - committed entries are never lost (a majority keeps them durably) or changed;
 // - a node's term and vote never go backwards across a restart (relative to what it told others).
+// Across configuration changes (docs/membership.md):
+// - a leader won with grants from a majority of the voters of its configuration (a learner's or
+//   a removed member's grant never counts);
+// - the leader's configuration can never have a majority disjoint from one of the latest
+//   committed configuration (one change pending at most);
+// - a member uses the latest configuration in its log (checked when it acknowledges an append);
+// - a node whose disk was wiped never votes under the incarnation it had before.
 
-import type { Entry, Message, NodeId } from '../types.js';
+import { decodeConfState, learnersOf } from '../core/membership.js';
+import type { ConfState, Entry, Message, NodeId } from '../types.js';
 import { bytesEqual } from './kv-command.js';
 import type { SimNode } from './sim-node.js';
 
@@ -40,6 +48,18 @@ export class SafetyChecker {
   now = 0;
   /** Called when an index is first seen committed, with its term. */
   onCommit: ((index: number, term: number, data: Uint8Array) => void) | undefined;
+  /** term -> candidate -> the nodes that granted it a vote. */
+  private readonly grants = new Map<number, Map<NodeId, Set<NodeId>>>();
+  /** The latest committed configuration entry seen applied. */
+  private committedConf: { index: number; conf: ConfState } | undefined;
+  /** Per node: the latest config entry that landed on its disk (undefined after a truncation below it). */
+  private readonly landedConf = new Map<NodeId, { index: number; term: number; conf: ConfState }>();
+  /** Nodes wiped but still under their old incarnation. */
+  private readonly wipedAsBefore = new Map<NodeId, string>();
+  /** Entries up to here (committed then, or later) may have lost their majority to a wiped disk. */
+  private durableFrom = 1;
+  /** The highest index written anywhere: what may be committed before the checker sees it applied. */
+  private maxWritten = 0;
 
   constructor(readonly quorum: number) {}
 
@@ -54,6 +74,14 @@ export class SafetyChecker {
       this.fail('election-safety', `term ${term} has two leaders: ${prev} and ${node.id}`);
       return;
     }
+    const conf = node.driver.confState();
+    const granted = this.grants.get(term)?.get(node.id);
+    const votes = conf.voters.filter((v) => v === node.id || granted?.has(v)).length;
+    if (votes < Math.floor(conf.voters.length / 2) + 1) {
+      this.fail('quorum-without-voters', `${node.id} leads term ${term} with grants from ${votes} of voters [${conf.voters.join(',')}] (granted by ${[...(granted ?? [])].join(',')})`);
+      return;
+    }
+    for (const t of this.grants.keys()) if (t < term - 16) this.grants.delete(t);
     this.leaderOfTerm.set(term, node.id);
     // Leader completeness: every committed entry above our compaction point is in our log.
     const from = node.storage.firstIndex();
@@ -72,6 +100,10 @@ export class SafetyChecker {
 
   /** Entries that just landed on `node`'s disk (its running log still holds what they follow). */
   appended(node: SimNode, entries: readonly Entry[]): void {
+    const lc = this.landedConf.get(node.id);
+    if (lc && entries.length > 0 && entries[0]!.index <= lc.index) this.landedConf.delete(node.id);
+    for (const e of entries) if (e.index > this.maxWritten) this.maxWritten = e.index;
+    for (const e of entries) if (e.type === 'config') this.landedConf.set(node.id, { index: e.index, term: e.term, conf: decodeConfState(e.data) });
     let prevTerm = entries.length > 0 && entries[0]!.index > 1 ? node.termAt(entries[0]!.index - 1) : 0;
     for (const e of entries) {
       const key = `${e.index}:${e.term}`;
@@ -131,12 +163,15 @@ export class SafetyChecker {
   }
 
   applied(node: SimNode, e: Entry): void {
+    if (e.type === 'config' && (!this.committedConf || e.index > this.committedConf.index)) {
+      this.committedConf = { index: e.index, conf: decodeConfState(e.data) };
+    }
     const c = this.committed[e.index];
     if (!c) {
       // Applied through a path that did not record the commit (e.g. after a snapshot): record it.
       this.committed[e.index] = { term: e.term, data: e.data };
       if (e.index > this.maxCommitted) this.maxCommitted = e.index;
-      this.onCommit?.(e.index, e.term, e.data);
+      if (e.type === 'normal') this.onCommit?.(e.index, e.term, e.data);
       return;
     }
     if (c.term !== e.term || !bytesEqual(c.data, e.data)) {
@@ -153,6 +188,17 @@ export class SafetyChecker {
       this.exposed.set(node.id, x);
     }
     if (m.type === 'voteResp' && !m.reject && m.term === x.term) x.vote = m.to;
+    if (m.type === 'voteResp' && !m.reject) {
+      if (this.wipedAsBefore.get(node.id) === node.memberIncarnation) {
+        this.fail('wiped-node-voted', `${node.id} lost its disk and grants ${m.to} a vote in term ${m.term} under its old incarnation ${node.memberIncarnation}`);
+      }
+      let byCandidate = this.grants.get(m.term);
+      if (!byCandidate) this.grants.set(m.term, (byCandidate = new Map()));
+      let set = byCandidate.get(m.to);
+      if (!set) byCandidate.set(m.to, (set = new Set()));
+      set.add(node.id);
+    }
+    if (m.type === 'appResp' && !m.reject) this.confIsLatest(node, m.index);
     if (m.type === 'vote' && m.term === x.term) x.vote = node.id;
   }
 
@@ -167,9 +213,47 @@ export class SafetyChecker {
     }
   }
 
+  /**
+   * `node` acknowledged its log up to `index`, all of it persisted: when that is its whole log
+   * and the latest config entry that landed is still in it, that configuration must be in force.
+   */
+  private confIsLatest(node: SimNode, index: number): void {
+    const lc = this.landedConf.get(node.id);
+    if (!lc || !node.up || lc.index > index || node.storage.lastIndex() !== index) return;
+    if (lc.index < node.storage.firstIndex() || node.termAt(lc.index) !== lc.term) return;
+    if (node.driver.status().lastIndex !== index) return;
+    const inForce = node.driver.confState();
+    if (!sameConf(inForce, lc.conf)) {
+      this.fail('conf-not-latest', `${node.id} holds config entry ${lc.index}@${lc.term} [${lc.conf.voters.join(',')}] but uses [${inForce.voters.join(',')}]`);
+    }
+  }
+
+  /** The current leader's configuration against the latest committed one: their majorities must meet. */
+  leaderConf(node: SimNode, term: number): void {
+    const latestTerm = Math.max(0, ...this.leaderOfTerm.keys());
+    // Commit may run ahead of apply (what the checker sees): compare only once the leader applied all.
+    if (!this.committedConf || term < latestTerm || node.driver.appliedIndex() < node.driver.status().commit) return;
+    const a = this.committedConf.conf;
+    const b = node.driver.confState();
+    if (disjointMajorities(a.voters, b.voters)) {
+      this.fail('disjoint-quorums', `leader ${node.id} (term ${term}) uses voters [${b.voters.join(',')}], committed [${a.voters.join(',')}]: two majorities can be disjoint`);
+    }
+  }
+
+  /** `node`'s disks were replaced; under a new incarnation it is a new member. */
+  wiped(node: SimNode, sameIncarnation: boolean): void {
+    this.landedConf.delete(node.id);
+    this.durableFrom = Math.max(this.maxCommitted, this.maxWritten) + 1;
+    if (sameIncarnation) this.wipedAsBefore.set(node.id, node.memberIncarnation);
+    else {
+      this.wipedAsBefore.delete(node.id);
+      this.exposed.delete(node.id);
+    }
+  }
+
   /** After a crash: every committed entry must still be durable on a majority. */
   durability(nodes: readonly SimNode[]): void {
-    const lo = Math.max(1, this.maxCommitted - 64);
+    const lo = Math.max(1, this.maxCommitted - 64, this.durableFrom);
     for (let i = lo; i <= this.maxCommitted; i++) {
       const c = this.committed[i];
       if (!c) continue;
@@ -183,4 +267,19 @@ export class SafetyChecker {
       }
     }
   }
+}
+
+function sameConf(a: ConfState, b: ConfState): boolean {
+  const key = (c: ConfState) => `${[...c.voters].sort().join(',')}|${[...learnersOf(c)].sort().join(',')}`;
+  return key(a) === key(b);
+}
+
+/** Whether some majority of `a` and some majority of `b` share no voter. */
+export function disjointMajorities(a: readonly NodeId[], b: readonly NodeId[]): boolean {
+  const shared = a.filter((id) => b.includes(id)).length;
+  const onlyA = a.length - shared;
+  const onlyB = b.length - shared;
+  const qa = Math.floor(a.length / 2) + 1;
+  const qb = Math.floor(b.length / 2) + 1;
+  return Math.max(0, qa - onlyA) + Math.max(0, qb - onlyB) <= shared;
 }

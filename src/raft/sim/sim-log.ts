@@ -9,7 +9,7 @@
 import { MemoryStorage } from '../core/memory-storage.js';
 import type { DriverMutation } from '../driver/mutations.js';
 import type { LogSink, PersistInput } from '../ports.js';
-import type { Entry, HardState, NodeId, SnapshotMeta } from '../types.js';
+import type { ConfState, Entry, HardState, SnapshotMeta } from '../types.js';
 import type { DiskOp, SimDisk } from './sim-disk.js';
 import type { SimIo } from './sim-io.js';
 
@@ -83,12 +83,12 @@ export class SimLogSink implements LogSink {
 }
 
 /** The log a restart finds (throws CorruptLog when it is inconsistent), and its on-disk range. */
-export function loadSimLog(disk: SimDisk<LogValue>, voters: readonly NodeId[]): { storage: MemoryStorage; first: number; last: number } {
+export function loadSimLog(disk: SimDisk<LogValue>, bootstrap: ConfState): { storage: MemoryStorage; first: number; last: number } {
   const hsV = disk.read('hs');
   const snapV = disk.read('snap');
   const baseV = disk.read('base');
   const hard: HardState = hsV?.kind === 'hs' ? hsV.hs : { term: 0, vote: '', commit: 0 };
-  const snap: SnapshotMeta = snapV?.kind === 'snap' ? snapV.meta : { index: 0, term: 0, conf: { voters: [...voters] } };
+  const snap: SnapshotMeta = snapV?.kind === 'snap' ? snapV.meta : { index: 0, term: 0, conf: bootstrap };
   const base = baseV?.kind === 'base' ? { index: baseV.index, term: baseV.term } : { index: snap.index, term: snap.term };
   if (base.index > snap.index) throw new CorruptLog(`compaction point ${base.index} is past the snapshot ${snap.index}`);
   const entries: Entry[] = [];

@@ -12,7 +12,9 @@ import type { MemoryStorage } from '../core/memory-storage.js';
 import type { CoreMutation } from '../core/mutations.js';
 import type { DriverMutation } from '../driver/mutations.js';
 import { RaftDriver } from '../driver/raft-driver.js';
-import type { Entry, Message, NodeId } from '../types.js';
+import { LEADER_MESSAGES } from '../core/core-messages.js';
+import { incarnationOf } from '../core/membership.js';
+import type { ConfState, Entry, Message, MessageType, NodeId } from '../types.js';
 import type { Prng } from './prng.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { SimDisk, type CrashFaults } from './sim-disk.js';
@@ -56,14 +58,22 @@ export interface NodeHooks {
 
 const silent: Logger = pino({ level: 'silent' });
 
+const RESPONSES: ReadonlySet<MessageType> = new Set(['appResp', 'heartbeatResp', 'voteResp', 'preVoteResp', 'readIndexResp']);
+
 export class SimNode {
   driver!: RaftDriver;
   sm!: SimKvMachine;
   storage!: MemoryStorage;
   up = false;
+  /** Process starts (restarts), for seeding. */
   incarnation = 0;
-  readonly logDisk: SimDisk<LogValue>;
-  readonly smDisk: SimDisk<SmImage>;
+  /** The member incarnation: chosen at a start on empty disks, so a wipe makes a new one. */
+  memberIncarnation = 'g1';
+  /** The configuration a start on empty disks begins with (bootstrap voters, or none: joining). */
+  bootstrap: ConfState;
+  logDisk: SimDisk<LogValue>;
+  smDisk: SimDisk<SmImage>;
+  private wipes = 0;
   /** Snapshots received and staged (files: they survive a crash until pruned). */
   private readonly staged = new Map<number, Uint8Array>();
   private owner: Owner = { alive: false };
@@ -72,6 +82,7 @@ export class SimNode {
 
   constructor(
     readonly id: NodeId,
+    /** Every node id the network knows (members, spares). */
     private readonly voters: readonly NodeId[],
     private readonly params: NodeParams,
     private readonly sched: SimScheduler,
@@ -83,6 +94,26 @@ export class SimNode {
   ) {
     this.logDisk = new SimDisk<LogValue>({ rng: rng.fork('log-disk'), crashFaults: params.crashFaults });
     this.smDisk = new SimDisk<SmImage>({ rng: rng.fork('sm-disk'), crashFaults: params.crashFaults });
+    this.bootstrap = { voters: [...voters] };
+  }
+
+  /**
+   * The disks are replaced by empty ones (the process must be down). A correct restart is a new
+   * member incarnation that knows no configuration (it waits to be added); `asBefore` is the
+   * bug of coming back under the old incarnation, as a voter of `conf`.
+   */
+  wipe(asBefore: ConfState | undefined): void {
+    this.wipes++;
+    const rng = this.rng.fork(`wipe-${this.wipes}`);
+    this.logDisk = new SimDisk<LogValue>({ rng: rng.fork('log-disk'), crashFaults: this.params.crashFaults });
+    this.smDisk = new SimDisk<SmImage>({ rng: rng.fork('sm-disk'), crashFaults: this.params.crashFaults });
+    this.staged.clear();
+    if (asBefore) {
+      this.bootstrap = asBefore;
+    } else {
+      this.memberIncarnation = `g${this.wipes + 1}`;
+      this.bootstrap = { voters: [] };
+    }
   }
 
   /** I/O failures injected into this node, over all its incarnations. */
@@ -111,7 +142,7 @@ export class SimNode {
     let loaded: ReturnType<typeof loadSimLog>;
     try {
       io.read('log load');
-      loaded = loadSimLog(this.logDisk, this.voters);
+      loaded = loadSimLog(this.logDisk, this.bootstrap);
     } catch (e) {
       owner.alive = false;
       if (e instanceof CorruptLog) this.hooks.broken(this, 'corrupt-log', `${this.id}: ${e.message}`);
@@ -145,7 +176,7 @@ export class SimNode {
     const timers = new SimTimers(this.sched, owner, this.unitsPerMs);
     this.transport = new SimTransport(this.id, this.voters, this.net, timers, () => this.sched.now, (m) => {
       if (live()) this.hooks.sent(this, m);
-    }, live);
+    }, live, this.memberIncarnation, () => this.driver.confState());
     const staged = this.staged;
     const random = this.rng.fork(`raft-${this.incarnation}`);
     const p = this.params;
@@ -206,6 +237,10 @@ export class SimNode {
 
   deliver(from: NodeId, p: Packet): void {
     const driver = this.driver;
+    const fromLeader = p.kind === 'snapshot' || (p.kind === 'raft' && LEADER_MESSAGES.has(p.m.type));
+    // A response answers a request this incarnation sent; a lagging sender may name an older one.
+    const response = p.kind === 'raft' && RESPONSES.has(p.m.type);
+    if ((p.kind === 'raft' || p.kind === 'snapshot') && !this.acceptsIncarnations(from, p.fromInc, response ? '' : p.toInc, fromLeader)) return;
     switch (p.kind) {
       case 'raft':
         driver.step([p.m]);
@@ -226,6 +261,20 @@ export class SimNode {
         return;
       }
     }
+  }
+
+  /**
+   * Member identity (what a real transport does with the incarnations in its handshake): drop a
+   * packet meant for another incarnation of this id, or from an incarnation of the sender that
+   * the configuration in force here does not list — except a leader's, which may have been added
+   * by a configuration this node has not received yet (as the core takes leader messages from
+   * non-members): a node replaying old configurations must still hear the current leader.
+   */
+  private acceptsIncarnations(from: NodeId, fromInc: string, toInc: string, fromLeader: boolean): boolean {
+    if (toInc !== '' && toInc !== this.memberIncarnation) return false;
+    if (fromLeader) return true;
+    const listed = incarnationOf(this.driver.confState(), from);
+    return listed === '' || listed === fromInc;
   }
 
   /** The term at `index` among the log writes that landed (undefined when absent). */

@@ -4,14 +4,15 @@
 // and the driver's snapshot exchange retries.
 
 import type { RaftTransport, SnapshotSend, SnapshotSent } from '../ports.js';
-import type { Message, NodeId, SnapshotMeta } from '../types.js';
+import { incarnationOf } from '../core/membership.js';
+import type { ConfState, Message, NodeId, SnapshotMeta } from '../types.js';
 import type { SimNetwork } from './sim-network.js';
 import type { SimTimers } from './sim-scheduler.js';
 
 export type Packet =
-  | { kind: 'raft'; m: Message }
+  | { kind: 'raft'; m: Message; fromInc: string; toInc: string }
   | { kind: 'effects'; effects: Uint8Array }
-  | { kind: 'snapshot'; id: number; term: number; meta: SnapshotMeta; data: Uint8Array }
+  | { kind: 'snapshot'; id: number; term: number; meta: SnapshotMeta; data: Uint8Array; fromInc: string; toInc: string }
   | { kind: 'snapshotResp'; id: number; installed: boolean };
 
 /** How long a snapshot transfer may take in simulated ms before the sender gives up. */
@@ -38,13 +39,16 @@ export class SimTransport implements RaftTransport {
     private readonly onSend: (m: Message) => void,
     /** A dead incarnation's code still finishing its turn must not reach the network. */
     private readonly alive: () => boolean,
+    /** This member's incarnation, and the configuration that names the receivers' (stamped on packets). */
+    private readonly incarnation: string,
+    private readonly conf: () => ConfState,
   ) {}
 
   send(messages: readonly Message[]): void {
     if (!this.alive()) return;
     for (const m of messages) {
       this.onSend(m);
-      this.net.send(this.id, m.to, { kind: 'raft', m }, this.now());
+      this.net.send(this.id, m.to, { kind: 'raft', m, fromInc: this.incarnation, toInc: incarnationOf(this.conf(), m.to) }, this.now());
     }
   }
 
@@ -60,7 +64,7 @@ export class SimTransport implements RaftTransport {
       let meta: SnapshotMeta;
       let data: Uint8Array | undefined;
       try {
-        meta = { index: src.appliedIndex, term: s.termOf(src.appliedIndex), conf: s.conf };
+        meta = { index: src.appliedIndex, term: s.termOf(src.appliedIndex), conf: s.confAt(src.appliedIndex) };
         for await (const c of src.chunks()) data = c;
       } finally {
         await src.close();
@@ -69,7 +73,8 @@ export class SimTransport implements RaftTransport {
       if (!this.alive()) throw new Error('stopped');
       const id = ++this.seq;
       const bytes = data.length;
-      this.net.send(this.id, s.to, { kind: 'snapshot', id, term: s.term, meta, data }, this.now());
+      const stamp = { fromInc: this.incarnation, toInc: incarnationOf(this.conf(), s.to) };
+      this.net.send(this.id, s.to, { kind: 'snapshot', id, term: s.term, meta, data, ...stamp }, this.now());
       return new Promise<SnapshotSent>((resolve, reject) => {
         this.transfers.set(id, { resolve, reject, index: meta.index, bytes });
         this.timers.after(SNAPSHOT_TIMEOUT_MS, () => this.settle(id, false));

@@ -21,6 +21,7 @@ import { createPrng } from './prng.js';
 import { drawRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
 import { SafetyChecker, type Violation } from './safety-checker.js';
 import { SimClients, type ClientOp } from './sim-clients.js';
+import { drawMembershipPlan, MIN_VOTERS, SimMembership, type MembershipPlan } from './sim-membership.js';
 import { SimNetwork } from './sim-network.js';
 import { SimNode, type NodeHooks } from './sim-node.js';
 import { SimScheduler, type Owner } from './sim-scheduler.js';
@@ -44,6 +45,11 @@ export interface SimOptions {
   trace?: boolean;
   /** Stop at the first violation (faster for searches); default true. */
   stopOnViolation?: boolean;
+  /**
+   * Configuration changes: forced on (with these overrides), 'draw' (on for some seeds), or off
+   * (the default: the fresh-seed suites keep exploring what they did before).
+   */
+  membership?: Partial<MembershipPlan> | 'draw' | false;
 }
 
 export interface SimResult {
@@ -57,6 +63,7 @@ export interface SimResult {
   violations: Violation[];
   plan: FaultPlan;
   runtime: RuntimeOptions;
+  membership: MembershipPlan & { changes: number; refused: number; wipes: number };
   ops: { ok: number; failed: number; unknown: number };
   /** Raft ticks from healing to a stable leader with every earlier proposal decided (-1: never). */
   livenessTicks: number;
@@ -80,14 +87,19 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
   const faultRng = rng.fork('faults');
   const trace: string[] = [];
   const log = opts.trace ? (line: string) => trace.push(line) : undefined;
-  const ids: NodeId[] = Array.from({ length: n }, (_, i) => `n${i + 1}`);
+  // Its own fork, so seeds without configuration changes run as they did before they existed.
+  const m = opts.membership ?? false;
+  const mplan: MembershipPlan = { ...drawMembershipPlan(rng.fork('membership'), m === 'draw' ? undefined : m !== false), ...(typeof m === 'object' ? m : {}) };
+  const initial: NodeId[] = Array.from({ length: n }, (_, i) => `n${i + 1}`);
+  // Spare machines (added as learners later) exist only in runs with configuration changes.
+  const ids: NodeId[] = mplan.enabled ? Array.from({ length: n + 2 }, (_, i) => `n${i + 1}`) : initial;
   const sched = new SimScheduler();
   const net = new SimNetwork<Packet>({
     nodes: ids,
     rng: rng.fork('network'),
     faults: { dropRate: plan.dropRate, duplicateRate: plan.duplicateRate, reorderRate: plan.reorderRate, minDelay: plan.minDelay, maxDelay: plan.maxDelay },
   });
-  const checker = new SafetyChecker(Math.floor(n / 2) + 1);
+  const checker = new SafetyChecker(Math.floor((mplan.enabled ? Math.min(n, MIN_VOTERS) : n) / 2) + 1);
   const respTime = () => sched.now * 4 + 2;
   const clients = new SimClients(3, rng.fork('clients'), plan.opRate, 4 * 30 * TICK_UNITS, respTime, log);
   checker.onCommit = (_index, _term, data) => clients.committed(data);
@@ -150,7 +162,10 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
       mutations: opts.driverMutations ?? new Set<DriverMutation>(),
       crashFaults: { unsyncedSurvival: plan.unsyncedSurvival, tornRate: 0 },
     };
-    nodes.set(id, new SimNode(id, ids, params, sched, net, period / TICK_UNITS, rng.fork(`node-${id}`), hooks));
+    const node = new SimNode(id, ids, params, sched, net, period / TICK_UNITS, rng.fork(`node-${id}`), hooks);
+    // Bootstrap members list their first incarnation; spares know no configuration until added.
+    node.bootstrap = initial.includes(id) ? { voters: [...initial], incarnations: Object.fromEntries(initial.map((v) => [v, 'g1'])) } : { voters: [] };
+    nodes.set(id, node);
   }
   const all = [...nodes.values()];
   const starting = new Set<SimNode>();
@@ -174,6 +189,16 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
       log?.(ok ? `t=${sched.now} ${node.id} restart at term ${node.storage.initialState().hardState.term} last ${node.storage.lastIndex()} applied ${node.sm.applied}` : `t=${sched.now} ${node.id} restart failed`);
     });
   }
+
+  const membership = new SimMembership(nodes, initial, mplan, rng.fork('membership-changes'), {
+    leader: () => currentLeader(),
+    crash: (node) => crash(node),
+    restart: (node) => restart(node),
+    wiped: (node, same) => checker.wiped(node, same),
+    log: log ? (line) => log(`t=${sched.now} ${line}`) : undefined,
+  }, opts.mutations?.has('wiped-rejoins-as-voter') ?? false);
+  /** The machines the run keeps running (all of them, without configuration changes). */
+  const running = (): SimNode[] => (mplan.enabled ? [...membership.active] : all);
 
   const currentLeader = (): SimNode | undefined => {
     let best: SimNode | undefined;
@@ -200,7 +225,8 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
     sched.at(now, SIM, () => clients.step(now * 4 + 1, nodes, ids, opRate));
     await sched.runDue();
     if (chaos) {
-      for (const node of all) {
+      membership.step(now);
+      for (const node of running()) {
         if (node.up && faultRng.chance(plan.crashRate)) crash(node);
         else if (!node.up && faultRng.chance(plan.restartRate)) restart(node);
       }
@@ -229,6 +255,10 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
         log?.(`t=${now} heal`);
       }
     }
+    if (mplan.enabled) {
+      const leader = currentLeader();
+      if (leader) checker.leaderConf(leader, leader.driver.status().term);
+    }
     for (const node of crashNext.splice(0)) {
       if (!node.up) continue;
       // Dying right after a Ready may also lose what sat in its socket buffers.
@@ -238,7 +268,7 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
     await sched.runDue();
   };
 
-  for (const node of all) restart(node);
+  for (const node of running()) restart(node);
   await sched.runDue();
 
   let livenessTicks = -1;
@@ -251,19 +281,21 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
     net.heal();
     net.setDefaultFaults({ dropRate: 0, duplicateRate: 0, reorderRate: 0 });
     for (const node of all) node.setIoErrorRate(0);
-    for (const node of all) restart(node);
+    for (const node of running()) restart(node);
     log?.(`t=${sched.now} LIVENESS: healed, all nodes up`);
     const callCutoff = healedAt * 4 + 4;
     let live = false;
     while (sched.now < healedAt + livenessUnits && !(stopOnViolation && violated())) {
       await unit(false, Math.max(plan.opRate, 0.1));
       // A start begun during the chaos may still fail (an I/O error drawn then): try again.
-      for (const node of all) restart(node);
+      for (const node of running()) restart(node);
       if (sched.now % TICK_UNITS !== 0) continue;
       const leader = currentLeader();
       if (!leader) continue;
       const st = leader.driver.status();
-      const stable = all.every((x) => x.up && x.driver.status().leader === leader.id);
+      // Machines outside the leader's configuration (removed, or wiped and not re-added) follow no one.
+      const followers = mplan.enabled ? membership.participants(leader.driver.confState()) : all;
+      const stable = followers.every((x) => x.up && x.driver.status().leader === leader.id);
       if (stable && st.commit === st.lastIndex && clients.undecidedPuts(callCutoff).length === 0) {
         live = true;
         livenessTicks = Math.ceil((sched.now - healedAt) / TICK_UNITS);
@@ -272,9 +304,12 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
     }
     if (!live && !violated()) {
       const undecided = clients.undecidedPuts(callCutoff).map((op) => `${op.id}@${op.node}`);
+      const l = currentLeader();
+      const lst = l?.driver.status();
+      const confNote = mplan.enabled && l && lst ? `; conf ${JSON.stringify(l.driver.confState())} commit ${lst.commit}/${lst.lastIndex} progress ${JSON.stringify(lst.progress)}` : '';
       checker.violations.push({
         kind: 'liveness',
-        detail: `no stable leader with all proposals decided ${livenessUnits} units after healing (leader ${currentLeader()?.id ?? 'none'}; down ${all.filter((x) => !x.up).map((x) => x.id).join(',') || 'none'}; undecided ${undecided.join(',')})`,
+        detail: `no stable leader with all proposals decided ${livenessUnits} units after healing (leader ${currentLeader()?.id ?? 'none'}; down ${running().filter((x) => !x.up).map((x) => x.id).join(',') || 'none'}; undecided ${undecided.join(',')})${confNote}`,
         at: sched.now,
       });
     }
@@ -307,6 +342,7 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
     violations: checker.violations,
     plan,
     runtime,
+    membership: { ...mplan, changes: membership.changes, refused: membership.refused, wipes: membership.wipes },
     ops: clients.stats(),
     linearizability,
     livenessTicks,

@@ -32,6 +32,11 @@ import {
 export interface ClusterIdentity {
   clusterId: string;
   voters: NodeId[];
+  /**
+   * Chosen at this member's first start: a node restarted on a wiped data dir is a new
+   * incarnation under the same id (absent in data dirs written before incarnations existed).
+   */
+  incarnation?: string;
 }
 
 export interface LogStoreStats {

@@ -7,6 +7,7 @@
 // flight apply, hands leadership over, waits briefly for what the new leader commits for it, then
 // closes everything (leadership-handover.ts).
 
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Server, ServerCredentials, credentials } from '@grpc/grpc-js';
@@ -57,9 +58,20 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       if (!(await logStore.isEmpty())) {
         throw new HeraldError('CORRUPT_STORAGE', `data dir ${o.dataDir} holds a Raft log but no cluster identity`);
       }
+      if (o.initialClusterState === 'existing') {
+        // A voter that lost its data dir lost its vote too: as a voter it could vote twice in
+        // one term. It comes back only as a new member (docs/membership.md).
+        throw new HeraldError(
+          'EMPTY_DATA_DIR',
+          `data dir ${o.dataDir} is empty but --initial-cluster-state is existing: ${o.id} has no record of its votes and must not start as a voter. ` +
+            `From a running node, remove the old member and add this node as a new one (\`herald cluster remove ${o.id}\`, then \`herald cluster add ${o.id} --peer-addr H:P --client-addr H:P\`), ` +
+            `or use --initial-cluster-state new only to bootstrap a brand-new cluster`,
+        );
+      }
       clusterId = o.clusterId ?? deriveClusterId(o.members);
-      await logStore.writeIdentity({ clusterId, voters });
-      log.info({ clusterId, voters }, 'bootstrapped a new cluster member');
+      const incarnation = randomBytes(8).toString('hex');
+      await logStore.writeIdentity({ clusterId, voters, incarnation });
+      log.info({ clusterId, voters, incarnation }, 'bootstrapped a new cluster member');
     } else {
       clusterId = identity.clusterId;
       if (o.clusterId !== undefined && o.clusterId !== identity.clusterId) {

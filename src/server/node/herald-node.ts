@@ -32,6 +32,12 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   dataDir: string;
   /** Written at bootstrap; when given on restart it must match. Default: derived from members. */
   clusterId?: string;
+  /**
+   * 'new' (default): an empty data dir bootstraps a member of a new cluster. 'existing': the
+   * cluster already runs, so an empty data dir means this node lost its state (its vote among
+   * it) and must not start as a voter: startup refuses with EMPTY_DATA_DIR.
+   */
+  initialClusterState?: 'new' | 'existing';
   stateMachine: StateMachineFactory;
   logger: Logger;
   /** A follower gathers committed entries this long before applying them in one call (RaftDriver; default 200). */

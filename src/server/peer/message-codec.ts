@@ -2,7 +2,7 @@
 // from proto/herald/raft/v1/raft.proto.
 
 import * as pb from '../../gen/herald/raft/v1/raft.js';
-import type { Entry, EntryType, Message, MessageType, SnapshotMeta } from '../../raft/types.js';
+import type { ConfState, Entry, EntryType, Message, MessageType, SnapshotMeta } from '../../raft/types.js';
 
 const TYPE_TO_PB: Record<MessageType, pb.MessageType> = {
   vote: pb.MessageType.MESSAGE_TYPE_VOTE,
@@ -44,11 +44,11 @@ function entryFromPb(e: pb.Entry): Entry {
 }
 
 export function snapshotMetaToPb(s: SnapshotMeta): pb.SnapshotMeta {
-  return { index: s.index, term: s.term, conf: { voters: [...s.conf.voters] } };
+  return { index: s.index, term: s.term, conf: { voters: [...s.conf.voters], learners: [...(s.conf.learners ?? [])], incarnations: { ...s.conf.incarnations } } };
 }
 
 export function snapshotMetaFromPb(s: pb.SnapshotMeta): SnapshotMeta {
-  return { index: s.index, term: s.term, conf: { voters: s.conf ? [...s.conf.voters] : [] } };
+  return { index: s.index, term: s.term, conf: s.conf ? confFromPb(s.conf) : { voters: [] } };
 }
 
 export function messageToPb(m: Message, wallUnixMs: number): pb.RaftMessage {
@@ -97,4 +97,13 @@ export function approxMessageBytes(m: Message): number {
   let n = 64 + (m.context?.length ?? 0);
   for (const e of m.entries) n += 24 + e.data.length;
   return n;
+}
+
+/** Empty learner and incarnation lists stay absent, as in a configuration that never had any. */
+function confFromPb(c: pb.ConfState): ConfState {
+  return {
+    voters: [...c.voters],
+    ...(c.learners.length > 0 ? { learners: [...c.learners] } : {}),
+    ...(Object.keys(c.incarnations).length > 0 ? { incarnations: { ...c.incarnations } } : {}),
+  };
 }

@@ -57,7 +57,7 @@ export async function sendSnapshot(a: SendSnapshotArgs): Promise<SnapshotSent> {
       await write({
         part: {
           $case: 'header',
-          header: { clusterId: a.clusterId, from: a.from, to: a.to, term: a.term, meta: snapshotMetaToPb({ index, term, conf: a.conf }) },
+          header: { clusterId: a.clusterId, from: a.from, to: a.to, term: a.term, meta: snapshotMetaToPb({ index, term, conf: a.confAt(index) }) },
         },
       });
       for await (const chunk of src.chunks()) {

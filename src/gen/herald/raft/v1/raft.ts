@@ -60,7 +60,7 @@ export enum EntryType {
   ENTRY_TYPE_UNSPECIFIED = 0,
   /** ENTRY_TYPE_NORMAL - Application command (data is a state machine command; empty data is the leader's no-op). */
   ENTRY_TYPE_NORMAL = 1,
-  /** ENTRY_TYPE_CONFIG - Cluster configuration (data is an encoded ConfState). */
+  /** ENTRY_TYPE_CONFIG - Cluster configuration (data is the whole new configuration, JSON {voters, learners, incarnations}). */
   ENTRY_TYPE_CONFIG = 2,
   UNRECOGNIZED = -1,
 }
@@ -81,6 +81,15 @@ export interface Entry {
 export interface ConfState {
   /** Voting members' ids. */
   voters: string[];
+  /** Non-voting members' ids (they receive the log and snapshots, never count toward a quorum). */
+  learners: string[];
+  /** Members' incarnations where known (id -> incarnation chosen at the member's first start). */
+  incarnations: { [key: string]: string };
+}
+
+export interface ConfState_IncarnationsEntry {
+  key: string;
+  value: string;
 }
 
 /** What a snapshot covers. */
@@ -325,7 +334,7 @@ export const Entry: MessageFns<Entry> = {
 };
 
 function createBaseConfState(): ConfState {
-  return { voters: [] };
+  return { voters: [], learners: [], incarnations: {} };
 }
 
 export const ConfState: MessageFns<ConfState> = {
@@ -333,6 +342,12 @@ export const ConfState: MessageFns<ConfState> = {
     for (const v of message.voters) {
       writer.uint32(10).string(v!);
     }
+    for (const v of message.learners) {
+      writer.uint32(18).string(v!);
+    }
+    globalThis.Object.entries(message.incarnations).forEach(([key, value]: [string, string]) => {
+      ConfState_IncarnationsEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
     return writer;
   },
 
@@ -357,6 +372,25 @@ export const ConfState: MessageFns<ConfState> = {
             message.voters.push(reader.string());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.learners.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = ConfState_IncarnationsEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.incarnations[entry3.key] = entry3.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -375,6 +409,83 @@ export const ConfState: MessageFns<ConfState> = {
   fromPartial<I extends Exact<DeepPartial<ConfState>, I>>(object: I): ConfState {
     const message = createBaseConfState();
     message.voters = object.voters?.map((e) => e) || [];
+    message.learners = object.learners?.map((e) => e) || [];
+    message.incarnations = (globalThis.Object.entries(object.incarnations ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseConfState_IncarnationsEntry(): ConfState_IncarnationsEntry {
+  return { key: "", value: "" };
+}
+
+export const ConfState_IncarnationsEntry: MessageFns<ConfState_IncarnationsEntry> = {
+  encode(message: ConfState_IncarnationsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfState_IncarnationsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfState_IncarnationsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfState_IncarnationsEntry>, I>>(base?: I): ConfState_IncarnationsEntry {
+    return ConfState_IncarnationsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfState_IncarnationsEntry>, I>>(object: I): ConfState_IncarnationsEntry {
+    const message = createBaseConfState_IncarnationsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
