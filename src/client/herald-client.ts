@@ -43,6 +43,19 @@ export interface HeraldClientOptions extends ConnectionOptions {
    * silent on answers no SYN: without this bound the call would hang until its deadline.
    */
   connectTimeoutMs?: number;
+  /**
+   * How long an attempt of a read or keyed write (createJob, createJobs, triggerJob) waits for
+   * the first byte of the node's answer before it is abandoned and the call moves to another
+   * node (within the call's deadline); default 3 s. For a node whose connection is up but which
+   * never answers: its network went silent after the connection was made, so no SYN bound helps.
+   * Each further abandonment within one call doubles the bound, so a node that is merely slow
+   * (a large batch under load) still gets to answer. Plain writes (updateJob, deleteJob,
+   * pauseJob, cancelRun, retryRun, …) are NOT bounded this way: a write that was sent may have
+   * applied, and repeating it elsewhere could apply it twice, so such an attempt runs until the
+   * call's deadline and then fails DEADLINE_EXCEEDED (outcome unknown). An explicit
+   * `retry.perAttemptTimeoutMs` takes precedence (then this bound is not used).
+   */
+  firstByteTimeoutMs?: number;
   logger?: ClientLogger;
 }
 
@@ -88,6 +101,11 @@ type Unary<Req, Res> = (
   callback: (err: ServiceError | null, response: Res) => void,
 ) => ClientUnaryCall;
 
+// An attempt abandoned because the node sent nothing within the first-byte bound.
+class SilentAttempt {
+  constructor(readonly boundMs: number) {}
+}
+
 function isJobSpec(spec: SpecInput): spec is JobSpec {
   // Generated JobSpecs always carry every field; friendly inputs never have the *_ms names.
   if ('startUnixMs' in spec || 'executionTimeoutMs' in spec) return true;
@@ -111,6 +129,7 @@ export class HeraldClient {
   private readonly defaultDeadlineMs: number;
   private readonly discoveryTimeoutMs: number;
   private readonly connectTimeoutMs: number;
+  private readonly firstByteTimeoutMs: number;
   private readonly logger: ClientLogger;
   private closed = false;
   private readonly endpoints: string[];
@@ -128,6 +147,8 @@ export class HeraldClient {
     this.defaultDeadlineMs = options.defaultDeadlineMs ?? 10_000;
     this.discoveryTimeoutMs = options.discoveryTimeoutMs ?? 1_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 1_000;
+    this.firstByteTimeoutMs = options.firstByteTimeoutMs ?? 3_000;
+    if (!(this.firstByteTimeoutMs > 0)) throw new TypeError('HeraldClient: firstByteTimeoutMs must be positive');
     this.endpoints = [...options.endpoints];
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
   }
@@ -472,6 +493,7 @@ export class HeraldClient {
     // Nodes tried by this call: a redirect to one of them (stale leader hints pointing at each
     // other during an election) waits a backoff instead of ping-ponging at full speed.
     const tried = new Set<string>();
+    let silences = 0;
     for (let attempt = 1; ; attempt++) {
       opts.signal?.throwIfAborted();
       if (this.router.leaderAddress === undefined) {
@@ -488,14 +510,31 @@ export class HeraldClient {
       }
       tried.add(address);
       const attemptDeadline = this.perAttemptTimeoutMs === undefined ? deadline : Math.min(deadline, Date.now() + this.perAttemptTimeoutMs);
+      // Only calls safe to repeat after an unknown outcome may give up on a silent node early.
+      const firstByteMs = this.perAttemptTimeoutMs === undefined && safety !== 'write' ? this.firstByteTimeoutMs * 2 ** silences : undefined;
       let err: HeraldClientError;
       try {
-        return await this.unary(undefined, () => method(address), request, attemptDeadline, opts.signal);
+        const res = await this.unary(undefined, () => method(address), request, attemptDeadline, opts.signal, firstByteMs);
+        this.router.noteAnswered(address);
+        return res;
       } catch (e) {
+        if (e instanceof SilentAttempt) {
+          silences += 1;
+          this.router.noteSilent(address);
+          lastError = clientError({
+            grpcCode: status.DEADLINE_EXCEEDED,
+            message: `${address} sent no answer within ${e.boundMs} ms (connection up, node silent)`,
+          });
+          this.logger.debug({ address, attempt, boundMs: e.boundMs }, 'no answer within the first-byte bound; trying another node');
+          // The wait already happened: move on at once while the deadline has room.
+          if (this.closed || attempt >= this.retry.maxAttempts || deadline - Date.now() <= 0) throw lastError;
+          continue;
+        }
         const converted = this.toError(e, address);
         if (!('grpcCode' in converted)) throw converted;
         err = converted;
       }
+      if (err.grpcCode !== status.UNAVAILABLE && err.grpcCode !== status.DEADLINE_EXCEEDED && err.grpcCode !== status.CANCELLED) this.router.noteAnswered(address);
       lastError = err;
       const hint = err.leaderAddress;
       const redirected = hint !== undefined && !tried.has(hint);
@@ -524,13 +563,27 @@ export class HeraldClient {
     request: Req,
     deadline: number,
     signal: AbortSignal | undefined,
+    firstByteMs?: number,
   ): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
+      let silent = false;
+      let timer: NodeJS.Timeout | undefined;
       const call = pick(client)(request, new Metadata(), { deadline: new Date(deadline) }, (err, res) => {
+        clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        if (err) reject(err);
+        if (silent) reject(new SilentAttempt(firstByteMs!));
+        else if (err) reject(err);
         else resolve(res);
       });
+      // The answer's headers are its first bytes; nothing by the bound means a silent node. When
+      // the bound reaches past the attempt's deadline, the deadline alone decides.
+      if (firstByteMs !== undefined && Date.now() + firstByteMs < deadline) {
+        timer = setTimeout(() => {
+          silent = true;
+          call.cancel();
+        }, firstByteMs);
+        call.once('metadata', () => clearTimeout(timer));
+      }
       const onAbort = (): void => call.cancel();
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });

@@ -13,6 +13,10 @@ export class LeaderRouter {
   private leader: string | undefined;
   private cursor = 0;
   private discovery: Promise<string | undefined> | undefined;
+  // Nodes a call gave up on because they sent nothing within the first-byte bound. Such a node
+  // may still answer GetStatus (a process whose service calls hang, or a stale claim of
+  // leadership), so discovery prefers another node's leader claim over one naming it.
+  private readonly silent = new Set<string>();
 
   constructor(
     private readonly endpoints: readonly string[],
@@ -45,9 +49,22 @@ export class LeaderRouter {
     if (this.endpoints[this.cursor % this.endpoints.length] === address) this.cursor += 1;
   }
 
+  /** Records that `address` took a call but sent nothing within the first-byte bound. */
+  noteSilent(address: string): void {
+    this.silent.add(address);
+    this.noteFailure(address);
+  }
+
+  /** Records that `address` answered a call: it is no longer suspected of being silent. */
+  noteAnswered(address: string): void {
+    this.silent.delete(address);
+  }
+
   /**
-   * Asks every endpoint at once for the leader and takes the first answer that names one. Calls
-   * share one discovery in flight, so a burst of calls after a leader loss probes each node once.
+   * Asks every endpoint at once for the leader and takes the first answer that names one — a
+   * leader not suspected of being silent at once; a suspected one only when no answer names
+   * another (it may be the real leader, just slow). Calls share one discovery in flight, so a
+   * burst of calls after a leader loss probes each node once.
    */
   discover(deadline: number): Promise<string | undefined> {
     this.discovery ??= this.runDiscovery(deadline).finally(() => {
@@ -60,6 +77,7 @@ export class LeaderRouter {
     return new Promise((resolve) => {
       let pending = this.endpoints.length;
       let done = false;
+      let suspect: string | undefined;
       const finish = (leader: string | undefined): void => {
         if (done) return;
         done = true;
@@ -70,13 +88,17 @@ export class LeaderRouter {
         this.probe(address, deadline).then(
           (st) => {
             pending -= 1;
-            if (st.leaderAddress !== '') finish(st.leaderAddress);
-            else if (pending === 0) finish(undefined);
+            const named = st.leaderAddress;
+            if (named !== '' && !this.silent.has(named)) finish(named);
+            else {
+              if (named !== '') suspect ??= named;
+              if (pending === 0) finish(suspect);
+            }
           },
           (err: unknown) => {
             pending -= 1;
             this.logger.debug({ address, err: String(err) }, 'status probe failed');
-            if (pending === 0) finish(undefined);
+            if (pending === 0) finish(suspect);
           },
         );
       }
