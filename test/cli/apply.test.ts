@@ -2,12 +2,11 @@
 // local cluster (`herald dev --no-worker`): create, unchanged, per-field dry run, update, prune by
 // selector, optimistic-concurrency conflicts, a bad file that changes nothing, the round trip
 // get -o yaml | apply -f -, and the job create/update flags for every JobSpec field.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, CliProcess, freeBasePort, runCli, type CliResult } from './helpers/run-cli.js';
+import { CliProcess, freeBasePort, runCli, type CliResult } from './helpers/run-cli.js';
 import { killPids, pidsWithArg } from './helpers/processes.js';
 
 let dir = '';
@@ -20,20 +19,7 @@ function cli(...args: string[]): Promise<CliResult> {
 
 /** `herald <args>` with `input` on stdin. */
 function cliStdin(input: string, ...args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [BIN, ...args, '--endpoints', endpoints], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-    proc.once('error', reject);
-    proc.once('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-    proc.stdin.end(input);
-  });
+  return runCli([...args, '--endpoints', endpoints], { timeoutMs: 60_000, input });
 }
 
 async function file(name: string, text: string): Promise<string> {

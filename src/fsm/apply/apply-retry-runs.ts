@@ -16,6 +16,7 @@ import { isTerminal } from '../store/records.js';
 import { overlapOf } from '../commands/dispatch-hint.js';
 import { addActive, addHeld } from './run-transitions.js';
 import { itemError } from './item-errors.js';
+import { prefetch } from './apply-run-lifecycle.js';
 
 /** Most runs one retryRuns command re-drives; more is refused whole (the API bounds its calls to this). */
 export const MAX_RETRY_RUNS_PER_COMMAND = 500;
@@ -34,16 +35,7 @@ export async function applyRetryRuns(txn: ApplyTxn, cmd: RetryRunsCommand): Prom
     const error = itemError('INVALID_ARGUMENT', `state ${RunState[cmd.onlyState] ?? cmd.onlyState} cannot be re-driven; use DEAD, CANCELLED or FAILED`);
     return { type: 'retry', items: cmd.runIds.map(() => ({ error })) };
   }
-  const keys: string[] = [];
-  const jobIds: string[] = [];
-  for (const id of cmd.runIds) {
-    const k = txn.runIdKey(id);
-    if (!k) continue;
-    keys.push(k.key);
-    jobIds.push(k.p.jobId);
-  }
-  await txn.prefetchRunKeys(keys);
-  await txn.prefetchJobs(jobIds);
+  await prefetch(txn, cmd.runIds);
   const items: Item[] = [];
   const seen = new Set<string>();
   for (const runId of cmd.runIds) {

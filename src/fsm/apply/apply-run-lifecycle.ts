@@ -73,7 +73,8 @@ function currentAttempt(rec: RunRecord): Attempt | undefined {
   return rec.run.attempts[rec.run.attempts.length - 1];
 }
 
-async function prefetch(txn: ApplyTxn, runIds: readonly string[]): Promise<void> {
+/** Reads the named runs and their jobs into the transaction in two batched reads. */
+export async function prefetch(txn: ApplyTxn, runIds: readonly string[]): Promise<void> {
   const keys: string[] = [];
   const jobIds: string[] = [];
   for (const id of runIds) {

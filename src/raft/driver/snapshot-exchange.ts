@@ -2,6 +2,7 @@
 // follower the log no longer covers (one transfer per follower at a time, beside the loop); a
 // follower restores from the snapshot the transport staged, once the log recorded it.
 
+import { message } from '../core/core-messages.js';
 import type { MemoryStorage } from '../core/memory-storage.js';
 import type { RaftNode } from '../core/raft-node.js';
 import type { RaftTransport, SnapshotStaging } from '../ports.js';
@@ -80,18 +81,5 @@ export class SnapshotExchange {
 
 /** The 'snap' message for a snapshot received from `from` and staged: stepping it makes the core install it. */
 export function snapshotMessage(from: NodeId, to: NodeId, term: number, meta: SnapshotMeta): Message {
-  return {
-    type: 'snap',
-    from,
-    to,
-    term,
-    logTerm: 0,
-    index: 0,
-    entries: [],
-    commit: 0,
-    reject: false,
-    rejectHint: 0,
-    rejectHintTerm: 0,
-    snapshot: meta,
-  };
+  return { ...message('snap', from, to, term), snapshot: meta };
 }

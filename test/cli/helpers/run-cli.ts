@@ -12,24 +12,25 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `herald <args>` to completion (killed after timeoutMs). */
-export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {}): Promise<CliResult> {
+/** Runs `herald <args>` to completion (killed after timeoutMs); `input` goes to its stdin. */
+export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string; input?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [BIN, ...args], {
       env: { ...process.env, ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
     });
     let stdout = '';
     let stderr = '';
-    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => proc.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
     proc.once('error', reject);
     proc.once('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
+    if (opts.input !== undefined) proc.stdin!.end(opts.input);
   });
 }
 
