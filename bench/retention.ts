@@ -29,6 +29,9 @@ interface Sample {
   storedRuns: number;
   byState: Record<string, number>;
   leaderRssMiB: number;
+  /** The leader's RSS split: anonymous (owned) and file-backed (mapped LevelDB tables, page cache). */
+  leaderAnonMiB: number;
+  leaderFileMiB: number;
   /** V8 heap in use and memory held by buffers outside it (ArrayBuffers), from the leader's /metrics. */
   leaderHeapUsedMiB: number;
   leaderExternalMiB: number;
@@ -79,7 +82,8 @@ try {
   const sample = async (): Promise<Sample> => {
     const leader = c.raft.nodes.get(await c.raft.waitForLeader(30_000))!;
     const m = await scrape(leader.metricsPort!);
-    const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rssMiB(leader.proc?.pid).rss, leaderHeapUsedMiB: m.heapUsedMiB, leaderExternalMiB: m.externalMiB };
+    const rss = rssMiB(leader.proc?.pid);
+    const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rss.rss, leaderAnonMiB: rss.anon, leaderFileMiB: rss.file, leaderHeapUsedMiB: m.heapUsedMiB, leaderExternalMiB: m.externalMiB };
     log(JSON.stringify(s));
     samples.push(s);
     return s;
@@ -109,11 +113,11 @@ try {
       minutes: MINUTES,
       maxRuns: MAX_RUNS,
       deadlineMs: DEADLINE_MS,
-      start: { storedRuns: start.storedRuns, leaderRssMiB: start.leaderRssMiB },
-      steady: { atS: steady.atS, storedRuns: steady.storedRuns, leaderRssMiB: steady.leaderRssMiB, leaderHeapUsedMiB: steady.leaderHeapUsedMiB },
-      end: { storedRuns: end.storedRuns, byState: end.byState, leaderRssMiB: end.leaderRssMiB, leaderHeapUsedMiB: end.leaderHeapUsedMiB, leaderExternalMiB: end.leaderExternalMiB },
+      start: { storedRuns: start.storedRuns, leaderRssMiB: start.leaderRssMiB, leaderAnonMiB: start.leaderAnonMiB, leaderFileMiB: start.leaderFileMiB },
+      steady: { atS: steady.atS, storedRuns: steady.storedRuns, leaderRssMiB: steady.leaderRssMiB, leaderAnonMiB: steady.leaderAnonMiB, leaderFileMiB: steady.leaderFileMiB, leaderHeapUsedMiB: steady.leaderHeapUsedMiB },
+      end: { storedRuns: end.storedRuns, byState: end.byState, leaderRssMiB: end.leaderRssMiB, leaderAnonMiB: end.leaderAnonMiB, leaderFileMiB: end.leaderFileMiB, leaderHeapUsedMiB: end.leaderHeapUsedMiB, leaderExternalMiB: end.leaderExternalMiB },
       boundRuns: JOBS * (MAX_RUNS + slack + Math.ceil(DEADLINE_MS / 1000) + 2),
-      samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB })),
+      samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderAnonMiB: s.leaderAnonMiB, leaderFileMiB: s.leaderFileMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB })),
       failedSamples,
       loadAtStart,
       loadAtEnd: machineLoad(),

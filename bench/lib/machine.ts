@@ -12,13 +12,17 @@ export function machineLoad(): { loadavg: number[]; cpus: number; cpuPressure: s
   return { loadavg: loadavg().map((x) => +x.toFixed(2)), cpus: cpus().length, cpuPressure, node: process.version };
 }
 
-/** Resident set size of a process (current and peak), from /proc; NaN where unavailable. */
-export function rssMiB(pid: number | undefined): { rss: number; peak: number } {
+/**
+ * Resident set size of a process (current and peak), from /proc; NaN where unavailable. `anon` is
+ * memory the process owns (heap, native allocations); `file` is file pages mapped into it — LevelDB
+ * maps its table files, and those pages count in RSS but are page cache the kernel can take back.
+ */
+export function rssMiB(pid: number | undefined): { rss: number; peak: number; anon: number; file: number } {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? NaN);
-    return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
+    return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024), anon: Math.round(kb('RssAnon') / 1024), file: Math.round(kb('RssFile') / 1024) };
   } catch {
-    return { rss: NaN, peak: NaN };
+    return { rss: NaN, peak: NaN, anon: NaN, file: NaN };
   }
 }
