@@ -39,7 +39,7 @@ class FakeSink implements WatchSink {
 
 const LIMITS = { maxBacklog: 100, messageBytes: 1 << 20 };
 const watcher = (log: ChangeLog, sink: FakeSink, from: number, filter: Partial<Parameters<typeof runSelector>[0]> = {}, limits = LIMITS) =>
-  new Watcher(log, sink, runSelector({ jobId: '', taskType: '', states: [], fromIndex: from, ...filter }), limits, from, () => 0);
+  new Watcher(log, sink, runSelector({ jobId: '', taskType: '', states: [], fromIndex: from, labels: {}, ...filter }), limits, from, () => 0);
 
 describe('change log and watcher', () => {
   it('sends matching changes after the resume index in log order, whole batches per message, with progress', () => {
@@ -130,7 +130,9 @@ describe('change log and watcher', () => {
   });
 
   it('rejects a bad filter with a precise error', () => {
-    expect(() => runSelector({ jobId: '', taskType: '', states: [99 as RunState], fromIndex: 0 })).toThrow(/states: 99 is not a run state/);
-    expect(() => runSelector({ jobId: 'bad id with spaces/', taskType: '', states: [], fromIndex: 0 })).toThrow(/job_id/);
+    expect(() => runSelector({ jobId: '', taskType: '', states: [99 as RunState], fromIndex: 0, labels: {} })).toThrow(/states: 99 is not a run state/);
+    const labels = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']));
+    expect(() => runSelector({ jobId: '', taskType: '', states: [], fromIndex: 0, labels }, [])).toThrow(/labels: at most 32/);
+    expect(() => runSelector({ jobId: 'bad id with spaces/', taskType: '', states: [], fromIndex: 0, labels: {} })).toThrow(/job_id/);
   });
 });

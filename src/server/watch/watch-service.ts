@@ -10,12 +10,14 @@ import { toServiceError } from '../grpc/service-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { ChangeLog } from './change-log.js';
 import { Watcher, type FrameSelector, type WatcherLimits } from './watcher.js';
-import { jobSelector, runSelector } from './watch-filters.js';
+import { checkRunFilter, jobSelector, runSelector } from './watch-filters.js';
 
 export interface WatchServiceOptions {
   log: ChangeLog;
   /** The node's read barrier (a linearizable read's index wait). */
   readIndex(opts: { timeoutMs: number }): Promise<number>;
+  /** The ids of the jobs carrying all of `labels` (WatchRuns' labels filter), read from the node's store. */
+  jobsWithLabels(labels: Readonly<Record<string, string>>): Promise<string[]>;
   logger: Logger;
   metrics?: NodeMetrics;
   limits?: Partial<WatcherLimits>;
@@ -61,7 +63,8 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
   }, Math.max(50, Math.floor(progressMs / 2)));
   ticker.unref();
 
-  function serve(method: string, call: ServerWritableStream<unknown, Buffer>, select: () => FrameSelector, fromIndex: number): void {
+  /** `check` throws for a bad filter (before the barrier); `select` builds the filter after it. */
+  function serve(method: string, call: ServerWritableStream<unknown, Buffer>, check: () => void, select: () => FrameSelector | Promise<FrameSelector>, fromIndex: number): void {
     let watcher: Watcher | undefined;
     const fail = (err: unknown): void => {
       const se = toServiceError(err);
@@ -84,8 +87,10 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
     (async () => {
       if (closed) throw new HeraldError('SHUTTING_DOWN', 'this node is shutting down; watch another node');
       if (watchers.size >= maxWatchers) throw new HeraldError('LIMIT_EXCEEDED', `this node serves at most ${maxWatchers} watch streams; watch another node`);
-      const selector = select();
+      check();
       await o.readIndex({ timeoutMs: BARRIER_TIMEOUT_MS });
+      if (call.cancelled || closed) return;
+      const selector = await select();
       if (call.cancelled || closed) return;
       const log = o.log;
       const from = fromIndex === 0 ? log.lastIndex : fromIndex;
@@ -124,9 +129,21 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
 
   const implementation: UntypedServiceImplementation = {
     watchRuns: (call: ServerWritableStream<WatchRunsRequest, Buffer>) =>
-      serve('WatchRuns', call as ServerWritableStream<unknown, Buffer>, () => runSelector(call.request), call.request.fromIndex),
+      serve(
+        'WatchRuns',
+        call as ServerWritableStream<unknown, Buffer>,
+        () => checkRunFilter(call.request),
+        async () => runSelector(call.request, Object.keys(call.request.labels).length > 0 ? await o.jobsWithLabels(call.request.labels) : undefined),
+        call.request.fromIndex,
+      ),
     watchJobs: (call: ServerWritableStream<WatchJobsRequest, Buffer>) =>
-      serve('WatchJobs', call as ServerWritableStream<unknown, Buffer>, () => jobSelector(call.request), call.request.fromIndex),
+      serve(
+        'WatchJobs',
+        call as ServerWritableStream<unknown, Buffer>,
+        () => void jobSelector(call.request),
+        () => jobSelector(call.request),
+        call.request.fromIndex,
+      ),
   };
 
   // The responses are written as bytes already encoded (shared event frames + progress field).
