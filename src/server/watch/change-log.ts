@@ -57,6 +57,11 @@ export class ChangeLog implements StoreChangeListener {
     return this.last;
   }
 
+  /** Changes held now. */
+  get size(): number {
+    return this.events;
+  }
+
   /** Cumulative change count so far. */
   get totalSeq(): number {
     return this.seq;

@@ -10,6 +10,7 @@ import { toServiceError } from '../grpc/service-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { ChangeLog } from './change-log.js';
 import { Watcher, type FrameSelector, type WatcherLimits } from './watcher.js';
+import { createWatchMetrics, type WatchKind } from './watch-metrics.js';
 import { checkRunFilter, jobSelector, runSelector } from './watch-filters.js';
 
 export interface WatchServiceOptions {
@@ -45,13 +46,14 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
   const nowMs = o.nowMs ?? (() => performance.now());
   const progressMs = o.progressIntervalMs ?? 1_000;
   const maxWatchers = o.maxWatchers ?? 1_000;
-  const watchers = new Set<Watcher>();
+  const watchers = new Map<Watcher, WatchKind>();
   let closed = false;
+  const watchMetrics = o.metrics && createWatchMetrics(o.metrics.registry, o.log, () => watchers.values());
 
   let flushQueued = false;
   const flush = (): void => {
     flushQueued = false;
-    for (const w of watchers) w.pump();
+    for (const w of watchers.keys()) w.pump();
   };
   const offChange = o.log.onChange(() => {
     if (flushQueued || watchers.size === 0) return;
@@ -59,12 +61,12 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
     setImmediate(flush);
   });
   const ticker = setInterval(() => {
-    for (const w of watchers) w.tick(progressMs);
+    for (const w of watchers.keys()) w.tick(progressMs);
   }, Math.max(50, Math.floor(progressMs / 2)));
   ticker.unref();
 
   /** `check` throws for a bad filter (before the barrier); `select` builds the filter after it. */
-  function serve(method: string, call: ServerWritableStream<unknown, Buffer>, check: () => void, select: () => FrameSelector | Promise<FrameSelector>, fromIndex: number): void {
+  function serve(method: string, kind: WatchKind, call: ServerWritableStream<unknown, Buffer>, check: () => void, select: () => FrameSelector | Promise<FrameSelector>, fromIndex: number): void {
     let watcher: Watcher | undefined;
     const fail = (err: unknown): void => {
       const se = toServiceError(err);
@@ -120,9 +122,10 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
         limits,
         from,
         nowMs,
+        watchMetrics?.watcher(kind),
       );
       watcher = w;
-      watchers.add(w);
+      watchers.set(w, kind);
       w.start();
     })().catch(fail);
   }
@@ -131,6 +134,7 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
     watchRuns: (call: ServerWritableStream<WatchRunsRequest, Buffer>) =>
       serve(
         'WatchRuns',
+        'runs',
         call as ServerWritableStream<unknown, Buffer>,
         () => checkRunFilter(call.request),
         async () => runSelector(call.request, Object.keys(call.request.labels).length > 0 ? await o.jobsWithLabels(call.request.labels) : undefined),
@@ -139,6 +143,7 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
     watchJobs: (call: ServerWritableStream<WatchJobsRequest, Buffer>) =>
       serve(
         'WatchJobs',
+        'jobs',
         call as ServerWritableStream<unknown, Buffer>,
         () => void jobSelector(call.request),
         () => jobSelector(call.request),
@@ -164,9 +169,9 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
       closed = true;
       offChange();
       clearInterval(ticker);
-      for (const w of [...watchers]) {
+      for (const w of [...watchers.keys()]) {
         const resume = w.progressIndex;
-        w.close(new HeraldError('SHUTTING_DOWN', `this node is shutting down; resume from index ${resume} on another node`, { resumeIndex: resume }));
+        w.close(new HeraldError('SHUTTING_DOWN', `this node is shutting down; resume from index ${resume} on another node`, { resumeIndex: resume }), 'shutting_down');
       }
       watchers.clear();
     },
