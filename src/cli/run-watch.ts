@@ -5,6 +5,7 @@ import type { Run } from '../gen/herald/v1/run.js';
 import { print, printJson } from './output/print.js';
 import { runJson, runState } from './output/run-view.js';
 import { UsageError } from './usage-error.js';
+import { parseLabels } from './job-spec-flags.js';
 
 export const RUN_STATE_NAMES: RunStateName[] = ['pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped', 'missed'];
 
@@ -13,6 +14,7 @@ export interface RunWatchFlags {
   taskType?: string;
   state?: string;
   fromIndex?: string;
+  label?: string[];
 }
 
 /** The comma-separated --state list, checked. */
@@ -41,7 +43,12 @@ export function watchLine(index: number, run: Run): string {
 export async function watchRunsToStdout(client: HeraldClient, o: RunWatchFlags, json: boolean, signal: AbortSignal): Promise<void> {
   const states = parseStates(o.state);
   const fromIndex = parseFromIndex(o.fromIndex);
-  const filter = { ...(o.job ? { jobId: o.job } : {}), ...(o.taskType ? { taskType: o.taskType } : {}), states };
+  const filter = {
+    ...(o.job ? { jobId: o.job } : {}),
+    ...(o.taskType ? { taskType: o.taskType } : {}),
+    ...(o.label && o.label.length > 0 ? { labels: parseLabels(o.label) } : {}),
+    states,
+  };
   for await (const item of client.watchRuns(filter, { signal, ...(fromIndex !== undefined ? { fromIndex } : {}) })) {
     if (item.type === 'change') {
       if (json) printJson({ index: item.index, run: runJson(item.value) });

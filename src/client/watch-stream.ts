@@ -33,6 +33,8 @@ export interface WatchRunsFilter {
   jobId?: string;
   taskType?: string;
   states?: RunState[];
+  /** Only runs of jobs carrying all of these labels (watch_service.proto: as the stream passes the jobs' changes). */
+  labels?: Record<string, string>;
 }
 
 export interface WatchJobsFilter {
@@ -74,7 +76,7 @@ const MAX_BACKOFF_MS = 2_000;
 export function watchRuns(deps: WatchDeps, filter: WatchRunsFilter, opts: WatchOptions): AsyncGenerator<WatchItem<Run>> {
   const source: Source<WatchRunsResponse, RunEvent> = {
     open: (address, fromIndex) =>
-      deps.pool.watch(address).watchRuns({ jobId: filter.jobId ?? '', taskType: filter.taskType ?? '', states: filter.states ?? [], fromIndex }),
+      deps.pool.watch(address).watchRuns({ jobId: filter.jobId ?? '', taskType: filter.taskType ?? '', states: filter.states ?? [], labels: filter.labels ?? {}, fromIndex }),
     events: (res) => res.events,
     progress: (res) => res.progressIndex,
     item: (ev) => ({ index: ev.index, key: ev.run!.id, sig: `${ev.run!.state}/${ev.run!.attempt}/${ev.run!.fencingToken}`, value: ev.run! }),

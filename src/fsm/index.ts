@@ -33,5 +33,5 @@ export { FsmDecodeError } from './commands/binary-codec.js';
 export { overlapOf } from './commands/dispatch-hint.js';
 export { MAX_RETRY_RUNS_PER_COMMAND, RETRYABLE_STATES } from './apply/apply-retry-runs.js';
 export { decodeJobRecord, decodeRunRecord } from './store/records.js';
-export type { JobWrite, StoreChangeListener } from './machine/store-changes.js';
+export type { ChangeRecorder, StoreChangeListener } from './machine/store-changes.js';
 export { burstOf, validateTaskTypeConfig, validateTaskTypeName, MAX_TASK_TYPE_LIMIT, MAX_TASK_TYPE_CONFIGS } from './commands/task-type-config.js';

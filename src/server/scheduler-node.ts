@@ -29,6 +29,7 @@ import { createWorkerService } from './api/worker-service.js';
 import type { WorkerSession } from './leader/worker-session.js';
 import { ChangeLog, DEFAULT_CHANGE_LOG_EVENTS } from './watch/change-log.js';
 import { createWatchService, type WatchServiceHandle } from './watch/watch-service.js';
+import { jobsWithLabels } from './watch/jobs-with-labels.js';
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
   /** Scheduler, dispatcher and lease settings (defaults in leader/leader-config.ts). */
@@ -121,6 +122,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
         watchService = createWatchService({
           log: changeLog,
           readIndex: (opts) => n.readIndex(opts),
+          jobsWithLabels: (labels) => jobsWithLabels(fsm, labels),
           logger: log.child({ c: 'watch' }),
           metrics,
           progressIntervalMs: o.watch?.progressIntervalMs,

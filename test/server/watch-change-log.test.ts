@@ -39,14 +39,14 @@ class FakeSink implements WatchSink {
 
 const LIMITS = { maxBacklog: 100, messageBytes: 1 << 20 };
 const watcher = (log: ChangeLog, sink: FakeSink, from: number, filter: Partial<Parameters<typeof runSelector>[0]> = {}, limits = LIMITS) =>
-  new Watcher(log, sink, runSelector({ jobId: '', taskType: '', states: [], fromIndex: from, ...filter }), limits, from, () => 0);
+  new Watcher(log, sink, runSelector({ jobId: '', taskType: '', states: [], fromIndex: from, labels: {}, ...filter }), limits, from, () => 0);
 
 describe('change log and watcher', () => {
   it('sends matching changes after the resume index in log order, whole batches per message, with progress', () => {
     const log = new ChangeLog(3);
-    log.written(5, [run('j1@1', RunState.RUN_STATE_RUNNING), run('j2@1', RunState.RUN_STATE_RUNNING, 'j2')], []);
-    log.written(6, [], []); // a no-op apply still moves progress
-    log.written(8, [run('j1@1', RunState.RUN_STATE_SUCCEEDED)], []);
+    log.append(5, [run('j1@1', RunState.RUN_STATE_RUNNING), run('j2@1', RunState.RUN_STATE_RUNNING, 'j2')], []);
+    log.append(6, [], []); // a no-op apply still moves progress
+    log.append(8, [run('j1@1', RunState.RUN_STATE_SUCCEEDED)], []);
     const sink = new FakeSink();
     watcher(log, sink, 3, { jobId: 'j1' }).start();
     expect(sink.messages[0]).toEqual({ events: [], progressIndex: 3 });
@@ -72,19 +72,19 @@ describe('change log and watcher', () => {
     const w = watcher(log, sink, 0, {}, { maxBacklog: 2, messageBytes: 1 });
     w.start();
     sink.accept = false;
-    log.written(1, [run('j1@1', RunState.RUN_STATE_RUNNING)], []);
+    log.append(1, [run('j1@1', RunState.RUN_STATE_RUNNING)], []);
     w.pump();
-    log.written(2, [run('j1@2', RunState.RUN_STATE_RUNNING)], []);
+    log.append(2, [run('j1@2', RunState.RUN_STATE_RUNNING)], []);
     w.pump();
     expect(sink.messages.flatMap((m) => m.events).length).toBe(1); // held back since the refused write
     sink.release();
     expect(sink.messages.flatMap((m) => m.events).map((e) => e.index)).toEqual([1, 2]);
 
     sink.accept = false;
-    log.written(3, [run('j1@3', RunState.RUN_STATE_RUNNING)], []);
+    log.append(3, [run('j1@3', RunState.RUN_STATE_RUNNING)], []);
     w.pump();
-    log.written(4, [run('j1@4', RunState.RUN_STATE_RUNNING), run('j1@5', RunState.RUN_STATE_RUNNING)], []);
-    log.written(5, [run('j1@6', RunState.RUN_STATE_RUNNING)], []);
+    log.append(4, [run('j1@4', RunState.RUN_STATE_RUNNING), run('j1@5', RunState.RUN_STATE_RUNNING)], []);
+    log.append(5, [run('j1@6', RunState.RUN_STATE_RUNNING)], []);
     w.pump();
     expect(isHeraldError(sink.failed, 'WATCHER_TOO_SLOW')).toBe(true);
     expect(sink.failed!.message).toBe('watcher fell behind by 3 events; resume from index 3');
@@ -98,7 +98,7 @@ describe('change log and watcher', () => {
     w.start();
     sink.accept = false;
     for (let i = 11; i <= 13; i++) {
-      log.written(i, [run(`j1@${i}`, RunState.RUN_STATE_PENDING)], []);
+      log.append(i, [run(`j1@${i}`, RunState.RUN_STATE_PENDING)], []);
       w.pump();
     }
     // Batch 11 went out (the refused write still queues its message); 12 was dropped unsent.
@@ -117,8 +117,8 @@ describe('change log and watcher', () => {
     const job = (id: string, team: string) =>
       encodeJobRecord({ job: Job.fromPartial({ id, version: 1, spec: JobSpec.fromPartial({ taskType: 'report', labels: { team } }) }), manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 });
     const log = new ChangeLog(0);
-    log.written(2, [], [{ jobId: 'a', value: job('a', 'finance') }, { jobId: 'b', value: job('b', 'ops') }]);
-    log.written(3, [], [{ jobId: 'b', value: null }]);
+    log.append(2, [], [{ jobId: 'a', value: job('a', 'finance') }, { jobId: 'b', value: job('b', 'ops') }]);
+    log.append(3, [], [{ jobId: 'b', value: null }]);
     const frames: Uint8Array[] = [];
     const select = jobSelector({ jobId: '', taskType: 'report', labels: { team: 'finance' }, fromIndex: 0 });
     for (let no = log.startBatchNo; no < log.endBatchNo; no++) select(log.batch(no)!, frames);
@@ -130,7 +130,9 @@ describe('change log and watcher', () => {
   });
 
   it('rejects a bad filter with a precise error', () => {
-    expect(() => runSelector({ jobId: '', taskType: '', states: [99 as RunState], fromIndex: 0 })).toThrow(/states: 99 is not a run state/);
-    expect(() => runSelector({ jobId: 'bad id with spaces/', taskType: '', states: [], fromIndex: 0 })).toThrow(/job_id/);
+    expect(() => runSelector({ jobId: '', taskType: '', states: [99 as RunState], fromIndex: 0, labels: {} })).toThrow(/states: 99 is not a run state/);
+    const labels = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']));
+    expect(() => runSelector({ jobId: '', taskType: '', states: [], fromIndex: 0, labels }, [])).toThrow(/labels: at most 32/);
+    expect(() => runSelector({ jobId: 'bad id with spaces/', taskType: '', states: [], fromIndex: 0, labels: {} })).toThrow(/job_id/);
   });
 });

@@ -14,6 +14,9 @@ import { waitForRun } from '../wait-for-run.js';
 import { registerRunRetry } from './run-retry.js';
 import { watchRunsToStdout, type RunWatchFlags } from '../run-watch.js';
 
+/** A repeatable option's values, in order. */
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
 const RUN_STATES: RunStateName[] = ['pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped', 'missed'];
 
 export function registerRunCommands(program: Command): void {
@@ -69,6 +72,7 @@ export function registerRunCommands(program: Command): void {
   addClientOptions(run.command('watch').description('print run state changes as the cluster applies them, until Ctrl-C (resumes across leader changes)'))
     .option('--job <id>', 'only runs of this job')
     .option('--task-type <type>', 'only runs of this task type')
+    .option('--label <key=value>', 'only runs of jobs with this label (repeatable)', collect)
     .option('--state <states>', `only changes into these states, comma-separated (${RUN_STATES.join(', ')})`)
     .option('--from-index <n>', 'changes applied after this index (as printed with #); default: from now')
     .action(

@@ -183,15 +183,6 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     this.changes = listener;
   }
 
-  /** Tells the change listener; its failure never fails apply. */
-  private notifyChanges(applied: number, c: ChangeCollector): void {
-    try {
-      this.changes?.written(applied, c.runs, c.jobs);
-    } catch {
-      // The listener's own bug: its watchers resume or re-list; the store is what counts.
-    }
-  }
-
   apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
     return this.exclusive(() => this.applyLocked(entries, wanted, undefined));
   }
@@ -236,7 +227,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (range.toApplied <= this.applied) return 'stale';
       if (range.fromApplied !== this.applied) return 'gap';
       const batch = new DirectBatch(this.store);
-      const collector = this.changes ? effectsCollector() : undefined;
+      const collector = this.changes ? effectsCollector(this.changes) : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
@@ -247,11 +238,17 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         });
       } catch (e) {
         await batch.close();
+        collector?.finish(undefined);
         // Bytes from a peer, checked before anything is written: a bad one is evaluated instead.
         if (e instanceof FsmDecodeError || e instanceof TypeError) return 'malformed';
         throw e;
       }
-      await this.writeApplied(batch, fx.toApplied);
+      try {
+        await this.writeApplied(batch, fx.toApplied);
+      } catch (e) {
+        collector?.finish(undefined);
+        throw e;
+      }
       // The cache may hold older bytes of keys just written. A replica writing effects reads
       // almost nothing back (it evaluates only the entries it got no effects for), so it is
       // emptied rather than checked key by key (which took a string per key).
@@ -262,7 +259,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       for (const [state, n] of fx.counts) this.counts.set(state, n);
       this.applied = fx.toApplied;
-      if (collector) this.notifyChanges(fx.toApplied, collector);
+      collector?.finish(fx.toApplied);
       return 'applied';
     });
   }
@@ -341,14 +338,20 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (last === this.applied) return results;
       const batch = new DirectBatch(this.store);
       const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
-      const collector = this.changes ? new ChangeCollector(recorder ?? batch) : undefined;
+      const collector = this.changes ? new ChangeCollector(this.changes, recorder ?? batch) : undefined;
       try {
         await txn.writeBatch(collector ?? recorder ?? batch);
       } catch (e) {
         await batch.close();
+        collector?.finish(undefined);
         throw e;
       }
-      await this.writeApplied(batch, last);
+      try {
+        await this.writeApplied(batch, last);
+      } catch (e) {
+        collector?.finish(undefined);
+        throw e;
+      }
       // A call that changed nothing but the applied index (no-op entries) has no effects worth
       // sending: the follower evaluates such entries as cheaply as it would write them.
       if (capture && recorder && (recorder.size > 0 || txn.countsAfter.size > 0 || txn.readyChangesOfBatch.length > 0)) {
@@ -358,7 +361,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       txn.publishReady(this.ready);
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
-      if (collector) this.notifyChanges(last, collector);
+      collector?.finish(last);
       return results;
     }
   }
@@ -392,7 +395,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       try {
         this.changes?.reset(meta.index);
       } catch {
-        // As in notifyChanges.
+        // As in ChangeCollector.finish: the listener's bug never fails apply.
       }
     });
   }

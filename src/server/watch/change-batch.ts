@@ -1,7 +1,8 @@
 // One apply call's changes as watch events. The stored records are decoded, and each event
 // encoded, once — the first time any watcher reaches the batch; every watcher then sends the same
 // bytes (a length-delimited `events` field, ready to concatenate into a stream message).
-import { decodeJobRecord, decodeRunRecord, type JobWrite } from '../../fsm/index.js';
+import { decodeJobRecord, decodeRunRecord } from '../../fsm/index.js';
+import { readRegion } from './change-arena.js';
 import { JobEvent, RunEvent } from '../../gen/herald/v1/watch_service.js';
 import type { RunState } from '../../gen/herald/v1/run.js';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
@@ -24,64 +25,64 @@ export interface JobChange {
 }
 
 export class ChangeBatch {
-  private rawRuns: readonly Uint8Array[] | undefined;
-  private rawJobs: readonly JobWrite[] | undefined;
+  /** The batch's region of the change arena, until it is decoded. */
+  private raw: Buffer | undefined;
   private runList: RunChange[] | undefined;
   private jobList: JobChange[] | undefined;
-  readonly size: number;
 
   constructor(
     /** The applied index the batch left the store at. */
     readonly index: number,
     /** Cumulative change count through this batch. */
     readonly endSeq: number,
-    runs: readonly Uint8Array[],
-    jobs: readonly JobWrite[],
+    /** Its changes as recorded (change-arena.ts). */
+    region: Buffer,
+    /** The number of changes in it. */
+    readonly size: number,
   ) {
-    this.rawRuns = runs;
-    this.rawJobs = jobs;
-    this.size = runs.length + jobs.length;
+    this.raw = region;
   }
 
   runs(): readonly RunChange[] {
-    if (this.runList) return this.runList;
-    const raw = this.rawRuns ?? [];
-    const out: RunChange[] = [];
-    for (const bytes of raw) {
+    if (!this.runList) this.decode();
+    return this.runList!;
+  }
+
+  jobs(): readonly JobChange[] {
+    if (!this.jobList) this.decode();
+    return this.jobList!;
+  }
+
+  private decode(): void {
+    const runs: RunChange[] = [];
+    const jobs: JobChange[] = [];
+    readRegion(this.raw!, (bytes) => {
       let run;
       try {
         run = decodeRunRecord(bytes).run;
       } catch {
-        continue; // a record this build cannot read is not an event it can describe
+        return; // a record this build cannot read is not an event it can describe
       }
       const body = RunEvent.encode({ index: this.index, run }).finish();
-      out.push({ jobId: run.jobId, taskType: run.taskType, state: run.state, frame: frameOf(body) });
-    }
-    this.rawRuns = undefined;
-    return (this.runList = out);
-  }
-
-  jobs(): readonly JobChange[] {
-    if (this.jobList) return this.jobList;
-    const raw = this.rawJobs ?? [];
-    const out: JobChange[] = [];
-    for (const w of raw) {
-      if (w.value === null) {
-        const body = JobEvent.encode({ index: this.index, jobId: w.jobId, job: undefined, deleted: true }).finish();
-        out.push({ jobId: w.jobId, taskType: '', labels: undefined, deleted: true, frame: frameOf(body) });
-        continue;
+      runs.push({ jobId: run.jobId, taskType: run.taskType, state: run.state, frame: frameOf(body) });
+    }, (jobId, value) => {
+      if (value === null) {
+        const body = JobEvent.encode({ index: this.index, jobId, job: undefined, deleted: true }).finish();
+        jobs.push({ jobId, taskType: '', labels: undefined, deleted: true, frame: frameOf(body) });
+        return;
       }
       let job;
       try {
-        job = decodeJobRecord(w.value).job;
+        job = decodeJobRecord(value).job;
       } catch {
-        continue;
+        return;
       }
-      const body = JobEvent.encode({ index: this.index, jobId: w.jobId, job, deleted: false }).finish();
-      out.push({ jobId: w.jobId, taskType: job.spec?.taskType ?? '', labels: job.spec?.labels, deleted: false, frame: frameOf(body) });
-    }
-    this.rawJobs = undefined;
-    return (this.jobList = out);
+      const body = JobEvent.encode({ index: this.index, jobId, job, deleted: false }).finish();
+      jobs.push({ jobId, taskType: job.spec?.taskType ?? '', labels: job.spec?.labels, deleted: false, frame: frameOf(body) });
+    });
+    this.raw = undefined;
+    this.runList = runs;
+    this.jobList = jobs;
   }
 }
 

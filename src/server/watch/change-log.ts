@@ -1,14 +1,25 @@
 // The node's change log: the run and job records each apply call wrote, kept in a bounded ring by
 // applied index and shared by every watcher on the node (each holds a cursor, not a copy).
-// Records arrive as the stored bytes apply already produced; they are decoded and encoded as
-// watch events once, the first time a watcher reaches their batch (change-batch.ts), and those
-// bytes are shared by all watchers whose filter they match.
-import type { JobWrite, StoreChangeListener } from '../../fsm/index.js';
+// Records arrive as the stored bytes apply already produced and are copied into the change
+// arena (change-arena.ts: recording costs a copy, not an object per change); they are decoded and
+// encoded as watch events once, the first time a watcher reaches their batch (change-batch.ts),
+// and those bytes are shared by all watchers whose filter they match.
+import type { ChangeRecorder, StoreChangeListener } from '../../fsm/index.js';
+import { ChangeArena } from './change-arena.js';
 import { ChangeBatch } from './change-batch.js';
+
+/** A job write, for append(). */
+export interface JobWrite {
+  readonly jobId: string;
+  /** The stored job record; null when the job was deleted. */
+  readonly value: Uint8Array | null;
+}
 
 export interface ChangeLogOptions {
   /** The ring holds about this many changes (runs + jobs); older batches are dropped. */
   maxEvents: number;
+  /** The arena's chunk size (tests make it small to cross chunks often). */
+  arenaChunkBytes?: number;
 }
 
 export const DEFAULT_CHANGE_LOG_EVENTS = 100_000;
@@ -25,6 +36,7 @@ export class ChangeLog implements StoreChangeListener {
   /** Cumulative change count through the newest batch (watchers' backlog is measured against it). */
   private seq = 0;
   private readonly listeners = new Set<() => void>();
+  private readonly arena: ChangeArena;
 
   constructor(
     appliedIndex: number,
@@ -32,6 +44,7 @@ export class ChangeLog implements StoreChangeListener {
   ) {
     this.floorIndex = appliedIndex;
     this.last = appliedIndex;
+    this.arena = new ChangeArena(options.arenaChunkBytes);
   }
 
   /** The oldest index a watch may resume from. */
@@ -42,6 +55,11 @@ export class ChangeLog implements StoreChangeListener {
   /** The applied index the newest change (or no-op apply) reached. */
   get lastIndex(): number {
     return this.last;
+  }
+
+  /** Changes held now. */
+  get size(): number {
+    return this.events;
   }
 
   /** Cumulative change count so far. */
@@ -80,17 +98,34 @@ export class ChangeLog implements StoreChangeListener {
     return () => this.listeners.delete(fn);
   }
 
-  written(applied: number, runs: readonly Uint8Array[], jobs: readonly JobWrite[]): void {
+  begin(): ChangeRecorder {
+    this.arena.begin();
+    return this.arena;
+  }
+
+  written(applied: number): void {
+    const { bytes, count } = this.arena.take();
     if (applied <= this.last) return;
     this.last = applied;
-    const n = runs.length + jobs.length;
-    if (n > 0) {
-      this.seq += n;
-      this.batches.push(new ChangeBatch(applied, this.seq, runs, jobs));
-      this.events += n;
+    if (count > 0) {
+      this.seq += count;
+      this.batches.push(new ChangeBatch(applied, this.seq, bytes, count));
+      this.events += count;
       this.evict();
     }
     this.notify();
+  }
+
+  discarded(): void {
+    // The next begin() writes over the region.
+  }
+
+  /** One apply call's changes in one step (tests, tools). */
+  append(applied: number, runs: readonly Uint8Array[], jobs: readonly JobWrite[]): void {
+    const rec = this.begin();
+    for (const r of runs) rec.run(r);
+    for (const j of jobs) rec.job(`j\0${j.jobId}`, j.value);
+    this.written(applied);
   }
 
   reset(applied: number): void {

@@ -14,24 +14,45 @@ function checkCommon(jobId: string, taskType: string, fromIndex: number): void {
   if (!Number.isSafeInteger(fromIndex) || fromIndex < 0) throw new HeraldError('INVALID_ARGUMENT', 'from_index: must be an index this cluster applied (0 starts now)', { field: 'from_index' });
 }
 
-export function runSelector(req: WatchRunsRequest): FrameSelector {
+/** Throws what is wrong with a WatchRuns filter (before the stream waits for anything). */
+export function checkRunFilter(req: WatchRunsRequest): void {
   checkCommon(req.jobId, req.taskType, req.fromIndex);
-  let states: Set<RunState> | undefined;
-  if (req.states.length > 0) {
-    for (const s of req.states) {
-      if (s === RunState.RUN_STATE_UNSPECIFIED || RunState[s] === undefined || s === RunState.UNRECOGNIZED) {
-        throw new HeraldError('INVALID_ARGUMENT', `states: ${s} is not a run state (PENDING=1 … MISSED=8)`, { field: 'states' });
-      }
+  for (const s of req.states) {
+    if (s === RunState.RUN_STATE_UNSPECIFIED || RunState[s] === undefined || s === RunState.UNRECOGNIZED) {
+      throw new HeraldError('INVALID_ARGUMENT', `states: ${s} is not a run state (PENDING=1 … MISSED=8)`, { field: 'states' });
     }
-    states = new Set(req.states);
+  }
+  checkLabels(req.labels);
+}
+
+/**
+ * The WatchRuns filter. With labels, `jobsWithLabels` are the jobs carrying them when the stream
+ * starts; the job changes the stream passes then add and remove jobs (a run's job changes before
+ * or in the batch of the run's first change, so a new job is known in time).
+ */
+export function runSelector(req: WatchRunsRequest, jobsWithLabels?: Iterable<string>): FrameSelector {
+  checkRunFilter(req);
+  const states = req.states.length > 0 ? new Set(req.states) : undefined;
+  const labels = Object.entries(req.labels);
+  let members: Set<string> | undefined;
+  if (labels.length > 0) {
+    if (jobsWithLabels === undefined) throw new Error('runSelector: a labels filter needs the jobs carrying them');
+    members = new Set(jobsWithLabels);
   }
   const { jobId, taskType } = req;
   return (batch, out) => {
+    if (members) {
+      for (const j of batch.jobs()) {
+        if (!j.deleted && labels.every(([k, v]) => j.labels?.[k] === v)) members.add(j.jobId);
+        else members.delete(j.jobId);
+      }
+    }
     let bytes = 0;
     for (const c of batch.runs()) {
       if (jobId !== '' && c.jobId !== jobId) continue;
       if (taskType !== '' && c.taskType !== taskType) continue;
       if (states && !states.has(c.state)) continue;
+      if (members && !members.has(c.jobId)) continue;
       out.push(c.frame);
       bytes += c.frame.length;
     }
@@ -39,10 +60,14 @@ export function runSelector(req: WatchRunsRequest): FrameSelector {
   };
 }
 
+function checkLabels(labels: Readonly<Record<string, string>>): void {
+  if (Object.keys(labels).length > MAX_LABELS) throw new HeraldError('INVALID_ARGUMENT', `labels: at most ${MAX_LABELS}`, { field: 'labels' });
+}
+
 export function jobSelector(req: WatchJobsRequest): FrameSelector {
   checkCommon(req.jobId, req.taskType, req.fromIndex);
+  checkLabels(req.labels);
   const labels = Object.entries(req.labels);
-  if (labels.length > MAX_LABELS) throw new HeraldError('INVALID_ARGUMENT', `labels: at most ${MAX_LABELS}`, { field: 'labels' });
   const { jobId, taskType } = req;
   return (batch, out) => {
     let bytes = 0;

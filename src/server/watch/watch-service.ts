@@ -10,12 +10,15 @@ import { toServiceError } from '../grpc/service-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { ChangeLog } from './change-log.js';
 import { Watcher, type FrameSelector, type WatcherLimits } from './watcher.js';
-import { jobSelector, runSelector } from './watch-filters.js';
+import { createWatchMetrics, type WatchKind } from './watch-metrics.js';
+import { checkRunFilter, jobSelector, runSelector } from './watch-filters.js';
 
 export interface WatchServiceOptions {
   log: ChangeLog;
   /** The node's read barrier (a linearizable read's index wait). */
   readIndex(opts: { timeoutMs: number }): Promise<number>;
+  /** The ids of the jobs carrying all of `labels` (WatchRuns' labels filter), read from the node's store. */
+  jobsWithLabels(labels: Readonly<Record<string, string>>): Promise<string[]>;
   logger: Logger;
   metrics?: NodeMetrics;
   limits?: Partial<WatcherLimits>;
@@ -43,13 +46,14 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
   const nowMs = o.nowMs ?? (() => performance.now());
   const progressMs = o.progressIntervalMs ?? 1_000;
   const maxWatchers = o.maxWatchers ?? 1_000;
-  const watchers = new Set<Watcher>();
+  const watchers = new Map<Watcher, WatchKind>();
   let closed = false;
+  const watchMetrics = o.metrics && createWatchMetrics(o.metrics.registry, o.log, () => watchers.values());
 
   let flushQueued = false;
   const flush = (): void => {
     flushQueued = false;
-    for (const w of watchers) w.pump();
+    for (const w of watchers.keys()) w.pump();
   };
   const offChange = o.log.onChange(() => {
     if (flushQueued || watchers.size === 0) return;
@@ -57,11 +61,12 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
     setImmediate(flush);
   });
   const ticker = setInterval(() => {
-    for (const w of watchers) w.tick(progressMs);
+    for (const w of watchers.keys()) w.tick(progressMs);
   }, Math.max(50, Math.floor(progressMs / 2)));
   ticker.unref();
 
-  function serve(method: string, call: ServerWritableStream<unknown, Buffer>, select: () => FrameSelector, fromIndex: number): void {
+  /** `check` throws for a bad filter (before the barrier); `select` builds the filter after it. */
+  function serve(method: string, kind: WatchKind, call: ServerWritableStream<unknown, Buffer>, check: () => void, select: () => FrameSelector | Promise<FrameSelector>, fromIndex: number): void {
     let watcher: Watcher | undefined;
     const fail = (err: unknown): void => {
       const se = toServiceError(err);
@@ -84,8 +89,10 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
     (async () => {
       if (closed) throw new HeraldError('SHUTTING_DOWN', 'this node is shutting down; watch another node');
       if (watchers.size >= maxWatchers) throw new HeraldError('LIMIT_EXCEEDED', `this node serves at most ${maxWatchers} watch streams; watch another node`);
-      const selector = select();
+      check();
       await o.readIndex({ timeoutMs: BARRIER_TIMEOUT_MS });
+      if (call.cancelled || closed) return;
+      const selector = await select();
       if (call.cancelled || closed) return;
       const log = o.log;
       const from = fromIndex === 0 ? log.lastIndex : fromIndex;
@@ -115,18 +122,33 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
         limits,
         from,
         nowMs,
+        watchMetrics?.watcher(kind),
       );
       watcher = w;
-      watchers.add(w);
+      watchers.set(w, kind);
       w.start();
     })().catch(fail);
   }
 
   const implementation: UntypedServiceImplementation = {
     watchRuns: (call: ServerWritableStream<WatchRunsRequest, Buffer>) =>
-      serve('WatchRuns', call as ServerWritableStream<unknown, Buffer>, () => runSelector(call.request), call.request.fromIndex),
+      serve(
+        'WatchRuns',
+        'runs',
+        call as ServerWritableStream<unknown, Buffer>,
+        () => checkRunFilter(call.request),
+        async () => runSelector(call.request, Object.keys(call.request.labels).length > 0 ? await o.jobsWithLabels(call.request.labels) : undefined),
+        call.request.fromIndex,
+      ),
     watchJobs: (call: ServerWritableStream<WatchJobsRequest, Buffer>) =>
-      serve('WatchJobs', call as ServerWritableStream<unknown, Buffer>, () => jobSelector(call.request), call.request.fromIndex),
+      serve(
+        'WatchJobs',
+        'jobs',
+        call as ServerWritableStream<unknown, Buffer>,
+        () => void jobSelector(call.request),
+        () => jobSelector(call.request),
+        call.request.fromIndex,
+      ),
   };
 
   // The responses are written as bytes already encoded (shared event frames + progress field).
@@ -147,9 +169,9 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
       closed = true;
       offChange();
       clearInterval(ticker);
-      for (const w of [...watchers]) {
+      for (const w of [...watchers.keys()]) {
         const resume = w.progressIndex;
-        w.close(new HeraldError('SHUTTING_DOWN', `this node is shutting down; resume from index ${resume} on another node`, { resumeIndex: resume }));
+        w.close(new HeraldError('SHUTTING_DOWN', `this node is shutting down; resume from index ${resume} on another node`, { resumeIndex: resume }), 'shutting_down');
       }
       watchers.clear();
     },

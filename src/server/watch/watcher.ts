@@ -6,6 +6,7 @@
 import { HeraldError } from '../../herald-error.js';
 import type { ChangeLog } from './change-log.js';
 import { progressField, type ChangeBatch } from './change-batch.js';
+import type { CutReason, WatcherStats } from './watch-metrics.js';
 
 /** The byte stream the watcher writes (a gRPC server stream with a pass-through serializer). */
 export interface WatchSink {
@@ -41,6 +42,7 @@ export class Watcher {
     private readonly limits: WatcherLimits,
     fromIndex: number,
     private readonly nowMs: () => number,
+    private readonly stats?: WatcherStats,
   ) {
     this.next = log.batchAfter(fromIndex);
     const first = log.batch(this.next);
@@ -60,12 +62,12 @@ export class Watcher {
   pump(): void {
     if (this.closed) return;
     if (this.next < this.log.startBatchNo) {
-      return this.cut(`the change log dropped changes this watcher had not been sent yet; resume from index ${this.progress}`);
+      return this.cut('dropped', `the change log dropped changes this watcher had not been sent yet; resume from index ${this.progress}`);
     }
     if (this.waitingDrain) {
       const behind = this.log.totalSeq - this.seqDone;
       if (behind > this.limits.maxBacklog) {
-        this.cut(`watcher fell behind by ${behind} events; resume from index ${this.progress}`);
+        this.cut('too_slow', `watcher fell behind by ${behind} events; resume from index ${this.progress}`);
       }
       return;
     }
@@ -103,18 +105,21 @@ export class Watcher {
     this.pump();
   }
 
-  close(err?: HeraldError): void {
+  /** Ends the watcher; with `err` the stream fails with it (`reason` says why, for the metrics). */
+  close(err?: HeraldError, reason?: CutReason): void {
     if (this.closed) return;
     this.closed = true;
+    if (reason) this.stats?.cut(reason);
     if (err) this.sink.fail(err);
   }
 
-  private cut(message: string): void {
-    this.close(new HeraldError('WATCHER_TOO_SLOW', message, { resumeIndex: this.progress }));
+  private cut(reason: CutReason, message: string): void {
+    this.close(new HeraldError('WATCHER_TOO_SLOW', message, { resumeIndex: this.progress }), reason);
   }
 
   /** false when the stream asked to wait (the watcher resumes on drain). */
   private send(frames: Uint8Array[], progress: number): boolean {
+    if (frames.length > 0) this.stats?.sent(frames.length);
     frames.push(progressField(progress));
     const ok = this.sink.write(Buffer.concat(frames));
     this.lastSendMs = this.nowMs();

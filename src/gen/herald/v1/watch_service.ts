@@ -29,6 +29,18 @@ export interface WatchRunsRequest {
   states: RunState[];
   /** Changes applied after this index; 0 starts at the node's current applied index. */
   fromIndex: number;
+  /**
+   * Only runs of jobs carrying all of these labels. A job's labels are taken as the stream goes:
+   * those the job had when the stream started, then each change of the job the stream passes (a
+   * stream resumed from an older index sees older runs through its jobs' current labels until it
+   * passes their changes).
+   */
+  labels: { [key: string]: string };
+}
+
+export interface WatchRunsRequest_LabelsEntry {
+  key: string;
+  value: string;
 }
 
 export interface RunEvent {
@@ -74,7 +86,7 @@ export interface WatchJobsResponse {
 }
 
 function createBaseWatchRunsRequest(): WatchRunsRequest {
-  return { jobId: "", taskType: "", states: [], fromIndex: 0 };
+  return { jobId: "", taskType: "", states: [], fromIndex: 0, labels: {} };
 }
 
 export const WatchRunsRequest: MessageFns<WatchRunsRequest> = {
@@ -95,6 +107,9 @@ export const WatchRunsRequest: MessageFns<WatchRunsRequest> = {
     if (message.fromIndex !== 0) {
       writer.uint32(32).uint64(message.fromIndex);
     }
+    globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
+      WatchRunsRequest_LabelsEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
     return writer;
   },
 
@@ -153,6 +168,17 @@ export const WatchRunsRequest: MessageFns<WatchRunsRequest> = {
             message.fromIndex = longToNumber(reader.uint64());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = WatchRunsRequest_LabelsEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.labels[entry5.key] = entry5.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -174,6 +200,82 @@ export const WatchRunsRequest: MessageFns<WatchRunsRequest> = {
     message.taskType = object.taskType ?? "";
     message.states = object.states?.map((e) => e) || [];
     message.fromIndex = object.fromIndex ?? 0;
+    message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseWatchRunsRequest_LabelsEntry(): WatchRunsRequest_LabelsEntry {
+  return { key: "", value: "" };
+}
+
+export const WatchRunsRequest_LabelsEntry: MessageFns<WatchRunsRequest_LabelsEntry> = {
+  encode(message: WatchRunsRequest_LabelsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchRunsRequest_LabelsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchRunsRequest_LabelsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WatchRunsRequest_LabelsEntry>, I>>(base?: I): WatchRunsRequest_LabelsEntry {
+    return WatchRunsRequest_LabelsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchRunsRequest_LabelsEntry>, I>>(object: I): WatchRunsRequest_LabelsEntry {
+    const message = createBaseWatchRunsRequest_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
