@@ -182,6 +182,30 @@ describe('catch-up before promotion', () => {
   });
 });
 
+describe('a voter whose removal is pending', () => {
+  it('still campaigns when its log alone holds the removal, so the others are not left without a majority', () => {
+    const c = cluster({ checkQuorum: true });
+    join(c, 'd');
+    change(c, 'a', { kind: 'addLearner', id: 'd' });
+    change(c, 'a', { kind: 'promote', id: 'd' });
+    // Only the leader appends its own removal; then it loses touch and steps down (check-quorum),
+    // and d dies: b and c (config {a,b,c,d}) need a's vote, which a's longer log refuses them.
+    c.isolate('a');
+    const removal = c.node('a').raft.proposeConfChange({ kind: 'remove', id: 'a' }).index;
+    c.isolate('d');
+    for (let i = 0; i < 40 && c.node('a').raft.status().role === 'leader'; i++) c.tick('a');
+    expect(c.node('a').raft.status().role).toBe('follower');
+    c.heal();
+    c.isolate('d');
+    for (let i = 0; i < 200 && c.node('b').raft.status().commit < removal; i++) c.tickAll();
+    expect(c.node('b').raft.status().commit).toBeGreaterThanOrEqual(removal);
+    expect(c.node('b').raft.status().voters).toEqual(['b', 'c', 'd']);
+    for (let i = 0; i < 100 && !c.leaders().some((l) => l === 'b' || l === 'c'); i++) c.tickAll();
+    expect(c.leaders().filter((l) => l !== 'd')).toHaveLength(1);
+    expect(['b', 'c']).toContain(c.leaders()[0]);
+  });
+});
+
 describe('one change at a time', () => {
   it('a second change is refused while the first is uncommitted', () => {
     const c = cluster();

@@ -532,7 +532,12 @@ export class RaftNode {
   }
 
   private promotable(): boolean {
-    return this.voters.includes(this.id);
+    if (this.voters.includes(this.id)) return true;
+    // Raft dissertation §4.2.2: a voter whose removal is appended but not committed may still be
+    // needed to elect a leader (its log may be the only one holding the removal, so the others
+    // cannot outvote it): it still campaigns, counted by nobody but the new configuration's voters.
+    const pending = this.confs.lastIndex();
+    return pending > this.log.committed && isVoter(this.confs.at(pending - 1), this.id);
   }
 
   private tickElection(): void {

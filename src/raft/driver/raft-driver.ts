@@ -351,6 +351,11 @@ export class RaftDriver {
     return this.node.confState();
   }
 
+  /** Whether a configuration change is appended but not committed (one at a time). */
+  confChangePending(): boolean {
+    return this.node.confChangePending();
+  }
+
   /** Starts a leadership transfer (leader only); resolves once another node leads or rejects. */
   transferLeadership(target?: NodeId, timeoutMs?: number): Promise<LeaderChange> {
     return this.leadership.transferLeadership(target, timeoutMs);
