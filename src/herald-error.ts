@@ -38,6 +38,8 @@ export type ErrorCode =
   // Membership changes
   | 'CONF_CHANGE_PENDING'
   | 'MEMBER_NOT_FOUND'
+  | 'LEARNER_BEHIND'
+  | 'WRONG_INCARNATION'
   | 'EMPTY_DATA_DIR'
   | 'INTERNAL';
 

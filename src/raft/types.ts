@@ -39,6 +39,18 @@ export interface ConfState {
    * transports refuse messages from, and do not deliver messages to, an incarnation not listed.
    */
   readonly incarnations?: Readonly<Record<NodeId, string>>;
+  /**
+   * Members' addresses, where known (recorded by runtime changes, so a node that joins later,
+   * or restarts with stale flags, can reach every member without being told on its command line).
+   */
+  readonly addresses?: Readonly<Record<NodeId, MemberAddresses>>;
+}
+
+export interface MemberAddresses {
+  /** host:port of the member's RaftService. */
+  peer: string;
+  /** host:port of its public API ('' when unknown). */
+  client: string;
 }
 
 export interface SnapshotMeta {

@@ -148,6 +148,64 @@ describe('promote and remove', () => {
   });
 });
 
+describe('catch-up before promotion', () => {
+  it('a learner that trails the leader by more than the bound is refused with how far behind it is, and promoted once it caught up', () => {
+    const c = cluster({ promoteMaxLag: 5 });
+    join(c, 'd');
+    change(c, 'a', { kind: 'addLearner', id: 'd' });
+    c.isolate('d');
+    for (let i = 0; i < 12; i++) c.propose('a', `x${i}`);
+    let err: unknown;
+    try {
+      c.node('a').raft.proposeConfChange({ kind: 'promote', id: 'd' });
+    } catch (e) {
+      err = e;
+    }
+    expect(isHeraldError(err) && err.code).toBe('LEARNER_BEHIND');
+    expect((err as Error).message).toMatch(/the learner d is 1[0-9] entries behind the leader \(promotion needs at most 5\)/);
+    expect(c.node('a').raft.confState().learners).toEqual(['d']);
+    c.heal();
+    for (let i = 0; i < 3; i++) c.tick('a');
+    change(c, 'a', { kind: 'promote', id: 'd' });
+    expect(c.node('d').raft.status().voters).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('a learner that has not received the configuration listing the voters is never promoted, however short the log', () => {
+    // Promoted before it heard of anyone, it would drop every vote request (they come from
+    // non-members of what it knows): with a voter down, no majority could elect a leader.
+    const c = cluster();
+    join(c, 'd');
+    c.isolate('d');
+    c.node('a').raft.proposeConfChange({ kind: 'addLearner', id: 'd' });
+    c.stabilize();
+    expectCode(() => c.node('a').raft.proposeConfChange({ kind: 'promote', id: 'd' }), 'LEARNER_BEHIND');
+  });
+});
+
+describe('a voter whose removal is pending', () => {
+  it('still campaigns when its log alone holds the removal, so the others are not left without a majority', () => {
+    const c = cluster({ checkQuorum: true });
+    join(c, 'd');
+    change(c, 'a', { kind: 'addLearner', id: 'd' });
+    change(c, 'a', { kind: 'promote', id: 'd' });
+    // Only the leader appends its own removal; then it loses touch and steps down (check-quorum),
+    // and d dies: b and c (config {a,b,c,d}) need a's vote, which a's longer log refuses them.
+    c.isolate('a');
+    const removal = c.node('a').raft.proposeConfChange({ kind: 'remove', id: 'a' }).index;
+    c.isolate('d');
+    for (let i = 0; i < 40 && c.node('a').raft.status().role === 'leader'; i++) c.tick('a');
+    expect(c.node('a').raft.status().role).toBe('follower');
+    c.heal();
+    c.isolate('d');
+    for (let i = 0; i < 200 && c.node('b').raft.status().commit < removal; i++) c.tickAll();
+    expect(c.node('b').raft.status().commit).toBeGreaterThanOrEqual(removal);
+    expect(c.node('b').raft.status().voters).toEqual(['b', 'c', 'd']);
+    for (let i = 0; i < 100 && !c.leaders().some((l) => l === 'b' || l === 'c'); i++) c.tickAll();
+    expect(c.leaders().filter((l) => l !== 'd')).toHaveLength(1);
+    expect(['b', 'c']).toContain(c.leaders()[0]);
+  });
+});
+
 describe('one change at a time', () => {
   it('a second change is refused while the first is uncommitted', () => {
     const c = cluster();

@@ -48,6 +48,8 @@ function sendVote(target: string, from: string, creds: ChannelCredentials, clust
       ],
       effects: [],
       effectsFrom: '',
+      senderIncarnation: '',
+      targetIncarnation: '',
     };
     call.on('error', () => undefined);
     call.write(req);

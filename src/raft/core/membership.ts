@@ -7,7 +7,7 @@
 // has two changes pending; ConfHistory answers "is one pending" and "which config is in force".
 
 import { HeraldError } from '../../herald-error.js';
-import type { ConfState, Entry, NodeId } from '../types.js';
+import type { ConfState, Entry, LogStorage, MemberAddresses, NodeId } from '../types.js';
 
 export type ConfChangeKind = 'addLearner' | 'promote' | 'remove';
 
@@ -16,6 +16,8 @@ export interface ConfChange {
   id: NodeId;
   /** addLearner: the new member's incarnation (a node restarted on a wiped disk is a new one). */
   incarnation?: string;
+  /** Addresses to record with the change (the new member's; any member's not recorded yet). */
+  addresses?: Readonly<Record<NodeId, MemberAddresses>>;
 }
 
 export function learnersOf(c: ConfState): readonly NodeId[] {
@@ -43,8 +45,21 @@ export function incarnationOf(c: ConfState, id: NodeId): string {
   return c.incarnations?.[id] ?? '';
 }
 
-function withIncarnations(voters: NodeId[], learners: NodeId[], incarnations: Record<NodeId, string>): ConfState {
-  return Object.keys(incarnations).length > 0 ? { voters, learners, incarnations } : { voters, learners };
+/** The address book a configuration records (empty when none). */
+export function addressesOf(c: ConfState): Readonly<Record<NodeId, MemberAddresses>> {
+  return c.addresses ?? {};
+}
+
+function withIncarnations(
+  voters: NodeId[],
+  learners: NodeId[],
+  incarnations: Record<NodeId, string>,
+  addresses: Record<NodeId, MemberAddresses> = {},
+): ConfState {
+  const c: { voters: NodeId[]; learners: NodeId[]; incarnations?: Record<NodeId, string>; addresses?: Record<NodeId, MemberAddresses> } = { voters, learners };
+  if (Object.keys(incarnations).length > 0) c.incarnations = incarnations;
+  if (Object.keys(addresses).length > 0) c.addresses = addresses;
+  return c;
 }
 
 /** The configuration after `cc`; throws a typed error when the change makes no sense in `c`. */
@@ -52,30 +67,33 @@ export function applyConfChange(c: ConfState, cc: ConfChange): ConfState {
   const voters = [...c.voters];
   const learners = [...learnersOf(c)];
   const inc: Record<NodeId, string> = { ...c.incarnations };
+  const addr: Record<NodeId, MemberAddresses> = { ...c.addresses };
+  for (const [id, a] of Object.entries(cc.addresses ?? {})) if (id === cc.id || isMember(c, id)) addr[id] = { peer: a.peer, client: a.client };
   switch (cc.kind) {
     case 'addLearner':
       if (isMember(c, cc.id)) {
         throw new HeraldError('ALREADY_EXISTS', `${cc.id} is already a ${isVoter(c, cc.id) ? 'voter' : 'learner'}`);
       }
       if (cc.incarnation) inc[cc.id] = cc.incarnation;
-      return withIncarnations(voters, [...learners, cc.id], inc);
+      return withIncarnations(voters, [...learners, cc.id], inc, addr);
     case 'promote':
       if (isVoter(c, cc.id)) throw new HeraldError('ALREADY_EXISTS', `${cc.id} is already a voter`);
       if (!isLearner(c, cc.id)) throw new HeraldError('MEMBER_NOT_FOUND', `${cc.id} is not a learner; add it with \`herald cluster add\` first`);
-      return withIncarnations([...voters, cc.id], learners.filter((l) => l !== cc.id), inc);
+      return withIncarnations([...voters, cc.id], learners.filter((l) => l !== cc.id), inc, addr);
     case 'remove':
       if (!isMember(c, cc.id)) throw new HeraldError('MEMBER_NOT_FOUND', `${cc.id} is not a member`);
       if (isVoter(c, cc.id) && voters.length === 1) {
         throw new HeraldError('INVALID_STATE', `removing ${cc.id} would leave no voter`);
       }
       delete inc[cc.id];
-      return withIncarnations(voters.filter((v) => v !== cc.id), learners.filter((l) => l !== cc.id), inc);
+      delete addr[cc.id];
+      return withIncarnations(voters.filter((v) => v !== cc.id), learners.filter((l) => l !== cc.id), inc, addr);
   }
 }
 
 /** The payload of a 'config' entry: the whole configuration it puts in force. */
 export function encodeConfState(c: ConfState): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ voters: c.voters, learners: learnersOf(c), incarnations: c.incarnations }));
+  return new TextEncoder().encode(JSON.stringify({ voters: c.voters, learners: learnersOf(c), incarnations: c.incarnations, addresses: c.addresses }));
 }
 
 export function decodeConfState(data: Uint8Array): ConfState {
@@ -85,12 +103,15 @@ export function decodeConfState(data: Uint8Array): ConfState {
   } catch {
     throw new HeraldError('CORRUPT_STORAGE', 'config entry is not a configuration');
   }
-  const o = v as { voters?: unknown; learners?: unknown; incarnations?: unknown };
+  const o = v as { voters?: unknown; learners?: unknown; incarnations?: unknown; addresses?: unknown };
   const ids = (x: unknown): x is string[] => Array.isArray(x) && x.every((s) => typeof s === 'string');
   const inc = o?.incarnations ?? {};
   const incOk = inc !== null && typeof inc === 'object' && !Array.isArray(inc) && Object.values(inc).every((s) => typeof s === 'string');
-  if (!ids(o?.voters) || !ids(o.learners) || !incOk) throw new HeraldError('CORRUPT_STORAGE', 'config entry is not a configuration');
-  return withIncarnations(o.voters, o.learners, inc as Record<NodeId, string>);
+  const addr = o?.addresses ?? {};
+  const isAddr = (a: unknown): boolean => a !== null && typeof a === 'object' && typeof (a as MemberAddresses).peer === 'string' && typeof (a as MemberAddresses).client === 'string';
+  const addrOk = addr !== null && typeof addr === 'object' && !Array.isArray(addr) && Object.values(addr).every(isAddr);
+  if (!ids(o?.voters) || !ids(o.learners) || !incOk || !addrOk) throw new HeraldError('CORRUPT_STORAGE', 'config entry is not a configuration');
+  return withIncarnations(o.voters, o.learners, inc as Record<NodeId, string>, addr as Record<NodeId, MemberAddresses>);
 }
 
 interface ConfAt {
@@ -146,4 +167,14 @@ export class ConfHistory {
   lastIndex(): number {
     return this.entries[this.entries.length - 1]?.index ?? 0;
   }
+}
+
+/** The latest configuration in a stored log (its snapshot's, or its last config entry's). */
+export function confInLog(storage: LogStorage): ConfState {
+  let conf = storage.initialState().conf;
+  const first = storage.firstIndex();
+  const last = storage.lastIndex();
+  if (last < first) return conf;
+  for (const e of storage.entries(first, last + 1)) if (e.type === 'config') conf = decodeConfState(e.data);
+  return conf;
 }

@@ -30,6 +30,9 @@ import { ReadOnly } from './read-only.js';
 
 export type { CoreMutation } from './mutations.js';
 
+/** Entries a learner may trail the leader's log by and still be promoted (RaftNodeConfig.promoteMaxLag). */
+export const DEFAULT_PROMOTE_MAX_LAG = 1000;
+
 export interface RaftNodeConfig {
   id: NodeId;
   /** Initial hard state and configuration come from it. */
@@ -50,6 +53,11 @@ export interface RaftNodeConfig {
   random: () => number;
   /** Deliberate bugs, enabled only by the simulator and negative-control tests. */
   mutations?: ReadonlySet<CoreMutation>;
+  /**
+   * Catch-up bound: a learner is promoted only when its match index is within this many entries
+   * of the leader's last index (so the new quorum never waits on a slow log copy). Default 1000.
+   */
+  promoteMaxLag?: number;
 }
 
 export interface ProposalTicket {
@@ -115,6 +123,7 @@ export class RaftNode {
   private readonly checkQuorum: boolean;
   private readonly random: () => number;
   private readonly mutations: ReadonlySet<CoreMutation>;
+  private readonly promoteMaxLag: number;
 
   private prevSoft: SoftState;
   private prevHard: HardState;
@@ -133,6 +142,7 @@ export class RaftNode {
     this.checkQuorum = config.checkQuorum;
     this.random = config.random;
     this.mutations = config.mutations ?? new Set();
+    this.promoteMaxLag = config.promoteMaxLag ?? DEFAULT_PROMOTE_MAX_LAG;
 
     this.log = new RaftLog(config.storage);
     const { hardState, conf } = config.storage.initialState();
@@ -272,6 +282,7 @@ export class RaftNode {
       throw new HeraldError('CONF_CHANGE_PENDING', `a configuration change is already pending (log index ${pending})`);
     }
     const next = applyConfChange(this.conf, cc);
+    if (cc.kind === 'promote') this.assertCaughtUp(cc.id);
     const index = this.appendEntries([{ term: 0, index: 0, type: 'config', data: encodeConfState(next) }]);
     this.settleConf();
     this.bcastAppend();
@@ -289,6 +300,24 @@ export class RaftNode {
     this.bcastAppend();
     const first = last - data.length + 1;
     return data.map((_, i) => ({ index: first + i, term: this.term }));
+  }
+
+  /** Promotion only within the catch-up bound, and only of a learner that answered recently. */
+  private assertCaughtUp(id: NodeId): void {
+    const pr = this.progress.get(id);
+    const behind = this.log.lastIndex() - (pr?.match ?? 0);
+    if (!pr || behind > this.promoteMaxLag) {
+      throw new HeraldError('LEARNER_BEHIND', `the learner ${id} is ${behind.toLocaleString('en-US')} entries behind the leader (promotion needs at most ${this.promoteMaxLag.toLocaleString('en-US')}); retry once it caught up`, { behind });
+    }
+    // A voter that holds no configuration listing the others drops their vote requests (a
+    // non-member's messages are ignored): promoted that way, it can leave no majority to elect.
+    const confIndex = this.confs.lastIndex();
+    if (pr.match === 0 || pr.match < confIndex) {
+      throw new HeraldError('LEARNER_BEHIND', `the learner ${id} has not received the current configuration yet (it has the log up to ${pr.match}, the configuration is at ${confIndex}); retry once it caught up`, { behind });
+    }
+    if (!pr.recentActive) {
+      throw new HeraldError('LEARNER_BEHIND', `the learner ${id} has not answered the leader within an election timeout; promote it once it is reachable`, { behind });
+    }
   }
 
   private assertMayPropose(): void {
@@ -503,7 +532,12 @@ export class RaftNode {
   }
 
   private promotable(): boolean {
-    return this.voters.includes(this.id);
+    if (this.voters.includes(this.id)) return true;
+    // Raft dissertation §4.2.2: a voter whose removal is appended but not committed may still be
+    // needed to elect a leader (its log may be the only one holding the removal, so the others
+    // cannot outvote it): it still campaigns, counted by nobody but the new configuration's voters.
+    const pending = this.confs.lastIndex();
+    return pending > this.log.committed && isVoter(this.confs.at(pending - 1), this.id);
   }
 
   private tickElection(): void {

@@ -2,6 +2,7 @@
 // leadership, and what each means for proposals and the apply pipeline), leadership transfer,
 // and when each peer was last heard from.
 
+import { addressesOf } from '../core/membership.js';
 import { HeraldError } from '../../herald-error.js';
 import type { RaftNode } from '../core/raft-node.js';
 import type { DriverTimers, PeerInfo } from '../ports.js';
@@ -43,7 +44,7 @@ export class Leadership {
     const state = this.state;
     return {
       leaderId: state.leader,
-      leaderAddress: this.addresses.get(state.leader)?.clientAddress ?? '',
+      leaderAddress: addressesOf(this.node.confState())[state.leader]?.client || this.addresses.get(state.leader)?.clientAddress || '',
       term: state.term,
       role: state.role,
     };

@@ -54,6 +54,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   compactionKeepBytes?: number;
   maxSizePerMsg?: number;
   maxInflightMsgs?: number;
+  /** Catch-up bound: entries a learner may trail the leader by and be promoted (default 1000). */
+  promoteMaxLag?: number;
   /** A proposal's deadline when its caller sets none (ms; default 10000). */
   defaultProposalTimeoutMs?: number;
   /** Largest command accepted by propose() (default 4 MiB; the peer stream limit is 16 MiB). */
@@ -135,6 +137,7 @@ export class RaftDriver {
       checkQuorum: opts.checkQuorum ?? true,
       random,
       mutations: opts.coreMutations,
+      promoteMaxLag: opts.promoteMaxLag,
     });
     state.term = this.node.status().term;
 
@@ -346,6 +349,11 @@ export class RaftDriver {
   /** The configuration in force here (the latest in the log). */
   confState(): ConfState {
     return this.node.confState();
+  }
+
+  /** Whether a configuration change is appended but not committed (one at a time). */
+  confChangePending(): boolean {
+    return this.node.confChangePending();
   }
 
   /** Starts a leadership transfer (leader only); resolves once another node leads or rejects. */

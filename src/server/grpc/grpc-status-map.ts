@@ -32,6 +32,10 @@ export const grpcStatusOf: Record<ErrorCode, status> = {
   PERMISSION_DENIED: status.PERMISSION_DENIED,
   CONF_CHANGE_PENDING: status.FAILED_PRECONDITION,
   MEMBER_NOT_FOUND: status.NOT_FOUND,
+  // A learner too far behind the leader's log to be promoted yet; retry once it caught up.
+  LEARNER_BEHIND: status.FAILED_PRECONDITION,
+  // A peer message from an incarnation of its sender the configuration does not list.
+  WRONG_INCARNATION: status.FAILED_PRECONDITION,
   EMPTY_DATA_DIR: status.FAILED_PRECONDITION,
   INTERNAL: status.INTERNAL,
 };

@@ -5,10 +5,8 @@ import { Metadata, type ServiceError, type sendUnaryData } from '@grpc/grpc-js';
 import {
   ClusterServiceClient,
   NodeRole,
-  ReplicationState,
   type ClusterServiceServer,
   type GetStatusResponse,
-  type Member,
   type TransferLeadershipResponse,
   type UnservedTaskType,
 } from '../../gen/herald/v1/cluster_service.js';
@@ -17,6 +15,8 @@ import type { Role } from '../../raft/types.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
 import { toServiceError } from '../grpc/service-error.js';
 import type { HeraldNode } from './herald-node.js';
+import { memberViews } from './member-views.js';
+import { memberChangeHandlers } from './member-change-service.js';
 
 const ROLE: Record<Role, NodeRole> = {
   follower: NodeRole.NODE_ROLE_FOLLOWER,
@@ -24,30 +24,12 @@ const ROLE: Record<Role, NodeRole> = {
   candidate: NodeRole.NODE_ROLE_CANDIDATE,
   leader: NodeRole.NODE_ROLE_LEADER,
 };
-const REPL: Record<string, ReplicationState> = {
-  probe: ReplicationState.REPLICATION_STATE_PROBE,
-  replicate: ReplicationState.REPLICATION_STATE_REPLICATE,
-  snapshot: ReplicationState.REPLICATION_STATE_SNAPSHOT,
-};
 
 function nodeStatus(node: HeraldNode, unserved: () => UnservedTaskType[]): GetStatusResponse {
   const d = node.driver;
   const st = d.status();
   const leader = d.leaderChange();
-  const members: Member[] = node.members.map((m) => {
-    const self = m.id === node.id;
-    const pr = st.progress[m.id];
-    const contact = self ? 0 : d.lastContactMs(m.id);
-    return {
-      id: m.id,
-      peerAddress: m.peerAddress,
-      clientAddress: self ? m.clientAddress || `127.0.0.1:${node.clientPort}` : m.clientAddress,
-      matchIndex: pr ? pr.match : self && st.role === 'leader' ? st.lastIndex : 0,
-      lastContactMs: Math.round(contact),
-      healthy: self || (contact >= 0 && contact <= d.electionTimeoutMs()),
-      replicationState: pr ? (REPL[pr.state] ?? ReplicationState.REPLICATION_STATE_UNSPECIFIED) : ReplicationState.REPLICATION_STATE_UNSPECIFIED,
-    };
-  });
+  const members = memberViews(node);
   return {
     nodeId: node.id,
     clusterId: node.clusterId,
@@ -60,6 +42,8 @@ function nodeStatus(node: HeraldNode, unserved: () => UnservedTaskType[]): GetSt
     members,
     clusterTimeUnixMs: node.clusterClock.nowMs() ?? 0,
     snapshotIndex: d.snapshotIndex(),
+    incarnation: node.incarnation,
+    confChangePending: d.confChangePending(),
     unservedTaskTypes: st.role === 'leader' ? unserved() : [],
   };
 }
@@ -69,6 +53,7 @@ const NONE = (): UnservedTaskType[] => [];
 /** `unserved`: the leader watchdog's unserved task types (scheduler-node.ts), for the status. */
 export function createClusterService(node: HeraldNode, unserved: () => UnservedTaskType[] = NONE): ClusterServiceServer {
   return {
+    ...memberChangeHandlers(node),
     getStatus(_call, callback: sendUnaryData<GetStatusResponse>) {
       try {
         callback(null, nodeStatus(node, unserved));

@@ -25,6 +25,8 @@ import { ClusterClock } from './cluster-clock.js';
 import { createClusterService } from './cluster-service.js';
 import { createPeerService } from '../peer/peer-server.js';
 import { deriveClusterId } from './node-config.js';
+import { confInLog, membersOf } from '../../raft/core/membership.js';
+import { membersInForce } from './member-directory.js';
 import { enableNoDelay } from '../grpc/grpc-no-delay.js';
 import { CLIENT_SERVER_OPTIONS } from '../grpc/server-conventions.js';
 import { callerMemberIds } from '../grpc/tls/node-tls.js';
@@ -54,6 +56,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     const voters = o.members.map((m) => m.id).sort();
     const identity = await logStore.readIdentity();
     let clusterId: string;
+    let incarnation = identity?.incarnation ?? '';
     if (!identity) {
       if (!(await logStore.isEmpty())) {
         throw new HeraldError('CORRUPT_STORAGE', `data dir ${o.dataDir} holds a Raft log but no cluster identity`);
@@ -68,10 +71,18 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
             `or use --initial-cluster-state new only to bootstrap a brand-new cluster`,
         );
       }
-      clusterId = o.clusterId ?? deriveClusterId(o.members);
-      const incarnation = randomBytes(8).toString('hex');
-      await logStore.writeIdentity({ clusterId, voters, incarnation });
-      log.info({ clusterId, voters, incarnation }, 'bootstrapped a new cluster member');
+      incarnation = randomBytes(8).toString('hex');
+      if (o.initialClusterState === 'join') {
+        // Nobody's voter: it learns the configuration from the leader once it is added.
+        if (!o.clusterId) throw new HeraldError('INVALID_ARGUMENT', 'joining a cluster needs its cluster id');
+        clusterId = o.clusterId;
+        await logStore.writeIdentity({ clusterId, voters: [], incarnation });
+        log.info({ clusterId, incarnation }, `joining cluster as a new member; add it from any node: herald cluster add ${o.id} --peer-addr H:P --client-addr H:P`);
+      } else {
+        clusterId = o.clusterId ?? deriveClusterId(o.members);
+        await logStore.writeIdentity({ clusterId, voters, incarnation });
+        log.info({ clusterId, voters, incarnation }, 'bootstrapped a new cluster member');
+      }
     } else {
       clusterId = identity.clusterId;
       if (o.clusterId !== undefined && o.clusterId !== identity.clusterId) {
@@ -80,15 +91,19 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
           `data dir ${o.dataDir} belongs to cluster ${identity.clusterId}, not ${o.clusterId}; refusing to join another cluster`,
         );
       }
-      if (identity.voters.join(',') !== voters.join(',')) {
-        throw new HeraldError(
-          'CLUSTER_MISMATCH',
-          `data dir ${o.dataDir} belongs to cluster ${identity.clusterId} with members [${identity.voters.join(', ')}], not [${voters.join(', ')}]`,
-        );
-      }
     }
 
-    const storage = await logStore.load({ voters: identity?.voters ?? voters });
+    const storage = await logStore.load({ voters: identity ? identity.voters : o.initialClusterState === 'join' ? [] : voters });
+    // Once the cluster changed its configuration (or this node joined one), the log says who the
+    // members are and --peers only seeds addresses; until then --peers must match the bootstrap.
+    const logConf = confInLog(storage);
+    const bootstrapConf = identity !== undefined && identity.voters.length > 0 && [...membersOf(logConf)].sort().join(',') === identity.voters.join(',');
+    if (identity && bootstrapConf && identity.voters.join(',') !== voters.join(',')) {
+      throw new HeraldError(
+        'CLUSTER_MISMATCH',
+        `data dir ${o.dataDir} belongs to cluster ${identity.clusterId} with members [${identity.voters.join(', ')}], not [${voters.join(', ')}]`,
+      );
+    }
     stateMachine = await o.stateMachine(join(o.dataDir, 'sm'));
     let applied = await stateMachine.appliedIndex();
     const base = storage.firstIndex() - 1;
@@ -117,7 +132,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     const transport = new PeerTransport({
       selfId: o.id,
       clusterId,
-      peers: o.members,
+      peers: membersInForce(logConf, o.members),
       logger: log.child({ c: 'transport' }),
       onUnreachable: (peer) => driver?.reportUnreachable(peer),
       // Heartbeat responses carry the peer's wall clock and give an RTT sample (cluster time).
@@ -125,6 +140,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       // The driver's own defaults (raft-driver.ts) when the options leave them out.
       electionTimeoutMs: (o.tickMs ?? 100) * (o.electionTicks ?? 10),
       ...(o.tls ? { channelCredentials: (peer: string) => o.tls!.peerChannelCredentials(peer) } : {}),
+      incarnation,
+      conf: () => driver?.confState(),
     });
     driver = new RaftDriver(
       {
@@ -164,7 +181,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     // A new term starts from fresh reports (the clock's samples belong to one leadership).
     driver.events.on('lostLeadership', () => clusterClock?.reset());
 
-    const handover = new LeadershipHandover(driver, o.members.length, systemMonotonicClock, log);
+    const handover = new LeadershipHandover(driver, systemMonotonicClock, log);
     const propose = createProposer({
       selfId: o.id,
       clusterId,
@@ -188,7 +205,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         snapshotDir,
         logger: log.child({ c: 'peer' }),
         propose: (command, timeoutMs, mayForward) => propose(command, { timeoutMs, forward: mayForward }),
-        ...(o.tls ? { peerIdentity: callerMemberIds, memberIds: voters } : {}),
+        incarnation,
+        // A joining node knows no member yet: it takes any member of the peer CA (a leader reaching it).
+        ...(o.tls ? { peerIdentity: callerMemberIds, memberIds: () => (membersOf(driver.confState()).length > 0 ? membersInForce(driver.confState(), o.members).map((m) => m.id) : o.members.map((m) => m.id)) } : {}),
       }),
     );
     const peerPort = await bind(peerServer, o.peerListen ?? self.peerAddress, o.tls?.peerServerCredentials());
@@ -199,7 +218,10 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       clusterId,
       peerPort,
       clientPort: 0,
-      members: o.members,
+      get members() {
+        return membersInForce(driver.confState(), o.members);
+      },
+      incarnation,
       driver,
       transport,
       stateMachine,

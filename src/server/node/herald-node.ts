@@ -35,9 +35,11 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   /**
    * 'new' (default): an empty data dir bootstraps a member of a new cluster. 'existing': the
    * cluster already runs, so an empty data dir means this node lost its state (its vote among
-   * it) and must not start as a voter: startup refuses with EMPTY_DATA_DIR.
+   * it) and must not start as a voter: startup refuses with EMPTY_DATA_DIR. 'join': an empty
+   * data dir starts a new member of the running cluster `clusterId` that knows no configuration:
+   * it waits, as nobody's voter, to be added as a learner (`herald cluster add`).
    */
-  initialClusterState?: 'new' | 'existing';
+  initialClusterState?: 'new' | 'existing' | 'join';
   stateMachine: StateMachineFactory;
   logger: Logger;
   /** A follower gathers committed entries this long before applying them in one call (RaftDriver; default 200). */
@@ -80,7 +82,10 @@ export interface HeraldNode {
   readonly clusterId: string;
   readonly peerPort: number;
   readonly clientPort: number;
+  /** The members in force (the configuration's, at their recorded or flagged addresses). */
   readonly members: readonly PeerInfo[];
+  /** This node's incarnation, chosen at its first start ('' in data dirs from before incarnations). */
+  readonly incarnation: string;
   readonly driver: RaftDriver;
   readonly transport: PeerTransport;
   readonly stateMachine: StateMachine;

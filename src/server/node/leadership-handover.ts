@@ -14,7 +14,7 @@ export class LeadershipHandover {
 
   constructor(
     private readonly driver: RaftDriver,
-    private readonly voters: number,
+
     private readonly clock: MonotonicClock,
     private readonly log: Logger,
   ) {
@@ -32,7 +32,7 @@ export class LeadershipHandover {
     if (!d.isLeader()) return;
     const start = this.clock.nowMs();
     await appliedWithin(d, d.status().lastIndex, graceMs / 4);
-    if (this.voters <= 1 || !d.isLeader()) return;
+    if (d.confState().voters.length <= 1 || !d.isLeader()) return;
     const left = graceMs - (this.clock.nowMs() - start);
     // Up to half the grace: on a loaded machine the target's election can outlast two election
     // timeouts, and a slower handover beats failing every proposal in flight.

@@ -27,6 +27,16 @@ function parsePairs(list: string, flag: string): Array<[string, string]> {
   return out;
 }
 
+/** A member id as every surface takes it (--peers, `herald cluster add`). */
+export function isMemberId(id: string): boolean {
+  return ID_RE.test(id);
+}
+
+/** host:port as every surface takes it. */
+export function isHostPort(a: string): boolean {
+  return ADDR_RE.test(a);
+}
+
 function checkAddr(a: string, flag: string): string {
   if (!ADDR_RE.test(a)) throw new HeraldError('INVALID_ARGUMENT', `${flag}: "${a}" is not host:port`);
   return a;

@@ -44,7 +44,18 @@ function entryFromPb(e: pb.Entry): Entry {
 }
 
 export function snapshotMetaToPb(s: SnapshotMeta): pb.SnapshotMeta {
-  return { index: s.index, term: s.term, conf: { voters: [...s.conf.voters], learners: [...(s.conf.learners ?? [])], incarnations: { ...s.conf.incarnations } } };
+  const addr = Object.entries(s.conf.addresses ?? {});
+  return {
+    index: s.index,
+    term: s.term,
+    conf: {
+      voters: [...s.conf.voters],
+      learners: [...(s.conf.learners ?? [])],
+      incarnations: { ...s.conf.incarnations },
+      peerAddresses: Object.fromEntries(addr.map(([id, a]) => [id, a.peer])),
+      clientAddresses: Object.fromEntries(addr.map(([id, a]) => [id, a.client])),
+    },
+  };
 }
 
 export function snapshotMetaFromPb(s: pb.SnapshotMeta): SnapshotMeta {
@@ -99,11 +110,13 @@ export function approxMessageBytes(m: Message): number {
   return n;
 }
 
-/** Empty learner and incarnation lists stay absent, as in a configuration that never had any. */
+/** Empty learner, incarnation and address lists stay absent, as in a configuration that never had any. */
 function confFromPb(c: pb.ConfState): ConfState {
+  const ids = Object.keys(c.peerAddresses);
   return {
     voters: [...c.voters],
     ...(c.learners.length > 0 ? { learners: [...c.learners] } : {}),
     ...(Object.keys(c.incarnations).length > 0 ? { incarnations: { ...c.incarnations } } : {}),
+    ...(ids.length > 0 ? { addresses: Object.fromEntries(ids.map((id) => [id, { peer: c.peerAddresses[id]!, client: c.clientAddresses[id] ?? '' }])) } : {}),
   };
 }

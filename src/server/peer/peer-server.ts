@@ -21,6 +21,7 @@ import type { PeerTransport } from './peer-transport.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
 import { SnapshotWriter } from '../../raft/storage/snapshot-files.js';
 import { toServiceError } from '../grpc/service-error.js';
+import { incarnationCheck } from './incarnation-check.js';
 
 /** Metadata marking a Forward already forwarded once (a follower never forwards it again). */
 export const FORWARDED_KEY = 'herald-forwarded';
@@ -42,8 +43,10 @@ export interface PeerServiceDeps {
    * verified certificate). Absent on an insecure node, which takes every caller at its word.
    */
   peerIdentity?: (call: { getAuthContext(): { transportSecurityType?: string; sslPeerCertificate?: PeerCertificate } }) => string[] | undefined;
-  /** The cluster's member ids: a certificate must name one of them. */
-  memberIds?: readonly string[];
+  /** The cluster's member ids now (the configuration in force): a certificate must name one of them. */
+  memberIds?: () => readonly string[];
+  /** This node's incarnation ('' in a data dir from before incarnations: nothing is checked). */
+  incarnation?: string;
 }
 
 /** Why a caller may not speak as `claimed` (undefined: it may). */
@@ -52,6 +55,7 @@ type PeerCheck = (claimed: string | undefined) => HeraldError | undefined;
 export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
   const mismatch = (got: string) =>
     toServiceError(new HeraldError('CLUSTER_MISMATCH', `cluster id ${got || '(none)'} does not match this node's ${d.clusterId}`));
+  const incarnations = incarnationCheck(d.selfId, d.incarnation ?? '', () => d.driver.confState(), d.logger);
   let loggedMismatch = false;
   let loggedImpostor = false;
   /**
@@ -62,7 +66,8 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
   const peerCheck = (call: Parameters<NonNullable<PeerServiceDeps['peerIdentity']>>[0]): PeerCheck => {
     if (!d.peerIdentity) return () => undefined;
     const named = d.peerIdentity(call);
-    const ids = (named ?? []).filter((id) => !d.memberIds || d.memberIds.includes(id));
+    const members = d.memberIds?.();
+    const ids = (named ?? []).filter((id) => !members || members.includes(id));
     return (claimed) => {
       let err: HeraldError | undefined;
       if (named === undefined) err = new HeraldError('UNAUTHENTICATED', 'the peer port takes only callers with a certificate from the peer CA');
@@ -104,7 +109,12 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
           finish(mismatch(req.clusterId));
           return;
         }
-        d.driver.step(d.transport.receive(req));
+        const wrongTarget = incarnations.wrongTarget(req);
+        if (wrongTarget) {
+          finish(toServiceError(wrongTarget));
+          return;
+        }
+        d.driver.step(incarnations.filter(req, d.transport.receive(req)));
         const effects = d.transport.receiveEffects(req);
         if (effects.length > 0) d.driver.receiveEffects(effects);
       });

@@ -10,7 +10,8 @@ import { credentials, makeGenericClientConstructor, type ChannelCredentials, typ
 import type { Logger } from 'pino';
 import { RaftServiceClient, type StreamRequest } from '../../gen/herald/raft/v1/raft.js';
 import { PEER_RAFT_SERVICE } from './stream-request-codec.js';
-import type { Message, NodeId } from '../../raft/types.js';
+import type { ConfState, Message, NodeId } from '../../raft/types.js';
+import { addressesOf, incarnationOf, membersOf } from '../../raft/core/membership.js';
 import { approxMessageBytes, messageFromPb, messageToPb } from './message-codec.js';
 import { coalesceMessages } from './message-coalescer.js';
 import { systemMonotonicClock, wallClockUnixMs, type MonotonicClock } from '../../raft/monotonic-clock.js';
@@ -47,6 +48,13 @@ export interface PeerTransportOptions {
   electionTimeoutMs?: number;
   /** How to dial each peer (mutual TLS naming that peer); plaintext when absent. */
   channelCredentials?: (peer: NodeId) => ChannelCredentials;
+  /** This node's incarnation, stamped on every batch ('' in data dirs from before incarnations). */
+  incarnation?: string;
+  /**
+   * The configuration in force here: members it adds are dialled at the addresses it records
+   * (runtime changes), and each batch names the receiver's incarnation as it lists it.
+   */
+  conf?: () => ConfState | undefined;
 }
 
 /**
@@ -111,6 +119,8 @@ export class PeerTransport implements RaftTransport {
   private readonly maxBatchBytes: number;
   private readonly maxQueuedBytes: number;
   private stopped = false;
+  /** The configuration the links were last matched to (compared by reference: changes are rare). */
+  private syncedConf: ConfState | undefined;
   /** Messages handed to the streams (observability). */
   sentMessages = 0;
   sentBatches = 0;
@@ -122,20 +132,49 @@ export class PeerTransport implements RaftTransport {
     this.clock = opts.clock ?? systemMonotonicClock;
     this.maxBatchBytes = opts.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
     this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
-    for (const p of opts.peers) {
-      if (p.id === opts.selfId) continue;
-      const creds = opts.channelCredentials?.(p.id) ?? credentials.createInsecure();
-      const client = new PeerRaftClient(p.peerAddress, creds, peerChannelOptions(this.maxBatchBytes + 1024 * 1024, opts.electionTimeoutMs));
-      this.links.set(p.id, new PeerLink(p, client));
+    for (const p of opts.peers) if (p.id !== opts.selfId) this.link(p);
+  }
+
+  private link(p: PeerInfo): void {
+    const creds = this.opts.channelCredentials?.(p.id) ?? credentials.createInsecure();
+    const client = new PeerRaftClient(p.peerAddress, creds, peerChannelOptions(this.maxBatchBytes + 1024 * 1024, this.opts.electionTimeoutMs));
+    this.links.set(p.id, new PeerLink(p, client));
+  }
+
+  /**
+   * Dials members the configuration in force added since (at the addresses it records), and
+   * redials one it records at a new address (a replaced machine). Links are never dropped here:
+   * the core sends nothing to a non-member.
+   */
+  private syncPeers(): void {
+    const conf = this.opts.conf?.();
+    if (!conf || conf === this.syncedConf || this.stopped) return;
+    this.syncedConf = conf;
+    const book = addressesOf(conf);
+    for (const id of membersOf(conf)) {
+      const a = book[id];
+      if (id === this.opts.selfId || !a) continue;
+      const l = this.links.get(id);
+      if (l && l.info.peerAddress === a.peer) continue;
+      if (l) {
+        this.dropQueue(l);
+        this.closeCall(l);
+        if (l.retryTimer) clearTimeout(l.retryTimer);
+        l.client.close();
+        this.opts.logger.info({ peer: id, from: l.info.peerAddress, to: a.peer }, 'member moved; redialling');
+      }
+      this.link({ id, peerAddress: a.peer, clientAddress: a.client });
     }
   }
 
   peerIds(): NodeId[] {
+    this.syncPeers();
     return [...this.links.keys()];
   }
 
   /** The generated client for a peer (Forward, ReadIndex, InstallSnapshot). */
   client(peer: NodeId): RaftServiceClient | undefined {
+    this.syncPeers();
     return this.links.get(peer)?.client;
   }
 
@@ -154,6 +193,7 @@ export class PeerTransport implements RaftTransport {
   /** Queues messages; each peer's queue is flushed as one batch at the end of this turn. */
   send(messages: readonly Message[]): void {
     if (this.stopped) return;
+    this.syncPeers();
     for (const m of messages) {
       const l = this.links.get(m.to);
       if (!l || l.blocked) continue;
@@ -272,7 +312,8 @@ export class PeerTransport implements RaftTransport {
       return;
     }
     const queue = coalesceMessages(l.queue);
-    const empty = (): StreamRequest => ({ clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '' });
+    const stamp = { senderIncarnation: this.opts.incarnation ?? '', targetIncarnation: incarnationOf(this.opts.conf?.() ?? { voters: [] }, l.info.id) };
+    const empty = (): StreamRequest => ({ clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '', ...stamp });
     let batch = empty();
     let bytes = 0;
     /** Starts a new batch first when `sz` more bytes would not fit this one. */

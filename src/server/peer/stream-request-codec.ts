@@ -53,7 +53,7 @@ export function encodeStreamRequest(req: StreamRequest): Buffer {
 
 export function decodeStreamRequest(input: Buffer): StreamRequest {
   const reader = new BinaryReader(input);
-  const req: StreamRequest = { clusterId: '', messages: [], effects: [], effectsFrom: '' };
+  const req: StreamRequest = { clusterId: '', messages: [], effects: [], effectsFrom: '', senderIncarnation: '', targetIncarnation: '' };
   while (reader.pos < reader.len) {
     const tag = reader.uint32();
     switch (tag) {
@@ -70,6 +70,12 @@ export function decodeStreamRequest(input: Buffer): StreamRequest {
       }
       case (4 << 3) | 2:
         req.effectsFrom = reader.string();
+        continue;
+      case (5 << 3) | 2:
+        req.senderIncarnation = reader.string();
+        continue;
+      case (6 << 3) | 2:
+        req.targetIncarnation = reader.string();
         continue;
     }
     if ((tag & 7) === 4 || tag === 0) break;

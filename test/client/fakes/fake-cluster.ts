@@ -85,6 +85,8 @@ export class FakeNode {
     return {
       nodeId: this.id,
       clusterId: 'fake',
+      incarnation: '',
+      confChangePending: false,
       role: leader === this ? NodeRole.NODE_ROLE_LEADER : NodeRole.NODE_ROLE_FOLLOWER,
       term: this.cluster.term,
       leaderId: leader?.id ?? '',

@@ -47,6 +47,17 @@ export enum ReplicationState {
   UNRECOGNIZED = -1,
 }
 
+/** A member's part in the configuration. */
+export enum MemberRole {
+  /** MEMBER_ROLE_UNSPECIFIED - Unknown. */
+  MEMBER_ROLE_UNSPECIFIED = 0,
+  /** MEMBER_ROLE_VOTER - Votes and counts toward every quorum. */
+  MEMBER_ROLE_VOTER = 1,
+  /** MEMBER_ROLE_LEARNER - Receives the log and snapshots; never votes or counts. */
+  MEMBER_ROLE_LEARNER = 2,
+  UNRECOGNIZED = -1,
+}
+
 /** Request of ClusterService.GetStatus. */
 export interface GetStatusRequest {
 }
@@ -67,6 +78,12 @@ export interface Member {
   healthy: boolean;
   /** Replication state (leader only). */
   replicationState: ReplicationState;
+  /** Voter or learner. */
+  memberRole: MemberRole;
+  /** The incarnation the configuration lists for this member ('' for bootstrap members listed without one). */
+  incarnation: string;
+  /** Entries this member's log trails the leader's last index by (leader's view; 0 elsewhere). */
+  lag: number;
 }
 
 /** Response of ClusterService.GetStatus. */
@@ -93,6 +110,10 @@ export interface GetStatusResponse {
   clusterTimeUnixMs: number;
   /** Index of the last snapshot. */
   snapshotIndex: number;
+  /** This node's incarnation (chosen at its first start on an empty data dir). */
+  incarnation: string;
+  /** Whether a configuration change is appended but not committed yet. */
+  confChangePending: boolean;
   /**
    * --- Bounded backlog (issue 30). Numbered from 30 to leave room for fields added alongside. ---
    * Task types with runs waiting and no connected worker serving them, as the leader's watchdog
@@ -121,6 +142,48 @@ export interface TransferLeadershipResponse {
   leaderId: string;
   /** Its client address. */
   leaderAddress: string;
+}
+
+/** Request of ClusterService.AddMember. */
+export interface AddMemberRequest {
+  /** The new member's id (unique in the cluster). */
+  id: string;
+  /** host:port of its RaftService. */
+  peerAddress: string;
+  /** host:port of its public API. */
+  clientAddress: string;
+  /** Its incarnation (GetStatus on the new node reports it): only that incarnation is let in. */
+  incarnation: string;
+}
+
+/** Response of ClusterService.AddMember: the change is committed and applied on the leader. */
+export interface AddMemberResponse {
+  /** The configuration's members after the change. */
+  members: Member[];
+}
+
+/** Request of ClusterService.PromoteMember. */
+export interface PromoteMemberRequest {
+  /** The learner's id. */
+  id: string;
+}
+
+/** Response of ClusterService.PromoteMember. */
+export interface PromoteMemberResponse {
+  /** The configuration's members after the change. */
+  members: Member[];
+}
+
+/** Request of ClusterService.RemoveMember. */
+export interface RemoveMemberRequest {
+  /** The member's id. */
+  id: string;
+}
+
+/** Response of ClusterService.RemoveMember. */
+export interface RemoveMemberResponse {
+  /** The configuration's members after the change. */
+  members: Member[];
 }
 
 function createBaseGetStatusRequest(): GetStatusRequest {
@@ -175,6 +238,9 @@ function createBaseMember(): Member {
     lastContactMs: 0,
     healthy: false,
     replicationState: 0,
+    memberRole: 0,
+    incarnation: "",
+    lag: 0,
   };
 }
 
@@ -200,6 +266,15 @@ export const Member: MessageFns<Member> = {
     }
     if (message.replicationState !== 0) {
       writer.uint32(56).int32(message.replicationState);
+    }
+    if (message.memberRole !== 0) {
+      writer.uint32(64).int32(message.memberRole);
+    }
+    if (message.incarnation !== "") {
+      writer.uint32(74).string(message.incarnation);
+    }
+    if (message.lag !== 0) {
+      writer.uint32(80).uint64(message.lag);
     }
     return writer;
   },
@@ -273,6 +348,30 @@ export const Member: MessageFns<Member> = {
             message.replicationState = reader.int32() as any;
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.memberRole = reader.int32() as any;
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.incarnation = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.lag = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -297,6 +396,9 @@ export const Member: MessageFns<Member> = {
     message.lastContactMs = object.lastContactMs ?? 0;
     message.healthy = object.healthy ?? false;
     message.replicationState = object.replicationState ?? 0;
+    message.memberRole = object.memberRole ?? 0;
+    message.incarnation = object.incarnation ?? "";
+    message.lag = object.lag ?? 0;
     return message;
   },
 };
@@ -314,6 +416,8 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     members: [],
     clusterTimeUnixMs: 0,
     snapshotIndex: 0,
+    incarnation: "",
+    confChangePending: false,
     unservedTaskTypes: [],
   };
 }
@@ -352,6 +456,12 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     }
     if (message.snapshotIndex !== 0) {
       writer.uint32(88).uint64(message.snapshotIndex);
+    }
+    if (message.incarnation !== "") {
+      writer.uint32(98).string(message.incarnation);
+    }
+    if (message.confChangePending !== false) {
+      writer.uint32(104).bool(message.confChangePending);
     }
     for (const v of message.unservedTaskTypes) {
       UnservedTaskType.encode(v!, writer.uint32(242).fork()).join();
@@ -460,6 +570,22 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             message.snapshotIndex = longToNumber(reader.uint64());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.incarnation = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.confChangePending = reader.bool();
+            continue;
+          }
           case 30: {
             if (tag !== 242) {
               break;
@@ -496,6 +622,8 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
     message.clusterTimeUnixMs = object.clusterTimeUnixMs ?? 0;
     message.snapshotIndex = object.snapshotIndex ?? 0;
+    message.incarnation = object.incarnation ?? "";
+    message.confChangePending = object.confChangePending ?? false;
     message.unservedTaskTypes = object.unservedTaskTypes?.map((e) => UnservedTaskType.fromPartial(e)) || [];
     return message;
   },
@@ -690,6 +818,372 @@ export const TransferLeadershipResponse: MessageFns<TransferLeadershipResponse> 
   },
 };
 
+function createBaseAddMemberRequest(): AddMemberRequest {
+  return { id: "", peerAddress: "", clientAddress: "", incarnation: "" };
+}
+
+export const AddMemberRequest: MessageFns<AddMemberRequest> = {
+  encode(message: AddMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.peerAddress !== "") {
+      writer.uint32(18).string(message.peerAddress);
+    }
+    if (message.clientAddress !== "") {
+      writer.uint32(26).string(message.clientAddress);
+    }
+    if (message.incarnation !== "") {
+      writer.uint32(34).string(message.incarnation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AddMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAddMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.peerAddress = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientAddress = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.incarnation = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AddMemberRequest>, I>>(base?: I): AddMemberRequest {
+    return AddMemberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AddMemberRequest>, I>>(object: I): AddMemberRequest {
+    const message = createBaseAddMemberRequest();
+    message.id = object.id ?? "";
+    message.peerAddress = object.peerAddress ?? "";
+    message.clientAddress = object.clientAddress ?? "";
+    message.incarnation = object.incarnation ?? "";
+    return message;
+  },
+};
+
+function createBaseAddMemberResponse(): AddMemberResponse {
+  return { members: [] };
+}
+
+export const AddMemberResponse: MessageFns<AddMemberResponse> = {
+  encode(message: AddMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AddMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAddMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AddMemberResponse>, I>>(base?: I): AddMemberResponse {
+    return AddMemberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AddMemberResponse>, I>>(object: I): AddMemberResponse {
+    const message = createBaseAddMemberResponse();
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePromoteMemberRequest(): PromoteMemberRequest {
+  return { id: "" };
+}
+
+export const PromoteMemberRequest: MessageFns<PromoteMemberRequest> = {
+  encode(message: PromoteMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PromoteMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePromoteMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PromoteMemberRequest>, I>>(base?: I): PromoteMemberRequest {
+    return PromoteMemberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PromoteMemberRequest>, I>>(object: I): PromoteMemberRequest {
+    const message = createBasePromoteMemberRequest();
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBasePromoteMemberResponse(): PromoteMemberResponse {
+  return { members: [] };
+}
+
+export const PromoteMemberResponse: MessageFns<PromoteMemberResponse> = {
+  encode(message: PromoteMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PromoteMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePromoteMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PromoteMemberResponse>, I>>(base?: I): PromoteMemberResponse {
+    return PromoteMemberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PromoteMemberResponse>, I>>(object: I): PromoteMemberResponse {
+    const message = createBasePromoteMemberResponse();
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRemoveMemberRequest(): RemoveMemberRequest {
+  return { id: "" };
+}
+
+export const RemoveMemberRequest: MessageFns<RemoveMemberRequest> = {
+  encode(message: RemoveMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RemoveMemberRequest>, I>>(base?: I): RemoveMemberRequest {
+    return RemoveMemberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveMemberRequest>, I>>(object: I): RemoveMemberRequest {
+    const message = createBaseRemoveMemberRequest();
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseRemoveMemberResponse(): RemoveMemberResponse {
+  return { members: [] };
+}
+
+export const RemoveMemberResponse: MessageFns<RemoveMemberResponse> = {
+  encode(message: RemoveMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RemoveMemberResponse>, I>>(base?: I): RemoveMemberResponse {
+    return RemoveMemberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveMemberResponse>, I>>(object: I): RemoveMemberResponse {
+    const message = createBaseRemoveMemberResponse();
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /** The cluster as a whole: status and leadership. */
 export type ClusterServiceService = typeof ClusterServiceService;
 export const ClusterServiceService = {
@@ -715,6 +1209,44 @@ export const ClusterServiceService = {
       viewAsBuffer(TransferLeadershipResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TransferLeadershipResponse => TransferLeadershipResponse.decode(value),
   },
+  /**
+   * Adds a node as a learner (it receives the log and snapshots, never votes); served by the
+   * leader, followers forward. FAILED_PRECONDITION while another change is pending.
+   */
+  addMember: {
+    path: "/herald.v1.ClusterService/AddMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AddMemberRequest): Buffer => viewAsBuffer(AddMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AddMemberRequest => AddMemberRequest.decode(value),
+    responseSerialize: (value: AddMemberResponse): Buffer => viewAsBuffer(AddMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AddMemberResponse => AddMemberResponse.decode(value),
+  },
+  /**
+   * Makes a learner a voter once it is within the catch-up bound of the leader's log
+   * (FAILED_PRECONDITION "the learner n4 is 12,345 entries behind" otherwise).
+   */
+  promoteMember: {
+    path: "/herald.v1.ClusterService/PromoteMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PromoteMemberRequest): Buffer => viewAsBuffer(PromoteMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PromoteMemberRequest => PromoteMemberRequest.decode(value),
+    responseSerialize: (value: PromoteMemberResponse): Buffer =>
+      viewAsBuffer(PromoteMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PromoteMemberResponse => PromoteMemberResponse.decode(value),
+  },
+  /** Removes a member (voter or learner, the leader included: it hands over once the removal commits). */
+  removeMember: {
+    path: "/herald.v1.ClusterService/RemoveMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemoveMemberRequest): Buffer => viewAsBuffer(RemoveMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemoveMemberRequest => RemoveMemberRequest.decode(value),
+    responseSerialize: (value: RemoveMemberResponse): Buffer =>
+      viewAsBuffer(RemoveMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemoveMemberResponse => RemoveMemberResponse.decode(value),
+  },
 } as const;
 
 export interface ClusterServiceServer extends UntypedServiceImplementation {
@@ -722,6 +1254,18 @@ export interface ClusterServiceServer extends UntypedServiceImplementation {
   getStatus: handleUnaryCall<GetStatusRequest, GetStatusResponse>;
   /** Moves leadership to another node (served by the leader; followers forward). */
   transferLeadership: handleUnaryCall<TransferLeadershipRequest, TransferLeadershipResponse>;
+  /**
+   * Adds a node as a learner (it receives the log and snapshots, never votes); served by the
+   * leader, followers forward. FAILED_PRECONDITION while another change is pending.
+   */
+  addMember: handleUnaryCall<AddMemberRequest, AddMemberResponse>;
+  /**
+   * Makes a learner a voter once it is within the catch-up bound of the leader's log
+   * (FAILED_PRECONDITION "the learner n4 is 12,345 entries behind" otherwise).
+   */
+  promoteMember: handleUnaryCall<PromoteMemberRequest, PromoteMemberResponse>;
+  /** Removes a member (voter or learner, the leader included: it hands over once the removal commits). */
+  removeMember: handleUnaryCall<RemoveMemberRequest, RemoveMemberResponse>;
 }
 
 export interface ClusterServiceClient extends Client {
@@ -756,6 +1300,60 @@ export interface ClusterServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TransferLeadershipResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Adds a node as a learner (it receives the log and snapshots, never votes); served by the
+   * leader, followers forward. FAILED_PRECONDITION while another change is pending.
+   */
+  addMember(
+    request: AddMemberRequest,
+    callback: (error: ServiceError | null, response: AddMemberResponse) => void,
+  ): ClientUnaryCall;
+  addMember(
+    request: AddMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AddMemberResponse) => void,
+  ): ClientUnaryCall;
+  addMember(
+    request: AddMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AddMemberResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Makes a learner a voter once it is within the catch-up bound of the leader's log
+   * (FAILED_PRECONDITION "the learner n4 is 12,345 entries behind" otherwise).
+   */
+  promoteMember(
+    request: PromoteMemberRequest,
+    callback: (error: ServiceError | null, response: PromoteMemberResponse) => void,
+  ): ClientUnaryCall;
+  promoteMember(
+    request: PromoteMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PromoteMemberResponse) => void,
+  ): ClientUnaryCall;
+  promoteMember(
+    request: PromoteMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PromoteMemberResponse) => void,
+  ): ClientUnaryCall;
+  /** Removes a member (voter or learner, the leader included: it hands over once the removal commits). */
+  removeMember(
+    request: RemoveMemberRequest,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
   ): ClientUnaryCall;
 }
 

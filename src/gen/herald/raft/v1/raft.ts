@@ -85,9 +85,23 @@ export interface ConfState {
   learners: string[];
   /** Members' incarnations where known (id -> incarnation chosen at the member's first start). */
   incarnations: { [key: string]: string };
+  /** Members' peer (RaftService) addresses where the configuration records them (id -> host:port). */
+  peerAddresses: { [key: string]: string };
+  /** Members' client (public API) addresses where the configuration records them (id -> host:port). */
+  clientAddresses: { [key: string]: string };
 }
 
 export interface ConfState_IncarnationsEntry {
+  key: string;
+  value: string;
+}
+
+export interface ConfState_PeerAddressesEntry {
+  key: string;
+  value: string;
+}
+
+export interface ConfState_ClientAddressesEntry {
   key: string;
   value: string;
 }
@@ -153,6 +167,16 @@ export interface StreamRequest {
   effects: Buffer[];
   /** The sender of `effects` (messages name their own). */
   effectsFrom: string;
+  /**
+   * The sender's incarnation (chosen at its first start): a receiver whose configuration lists
+   * another incarnation of the sender takes only a leader's messages from it (docs/membership.md).
+   */
+  senderIncarnation: string;
+  /**
+   * The receiver's incarnation as the sender's configuration lists it ('' when it lists none):
+   * a receiver of another incarnation (a wiped node restarted under the same id) drops the batch.
+   */
+  targetIncarnation: string;
 }
 
 /** Sent when the stream ends. */
@@ -334,7 +358,7 @@ export const Entry: MessageFns<Entry> = {
 };
 
 function createBaseConfState(): ConfState {
-  return { voters: [], learners: [], incarnations: {} };
+  return { voters: [], learners: [], incarnations: {}, peerAddresses: {}, clientAddresses: {} };
 }
 
 export const ConfState: MessageFns<ConfState> = {
@@ -347,6 +371,12 @@ export const ConfState: MessageFns<ConfState> = {
     }
     globalThis.Object.entries(message.incarnations).forEach(([key, value]: [string, string]) => {
       ConfState_IncarnationsEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
+    globalThis.Object.entries(message.peerAddresses).forEach(([key, value]: [string, string]) => {
+      ConfState_PeerAddressesEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    globalThis.Object.entries(message.clientAddresses).forEach(([key, value]: [string, string]) => {
+      ConfState_ClientAddressesEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
     });
     return writer;
   },
@@ -391,6 +421,28 @@ export const ConfState: MessageFns<ConfState> = {
             }
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = ConfState_PeerAddressesEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.peerAddresses[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = ConfState_ClientAddressesEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.clientAddresses[entry5.key] = entry5.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -411,6 +463,24 @@ export const ConfState: MessageFns<ConfState> = {
     message.voters = object.voters?.map((e) => e) || [];
     message.learners = object.learners?.map((e) => e) || [];
     message.incarnations = (globalThis.Object.entries(object.incarnations ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.peerAddresses = (globalThis.Object.entries(object.peerAddresses ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.clientAddresses = (globalThis.Object.entries(object.clientAddresses ?? {}) as [string, string][]).reduce(
       (acc: { [key: string]: string }, [key, value]: [string, string]) => {
         if (value !== undefined) {
           acc[key] = globalThis.String(value);
@@ -484,6 +554,142 @@ export const ConfState_IncarnationsEntry: MessageFns<ConfState_IncarnationsEntry
   },
   fromPartial<I extends Exact<DeepPartial<ConfState_IncarnationsEntry>, I>>(object: I): ConfState_IncarnationsEntry {
     const message = createBaseConfState_IncarnationsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseConfState_PeerAddressesEntry(): ConfState_PeerAddressesEntry {
+  return { key: "", value: "" };
+}
+
+export const ConfState_PeerAddressesEntry: MessageFns<ConfState_PeerAddressesEntry> = {
+  encode(message: ConfState_PeerAddressesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfState_PeerAddressesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfState_PeerAddressesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfState_PeerAddressesEntry>, I>>(base?: I): ConfState_PeerAddressesEntry {
+    return ConfState_PeerAddressesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfState_PeerAddressesEntry>, I>>(object: I): ConfState_PeerAddressesEntry {
+    const message = createBaseConfState_PeerAddressesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseConfState_ClientAddressesEntry(): ConfState_ClientAddressesEntry {
+  return { key: "", value: "" };
+}
+
+export const ConfState_ClientAddressesEntry: MessageFns<ConfState_ClientAddressesEntry> = {
+  encode(message: ConfState_ClientAddressesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfState_ClientAddressesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfState_ClientAddressesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfState_ClientAddressesEntry>, I>>(base?: I): ConfState_ClientAddressesEntry {
+    return ConfState_ClientAddressesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfState_ClientAddressesEntry>, I>>(
+    object: I,
+  ): ConfState_ClientAddressesEntry {
+    const message = createBaseConfState_ClientAddressesEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
     return message;
@@ -798,7 +1004,7 @@ export const RaftMessage: MessageFns<RaftMessage> = {
 };
 
 function createBaseStreamRequest(): StreamRequest {
-  return { clusterId: "", messages: [], effects: [], effectsFrom: "" };
+  return { clusterId: "", messages: [], effects: [], effectsFrom: "", senderIncarnation: "", targetIncarnation: "" };
 }
 
 export const StreamRequest: MessageFns<StreamRequest> = {
@@ -814,6 +1020,12 @@ export const StreamRequest: MessageFns<StreamRequest> = {
     }
     if (message.effectsFrom !== "") {
       writer.uint32(34).string(message.effectsFrom);
+    }
+    if (message.senderIncarnation !== "") {
+      writer.uint32(42).string(message.senderIncarnation);
+    }
+    if (message.targetIncarnation !== "") {
+      writer.uint32(50).string(message.targetIncarnation);
     }
     return writer;
   },
@@ -863,6 +1075,22 @@ export const StreamRequest: MessageFns<StreamRequest> = {
             message.effectsFrom = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.senderIncarnation = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.targetIncarnation = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -884,6 +1112,8 @@ export const StreamRequest: MessageFns<StreamRequest> = {
     message.messages = object.messages?.map((e) => RaftMessage.fromPartial(e)) || [];
     message.effects = object.effects?.map((e) => e) || [];
     message.effectsFrom = object.effectsFrom ?? "";
+    message.senderIncarnation = object.senderIncarnation ?? "";
+    message.targetIncarnation = object.targetIncarnation ?? "";
     return message;
   },
 };

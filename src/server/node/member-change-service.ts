@@ -1,0 +1,128 @@
+// ClusterService AddMember / PromoteMember / RemoveMember: configuration changes, one at a time
+// (docs/membership.md). The leader proposes them and answers once the change is applied there;
+// a follower forwards the call to the leader's client port. Refusals are the core's typed
+// errors (CONF_CHANGE_PENDING, LEARNER_BEHIND, ALREADY_EXISTS, MEMBER_NOT_FOUND, INVALID_STATE).
+
+import { Metadata, type ServiceError, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import {
+  ClusterServiceClient,
+  type AddMemberRequest,
+  type AddMemberResponse,
+  type ClusterServiceServer,
+  type PromoteMemberRequest,
+  type PromoteMemberResponse,
+  type RemoveMemberRequest,
+  type RemoveMemberResponse,
+} from '../../gen/herald/v1/cluster_service.js';
+import { HeraldError } from '../../herald-error.js';
+import { addressesOf, isVoter, type ConfChange } from '../../raft/core/membership.js';
+import type { MemberAddresses, NodeId } from '../../raft/types.js';
+import { fromServiceError } from '../grpc/grpc-errors.js';
+import { toServiceError } from '../grpc/service-error.js';
+import { memberViews } from './member-views.js';
+import type { HeraldNode } from './herald-node.js';
+import { isHostPort, isMemberId } from './node-config.js';
+
+/** How long a change may take to commit and apply on the leader before the call gives up. */
+const CHANGE_TIMEOUT_MS = 10_000;
+
+type Handlers = Pick<ClusterServiceServer, 'addMember' | 'promoteMember' | 'removeMember'>;
+
+export function memberChangeHandlers(node: HeraldNode): Handlers {
+  return {
+    addMember(call: ServerUnaryCall<AddMemberRequest, AddMemberResponse>, callback: sendUnaryData<AddMemberResponse>) {
+      const r = call.request;
+      const bad = checkId(r.id) ?? checkAddr('peer_address', r.peerAddress) ?? checkAddr('client_address', r.clientAddress);
+      if (bad) return callback(toServiceError(bad));
+      if (!r.incarnation) {
+        return callback(
+          toServiceError(new HeraldError('INVALID_ARGUMENT', `incarnation is required: start ${r.id} with \`herald server --join\` first; \`herald cluster add\` reads it from the new node`, { field: 'incarnation' })),
+        );
+      }
+      serve(node, 'addMember', r, callback, () => ({
+        kind: 'addLearner',
+        id: r.id,
+        incarnation: r.incarnation,
+        addresses: { ...knownAddresses(node), [r.id]: { peer: r.peerAddress, client: r.clientAddress } },
+      }));
+    },
+    promoteMember(call: ServerUnaryCall<PromoteMemberRequest, PromoteMemberResponse>, callback: sendUnaryData<PromoteMemberResponse>) {
+      const bad = checkId(call.request.id);
+      if (bad) return callback(toServiceError(bad));
+      serve(node, 'promoteMember', call.request, callback, () => ({ kind: 'promote', id: call.request.id, addresses: knownAddresses(node) }));
+    },
+    removeMember(call: ServerUnaryCall<RemoveMemberRequest, RemoveMemberResponse>, callback: sendUnaryData<RemoveMemberResponse>) {
+      const id = call.request.id;
+      const bad = checkId(id);
+      if (bad) return callback(toServiceError(bad));
+      serve(node, 'removeMember', call.request, callback, () => {
+        const conf = node.driver.confState();
+        // One voter left is a cluster that survives no failure: refuse, saying so.
+        if (isVoter(conf, id) && conf.voters.length <= 2) {
+          throw new HeraldError('INVALID_STATE', `removing ${id} would leave ${conf.voters.length - 1} voter${conf.voters.length === 2 ? '' : 's'}; add and promote a replacement first`);
+        }
+        return { kind: 'remove', id, addresses: knownAddresses(node) };
+      });
+    },
+  };
+}
+
+function checkId(id: string): HeraldError | undefined {
+  return isMemberId(id) ? undefined : new HeraldError('INVALID_ID', `bad member id "${id}" (letters, digits, _ . -; at most 64)`, { field: 'id' });
+}
+
+function checkAddr(field: string, a: string): HeraldError | undefined {
+  return isHostPort(a) ? undefined : new HeraldError('INVALID_ARGUMENT', `${field} "${a}" is not host:port`, { field });
+}
+
+/** Every member's address as this node knows it, so the configuration records all of them. */
+function knownAddresses(node: HeraldNode): Record<NodeId, MemberAddresses> {
+  const recorded = addressesOf(node.driver.confState());
+  const out: Record<NodeId, MemberAddresses> = {};
+  for (const m of node.members) {
+    if (recorded[m.id] || !m.peerAddress) continue;
+    out[m.id] = { peer: m.peerAddress, client: m.id === node.id && !m.clientAddress ? `127.0.0.1:${node.clientPort}` : m.clientAddress };
+  }
+  return out;
+}
+
+type Method = 'addMember' | 'promoteMember' | 'removeMember';
+
+function serve<Req, Resp extends { members: unknown[] }>(node: HeraldNode, method: Method, req: Req, callback: sendUnaryData<Resp>, change: () => ConfChange): void {
+  if (!node.driver.isLeader()) return forward(node, method, req, callback);
+  let cc: ConfChange;
+  try {
+    cc = change();
+  } catch (e) {
+    return callback(toServiceError(e));
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HeraldError('PROPOSAL_TIMEOUT', `the ${cc.kind} of ${cc.id} was proposed but not applied within ${CHANGE_TIMEOUT_MS / 1000} s (a quorum may be unreachable); check \`herald cluster status\``)), CHANGE_TIMEOUT_MS);
+  });
+  Promise.race([node.driver.proposeConfChange(cc), timeout]).then(
+    () => {
+      clearTimeout(timer);
+      callback(null, { members: memberViews(node) } as unknown as Resp);
+    },
+    (e: unknown) => {
+      clearTimeout(timer);
+      callback(toServiceError(e));
+    },
+  );
+}
+
+function forward<Req, Resp>(node: HeraldNode, method: Method, req: Req, callback: sendUnaryData<Resp>): void {
+  const l = node.leader();
+  if (!l.leaderId || !l.leaderAddress) {
+    callback(toServiceError(new HeraldError('NO_LEADER', 'no leader with a known client address to forward the change to; retry shortly')));
+    return;
+  }
+  const client = new ClusterServiceClient(l.leaderAddress, node.forwardingCredentials);
+  const call = client[method].bind(client) as unknown as (r: Req, md: Metadata, o: { deadline: number }, cb: (err: ServiceError | null, resp: Resp) => void) => void;
+  call(req, new Metadata(), { deadline: Date.now() + CHANGE_TIMEOUT_MS + 2_000 }, (err, resp) => {
+    client.close();
+    if (err) callback(toServiceError(fromServiceError(err)));
+    else callback(null, resp);
+  });
+}
