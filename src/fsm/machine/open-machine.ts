@@ -46,17 +46,27 @@ export async function openStore(dir: string, writeBufferBytes = DEFAULT_WRITE_BU
   });
   await db.open();
   try {
+    return await prepareStore(db, dir);
+  } catch (e) {
+    await db.close();
+    throw e;
+  }
+}
+
+/**
+ * Readies an open store for apply (`where` names it in errors): a half-done restore is emptied, a
+ * new store gets its schema, an older readable schema is upgraded. Returns its applied index.
+ */
+export async function prepareStore(db: Db, where: string): Promise<{ db: Db; applied: number }> {
+  {
     if ((await db.get(META_RESTORING)) !== undefined) {
       // A restore was cut short: the contents are a mix of old and new. Start empty so the
       // runtime installs a snapshot again rather than serving a broken state.
       await clearAllButMarker(db);
       await db.del(META_RESTORING, { sync: true });
     }
-    await upgradeSchema(db, dir);
+    await upgradeSchema(db, where);
     return { db, applied: await readAppliedIndex(db) };
-  } catch (e) {
-    await db.close();
-    throw e;
   }
 }
 

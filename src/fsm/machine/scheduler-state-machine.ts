@@ -31,7 +31,7 @@ import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { itemError, rejectionOf } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
-import { loadCounts, openStore, readAppliedIndex, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
+import { loadCounts, openStore, prepareStore, readAppliedIndex, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
 import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from './machine-snapshot.js';
 import { ChangeCollector, effectsCollector, type StoreChangeListener } from './store-changes.js';
 
@@ -137,12 +137,25 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   }
 
   static async open(dir: string, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
+    const { db, applied } = await openStore(dir, options.writeBufferBytes);
+    return SchedulerStateMachine.build(db, applied, options);
+  }
+
+  /**
+   * The machine on a store that is already open (the scheduler simulator's in-memory store,
+   * store/memory-db.ts): readied for apply exactly as `open` readies its LevelDB.
+   */
+  static async openOn(store: Db, options: SchedulerFsmOptions = {}): Promise<SchedulerStateMachine> {
+    const { db, applied } = await prepareStore(store, 'the given store');
+    return SchedulerStateMachine.build(db, applied, options);
+  }
+
+  private static async build(db: Db, applied: number, options: SchedulerFsmOptions): Promise<SchedulerStateMachine> {
     const opts = {
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       snapshotChunkBytes: options.snapshotChunkBytes ?? 1 << 20,
       unsafe: checkUnsafeSwitches(options.unsafe),
     };
-    const { db, applied } = await openStore(dir, options.writeBufferBytes);
     const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
     fsm.applied = applied;
     try {

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { LeaderServices } from '../leader/leader-services.js';
 import { toServiceError } from '../grpc/service-error.js';
 import { validateHello, type WorkerSession } from '../leader/worker-session.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from '../leader/leader-timers.js';
 
 export interface WorkerServiceHost {
   readonly nodeId: string;
@@ -25,6 +26,8 @@ export interface WorkerServiceHost {
    */
   readonly silenceTimeoutMs: number;
   readonly log: Logger;
+  /** The stream's ping timer and ready wait (default Node's; the simulator passes simulated time). */
+  readonly timers?: LeaderTimers;
 }
 
 /** How long a hello waits for a new leader's services to get ready before it is redirected. */
@@ -45,7 +48,8 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
   /** Something arrived from the worker since the last ping tick. */
   let heard = true;
   let quietTicks = 0;
-  let pinger: NodeJS.Timeout | undefined;
+  let pinger: TimerHandle | undefined;
+  const timers = timersOf(host);
   let services: LeaderServices | undefined;
   let helloSeen = false;
   /** Set once the welcome is sent; messages before it wait in `early`. */
@@ -76,7 +80,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
   };
 
   const onClose = () => {
-    clearInterval(pinger);
+    cancelTimer(timers, pinger);
     if (session) {
       session.markClosed();
       services?.detach(session);
@@ -144,7 +148,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
     }
     let s = host.accepting() ? host.leaderServices() : undefined;
     if (s && !s.ready) {
-      const ok = await Promise.race([s.whenReady(), new Promise<boolean>((r) => setTimeout(() => r(false), READY_WAIT_MS))]);
+      const ok = await Promise.race([s.whenReady(), new Promise<boolean>((r) => timers.after(READY_WAIT_MS, () => r(false)))]);
       if (!ok) s = undefined;
     }
     if (closed) return;
@@ -176,7 +180,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
    * stream stays open: a worker that was only paused reports on it when it wakes.
    */
   const ping = (tickMs: number) => {
-    if (closed) return clearInterval(pinger);
+    if (closed) return cancelTimer(timers, pinger);
     if (heard) quietTicks = 0;
     else quietTicks++;
     heard = false;
@@ -193,7 +197,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
   };
   if (host.silenceTimeoutMs > 0) {
     const tickMs = Math.max(10, Math.floor(host.silenceTimeoutMs / 4));
-    pinger = setInterval(() => ping(tickMs), tickMs);
+    pinger = timers.every(tickMs, () => ping(tickMs));
   }
 
   call.on('data', (msg: ConnectRequest) => {

@@ -6,27 +6,29 @@
 import type { MarkItem } from '../../fsm/index.js';
 import type { JobCache } from './job-cache.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from './leader-timers.js';
 
 const SWEEP_LIMIT = 2_000;
 
 /** What the starting-deadline sweep uses of its term. */
 export interface DeadlineSweeperDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly timers?: LeaderTimers;
   readonly reads: Pick<LeaderReads, 'readyEntries' | 'getRuns'>;
   readonly jobs: Pick<JobCache, 'getMany'>;
 }
 
 export class DeadlineSweeper {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private sweeping = false;
 
   constructor(private readonly ctx: DeadlineSweeperDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.sweep(), this.ctx.config.watchdogIntervalMs);
+    this.timer = timersOf(this.ctx).every(this.ctx.config.watchdogIntervalMs, () => void this.sweep());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    cancelTimer(timersOf(this.ctx), this.timer);
   }
 
   async sweep(): Promise<void> {

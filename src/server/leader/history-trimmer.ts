@@ -9,6 +9,7 @@
 // thousand jobs a second need fifty commands a second) instead of one command per trimIntervalMs.
 import { jobIdOfTrimKey } from '../../fsm/index.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from './leader-timers.js';
 
 export const MAX_JOBS_PER_TRIM = 20;
 /** Back-to-back trim commands one tick may propose while each finds a full command due. */
@@ -16,6 +17,7 @@ export const MAX_TRIM_ROUNDS_PER_TICK = 50;
 
 /** What the history trimmer uses of its term. */
 export interface HistoryTrimmerDeps extends Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly timers?: LeaderTimers;
   readonly reads: Pick<LeaderReads, 'trimDueKeys'>;
 }
 
@@ -24,7 +26,7 @@ export interface HistoryTrimmerDeps extends Pick<LeaderTerm, 'config' | 'log' | 
  * idempotency-key expiry rides along, bounded the same way.
  */
 export class HistoryTrimmer {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private trimming = false;
   private rounds = 0;
   /**
@@ -36,11 +38,11 @@ export class HistoryTrimmer {
   constructor(private readonly ctx: HistoryTrimmerDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.trim(), this.ctx.config.trimIntervalMs);
+    this.timer = timersOf(this.ctx).every(this.ctx.config.trimIntervalMs, () => void this.trim());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    cancelTimer(timersOf(this.ctx), this.timer);
   }
 
   /** The jobs due at `now`, at most MAX_JOBS_PER_TRIM, round robin from the cursor. */

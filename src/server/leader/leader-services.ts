@@ -13,9 +13,7 @@ import type { Logger } from 'pino';
 import type { HeldRun } from '../../gen/herald/v1/worker_service.js';
 import { decodeCommand, decodeJobHeads, decodeSignals, type AppliedKind, type FsmCommand, type FsmResult } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
-import { systemMonotonicClock } from '../../raft/monotonic-clock.js';
 import type { NodeMetrics } from '../node/metrics.js';
-import type { HeraldNode } from '../node/herald-node.js';
 import type { AppliedEntry, AppliedResultsFeed } from './applied-results-feed.js';
 import { DeadlineSweeper } from './deadline-sweeper.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
@@ -25,7 +23,8 @@ import { TaskTypeMetrics } from './task-type-metrics.js';
 import { FireScheduler } from './fire/fire-scheduler.js';
 import { JobCache } from './job-cache.js';
 import type { SchedulerConfig } from './leader-config.js';
-import { proposeCommand, type LeaderReads, type LeaderTerm } from './leader-term.js';
+import { proposeCommand, type LeaderNode, type LeaderReads, type LeaderTerm } from './leader-term.js';
+import { timersOf, type LeaderTimers } from './leader-timers.js';
 import { LeaseKeeper } from './leases/lease-keeper.js';
 import { LeaseTable } from './leases/lease-table.js';
 import { WorkerLeases } from './leases/worker-leases.js';
@@ -35,12 +34,14 @@ import { Watchdog } from './watchdog.js';
 import { SessionRegistry, type WorkerSession } from './worker-session.js';
 
 export interface LeaderServicesDeps {
-  node: HeraldNode;
+  node: LeaderNode;
   feed: AppliedResultsFeed;
   config: SchedulerConfig;
   metrics: NodeMetrics;
   log: Logger;
   term: number;
+  /** Monotonic clock and timers (default Node's; the simulator passes simulated time). */
+  timers?: LeaderTimers;
 }
 
 /** Why a run's worker is told to cancel it, by the kind of entry that stopped the run. */
@@ -54,9 +55,10 @@ const SIGNAL_REASON: Partial<Record<AppliedKind, string>> = {
 export class LeaderServices {
   readonly term: LeaderTerm;
   readonly sessions = new SessionRegistry();
-  readonly leases = new LeaseTable(systemMonotonicClock);
+  readonly leases: LeaseTable;
   /** The dispatcher's limits, on the same monotonic clock as the leases. */
-  readonly gate = new DispatchGate(this.leases.running, systemMonotonicClock);
+  readonly gate: DispatchGate;
+  private readonly timers: LeaderTimers;
   readonly limits: LimitsLoader;
   private readonly taskTypeMetrics: TaskTypeMetrics;
   /** Job records (lease adoption, deadline sweeps), invalidated by applied job changes. */
@@ -77,6 +79,9 @@ export class LeaderServices {
   constructor(private readonly deps: LeaderServicesDeps) {
     const { node, config, metrics, log } = deps;
     const reads: LeaderReads = deps.feed.fsm;
+    const timers = (this.timers = timersOf(deps));
+    this.leases = new LeaseTable(timers);
+    this.gate = new DispatchGate(this.leases.running, timers);
     this.readyPromise = new Promise((r) => (this.resolveReady = r));
     const term: LeaderTerm = {
       node,
@@ -85,6 +90,7 @@ export class LeaderServices {
       metrics,
       log,
       term: deps.term,
+      timers,
       now: () => node.clusterClock.nowMs(),
       active: () => this.activeFlag && node.driver.isLeader(),
       propose: <T extends FsmResult['type']>(cmd: FsmCommand, expect: T, timeoutMs = 10_000) => {
@@ -127,7 +133,7 @@ export class LeaderServices {
   async start(): Promise<void> {
     const { node, feed, log } = this.deps;
     feed.setListener((entries) => this.onApplied(entries));
-    const t0 = Date.now();
+    const t0 = this.timers.nowMs();
     await node.readIndex({ timeoutMs: node.driver.electionTimeoutMs() * 4 });
     const now = await this.waitClusterTime(node.driver.electionTimeoutMs() * 4);
     if (!this.activeFlag) return;
@@ -145,7 +151,7 @@ export class LeaderServices {
     this.taskTypeMetrics.start();
     this.readyFlag = true;
     this.resolveReady(true);
-    log.info({ term: this.deps.term, adopted, tookMs: Date.now() - t0 }, 'leader services started');
+    log.info({ term: this.deps.term, adopted, tookMs: Math.round(this.timers.nowMs() - t0) }, 'leader services started');
   }
 
   /** Stops proposing and returns the open sessions (the caller redirects them to the new leader). */
@@ -232,7 +238,7 @@ export class LeaderServices {
     }
     if (wake) this.dispatcher.wake();
     // Decode outside apply: apply must stay fast and must never fail because of us.
-    if (signalled.length > 0) setImmediate(() => this.deliverSignals(signalled));
+    if (signalled.length > 0) this.timers.soon(() => this.deliverSignals(signalled));
   }
 
   private deliverSignals(entries: readonly AppliedEntry[]): void {
@@ -248,13 +254,13 @@ export class LeaderServices {
   }
 
   private async waitClusterTime(timeoutMs: number): Promise<number> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.timers.nowMs() + timeoutMs;
     for (;;) {
       const now = this.term.now();
       if (now !== undefined) return now;
       if (!this.activeFlag) throw new HeraldError('NOT_LEADER', 'leadership ended before cluster time was known');
-      if (Date.now() > deadline) throw new HeraldError('NOT_READY', 'no quorum of fresh clock samples for cluster time');
-      await new Promise((r) => setTimeout(r, 10));
+      if (this.timers.nowMs() > deadline) throw new HeraldError('NOT_READY', 'no quorum of fresh clock samples for cluster time');
+      await new Promise<void>((r) => this.timers.after(10, r));
     }
   }
 }

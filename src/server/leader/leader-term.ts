@@ -8,6 +8,8 @@ import { decodeResult, encodeCommand, resultTypeOf, type FsmCommand, type FsmRes
 import { HeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { HeraldNode } from '../node/herald-node.js';
+import type { RaftDriver } from '../../raft/driver/raft-driver.js';
+import type { LeaderTimers } from './leader-timers.js';
 import type { SchedulerConfig } from './leader-config.js';
 
 /** What the leader reads from the state machine (committed state, straight from the store). */
@@ -16,14 +18,21 @@ export type LeaderReads = Pick<
   'dueWindow' | 'trimDueKeys' | 'limits' | 'waitingByTaskType' | 'fireCursor' | 'readyEntries' | 'getRun' | 'getRuns' | 'runningRuns' | 'getJob' | 'getJobs' | 'specCache' | 'unsafe'
 >;
 
+/** What the leader's services use of their node (the simulator's nodes provide just this). */
+export type LeaderNode = Pick<HeraldNode, 'clusterClock' | 'propose' | 'proposeBackToBack' | 'readIndex'> & {
+  readonly driver: Pick<RaftDriver, 'isLeader' | 'electionTimeoutMs'>;
+};
+
 export interface LeaderTerm {
-  readonly node: HeraldNode;
+  readonly node: LeaderNode;
   readonly reads: LeaderReads;
   readonly config: SchedulerConfig;
   readonly metrics: NodeMetrics;
   readonly log: Logger;
   /** The term these services were started for. */
   readonly term: number;
+  /** The monotonic clock and timers every component arms its loops on. */
+  readonly timers: LeaderTimers;
   /** Cluster time (DESIGN §5a), or undefined while a quorum of fresh clock samples is missing. */
   now(): number | undefined;
   /** False once leadership of this term is over (components stop proposing). */

@@ -10,6 +10,7 @@ import type { Dispatcher } from './dispatch/dispatcher.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
 import type { LeaseTable } from './leases/lease-table.js';
 import type { WorkerSession } from './worker-session.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from './leader-timers.js';
 
 const MAX_BATCH = 5_000;
 const MAX_TRIES = 3;
@@ -48,6 +49,7 @@ export function finishItemOf(r: RunResult): FinishItem {
 
 /** What the result batcher uses of its term and of the other components. */
 export interface ResultBatcherDeps extends Pick<LeaderTerm, 'config' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly timers?: LeaderTimers;
   readonly reads: Pick<LeaderReads, 'getRun' | 'unsafe'>;
   readonly leases: LeaseTable;
   /** Finished runs freed worker slots: a dispatch round soon. */
@@ -56,11 +58,14 @@ export interface ResultBatcherDeps extends Pick<LeaderTerm, 'config' | 'log' | '
 
 export class ResultBatcher {
   private pending: Pending[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private stopped = false;
+  private readonly timers: LeaderTimers;
   /** One finishRuns in flight at a time: results arriving meanwhile form the next (larger) batch. */
   private flushing = false;
-  constructor(private readonly ctx: ResultBatcherDeps) {}
+  constructor(private readonly ctx: ResultBatcherDeps) {
+    this.timers = timersOf(ctx);
+  }
 
   add(session: WorkerSession, result: RunResult): void {
     if (this.stopped) return;
@@ -79,17 +84,17 @@ export class ResultBatcher {
     if (lease && lease.fencingToken === result.fencingToken) this.ctx.leases.running.remove(result.runId);
     this.pending.push({ session, result, tries: 0 });
     if (this.pending.length >= MAX_BATCH && !this.flushing) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), this.ctx.config.resultBatchMs);
+    else this.timer ??= this.timers.after(this.ctx.config.resultBatchMs, () => void this.flush());
   }
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    cancelTimer(this.timers, this.timer);
     this.pending = [];
   }
 
   private async flush(): Promise<void> {
-    clearTimeout(this.timer);
+    cancelTimer(this.timers, this.timer);
     this.timer = undefined;
     if (this.flushing) return; // the running flush picks these up when it is done
     const ctx = this.ctx;
@@ -126,7 +131,7 @@ export class ResultBatcher {
 
   private requeue(batch: Pending[]): void {
     this.pending.unshift(...batch);
-    this.timer ??= setTimeout(() => void this.flush(), 20);
+    this.timer ??= this.timers.after(20, () => void this.flush());
   }
 
   /** Answers one item; a promise only when the answer needs a read first (a stale token). */

@@ -14,6 +14,7 @@
 import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { LeaderReads, LeaderTerm } from './leader-term.js';
 import type { SessionRegistry } from './worker-session.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from './leader-timers.js';
 
 const MAX_REPORTED = 1_000;
 /** Stalled slots remembered as proposed this term; past it the set starts afresh (the FSM dedupes). */
@@ -21,12 +22,13 @@ const MAX_PROPOSED = 10_000;
 
 /** What the watchdog uses of its term. */
 export interface WatchdogDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly timers?: LeaderTimers;
   readonly reads: Pick<LeaderReads, 'dueWindow' | 'waitingByTaskType'>;
   readonly sessions: Pick<SessionRegistry, 'all'>;
 }
 
 export class Watchdog {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private checking = false;
   /** Jobs flagged at the last check (tests and operators). */
   lastSilent: { jobId: string; slotMs: number }[] = [];
@@ -38,11 +40,11 @@ export class Watchdog {
   constructor(private readonly ctx: WatchdogDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.check(), this.ctx.config.watchdogIntervalMs);
+    this.timer = timersOf(this.ctx).every(this.ctx.config.watchdogIntervalMs, () => void this.check());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    cancelTimer(timersOf(this.ctx), this.timer);
     this.ctx.metrics.silentJobs.set(0);
     this.ctx.metrics.unservedTaskTypes.set(0);
     this.lastUnserved = [];

@@ -35,6 +35,7 @@ import type { DispatchGate } from './dispatch-gate.js';
 import { checkedResult, type LeaderReads, type LeaderTerm } from '../leader-term.js';
 import type { LeaseTable } from '../leases/lease-table.js';
 import type { SessionRegistry, WorkerSession } from '../worker-session.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from '../leader-timers.js';
 
 /** Shared by assignments without a payload: the encoder only reads it. */
 const NO_PAYLOAD = Buffer.alloc(0);
@@ -79,6 +80,7 @@ export type RoomListener = () => void;
 
 /** What the dispatcher uses of its term. */
 export interface DispatcherDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly timers?: LeaderTimers;
   readonly reads: Pick<LeaderReads, 'readyEntries'>;
   /** Leases granted as claims commit, and the runs whose claim is in flight. */
   readonly leases: LeaseTable;
@@ -94,9 +96,10 @@ export class Dispatcher implements FireDispatch {
   private wakePending = false;
   private scheduled = false;
   private stopped = false;
-  private poll: NodeJS.Timeout | undefined;
+  private poll: TimerHandle | undefined;
   /** A round when a task type held back by its rate gets its next token. */
-  private rateTimer: NodeJS.Timeout | undefined;
+  private rateTimer: TimerHandle | undefined;
+  private readonly timers: LeaderTimers;
   private roomListener: RoomListener | undefined;
 
   /** The last ready read found runs it could not plan (or filled a whole round): a backlog. */
@@ -109,6 +112,7 @@ export class Dispatcher implements FireDispatch {
   private readonly fireLateness: { observe(value: number): void };
 
   constructor(private readonly ctx: DispatcherDeps) {
+    this.timers = timersOf(ctx);
     this.fireLateness = ctx.metrics.fireLateness.labels({});
     // Room under a limit appears when a counted run's lease goes: a round then, not at the poll.
     ctx.leases.running.onRemoved = () => {
@@ -122,14 +126,14 @@ export class Dispatcher implements FireDispatch {
   }
 
   start(): void {
-    this.poll = setInterval(() => this.wake(), this.ctx.config.dispatchPollMs);
+    this.poll = this.timers.every(this.ctx.config.dispatchPollMs, () => this.wake());
     this.wake();
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.poll);
-    clearTimeout(this.rateTimer);
+    cancelTimer(this.timers, this.poll);
+    cancelTimer(this.timers, this.rateTimer);
     this.ctx.leases.running.onRemoved = undefined;
   }
 
@@ -161,7 +165,7 @@ export class Dispatcher implements FireDispatch {
     }
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
+    this.timers.soon(() => {
       this.scheduled = false;
       void this.round();
     });
@@ -199,14 +203,14 @@ export class Dispatcher implements FireDispatch {
     let more = false;
     try {
       this.stats.rounds++;
-      const tRead = Date.now();
+      const tRead = this.timers.nowMs();
       // Runs due within the dispatch lead go now: the worker holds each until its instant.
       const lead = ctx.config.dispatchLeadMs;
       // Jobs at max_concurrent may fill part of the read: read further past them. Without job
       // limits, no more than the task types' room can be admitted: read no more than that.
       const want = gate ? gate.readLimit(types, limit) : limit;
       const ready = ctx.reads.readyEntries({ limit: want + ctx.leases.claimsInFlight, taskTypes: [...types], nowMs: now + lead });
-      this.stats.readMs += Date.now() - tRead;
+      this.stats.readMs += this.timers.nowMs() - tRead;
       const runs = new Map<string, ReadyEntry>();
       for (const r of ready) if (!ctx.leases.claimInFlight(r.runId)) runs.set(r.runId, r);
       // Ready entries are candidates as they are (planDispatch only reads them).
@@ -224,11 +228,11 @@ export class Dispatcher implements FireDispatch {
       // Lease deadline 0: the claim's apply sets it from the run's start and its job's lease
       // duration, and its result carries what the assignment needs of the job (no job read here).
       const items: ClaimItem[] = plan.map((a) => ({ runId: a.runId, workerId: a.workerId, leaseDeadlineMs: 0 }));
-      const tClaim = Date.now();
+      const tClaim = this.timers.nowMs();
       const res = await ctx.propose(this.claimCommand(claimNow, items), 'claim', 10_000);
       this.stats.claims++;
       this.stats.claimed += items.length;
-      this.stats.claimMs += Date.now() - tClaim;
+      this.stats.claimMs += this.timers.nowMs() - tClaim;
       if (!ctx.active()) return;
       this.deliver(res.items, items, reserved, claimNow);
     } catch (e) {
@@ -346,10 +350,10 @@ export class Dispatcher implements FireDispatch {
   private armRateTimer(): void {
     const ms = this.ctx.gate.msUntilRateRoom();
     if (ms === undefined || this.rateTimer !== undefined) return;
-    this.rateTimer = setTimeout(() => {
+    this.rateTimer = this.timers.after(Math.max(1, ms), () => {
       this.rateTimer = undefined;
       this.wake();
-    }, Math.max(1, ms));
+    });
   }
 
   /** A claim settled: credits of runs not delivered go back; the ready index now says where its runs are. */

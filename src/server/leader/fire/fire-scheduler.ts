@@ -19,6 +19,7 @@ import type { AppliedEntry } from '../applied-results-feed.js';
 import type { FireDispatch } from '../dispatch/dispatcher.js';
 import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
 import { TimingWheel, type WheelEntry } from './timing-wheel.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from '../leader-timers.js';
 
 const FIRST_PAGE = 10_000;
 /**
@@ -37,6 +38,7 @@ const PROPOSE_TIMEOUT_MS = 10_000;
 
 /** What the fire scheduler uses of its term, and the dispatcher it fires for. */
 export interface FireSchedulerDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active'> {
+  readonly timers?: LeaderTimers;
   /** Fires are proposed here (never forwarded), with the claim behind them as the adjacent entry. */
   readonly node: Pick<LeaderTerm['node'], 'propose' | 'proposeBackToBack'>;
   readonly reads: Pick<LeaderReads, 'dueWindow' | 'fireCursor' | 'specCache' | 'unsafe'>;
@@ -61,10 +63,13 @@ export class FireScheduler {
   /** Due slots whose runs the claim behind the fire would take: they also wait for worker room (pacedToTake). */
   private paced: WheelEntry[] = [];
   private firesInFlight = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private stopped = false;
+  private readonly timers: LeaderTimers;
 
-  constructor(private readonly ctx: FireSchedulerDeps) {}
+  constructor(private readonly ctx: FireSchedulerDeps) {
+    this.timers = timersOf(ctx);
+  }
 
   /** Queued applied entries (job and fire results), handled in log order on the next tick. */
   onApplied(entries: readonly AppliedEntry[]): void {
@@ -130,7 +135,7 @@ export class FireScheduler {
   stop(): void {
     this.stopped = true;
     this.hints.clear();
-    clearTimeout(this.timer);
+    cancelTimer(this.timers, this.timer);
     this.wheel?.clear();
     this.events = [];
     this.toFire = [];
@@ -150,7 +155,7 @@ export class FireScheduler {
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), this.ctx.config.tickMs);
+    this.timer = this.timers.after(this.ctx.config.tickMs, () => void this.tick());
   }
 
   private async tick(): Promise<void> {

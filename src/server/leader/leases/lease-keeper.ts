@@ -13,6 +13,7 @@ import type { LeaderReads, LeaderTerm } from '../leader-term.js';
 import type { SessionRegistry } from '../worker-session.js';
 import { finishFailure } from '../../../fsm/commands/commands.js';
 import { leaseMsOf, remainingExecutionMs, type Lease, type LeaseTable } from './lease-table.js';
+import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from '../leader-timers.js';
 
 /** The RunCancel reason a timed-out attempt's worker gets. */
 export const EXECUTION_TIMEOUT_REASON = 'execution timeout';
@@ -24,6 +25,7 @@ const MAX_ORPHAN_SCAN = 50_000;
 
 /** What the lease keeper uses of its term and of the other components. */
 export interface LeaseKeeperDeps extends Pick<LeaderTerm, 'config' | 'metrics' | 'log' | 'now' | 'active' | 'propose'> {
+  readonly timers?: LeaderTimers;
   readonly reads: Pick<LeaderReads, 'runningRuns'>;
   readonly jobs: Pick<JobCache, 'get'>;
   readonly leases: LeaseTable;
@@ -33,8 +35,8 @@ export interface LeaseKeeperDeps extends Pick<LeaderTerm, 'config' | 'metrics' |
 }
 
 export class LeaseKeeper {
-  private timer: NodeJS.Timeout | undefined;
-  private orphanTimer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
+  private orphanTimer: TimerHandle | undefined;
   private readonly expiring = new Set<string>();
   private sweeping = false;
   private stopped = false;
@@ -42,14 +44,15 @@ export class LeaseKeeper {
   constructor(private readonly ctx: LeaseKeeperDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.sweep(), this.ctx.config.leaseSweepMs);
-    this.orphanTimer = setInterval(() => void this.adoptOrphans(), ORPHAN_SWEEP_MS);
+    const timers = timersOf(this.ctx);
+    this.timer = timers.every(this.ctx.config.leaseSweepMs, () => void this.sweep());
+    this.orphanTimer = timers.every(ORPHAN_SWEEP_MS, () => void this.adoptOrphans());
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
-    clearInterval(this.orphanTimer);
+    cancelTimer(timersOf(this.ctx), this.timer);
+    cancelTimer(timersOf(this.ctx), this.orphanTimer);
   }
 
   /**

@@ -1,0 +1,314 @@
+// One simulated scheduler node: the real RaftDriver (over the Raft simulator's log disk, network
+// and timers, src/raft/sim), the real SchedulerStateMachine on an in-memory store behind the
+// real AppliedResultsFeed, the real ClusterClock fed from heartbeat responses, the real
+// LeaderServices started when this node becomes leader (on simulated time through the leader
+// timers port), and the real WorkerService handler taking simulated worker streams.
+//
+// A crash is a process crash: timers, leader services, worker streams and unlanded log writes
+// vanish; what was written to the store stays (it was in the OS page cache). A restart loads the
+// log, opens the machine on the store (finishing a staged snapshot's restore), and starts a new
+// driver at its applied index, as create-node.ts does.
+import { pino, type Logger } from 'pino';
+import { AppliedResultsFeed } from '../leader/applied-results-feed.js';
+import { SchedulerStateMachine, type UnsafeSwitches } from '../../fsm/index.js';
+import { MemoryDb } from '../../fsm/store/memory-db.js';
+import { RaftDriver } from '../../raft/driver/raft-driver.js';
+import type { ConfState, NodeId } from '../../raft/types.js';
+import type { MemoryStorage } from '../../raft/core/memory-storage.js';
+import type { Prng } from '../../raft/sim/prng.js';
+import { SimDisk } from '../../raft/sim/sim-disk.js';
+import { SimIo } from '../../raft/sim/sim-io.js';
+import { loadSimLog, SimLogSink, type LogValue } from '../../raft/sim/sim-log.js';
+import type { SimNetwork } from '../../raft/sim/sim-network.js';
+import { SimTimers, type Owner, type SimScheduler } from '../../raft/sim/sim-scheduler.js';
+import { SimTransport, type Packet } from '../../raft/sim/sim-transport.js';
+import { createWorkerService } from '../api/worker-service.js';
+import { ClusterClock } from '../node/cluster-clock.js';
+import { createNodeMetrics, type NodeMetrics } from '../node/metrics.js';
+import type { SchedulerConfig } from '../leader/leader-config.js';
+import { LeaderServices } from '../leader/leader-services.js';
+import type { LeaderNode } from '../leader/leader-term.js';
+import type { WorkerServiceServer } from '../../gen/herald/v1/worker_service.js';
+import { OneChunkSnapshots } from './one-chunk-snapshots.js';
+import type { SimWallClock } from './sim-wall-clock.js';
+import type { SimWorkerStream } from './sim-worker-stream.js';
+
+export interface SchedNodeParams {
+  electionTicks: number;
+  /** Raft tick in simulated ms (the driver's tickMs). */
+  tickMs: number;
+  /** The node's clock rate: simulated units per ms of its monotonic clock. */
+  unitsPerMs: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+  ioMaxDelay: number;
+  ioErrorRate: number;
+  followerApplyWindowMs: number;
+  replicateEffects: boolean;
+  snapshotEntries: number;
+  compactionKeepEntries: number;
+  scheduler: SchedulerConfig;
+  unsafe: UnsafeSwitches;
+  /** fire-by-local-wall-clock (sched-mutations.ts): the services read this node's wall clock as cluster time. */
+  leaderUsesLocalWallClock: boolean;
+}
+
+export interface SchedNodeHooks {
+  becameLeader(node: SchedSimNode, term: number): void;
+  /** The driver failed (an I/O error): the process exits; its supervisor restarts it. */
+  fatal(node: SchedSimNode, err: Error): void;
+  broken(node: SchedSimNode, detail: string): void;
+}
+
+const silent: Logger = pino({ level: 'silent' });
+
+export class SchedSimNode {
+  driver!: RaftDriver;
+  fsm!: SchedulerStateMachine;
+  storage!: MemoryStorage;
+  clusterClock!: ClusterClock;
+  up = false;
+  incarnation = 0;
+  readonly logDisk: SimDisk<LogValue>;
+  /** The state machine's store: survives a process crash. */
+  readonly store = new MemoryDb();
+  private readonly staged = new Map<number, Uint8Array>();
+  private owner: Owner = { alive: false };
+  private services: LeaderServices | undefined;
+  private workerService: WorkerServiceServer | undefined;
+  private readonly streams = new Set<SimWorkerStream>();
+  private transport: SimTransport | undefined;
+  private io: SimIo | undefined;
+  private quiet = false;
+  /** One metrics registry for every incarnation (prom-client registries are not cheap). */
+  private readonly metrics: NodeMetrics;
+  readonly counts = { ioErrors: 0, leaderTerms: 0 };
+
+  constructor(
+    readonly id: NodeId,
+    private readonly ids: readonly NodeId[],
+    private readonly params: SchedNodeParams,
+    private readonly sched: SimScheduler,
+    private readonly net: SimNetwork<Packet>,
+    readonly wall: SimWallClock,
+    /** Every node's wall clock, for the heartbeat responses' clock samples. */
+    private readonly wallOf: (id: NodeId) => SimWallClock,
+    private readonly rng: Prng,
+    private readonly hooks: SchedNodeHooks,
+  ) {
+    this.logDisk = new SimDisk<LogValue>({ rng: rng.fork('log-disk'), crashFaults: { unsyncedSurvival: 'all', tornRate: 0 } });
+    this.metrics = createNodeMetrics({ nodeId: id }, { defaultMetrics: false });
+  }
+
+  get current(): Owner {
+    return this.owner;
+  }
+
+  /** The leader services while this incarnation leads and they are ready. */
+  leaderServices(): LeaderServices | undefined {
+    return this.services;
+  }
+
+  setIoErrorRate(rate: number): void {
+    this.params.ioErrorRate = rate;
+    if (this.io) this.io.opts.errorRate = rate;
+  }
+
+  async start(): Promise<boolean> {
+    const owner: Owner = { alive: true };
+    const live = () => owner.alive;
+    const p = this.params;
+    const io = new SimIo(this.sched, owner, this.rng.fork(`io-${this.incarnation}`), { maxDelay: p.ioMaxDelay, errorRate: p.ioErrorRate }, this.counts);
+    this.owner = owner;
+    this.io = io;
+    this.incarnation++;
+    const bootstrap: ConfState = { voters: [...this.ids] };
+    const loaded = loadSimLog(this.logDisk, bootstrap);
+    const fsm = await SchedulerStateMachine.openOn(this.store.asDb(), { unsafe: p.unsafe, recordCacheBytes: 1 << 20 });
+    const feed = new AppliedResultsFeed(fsm);
+    const sm = new OneChunkSnapshots(feed);
+    const base = loaded.storage.firstIndex() - 1;
+    if ((await fsm.appliedIndex()) < base) {
+      const snap = loaded.storage.snapshot();
+      const data = this.staged.get(snap.index);
+      if (!data) {
+        owner.alive = false;
+        this.hooks.broken(this, `${this.id}: applied is behind the compaction point ${base} and no snapshot ${snap.index} is staged`);
+        return false;
+      }
+      await sm.restore(snap, (async function* () {
+        yield data;
+      })());
+      this.staged.clear();
+    }
+    if (!live()) return false;
+    this.fsm = fsm;
+    this.storage = loaded.storage;
+    const timers = new SimTimers(this.sched, owner, p.unitsPerMs);
+    const transport = new SimTransport(this.id, this.ids, this.net, timers, () => this.sched.now, () => undefined, live, '', () => this.driver.confState());
+    this.transport = transport;
+    const staged = this.staged;
+    const random = this.rng.fork(`raft-${this.incarnation}`);
+    const driver = new RaftDriver(
+      {
+        id: this.id,
+        members: this.ids.map((id) => ({ id, peerAddress: id, clientAddress: id })),
+        log: new SimLogSink(this.logDisk, io, loaded.first, loaded.last, new Set(), () => undefined),
+        storage: loaded.storage,
+        stateMachine: sm,
+        transport,
+        snapshots: {
+          read: async function* (meta) {
+            const d = staged.get(meta.index);
+            if (!d) throw new Error(`snapshot ${meta.index} is not staged`);
+            yield d;
+          },
+          prune: async () => staged.clear(),
+        },
+        timers,
+        logger: silent,
+        tickMs: p.tickMs,
+        electionTicks: p.electionTicks,
+        heartbeatTicks: 1,
+        preVote: p.preVote,
+        checkQuorum: p.checkQuorum,
+        defaultProposalTimeoutMs: 40 * p.tickMs,
+        followerApplyWindowMs: p.followerApplyWindowMs,
+        replicateEffects: p.replicateEffects,
+        snapshotEntries: p.snapshotEntries,
+        compactionKeepEntries: p.compactionKeepEntries,
+        random: () => random.next(),
+      },
+      await fsm.appliedIndex(),
+    );
+    this.driver = driver;
+    const clock = new ClusterClock({
+      selfId: this.id,
+      voters: this.ids,
+      wall: this.wall,
+      monotonic: timers,
+      maxSampleAgeMs: driver.electionTimeoutMs() * 2,
+    });
+    this.clusterClock = clock;
+    const wall = this.wall;
+    const node: LeaderNode = {
+      clusterClock: p.leaderUsesLocalWallClock ? ({ nowMs: () => wall.nowMs() } as unknown as ClusterClock) : clock,
+      driver,
+      propose: (command, o) => driver.propose(command, { timeoutMs: o?.timeoutMs }),
+      proposeBackToBack: (commands, o) => driver.proposeAll(commands, o),
+      readIndex: (o) => driver.readIndex(o),
+    };
+    const startServices = (term: number) => {
+      this.stopServices();
+      if (this.quiet) return;
+      const s = new LeaderServices({ node, feed, config: p.scheduler, metrics: this.metrics, log: silent, term, timers });
+      this.services = s;
+      this.counts.leaderTerms++;
+      const attempt = () => {
+        s.start().catch(() => {
+          if (this.services !== s || !s.active || !live()) return;
+          timers.after(200, () => {
+            if (this.services === s && driver.isLeader()) startServices(term);
+          });
+        });
+      };
+      attempt();
+    };
+    driver.events.on('becameLeader', ({ term }) => {
+      if (!live()) return;
+      startServices(term);
+      this.hooks.becameLeader(this, term);
+    });
+    driver.events.on('lostLeadership', () => {
+      clock.reset();
+      if (live()) this.stopServices();
+    });
+    driver.events.on('fatal', (err) => live() && this.hooks.fatal(this, err));
+    this.workerService = createWorkerService({
+      nodeId: this.id,
+      leaderServices: () => (live() ? this.services : undefined),
+      leader: () => {
+        const l = driver.leaderChange();
+        return { leaderId: l.leaderId, leaderAddress: l.leaderAddress };
+      },
+      accepting: live,
+      heartbeatIntervalMs: p.scheduler.heartbeatIntervalMs,
+      silenceTimeoutMs: p.scheduler.workerSilenceTimeoutMs ?? driver.electionTimeoutMs() * 2,
+      log: silent,
+      timers,
+    });
+    this.up = true;
+    driver.start();
+    return true;
+  }
+
+  /**
+   * The end of a run: the leader services stop for good (nothing more is proposed), so the
+   * replicas can be compared at one applied index.
+   */
+  quiesce(): void {
+    this.quiet = true;
+    this.stopServices();
+  }
+
+  /** Leadership of this term is over: the services stop and their workers are sent elsewhere. */
+  private stopServices(): void {
+    const s = this.services;
+    this.services = undefined;
+    if (!s) return;
+    const sessions = s.stop();
+    // As scheduler-node.ts does once the new leader is known; here at once (the worker asks around).
+    for (const session of sessions) session.redirect('', '');
+  }
+
+  /** A worker dials this node: the real WorkerService handler takes the stream. */
+  connect(stream: SimWorkerStream): void {
+    if (!this.up || !this.workerService) {
+      stream.close();
+      return;
+    }
+    this.streams.add(stream);
+    stream.once('close', () => this.streams.delete(stream));
+    this.workerService.connect(stream as never);
+  }
+
+  /** The process dies: timers, services, streams and unlanded log writes vanish. */
+  crash(): void {
+    if (this.services) {
+      this.services.stop();
+      this.services = undefined;
+    }
+    this.owner.alive = false;
+    this.up = false;
+    this.logDisk.crash();
+    for (const s of [...this.streams]) s.close();
+    this.streams.clear();
+  }
+
+  deliver(from: NodeId, p: Packet): void {
+    const driver = this.driver;
+    switch (p.kind) {
+      case 'raft':
+        // A heartbeat response carries the follower's wall clock (peer-transport.ts does this on
+        // the real wire); the follower's clock is read as it is now, with no round trip.
+        if (p.m.type === 'heartbeatResp' && driver.isLeader()) this.clusterClock.observe(from, this.wallOf(from).nowMs(), 0);
+        driver.step([p.m]);
+        return;
+      case 'effects':
+        driver.receiveEffects([p.effects]);
+        return;
+      case 'snapshotResp':
+        this.transport?.settle(p.id, p.installed);
+        return;
+      case 'snapshot': {
+        this.staged.set(p.meta.index, p.data);
+        const owner = this.owner;
+        const reply = (installed: boolean) => {
+          if (owner.alive) this.net.send(this.id, from, { kind: 'snapshotResp', id: p.id, installed }, this.sched.now);
+        };
+        driver.offerSnapshot(from, p.term, p.meta).then(reply, () => reply(false));
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,247 @@
+// A simulated worker speaking the worker protocol (proto/herald/v1/worker_service.proto) to the
+// real WorkerService handler over a SimWorkerStream: hello with the runs it holds, credits,
+// heartbeats, assignments held until their start delay, a handler that writes the run's effect
+// to the idempotent sink and reports a result, result acks, cancels, lost leases and redirects.
+// Faults (driven by the simulation): a crash mid-run (everything held is forgotten; the process
+// comes back empty-handed), a pause longer than a lease (nothing is sent, handlers stall; then it
+// carries on and reports late), reconnects to another node, duplicate results. A rogue worker
+// ignores lost leases and cancels and keeps reporting success with its old tokens (it writes no
+// effect for them: its reports are what the server must refuse).
+import type { ConnectResponse, RunAssignment, RunResult } from '../../gen/herald/v1/worker_service.js';
+import type { Prng } from '../../raft/sim/prng.js';
+import type { Owner, SimScheduler } from '../../raft/sim/sim-scheduler.js';
+import type { EffectSink } from './effect-sink.js';
+import { MS_PER_UNIT, trueMs } from './sim-wall-clock.js';
+import { SimWorkerStream } from './sim-worker-stream.js';
+
+export const SIM_TASK_TYPE = 'sim';
+
+export interface WorkerDial {
+  /** Ids of the nodes a worker may dial. */
+  readonly nodeIds: readonly string[];
+  /** Connects the stream to node `id` (closes it at once when that node is down). */
+  connect(id: string, stream: SimWorkerStream): void;
+  /** The node's process the stream's server end belongs to. */
+  ownerOf(id: string): Owner;
+}
+
+interface Held {
+  token: number;
+  slotMs: number;
+  /** The handler wrote its effect (a crash after this re-executes it). */
+  effect: boolean;
+  /** Lost (lease lost, cancelled, rejected): a rogue worker carries on anyway. */
+  lost: boolean;
+}
+
+export class SimWorker {
+  private owner: Owner = { alive: false };
+  private stream: SimWorkerStream | undefined;
+  private readonly held = new Map<string, Held>();
+  /** Results sent and not acknowledged yet: sent again on the next stream. */
+  private readonly unacked = new Map<string, RunResult>();
+  private pausedUntil = 0;
+  private seq = 0;
+  private incarnation = 0;
+  private preferred: string | undefined;
+  readonly counts = { assignments: 0, results: 0, crashes: 0, pauses: 0, leaseLost: 0, reconnects: 0, duplicates: 0 };
+
+  constructor(
+    readonly id: string,
+    private readonly sched: SimScheduler,
+    private readonly rng: Prng,
+    private readonly dial: WorkerDial,
+    private readonly sink: EffectSink,
+    private readonly opts: { capacity: number; heartbeatMs: number; rogue: boolean; failRate: number; maxRunUnits: number; duplicateRate: number },
+    private readonly log?: (line: string) => void,
+  ) {}
+
+  get up(): boolean {
+    return this.owner.alive;
+  }
+
+  start(): void {
+    this.owner = { alive: true };
+    this.incarnation++;
+    const owner = this.owner;
+    const every = Math.max(1, Math.round(this.opts.heartbeatMs / MS_PER_UNIT));
+    this.sched.at(this.sched.now + every, owner, () => this.heartbeat(), every);
+    this.connect();
+  }
+
+  /** The process dies: held runs and unacked results are gone; it comes back after `downUnits`. */
+  crash(downUnits: number): void {
+    if (!this.owner.alive) return;
+    this.counts.crashes++;
+    this.log?.(`t=${this.sched.now} worker ${this.id} CRASH (held ${this.held.size})`);
+    this.owner.alive = false;
+    this.stream?.close();
+    this.stream = undefined;
+    this.held.clear();
+    this.unacked.clear();
+    this.sched.at(this.sched.now + downUnits, { alive: true }, () => this.start());
+  }
+
+  /** Stops sending and running handlers for `units` (a GC pause, a stopped VM). */
+  pause(units: number): void {
+    if (!this.owner.alive) return;
+    this.counts.pauses++;
+    this.pausedUntil = Math.max(this.pausedUntil, this.sched.now + units);
+    this.log?.(`t=${this.sched.now} worker ${this.id} PAUSE for ${units} units`);
+  }
+
+  /** Hangs up and dials another node. */
+  reconnect(): void {
+    if (!this.owner.alive || this.paused()) return;
+    this.stream?.close();
+  }
+
+  private paused(): boolean {
+    return this.sched.now < this.pausedUntil;
+  }
+
+  /** Runs `fn` now, or when a pause is over (a paused process does nothing). */
+  private whenAwake(fn: () => void): void {
+    if (!this.paused()) return fn();
+    this.sched.at(this.pausedUntil, this.owner, () => this.whenAwake(fn));
+  }
+
+  private connect(): void {
+    const owner = this.owner;
+    if (!owner.alive) return;
+    const ids = this.dial.nodeIds;
+    const target = this.preferred && this.rng.chance(0.8) ? this.preferred : ids[this.rng.int(0, ids.length)]!;
+    this.preferred = undefined;
+    const stream = new SimWorkerStream(this.sched, this.rng, 3, this.dial.ownerOf(target), owner, {
+      received: (msg) => this.whenAwake(() => this.received(stream, msg)),
+      closed: () => this.whenAwake(() => this.closed(stream)),
+    });
+    this.stream = stream;
+    this.counts.reconnects++;
+    this.dial.connect(target, stream);
+    const heldRuns = [...this.held].filter(([, h]) => !h.lost || this.opts.rogue).map(([runId, h]) => ({ runId, fencingToken: h.token }));
+    stream.send({
+      message: {
+        $case: 'hello',
+        hello: { workerId: this.id, taskTypes: [SIM_TASK_TYPE], capacity: Math.max(0, this.opts.capacity - this.held.size), heldRuns, version: 'sim', batches: false },
+      },
+    });
+  }
+
+  private closed(stream: SimWorkerStream): void {
+    if (this.stream !== stream || !this.owner.alive) return;
+    this.stream = undefined;
+    this.sched.at(this.sched.now + this.rng.int(2, 20), this.owner, () => this.connect());
+  }
+
+  private send(msg: Parameters<SimWorkerStream['send']>[0]): void {
+    if (!this.paused()) this.stream?.send(msg);
+  }
+
+  private heartbeat(): void {
+    if (this.paused() || !this.stream) return;
+    const runs = [...this.held].filter(([, h]) => !h.lost).map(([runId, h]) => ({ runId, fencingToken: h.token }));
+    this.send({ message: { $case: 'heartbeat', heartbeat: { runs, seq: ++this.seq } } });
+  }
+
+  private received(stream: SimWorkerStream, msg: ConnectResponse): void {
+    if (this.stream !== stream) return;
+    const m = msg.message;
+    switch (m?.$case) {
+      case 'welcome':
+        for (const r of m.welcome.rejected) this.lose(r.runId, r.fencingToken, 'rejected');
+        // Results the last stream did not see acknowledged go again (late, maybe duplicate).
+        for (const r of this.unacked.values()) this.send({ message: { $case: 'result', result: r } });
+        return;
+      case 'assignment':
+        this.assigned(m.assignment);
+        return;
+      case 'assignments':
+        for (const a of m.assignments.assignments) this.assigned(a);
+        return;
+      case 'cancel':
+        this.lose(m.cancel.runId, m.cancel.fencingToken, 'cancelled');
+        return;
+      case 'leaseLost':
+        this.counts.leaseLost++;
+        this.lose(m.leaseLost.runId, m.leaseLost.fencingToken, 'lease lost');
+        return;
+      case 'resultAck':
+        this.acked(m.resultAck.runId, m.resultAck.fencingToken);
+        return;
+      case 'resultAcks':
+        for (const a of m.resultAcks.acks) this.acked(a.runId, a.fencingToken);
+        return;
+      case 'redirect':
+        this.preferred = m.redirect.leaderId || undefined;
+        stream.close();
+        return;
+      default:
+        return;
+    }
+  }
+
+  private acked(runId: string, token: number): void {
+    const r = this.unacked.get(runId);
+    if (r && r.fencingToken === token) this.unacked.delete(runId);
+  }
+
+  private lose(runId: string, token: number, why: string): void {
+    const h = this.held.get(runId);
+    if (!h || h.token !== token) return;
+    this.log?.(`t=${this.sched.now} worker ${this.id} ${runId}#${token} ${why}${this.opts.rogue ? ' (rogue: carries on)' : ''}`);
+    if (this.opts.rogue) {
+      h.lost = true;
+      return;
+    }
+    this.held.delete(runId);
+    this.send({ message: { $case: 'credits', credits: { credits: 1 } } });
+  }
+
+  private assigned(a: RunAssignment): void {
+    this.counts.assignments++;
+    const owner = this.owner;
+    const token = a.fencingToken;
+    const prev = this.held.get(a.runId);
+    if (prev && prev.token >= token) return;
+    this.held.set(a.runId, { token, slotMs: a.slotUnixMs, effect: false, lost: false });
+    const startAt = this.sched.now + Math.ceil(Math.max(0, a.startDelayMs) / MS_PER_UNIT);
+    this.sched.at(startAt, owner, () =>
+      this.whenAwake(() => {
+        const h = this.held.get(a.runId);
+        if (!h || h.token !== token || (h.lost && !this.opts.rogue)) return;
+        this.sink.started(a.runId, token, trueMs(this.sched), a.scheduledUnixMs);
+        const runFor = this.rng.int(1, this.opts.maxRunUnits + 1);
+        this.sched.at(this.sched.now + runFor, owner, () => this.whenAwake(() => this.finish(a.runId, token)));
+      }),
+    );
+  }
+
+  private finish(runId: string, token: number): void {
+    const h = this.held.get(runId);
+    if (!h || h.token !== token) return;
+    let result: RunResult;
+    if (h.lost) {
+      // The rogue: no effect (its lease is gone), but it claims success all the same.
+      result = { runId, fencingToken: token, outcome: { $case: 'success', success: { output: Buffer.alloc(0) } } };
+    } else if (this.rng.chance(this.opts.failRate)) {
+      result = { runId, fencingToken: token, outcome: { $case: 'failure', failure: { retryable: true, errorType: 'SimFailure', message: 'simulated failure' } } };
+    } else {
+      const ok = this.sink.write(runId, token, this.id, trueMs(this.sched));
+      h.effect = ok;
+      result = ok
+        ? { runId, fencingToken: token, outcome: { $case: 'success', success: { output: Buffer.alloc(0) } } }
+        : { runId, fencingToken: token, outcome: { $case: 'failure', failure: { retryable: false, errorType: 'StaleEffect', message: 'the sink refused a superseded token' } } };
+      if (ok) this.sink.reportedSuccess(runId, token);
+    }
+    this.held.delete(runId);
+    this.counts.results++;
+    this.unacked.set(runId, result);
+    this.send({ message: { $case: 'result', result } });
+    if (this.rng.chance(this.opts.duplicateRate)) {
+      this.counts.duplicates++;
+      this.send({ message: { $case: 'result', result } });
+    }
+    this.send({ message: { $case: 'credits', credits: { credits: 1 } } });
+  }
+}
