@@ -7,9 +7,10 @@
 //
 // --via sdk (default): the SDK as a user runs it (it learns the leader and sends writes there);
 // --via follower: the SDK given one follower's address only, so every call is forwarded.
+// --batch-creates false: the SDK without its batching of concurrent creates (one CreateJob each).
 //
 // Run: npx tsx bench/public-commit.ts [--seq-seconds 12] [--conc-seconds 12] [--warmup-seconds 2]
-//      [--concurrency 64] [--payload-bytes 256] [--via sdk|follower]
+//      [--concurrency 64] [--payload-bytes 256] [--via sdk|follower] [--batch-creates true|false]
 // Progress goes to stderr; the last stdout line is JSON.
 import { HeraldClient } from '../src/client/herald-client.js';
 import { JobSpec } from '../src/gen/herald/v1/job.js';
@@ -24,6 +25,7 @@ const WARMUP_S = numArg('warmup-seconds', 2);
 const CONCURRENCY = numArg('concurrency', 64);
 const PAYLOAD = numArg('payload-bytes', 256);
 const VIA = strArg('via', 'sdk');
+const BATCH_CREATES = strArg('batch-creates', 'true') !== 'false';
 if (VIA !== 'sdk' && VIA !== 'follower') throw new Error(`--via must be sdk or follower (got ${VIA})`);
 
 const log = (m: string) => process.stderr.write(`[public-commit] ${m}\n`);
@@ -45,7 +47,7 @@ try {
   const followerId = [...c.raft.nodes.keys()].find((id) => id !== leaderId)!;
   const address = (id: string) => `${c.raft.hostOf(id)}:${c.raft.nodes.get(id)!.clientPort}`;
   const endpoints = VIA === 'sdk' ? c.endpoints : [address(followerId)];
-  client = new HeraldClient({ endpoints, defaultDeadlineMs: 20_000 });
+  client = new HeraldClient({ endpoints, defaultDeadlineMs: 20_000, batchCreates: BATCH_CREATES });
   log(`leader ${leaderId}; calls via ${VIA} (${endpoints.join(',')})`);
   const spec = JobSpec.fromPartial({
     taskType: 'bench',
@@ -112,7 +114,7 @@ try {
   console.log(
     JSON.stringify({
       bench: 'public-commit',
-      config: { members: 3, via: VIA, call: 'HeraldClient.createJob (unary CreateJob)', payload_bytes: PAYLOAD, warmup_s: WARMUP_S },
+      config: { members: 3, via: VIA, batch_creates: BATCH_CREATES, call: 'HeraldClient.createJob (unary CreateJob)', payload_bytes: PAYLOAD, warmup_s: WARMUP_S },
       seq_puts: seq,
       conc_puts: conc,
       loadavg1m: { start: load0, end: machineLoad().loadavg[0] },
