@@ -10,6 +10,7 @@ const available = readdirSync(here)
   .sort();
 // One line per scenario for the usage text (flags: the header comment of each file).
 const about: Record<string, string> = {
+  'public-commit': 'CreateJob through the SDK (endpoints = every node) at concurrency 1 and 64: ops/s, latency, server CPU per call (--via follower: every call forwarded)',
   'raft-commit': '3 nodes, 256-byte puts at concurrency 1 and 64: ops/s, latency, fsyncs per entry (a RaftService.Forward call per put)',
   failover: 'kill -9 the leader under steady load: new-leader time, fire gap, lost/doubled',
   scale: 'N jobs stored (--jobs): create rate, leader RSS, disk, due-window reads, restart to SERVING, snapshot install',

@@ -1,12 +1,15 @@
 // Ours vs the peers (../shared/peers), interleaved on this machine, with ratios ours / peer:
-//  - raft   : bench/raft-commit.ts vs etcd 3.4 (3 members), 256-byte puts at concurrency 64 and 1;
+//  - public : bench/public-commit.ts (CreateJob through the SDK, endpoints = every node: what a
+//             user's write costs) vs etcd 3.4 puts at concurrency 64 and 1 — the headline;
+//  - raft   : bench/raft-commit.ts vs etcd 3.4 (3 members), 256-byte puts at concurrency 64 and 1
+//             (the raw consensus path: a bare command per RaftService.Forward call on the peer port);
 //  - herd   : bench/herd.ts vs BullMQ herd (Redis AOF, --bullmq-fsync), N one-offs due at once;
 //  - steady : bench/steady.ts vs BullMQ job schedulers (1 job / s each) — lateness.
 // Each round runs every selected pair, ours first in odd rounds and the peer first in even ones;
 // the report gives per-metric medians over the rounds and the ratio of the medians. A peer whose
 // tools are absent (and cannot be installed: not root) is reported as skipped, not failed.
 //
-// Run: npm run bench -- compare [--rounds 1] [--pairs raft,herd,steady] [--raft-seconds 12]
+// Run: npm run bench -- compare [--rounds 1] [--pairs public,raft,herd,steady] [--raft-seconds 12]
 //      [--warmup-seconds 2] [--herd-runs 100000] [--steady-jobs 1000] [--steady-seconds 30]
 //      [--bullmq-fsync always] [--peers-dir ../shared/peers]
 // Progress (and every raw result line) goes to stderr; the last stdout line is JSON.
@@ -32,7 +35,7 @@ import { runJson, stopChildren, type JsonRun } from './lib/run-json.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ROUNDS = numArg('rounds', 1);
-const PAIRS = strArg('pairs', 'raft,herd,steady').split(',').filter(Boolean);
+const PAIRS = strArg('pairs', 'public,raft,herd,steady').split(',').filter(Boolean);
 const RAFT_S = numArg('raft-seconds', 12);
 const WARMUP_S = numArg('warmup-seconds', 2);
 const HERD_N = numArg('herd-runs', 100_000);
@@ -78,17 +81,25 @@ interface PairPlan {
 // A BullMQ herd's instant is `lead` seconds after adding starts: leave room to add N jobs even on
 // a busy machine (2,000 adds/s; 22,000/s when quiet), else its drain includes adding.
 const bullLead = Math.max(20, Math.ceil(HERD_N / 2000));
+const etcdPlan = {
+  missing: peerMissing('run-etcd.sh', 'etcd'),
+  peer: () => peer('run-etcd.sh', ['--seq-seconds', String(RAFT_S), '--conc-seconds', String(RAFT_S), '--warmup-seconds', String(WARMUP_S)], 600_000),
+  figures: (o: Record<string, unknown>, p: Record<string, unknown>) => raftVsEtcd(o as unknown as PutsResult, p as unknown as PutsResult),
+  invariants: (o: Record<string, unknown>, p: Record<string, unknown>) => ({
+    oursErrors: (o as { conc_puts: { errors: number } }).conc_puts.errors,
+    peerErrors: (p as { conc_puts: { errors: number } }).conc_puts.errors,
+  }),
+};
 const plans: Record<string, PairPlan> = {
+  public: {
+    name: 'public-commit (SDK CreateJob) vs etcd',
+    ...etcdPlan,
+    ours: () => ours('public-commit', ['--seq-seconds', String(RAFT_S), '--conc-seconds', String(RAFT_S), '--warmup-seconds', String(WARMUP_S)], 300_000),
+  },
   raft: {
-    name: 'raft-commit vs etcd',
-    missing: peerMissing('run-etcd.sh', 'etcd'),
+    name: 'raft-commit (raw consensus, Forward per put) vs etcd',
+    ...etcdPlan,
     ours: () => ours('raft-commit', ['--seq-seconds', String(RAFT_S), '--conc-seconds', String(RAFT_S), '--warmup-seconds', String(WARMUP_S)], 300_000),
-    peer: () => peer('run-etcd.sh', ['--seq-seconds', String(RAFT_S), '--conc-seconds', String(RAFT_S), '--warmup-seconds', String(WARMUP_S)], 600_000),
-    figures: (o, p) => raftVsEtcd(o as unknown as PutsResult, p as unknown as PutsResult),
-    invariants: (o, p) => ({
-      oursErrors: (o as { conc_puts: { errors: number } }).conc_puts.errors,
-      peerErrors: (p as { conc_puts: { errors: number } }).conc_puts.errors,
-    }),
   },
   herd: {
     name: 'herd vs BullMQ herd',
@@ -163,6 +174,8 @@ console.log(
     bench: 'compare',
     rounds: ROUNDS,
     ratio: 'ours / peer (throughput: higher is better; latency: lower is better)',
+    // What a user's write gets (the SDK's CreateJob); `pairs.raft` is the raw consensus path beside it.
+    headline: result.public,
     bullmqFsync: FSYNC,
     sizes: { raftSeconds: RAFT_S, herdRuns: HERD_N, steadyJobs: STEADY_JOBS, steadySeconds: STEADY_S },
     pairs: result,

@@ -19,6 +19,7 @@ import {
 } from '../gen/herald/v1/job_service.js';
 import { RunState, type Run } from '../gen/herald/v1/run.js';
 import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
+import { CreateBatcher } from './create-batcher.js';
 import { clientError, fromServiceError, HeraldClientError, InvalidSpecError, isServiceError } from './errors.js';
 import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-spec-builders.js';
 import { LeaderRouter } from './leader-router.js';
@@ -56,6 +57,12 @@ export interface HeraldClientOptions extends ConnectionOptions {
    * `retry.perAttemptTimeoutMs` takes precedence (then this bound is not used).
    */
   firstByteTimeoutMs?: number;
+  /**
+   * createJob calls made in the same turn of the event loop go out as one CreateJobs call
+   * (create-batcher.ts; each item keeps its own key, deadline and exact errors); default true.
+   * Only calls with an idempotency key and without an abort signal are batched.
+   */
+  batchCreates?: boolean;
   logger?: ClientLogger;
 }
 
@@ -133,6 +140,7 @@ export class HeraldClient {
   private readonly logger: ClientLogger;
   private closed = false;
   private readonly endpoints: string[];
+  private readonly batcher: CreateBatcher | undefined;
 
   constructor(options: HeraldClientOptions) {
     if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
@@ -151,6 +159,12 @@ export class HeraldClient {
     if (!(this.firstByteTimeoutMs > 0)) throw new TypeError('HeraldClient: firstByteTimeoutMs must be positive');
     this.endpoints = [...options.endpoints];
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
+    if (options.batchCreates !== false) {
+      this.batcher = new CreateBatcher({
+        many: async (items, deadline) => (await this.jobs((c) => c.createJobs.bind(c), { items }, 'keyed', { deadlineMs: deadline - Date.now() })).results,
+        one: (item, deadline) => this.createOne(item, { deadlineMs: deadline - Date.now() }),
+      });
+    }
   }
 
   /** The leader's client address as last learned; undefined before discovery or during elections. */
@@ -167,6 +181,13 @@ export class HeraldClient {
       spec: toSpec(spec),
       idempotencyKey: opts.idempotencyKey ?? randomUUID(),
     };
+    if (this.batcher && opts.signal === undefined && request.idempotencyKey !== '' && !this.closed) {
+      return this.batcher.create(request, Date.now() + (opts.deadlineMs ?? this.defaultDeadlineMs));
+    }
+    return this.createOne(request, opts);
+  }
+
+  private async createOne(request: CreateJobRequest, opts: CallOptions): Promise<{ job: Job; created: boolean }> {
     const res = await this.jobs((c) => c.createJob.bind(c), request, 'keyed', opts);
     return { job: res.job!, created: res.created };
   }

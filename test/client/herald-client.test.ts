@@ -282,6 +282,35 @@ describe('HeraldClient: typed errors', () => {
   });
 });
 
+describe('HeraldClient: concurrent creates share CreateJobs calls', () => {
+  it('creates made together go out as one CreateJobs, each with its own key; a duplicate id fails exactly as a plain call', async () => {
+    cluster = await FakeCluster.start(3, 0);
+    const c = client();
+    await c.createJob(spec, { id: 'taken' }); // alone in its turn: a plain CreateJob
+    expect(cluster.callCount('createJob')).toBe(1);
+    const made = await Promise.allSettled([...Array.from({ length: 20 }, () => c.createJob(spec)), c.createJob(spec, { id: 'taken' })]);
+    expect(cluster.callCount('createJobs')).toBe(1);
+    const batch = cluster.nodes[0]!.callsOf('createJobs')[0]!.request as { items: { idempotencyKey: string }[] };
+    expect(new Set(batch.items.map((i) => i.idempotencyKey)).size).toBe(21);
+    expect(made.slice(0, 20).every((r) => r.status === 'fulfilled' && r.value.created)).toBe(true);
+    const dup = made[20]!;
+    expect(dup.status).toBe('rejected');
+    const err = (dup as PromiseRejectedResult).reason as HeraldClientError;
+    expect(err).toBeInstanceOf(AlreadyExistsError);
+    expect(err.heraldCode).toBe('ALREADY_EXISTS'); // from the plain call it was sent again as
+    expect(cluster.callCount('createJob')).toBe(2);
+    expect(cluster.store.jobs.size).toBe(21);
+  });
+
+  it('with batchCreates: false every create is its own CreateJob', async () => {
+    cluster = await FakeCluster.start(1, 0);
+    const c = client({ batchCreates: false });
+    await Promise.all(Array.from({ length: 5 }, () => c.createJob(spec)));
+    expect(cluster.callCount('createJob')).toBe(5);
+    expect(cluster.callCount('createJobs')).toBe(0);
+  });
+});
+
 describe('HeraldClient: every RPC', () => {
   it('lists across pages with the async iterators', async () => {
     cluster = await FakeCluster.start(1, 0);

@@ -45,6 +45,23 @@ describe('putJob', () => {
     expect(later.job?.id).toBe('c');
   });
 
+  it('keyed creates in one apply batch (their records read ahead together) see each other and the store', async () => {
+    t = await openTestFsm();
+    await t.one(put('stored', everySpec(60_000), T0, 'key-stored'));
+    const [a, b, c, d] = await t.apply(
+      put('x', everySpec(60_000), T0 + 1, 'key-x'),
+      put('y', everySpec(60_000), T0 + 2, 'key-x'), // the same key as the entry before it
+      put('z', everySpec(60_000), T0 + 3, 'key-stored'), // a key stored by an earlier apply
+      put('w', everySpec(60_000), T0 + 4, 'key-w'),
+    );
+    expect(a).toMatchObject({ type: 'job', created: true, job: { id: 'x' } });
+    expect(b).toMatchObject({ type: 'job', created: false, job: { id: 'x' } });
+    expect(c).toMatchObject({ type: 'job', created: false, job: { id: 'stored' } });
+    expect(d).toMatchObject({ type: 'job', created: true, job: { id: 'w' } });
+    expect(await t.fsm.getJob('y')).toBeUndefined();
+    expect(await t.fsm.getJob('z')).toBeUndefined();
+  });
+
   it('a keyed create refused with ALREADY_EXISTS keeps that answer: a late duplicate of it never creates the job', async () => {
     // Chaos seed 311: a create's first attempt stalled in the cluster, the client's retry (same
     // key) was told ALREADY_EXISTS, the job was then deleted, and the stalled attempt applied last.

@@ -3,6 +3,8 @@ import { JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { isHeraldError } from '../../src/herald-error.js';
 import { jobKey } from '../../src/fsm/store/key-layout.js';
+import type { Db } from '../../src/fsm/store/apply-txn.js';
+import { finishSuccess } from '../../src/fsm/commands/commands.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 
 let t: TestFsm;
@@ -62,6 +64,27 @@ describe('runningRuns / getRuns', () => {
     expect(asked).toEqual([`a@${slot}`, `b@${slot}`]);
     expect(picked.map((r) => [r.id, r.state, r.workerId])).toEqual([[`b@${slot}`, RunState.RUN_STATE_RUNNING, 'w']]);
     expect((await t.fsm.getRuns([`c@${slot}`, 'nope@1', `a@${slot}`])).map((r) => r.id)).toEqual([`c@${slot}`, `a@${slot}`]);
+  });
+});
+
+describe('runningRuns: a run that ends between the index read and the record read', () => {
+  it('is left out (the leader would otherwise adopt a lease for a finished run)', async () => {
+    t = await openTestFsm();
+    await t.apply(put('a', 1000), put('b', 1000));
+    const slot = T0 + 1000;
+    await t.one({ type: 'fireRuns', nowMs: slot, misfireThresholdMs: 60_000, items: ['a', 'b'].map((jobId) => ({ jobId, slotMs: slot })) });
+    const token = t.nextIndex();
+    await t.one({ type: 'claimRuns', nowMs: slot, items: ['a', 'b'].map((j) => ({ runId: `${j}@${slot}`, workerId: 'w', leaseDeadlineMs: slot + 30_000 })) });
+    // The records are read after the index: b's finish applies in between.
+    const store = (t.fsm as unknown as { store: Db }).store;
+    const getMany = store.getMany.bind(store);
+    store.getMany = (async (keys: string[]) => {
+      store.getMany = getMany;
+      await t.one({ type: 'finishRuns', nowMs: slot + 10, items: [finishSuccess(`b@${slot}`, token)] }, 'runItems');
+      return getMany(keys);
+    }) as typeof store.getMany;
+    expect((await t.fsm.runningRuns()).map((r) => r.id)).toEqual([`a@${slot}`]);
+    expect((await t.fsm.getRun(`b@${slot}`))?.state).toBe(RunState.RUN_STATE_SUCCEEDED);
   });
 });
 

@@ -4,7 +4,7 @@
 // answers the first item's job. Validation and errors are those of a single create.
 import type { ApplyTxn } from '../store/apply-txn.js';
 import { applyPutJob } from './apply-jobs.js';
-import type { PutJobsCommand } from '../commands/commands.js';
+import type { PutJobCommand, PutJobsCommand } from '../commands/commands.js';
 import { createIdemKey } from '../store/key-layout.js';
 import type { JobItemResult, JobsResult } from '../commands/results.js';
 import type { SpecLimits } from '../commands/validation.js';
@@ -18,6 +18,19 @@ function validKey(key: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The idempotency records the single creates (putJob) of one apply batch will read: prefetched
+ * with one getMany, instead of one get per create awaited in turn on the apply chain (concurrent
+ * CreateJob calls arrive as many putJob entries in one batch).
+ */
+export function putJobIdemKeys(commands: readonly (object | undefined)[]): string[] {
+  const keys: string[] = [];
+  for (const cmd of commands) {
+    if (cmd && 'type' in cmd && cmd.type === 'putJob' && validKey((cmd as PutJobCommand).idempotencyKey)) keys.push(createIdemKey((cmd as PutJobCommand).idempotencyKey));
+  }
+  return keys;
 }
 
 export async function applyPutJobs(txn: ApplyTxn, cmd: PutJobsCommand, limits: SpecLimits): Promise<JobsResult> {

@@ -286,7 +286,9 @@ export class FsmReads {
     const keys = await this.db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
     const tails = keys.map((k) => k.slice(prefix.length));
     const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
-    return this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`));
+    // Records are read after the index: a run that finished in between is no longer running (the
+    // leader's orphan sweep adopted such runs — a lease, and a job read, for a finished run).
+    return (await this.runsFromKeys(wanted.map((t) => `${RUN_PREFIX}${t}`))).filter((r) => r.state === RunState.RUN_STATE_RUNNING);
   }
 
   /**

@@ -14,6 +14,7 @@ import type { SnapshotMeta, Entry } from '../../raft/types.js';
 import type { EffectsOutcome, EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
 import { HeraldError } from '../../herald-error.js';
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
+import { putJobIdemKeys } from '../apply/apply-put-jobs.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-codec.js';
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
 import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
@@ -302,7 +303,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {
       const txn = new ApplyTxn(this.store, this.counts, this.recordCache, this.specCache, this.writeBuffers, this.scheduleCaches);
-      await txn.prefetchJobs(jobIds);
+      await Promise.all([txn.prefetchJobs(jobIds), txn.prefetchRaw(putJobIdemKeys(decoded))]);
       // Encoded as each entry completes: results hold live records (a claimed run, say) that a
       // later entry of the same call may change again.
       const results: Uint8Array[] = [];
