@@ -1,6 +1,7 @@
 // What one Herald cluster node is to the rest of the server (the scheduler node, the public
 // services, the cluster service) and the options it is created with (create-node.ts).
 
+import type { RegisteredService } from '../grpc/recording-server.js';
 import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { ChannelCredentials, Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -86,6 +87,8 @@ export interface HeraldNode {
   readonly stateMachine: StateMachine;
   readonly logStore: LogStore;
   readonly clusterClock: ClusterClock;
+  /** The services on the client port, with their handlers (the HTTP port serves the same ones). */
+  readonly clientServices: readonly RegisteredService[];
   /** Credentials for dialling another member's client port (forwarding a call to the leader). */
   readonly forwardingCredentials: ChannelCredentials;
   readonly events: RaftDriver['events'];
