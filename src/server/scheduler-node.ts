@@ -29,6 +29,7 @@ import { addServerConventions, raftReadiness } from './grpc/server-conventions.j
 import { createWorkerService } from './api/worker-service.js';
 import type { WorkerSession } from './leader/worker-session.js';
 import { ChangeLog, DEFAULT_CHANGE_LOG_EVENTS } from './watch/change-log.js';
+import { connectedWorkers } from './leader/connected-workers.js';
 import { createWatchService, type WatchServiceHandle } from './watch/watch-service.js';
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
@@ -79,6 +80,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     ...o,
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
+    connectedWorkers: () => (services ? connectedWorkers(services) : []),
     stateMachine: async (dir) => {
       const machine = await SchedulerStateMachine.open(dir, o.fsm);
       if (watchLogEvents > 0) {

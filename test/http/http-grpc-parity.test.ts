@@ -13,6 +13,7 @@ import { WatchRunsRequest, WatchServiceClient } from '../../src/gen/herald/v1/wa
 import { ERROR_CODE_KEY } from '../../src/server/grpc/grpc-status-map.js';
 import { httpStatusOf } from '../../src/server/http/http-status.js';
 import { createSchedulerNode, type SchedulerNode } from '../../src/server/scheduler-node.js';
+import { Worker } from '../../src/client/index.js';
 import { call, callError } from '../api/helpers/call.js';
 import { freePort } from '../api/helpers/free-port.js';
 
@@ -149,6 +150,25 @@ describe('the HTTP port serves the same handlers as the gRPC port', () => {
     expect(String(bidi.body.message)).toMatch(/gRPC port only/);
     const get = await fetch(`${base}/herald.v1.JobService/ListJobs`);
     expect(get.status).toBe(405);
+  });
+
+  it('lists the connected workers (ClusterService.ListWorkers) the same both ways', async () => {
+    const worker = new Worker({ endpoints: [`127.0.0.1:${sn.node.clientPort}`], workerId: 'parity-worker', concurrency: 3, handlers: { email: async () => ({}) } });
+    void worker.run();
+    try {
+      const end = Date.now() + 10_000;
+      let g: { workers: Array<{ workerId: string; taskTypes: string[]; credits: number }> } = { workers: [] };
+      while (g.workers.length === 0 && Date.now() < end) {
+        g = await call(cluster, 'listWorkers', {});
+        if (g.workers.length === 0) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(g.workers.map((w) => [w.workerId, w.taskTypes, w.credits])).toEqual([['parity-worker', ['email'], 3]]);
+      const h = await post('/herald.v1.ClusterService/ListWorkers', '{}');
+      expect(h.body).toMatchObject({ leaderId: 'n1', workers: [{ workerId: 'parity-worker', taskTypes: ['email'], credits: 3, heldRuns: 0, silent: false }] });
+      expect(Number((h.body.workers as Array<{ lastHeardUnixMs: string }>)[0]!.lastHeardUnixMs)).toBeGreaterThan(Date.now() - 60_000);
+    } finally {
+      await worker.shutdown({ graceMs: 500 });
+    }
   });
 
   it('streams a watch as server-sent events', async () => {

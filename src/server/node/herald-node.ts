@@ -2,7 +2,7 @@
 // services, the cluster service) and the options it is created with (create-node.ts).
 
 import type { RegisteredService } from '../grpc/recording-server.js';
-import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
+import type { ConnectedWorker, UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { ChannelCredentials, Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { StateMachine } from '../../raft/state-machine.js';
@@ -56,6 +56,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */
   unservedTaskTypes?: () => UnservedTaskType[];
+  /** The worker streams connected to this node while it leads (ClusterService.ListWorkers). */
+  connectedWorkers?: () => ConnectedWorker[];
 }
 
 /** A proposal's deadline when neither its caller nor the node's options set one. */

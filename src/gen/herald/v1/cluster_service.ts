@@ -123,6 +123,38 @@ export interface TransferLeadershipResponse {
   leaderAddress: string;
 }
 
+/** Request of ClusterService.ListWorkers. */
+export interface ListWorkersRequest {
+}
+
+/** One worker stream connected to the leader. */
+export interface ConnectedWorker {
+  /** The worker's id (WorkerHello.worker_id). */
+  workerId: string;
+  /** The task types it serves. */
+  taskTypes: string[];
+  /** Runs it may still be assigned (its spare capacity as the leader counts it). */
+  credits: number;
+  /** Runs it holds under a lease right now. */
+  heldRuns: number;
+  /** When its stream was opened (the leader's wall clock). */
+  connectedUnixMs: number;
+  /** When the leader last heard from it (any message, heartbeats included; the leader's wall clock). */
+  lastHeardUnixMs: number;
+  /** Silent past the bound: it gets no assignments until it speaks again. */
+  silent: boolean;
+  /** Draining: it finishes what it holds and takes nothing new. */
+  draining: boolean;
+}
+
+/** Response of ClusterService.ListWorkers. */
+export interface ListWorkersResponse {
+  /** The connected workers, by worker id. */
+  workers: ConnectedWorker[];
+  /** The leader that answered. */
+  leaderId: string;
+}
+
 function createBaseGetStatusRequest(): GetStatusRequest {
   return {};
 }
@@ -690,6 +722,264 @@ export const TransferLeadershipResponse: MessageFns<TransferLeadershipResponse> 
   },
 };
 
+function createBaseListWorkersRequest(): ListWorkersRequest {
+  return {};
+}
+
+export const ListWorkersRequest: MessageFns<ListWorkersRequest> = {
+  encode(_: ListWorkersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListWorkersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListWorkersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListWorkersRequest>, I>>(base?: I): ListWorkersRequest {
+    return ListWorkersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListWorkersRequest>, I>>(_: I): ListWorkersRequest {
+    const message = createBaseListWorkersRequest();
+    return message;
+  },
+};
+
+function createBaseConnectedWorker(): ConnectedWorker {
+  return {
+    workerId: "",
+    taskTypes: [],
+    credits: 0,
+    heldRuns: 0,
+    connectedUnixMs: 0,
+    lastHeardUnixMs: 0,
+    silent: false,
+    draining: false,
+  };
+}
+
+export const ConnectedWorker: MessageFns<ConnectedWorker> = {
+  encode(message: ConnectedWorker, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workerId !== "") {
+      writer.uint32(10).string(message.workerId);
+    }
+    for (const v of message.taskTypes) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.credits !== 0) {
+      writer.uint32(24).uint32(message.credits);
+    }
+    if (message.heldRuns !== 0) {
+      writer.uint32(32).uint32(message.heldRuns);
+    }
+    if (message.connectedUnixMs !== 0) {
+      writer.uint32(40).int64(message.connectedUnixMs);
+    }
+    if (message.lastHeardUnixMs !== 0) {
+      writer.uint32(48).int64(message.lastHeardUnixMs);
+    }
+    if (message.silent !== false) {
+      writer.uint32(56).bool(message.silent);
+    }
+    if (message.draining !== false) {
+      writer.uint32(64).bool(message.draining);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConnectedWorker {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConnectedWorker();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.taskTypes.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.credits = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.heldRuns = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.connectedUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.lastHeardUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.silent = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.draining = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConnectedWorker>, I>>(base?: I): ConnectedWorker {
+    return ConnectedWorker.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConnectedWorker>, I>>(object: I): ConnectedWorker {
+    const message = createBaseConnectedWorker();
+    message.workerId = object.workerId ?? "";
+    message.taskTypes = object.taskTypes?.map((e) => e) || [];
+    message.credits = object.credits ?? 0;
+    message.heldRuns = object.heldRuns ?? 0;
+    message.connectedUnixMs = object.connectedUnixMs ?? 0;
+    message.lastHeardUnixMs = object.lastHeardUnixMs ?? 0;
+    message.silent = object.silent ?? false;
+    message.draining = object.draining ?? false;
+    return message;
+  },
+};
+
+function createBaseListWorkersResponse(): ListWorkersResponse {
+  return { workers: [], leaderId: "" };
+}
+
+export const ListWorkersResponse: MessageFns<ListWorkersResponse> = {
+  encode(message: ListWorkersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.workers) {
+      ConnectedWorker.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.leaderId !== "") {
+      writer.uint32(18).string(message.leaderId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListWorkersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListWorkersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workers.push(ConnectedWorker.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.leaderId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListWorkersResponse>, I>>(base?: I): ListWorkersResponse {
+    return ListWorkersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListWorkersResponse>, I>>(object: I): ListWorkersResponse {
+    const message = createBaseListWorkersResponse();
+    message.workers = object.workers?.map((e) => ConnectedWorker.fromPartial(e)) || [];
+    message.leaderId = object.leaderId ?? "";
+    return message;
+  },
+};
+
 /** The cluster as a whole: status and leadership. */
 export type ClusterServiceService = typeof ClusterServiceService;
 export const ClusterServiceService = {
@@ -715,6 +1005,16 @@ export const ClusterServiceService = {
       viewAsBuffer(TransferLeadershipResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TransferLeadershipResponse => TransferLeadershipResponse.decode(value),
   },
+  /** The workers connected to the leader (served by the leader; followers forward). */
+  listWorkers: {
+    path: "/herald.v1.ClusterService/ListWorkers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListWorkersRequest): Buffer => viewAsBuffer(ListWorkersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListWorkersRequest => ListWorkersRequest.decode(value),
+    responseSerialize: (value: ListWorkersResponse): Buffer => viewAsBuffer(ListWorkersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListWorkersResponse => ListWorkersResponse.decode(value),
+  },
 } as const;
 
 export interface ClusterServiceServer extends UntypedServiceImplementation {
@@ -722,6 +1022,8 @@ export interface ClusterServiceServer extends UntypedServiceImplementation {
   getStatus: handleUnaryCall<GetStatusRequest, GetStatusResponse>;
   /** Moves leadership to another node (served by the leader; followers forward). */
   transferLeadership: handleUnaryCall<TransferLeadershipRequest, TransferLeadershipResponse>;
+  /** The workers connected to the leader (served by the leader; followers forward). */
+  listWorkers: handleUnaryCall<ListWorkersRequest, ListWorkersResponse>;
 }
 
 export interface ClusterServiceClient extends Client {
@@ -756,6 +1058,22 @@ export interface ClusterServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TransferLeadershipResponse) => void,
+  ): ClientUnaryCall;
+  /** The workers connected to the leader (served by the leader; followers forward). */
+  listWorkers(
+    request: ListWorkersRequest,
+    callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
+  ): ClientUnaryCall;
+  listWorkers(
+    request: ListWorkersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
+  ): ClientUnaryCall;
+  listWorkers(
+    request: ListWorkersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
   ): ClientUnaryCall;
 }
 
