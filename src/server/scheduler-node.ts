@@ -81,6 +81,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
     connectedWorkers: () => (services ? connectedWorkers(services) : []),
+    stalledSlots: () => (services?.watchdog.lastSilent ?? []).map((s) => ({ jobId: s.jobId, slotUnixMs: s.slotMs })),
     stateMachine: async (dir) => {
       const machine = await SchedulerStateMachine.open(dir, o.fsm);
       if (watchLogEvents > 0) {

@@ -164,7 +164,7 @@ describe('the HTTP port serves the same handlers as the gRPC port', () => {
       }
       expect(g.workers.map((w) => [w.workerId, w.taskTypes, w.credits])).toEqual([['parity-worker', ['email'], 3]]);
       const h = await post('/herald.v1.ClusterService/ListWorkers', '{}');
-      expect(h.body).toMatchObject({ leaderId: 'n1', workers: [{ workerId: 'parity-worker', taskTypes: ['email'], credits: 3, heldRuns: 0, silent: false }] });
+      expect(h.body).toMatchObject({ leaderId: 'n1', unservedTaskTypes: [], stalledSlots: [], workers: [{ workerId: 'parity-worker', taskTypes: ['email'], credits: 3, heldRuns: 0, silent: false }] });
       expect(Number((h.body.workers as Array<{ lastHeardUnixMs: string }>)[0]!.lastHeardUnixMs)).toBeGreaterThan(Date.now() - 60_000);
     } finally {
       await worker.shutdown({ graceMs: 500 });

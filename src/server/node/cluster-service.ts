@@ -11,6 +11,7 @@ import {
   type GetStatusResponse,
   type ListWorkersResponse,
   type Member,
+  type StalledSlot,
   type TransferLeadershipResponse,
   type UnservedTaskType,
 } from '../../gen/herald/v1/cluster_service.js';
@@ -71,9 +72,15 @@ const NONE = (): UnservedTaskType[] => [];
 
 /**
  * `unserved`: the leader watchdog's unserved task types (scheduler-node.ts), for the status;
- * `workers`: the worker streams connected to this node while it leads.
+ * `workers`, `stalled`: the worker streams connected to this node and the slots its watchdog
+ * flagged, while it leads (ListWorkers).
  */
-export function createClusterService(node: HeraldNode, unserved: () => UnservedTaskType[] = NONE, workers: () => ConnectedWorker[] = () => []): ClusterServiceServer {
+export function createClusterService(
+  node: HeraldNode,
+  unserved: () => UnservedTaskType[] = NONE,
+  workers: () => ConnectedWorker[] = () => [],
+  stalled: () => StalledSlot[] = () => [],
+): ClusterServiceServer {
   /** A follower's answer from the leader's client port (one hop: the leader answers itself). */
   function viaLeader<Res>(send: (client: ClusterServiceClient, done: (err: ServiceError | null, res?: Res) => void) => void, callback: sendUnaryData<Res>, what: string): void {
     const l = node.leader();
@@ -92,7 +99,7 @@ export function createClusterService(node: HeraldNode, unserved: () => UnservedT
   return {
     listWorkers(call, callback: sendUnaryData<ListWorkersResponse>) {
       if (node.driver.isLeader()) {
-        callback(null, { workers: workers(), leaderId: node.id });
+        callback(null, { workers: workers(), leaderId: node.id, unservedTaskTypes: unserved(), stalledSlots: stalled() });
         return;
       }
       if (call.metadata.get(FORWARDED_CALL_KEY).length > 0) {

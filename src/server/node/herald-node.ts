@@ -2,7 +2,7 @@
 // services, the cluster service) and the options it is created with (create-node.ts).
 
 import type { RegisteredService } from '../grpc/recording-server.js';
-import type { ConnectedWorker, UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
+import type { ConnectedWorker, StalledSlot, UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { ChannelCredentials, Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { StateMachine } from '../../raft/state-machine.js';
@@ -58,6 +58,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   unservedTaskTypes?: () => UnservedTaskType[];
   /** The worker streams connected to this node while it leads (ClusterService.ListWorkers). */
   connectedWorkers?: () => ConnectedWorker[];
+  /** Slots the leader's watchdog flagged as stalled at its last check (ListWorkers). */
+  stalledSlots?: () => StalledSlot[];
 }
 
 /** A proposal's deadline when neither its caller nor the node's options set one. */

@@ -153,6 +153,18 @@ export interface ListWorkersResponse {
   workers: ConnectedWorker[];
   /** The leader that answered. */
   leaderId: string;
+  /** Task types with runs waiting and no connected worker serving them (the leader's watchdog). */
+  unservedTaskTypes: UnservedTaskType[];
+  /** Due slots with no run past the watchdog's grace at its last check (firing stalled?). */
+  stalledSlots: StalledSlot[];
+}
+
+/** A due slot of a job with no run record past the watchdog's grace period. */
+export interface StalledSlot {
+  /** The job. */
+  jobId: string;
+  /** The slot's instant. */
+  slotUnixMs: number;
 }
 
 function createBaseGetStatusRequest(): GetStatusRequest {
@@ -914,7 +926,7 @@ export const ConnectedWorker: MessageFns<ConnectedWorker> = {
 };
 
 function createBaseListWorkersResponse(): ListWorkersResponse {
-  return { workers: [], leaderId: "" };
+  return { workers: [], leaderId: "", unservedTaskTypes: [], stalledSlots: [] };
 }
 
 export const ListWorkersResponse: MessageFns<ListWorkersResponse> = {
@@ -924,6 +936,12 @@ export const ListWorkersResponse: MessageFns<ListWorkersResponse> = {
     }
     if (message.leaderId !== "") {
       writer.uint32(18).string(message.leaderId);
+    }
+    for (const v of message.unservedTaskTypes) {
+      UnservedTaskType.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.stalledSlots) {
+      StalledSlot.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -957,6 +975,22 @@ export const ListWorkersResponse: MessageFns<ListWorkersResponse> = {
             message.leaderId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.unservedTaskTypes.push(UnservedTaskType.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.stalledSlots.push(StalledSlot.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -976,6 +1010,75 @@ export const ListWorkersResponse: MessageFns<ListWorkersResponse> = {
     const message = createBaseListWorkersResponse();
     message.workers = object.workers?.map((e) => ConnectedWorker.fromPartial(e)) || [];
     message.leaderId = object.leaderId ?? "";
+    message.unservedTaskTypes = object.unservedTaskTypes?.map((e) => UnservedTaskType.fromPartial(e)) || [];
+    message.stalledSlots = object.stalledSlots?.map((e) => StalledSlot.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStalledSlot(): StalledSlot {
+  return { jobId: "", slotUnixMs: 0 };
+}
+
+export const StalledSlot: MessageFns<StalledSlot> = {
+  encode(message: StalledSlot, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.slotUnixMs !== 0) {
+      writer.uint32(16).int64(message.slotUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StalledSlot {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStalledSlot();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.slotUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<StalledSlot>, I>>(base?: I): StalledSlot {
+    return StalledSlot.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StalledSlot>, I>>(object: I): StalledSlot {
+    const message = createBaseStalledSlot();
+    message.jobId = object.jobId ?? "";
+    message.slotUnixMs = object.slotUnixMs ?? 0;
     return message;
   },
 };
