@@ -7,6 +7,7 @@ import { UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import { HeraldError } from '../herald-error.js';
+import { hostOf, isLoopbackHost } from './grpc/tls/insecure-policy.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
 
 export const schedulerStateMachineFactory: StateMachineFactory = (dir) => SchedulerStateMachine.open(dir);
@@ -52,6 +53,7 @@ const UNSAFE_FLAGS = [
 export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, , help] of FLAGS) cmd.option(flag, `scheduler: ${help}`);
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
+  cmd.option('--http-addr <host:port>', 'serve the API as JSON over HTTP and the web dashboard here (plaintext: loopback only unless --allow-insecure-network)');
   cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
@@ -107,6 +109,19 @@ function watchLogEvents(v: unknown): number {
   return n;
 }
 
+/** The --http-addr asked for; exits 2 when it is plaintext on a network without the opt-in. */
+function httpListenOf(flags: Record<string, unknown>): string | undefined {
+  const addr = flags.httpAddr;
+  if (typeof addr !== 'string') return undefined;
+  if (!isLoopbackHost(hostOf(addr)) && flags.allowInsecureNetwork !== true) {
+    process.stderr.write(
+      `herald server: --http-addr ${addr}: the HTTP port is plaintext, so bearer tokens would cross the network readable; listen on a loopback address behind a TLS-terminating proxy, or add --allow-insecure-network to accept that\n`,
+    );
+    process.exit(2);
+  }
+  return addr;
+}
+
 /** A createNode replacement that starts a scheduler node; its stop() stops the scheduler too. */
 export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise<HeraldNode> {
   const f = flags as Record<string, unknown>;
@@ -118,10 +133,12 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
       ...rest,
       scheduler,
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
+      httpListen: httpListenOf(f),
       ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),
       ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: unsafe.skipFsync } : {}),
     });
     if (s.metricsPort) process.stdout.write(JSON.stringify({ event: 'metrics', id: o.id, metricsPort: s.metricsPort }) + '\n');
+    if (s.httpPort) process.stdout.write(JSON.stringify({ event: 'http', id: o.id, httpPort: s.httpPort }) + '\n');
     return { ...s.node, stop: (opts) => s.stop(opts) };
   };
 }

@@ -20,6 +20,7 @@ import { createJobService } from './api/job-service.js';
 import { LeaderServices } from './leader/leader-services.js';
 import { createNodeMetrics, type NodeMetrics } from './node/metrics.js';
 import { startMetricsServer } from './node/metrics-http.js';
+import { startHttpServer, type HttpPort } from './http/http-server.js';
 import { createNode } from './node/create-node.js';
 import type { HeraldNode, NodeOptions } from './node/herald-node.js';
 import { AppliedResultsFeed } from './leader/applied-results-feed.js';
@@ -28,6 +29,7 @@ import { addServerConventions, raftReadiness } from './grpc/server-conventions.j
 import { createWorkerService } from './api/worker-service.js';
 import type { WorkerSession } from './leader/worker-session.js';
 import { ChangeLog, DEFAULT_CHANGE_LOG_EVENTS } from './watch/change-log.js';
+import { connectedWorkers } from './leader/connected-workers.js';
 import { createWatchService, type WatchServiceHandle } from './watch/watch-service.js';
 import { jobsWithLabels } from './watch/jobs-with-labels.js';
 
@@ -37,6 +39,8 @@ export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' |
   fsm?: SchedulerFsmOptions;
   /** host:port for GET /metrics (Prometheus); none when absent. */
   metricsListen?: string;
+  /** host:port for the HTTP port (the API as JSON and the dashboard, server/http/); none when absent. */
+  httpListen?: string;
   /** Extra services for the client port (tests, tools). */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** Watch streams (watch/): the change log's size in changes (0 turns WatchService off), progress interval, backlog bound. */
@@ -50,6 +54,8 @@ export interface SchedulerNode {
   readonly config: SchedulerConfig;
   /** The port /metrics is served on (0 when not served). */
   readonly metricsPort: number;
+  /** The HTTP port (API as JSON, dashboard; 0 when not served). */
+  readonly httpPort: number;
   /** The leader services while this node leads (undefined otherwise). */
   leaderServices(): LeaderServices | undefined;
   /** Bounded shutdown: leadership handed over, workers redirected, then the node stopped. */
@@ -75,6 +81,8 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     ...o,
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
+    connectedWorkers: () => (services ? connectedWorkers(services) : []),
+    stalledSlots: () => (services?.watchdog.lastSilent ?? []).map((s) => ({ jobId: s.jobId, slotUnixMs: s.slotMs })),
     stateMachine: async (dir) => {
       const machine = await SchedulerStateMachine.open(dir, o.fsm);
       if (watchLogEvents > 0) {
@@ -207,6 +215,12 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     const i = o.metricsListen.lastIndexOf(':');
     metricsServer = await startMetricsServer(metrics.registry, o.metricsListen.slice(0, i), Number(o.metricsListen.slice(i + 1)));
   }
+  let httpServer: HttpPort | undefined;
+  if (o.httpListen) {
+    const i = o.httpListen.lastIndexOf(':');
+    const host = o.httpListen.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+    httpServer = await startHttpServer({ services: node.clientServices, host, port: Number(o.httpListen.slice(i + 1)), logger: log.child({ c: 'http' }) });
+  }
   const gauges = setInterval(() => {
     const st = node.driver.status();
     metrics.raftTerm.set(st.term);
@@ -251,16 +265,18 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     jobService?.close();
     watchService?.close();
     await metricsServer?.close();
+    await httpServer?.close();
     await node.stop({ transfer, graceMs });
   };
 
-  log.info({ id: o.id, clientPort: node.clientPort, metricsPort: metricsServer?.port ?? 0 }, 'scheduler node started');
+  log.info({ id: o.id, clientPort: node.clientPort, metricsPort: metricsServer?.port ?? 0, httpPort: httpServer?.port ?? 0 }, 'scheduler node started');
   return {
     node,
     fsm,
     metrics,
     config,
     metricsPort: metricsServer?.port ?? 0,
+    httpPort: httpServer?.port ?? 0,
     leaderServices: () => services,
     stop: (opts) => (stopped ??= stop(opts)),
   };

@@ -66,6 +66,7 @@ describe('herald CLI against `herald dev`', () => {
     expect(dev!.stdout).toContain(`TLS CA            ${process.env.HERALD_CA}`);
     expect(dev!.stdout).toMatch(/metrics\s+http:\/\/127\.0\.0\.1:\d+\/metrics/);
     expect(dev!.stdout).toMatch(/demo worker\s+task type "demo"/);
+    expect(dev!.stdout).toMatch(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\//);
   });
 
   it('cluster status shows 3 members and a leader, as a table and as JSON', async () => {

@@ -12,11 +12,12 @@ function inUse(port: number): Promise<boolean> {
   });
 }
 
-export async function assertPortsFree(nodes: DevNodePorts[], withMetrics: boolean): Promise<void> {
+export async function assertPortsFree(nodes: DevNodePorts[], withMetrics: boolean, withHttp: boolean): Promise<void> {
   const wanted = nodes.flatMap((n) => [
     { port: n.clientPort, what: `${n.id} client` },
     { port: n.peerPort, what: `${n.id} peer` },
     ...(withMetrics ? [{ port: n.metricsPort, what: `${n.id} metrics` }] : []),
+    ...(withHttp ? [{ port: n.httpPort, what: `${n.id} HTTP` }] : []),
   ]);
   const busy = (await Promise.all(wanted.map(async (w) => ((await inUse(w.port)) ? w : undefined)))).filter((w) => w !== undefined);
   if (busy.length > 0) {

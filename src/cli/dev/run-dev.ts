@@ -65,7 +65,7 @@ export async function runDev(o: DevOptions): Promise<number> {
   const basePort = resolveBasePort(dataDir, o.basePort);
   const caps = serverCapabilities();
   const ports = devNodePorts(basePort);
-  await assertPortsFree(ports, caps.metricsFlag !== undefined);
+  await assertPortsFree(ports, caps.metricsFlag !== undefined, caps.httpFlag);
   const certs = await ensureDevCerts(dataDir, ports.map((p) => p.id));
   // Without openssl: plaintext, which the nodes allow on 127.0.0.1 only.
   if (typeof certs === 'string') warn(`note: running without TLS (${certs})`);
@@ -74,7 +74,7 @@ export async function runDev(o: DevOptions): Promise<number> {
     dataDir,
     nodes: ports,
     logLevel: o.logLevel,
-    extraArgs: (n) => [...(typeof certs === 'string' ? ['--insecure'] : devTlsFlags(certs, n.id)), ...serverExtraArgs(caps, n.metricsPort)],
+    extraArgs: (n) => [...(typeof certs === 'string' ? ['--insecure'] : devTlsFlags(certs, n.id)), ...serverExtraArgs(caps, n.metricsPort, n.httpPort)],
   });
   const endpoints = cluster.clientEndpoints();
   // Last resort: whatever happens to this process's JS, no node outlives it.
@@ -173,6 +173,10 @@ export async function runDev(o: DevOptions): Promise<number> {
       banner.push(`                    (the CLI finds it from this directory; elsewhere: export HERALD_CA=${certs.ca})`);
     }
     if (metrics.length > 0) banner.push(`  metrics           ${metrics.join('  ')}`);
+    if (caps.httpFlag) {
+      banner.push(`  dashboard         http://127.0.0.1:${ports[0]!.httpPort}/  (every node serves it: ${ports.slice(1).map((p) => `:${p.httpPort}`).join(', ')})`);
+      banner.push(`  API over HTTP     curl -d '{}' http://127.0.0.1:${ports[0]!.httpPort}/herald.v1.JobService/ListJobs`);
+    }
     banner.push(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
     if (jobsServed) {
       banner.push(`  demo worker       ${o.worker ? `task type "${DEMO_TASK_TYPE}", concurrency ${o.concurrency}` : 'off (--no-worker)'}`);

@@ -10,6 +10,8 @@ export interface ServerCapabilities {
   stateMachine: string | undefined;
   /** How to give the server a metrics listen address, if it has such a flag. */
   metricsFlag: { name: string; form: 'addr' | 'port' } | undefined;
+  /** Whether the server serves the HTTP port (API as JSON, dashboard) on --http-addr. */
+  httpFlag: boolean;
 }
 
 const METRICS_FLAGS: Array<{ name: string; form: 'addr' | 'port' }> = [
@@ -28,12 +30,14 @@ export function serverCapabilities(): ServerCapabilities {
   return {
     stateMachine: hasStateMachineFlag && 'scheduler' in STATE_MACHINES ? 'scheduler' : undefined,
     metricsFlag: METRICS_FLAGS.find((f) => longs.has(f.name)),
+    httpFlag: longs.has('--http-addr'),
   };
 }
 
-export function serverExtraArgs(caps: ServerCapabilities, metricsPort: number): string[] {
+export function serverExtraArgs(caps: ServerCapabilities, metricsPort: number, httpPort: number): string[] {
   const args: string[] = [];
   if (caps.stateMachine) args.push('--state-machine', caps.stateMachine);
   if (caps.metricsFlag) args.push(caps.metricsFlag.name, caps.metricsFlag.form === 'addr' ? `127.0.0.1:${metricsPort}` : String(metricsPort));
+  if (caps.httpFlag) args.push('--http-addr', `127.0.0.1:${httpPort}`);
   return args;
 }

@@ -202,6 +202,7 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
 
   call.on('data', (msg: ConnectRequest) => {
     heard = true;
+    if (session) session.lastHeardUnixMs = Date.now();
     if (session?.isParked) {
       session.resume();
       services?.dispatcher.wake();

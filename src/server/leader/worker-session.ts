@@ -33,6 +33,9 @@ export class WorkerSession {
   credits: number;
   draining = false;
   private closedFlag = false;
+  /** When the stream was opened, and when the worker last spoke (wall clock: shown to operators only). */
+  readonly connectedUnixMs = Date.now();
+  lastHeardUnixMs = Date.now();
 
   constructor(
     /** Unique within its registry (SessionRegistry.open). */

@@ -6,7 +6,10 @@ import {
   ClusterServiceClient,
   NodeRole,
   type ClusterServiceServer,
+  type ConnectedWorker,
   type GetStatusResponse,
+  type ListWorkersResponse,
+  type StalledSlot,
   type TransferLeadershipResponse,
   type UnservedTaskType,
 } from '../../gen/herald/v1/cluster_service.js';
@@ -14,6 +17,7 @@ import { HeraldError } from '../../herald-error.js';
 import type { Role } from '../../raft/types.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
 import { toServiceError } from '../grpc/service-error.js';
+import { FORWARDED_CALL_KEY } from '../api/unary-handler.js';
 import type { HeraldNode } from './herald-node.js';
 import { memberViews } from './member-views.js';
 import { memberChangeHandlers } from './member-change-service.js';
@@ -50,10 +54,47 @@ function nodeStatus(node: HeraldNode, unserved: () => UnservedTaskType[]): GetSt
 
 const NONE = (): UnservedTaskType[] => [];
 
-/** `unserved`: the leader watchdog's unserved task types (scheduler-node.ts), for the status. */
-export function createClusterService(node: HeraldNode, unserved: () => UnservedTaskType[] = NONE): ClusterServiceServer {
+/**
+ * `unserved`: the leader watchdog's unserved task types (scheduler-node.ts), for the status;
+ * `workers`, `stalled`: the worker streams connected to this node and the slots its watchdog
+ * flagged, while it leads (ListWorkers).
+ */
+export function createClusterService(
+  node: HeraldNode,
+  unserved: () => UnservedTaskType[] = NONE,
+  workers: () => ConnectedWorker[] = () => [],
+  stalled: () => StalledSlot[] = () => [],
+): ClusterServiceServer {
+  /** A follower's answer from the leader's client port (one hop: the leader answers itself). */
+  function viaLeader<Res>(send: (client: ClusterServiceClient, done: (err: ServiceError | null, res?: Res) => void) => void, callback: sendUnaryData<Res>, what: string): void {
+    const l = node.leader();
+    if (!l.leaderId || !l.leaderAddress) {
+      callback(toServiceError(new HeraldError('NO_LEADER', `no leader with a known client address to forward ${what} to`)));
+      return;
+    }
+    const client = new ClusterServiceClient(l.leaderAddress, node.forwardingCredentials);
+    send(client, (err, resp) => {
+      client.close();
+      if (err) callback(toServiceError(fromServiceError(err)));
+      else callback(null, resp as Res);
+    });
+  }
+
   return {
     ...memberChangeHandlers(node),
+    listWorkers(call, callback: sendUnaryData<ListWorkersResponse>) {
+      if (node.driver.isLeader()) {
+        callback(null, { workers: workers(), leaderId: node.id, unservedTaskTypes: unserved(), stalledSlots: stalled() });
+        return;
+      }
+      if (call.metadata.get(FORWARDED_CALL_KEY).length > 0) {
+        callback(toServiceError(new HeraldError('NOT_LEADER', `node ${node.id} is not the leader`)));
+        return;
+      }
+      const md = new Metadata();
+      md.set(FORWARDED_CALL_KEY, '1');
+      viaLeader<ListWorkersResponse>((c, done) => c.listWorkers({}, md, { deadline: Date.now() + 5_000 }, done), callback, 'the worker list');
+    },
     getStatus(_call, callback: sendUnaryData<GetStatusResponse>) {
       try {
         callback(null, nodeStatus(node, unserved));
@@ -74,18 +115,8 @@ export function createClusterService(node: HeraldNode, unserved: () => UnservedT
         );
         return;
       }
-      const l = node.leader();
-      if (!l.leaderId || !l.leaderAddress) {
-        callback(toServiceError(new HeraldError('NO_LEADER', 'no leader with a known client address to forward the transfer to')));
-        return;
-      }
-      const client = new ClusterServiceClient(l.leaderAddress, node.forwardingCredentials);
       // grpc-js deadlines are wall-clock.
-      client.transferLeadership({ targetId: target }, new Metadata(), { deadline: Date.now() + 10_000 }, (err: ServiceError | null, resp) => {
-        client.close();
-        if (err) callback(toServiceError(fromServiceError(err)));
-        else callback(null, resp);
-      });
+      viaLeader<TransferLeadershipResponse>((c, done) => c.transferLeadership({ targetId: target }, new Metadata(), { deadline: Date.now() + 10_000 }, done), callback, 'the transfer');
     },
   };
 }

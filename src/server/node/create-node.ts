@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Server, ServerCredentials, credentials } from '@grpc/grpc-js';
+import { RecordingServer } from '../grpc/recording-server.js';
 import { ClusterServiceService } from '../../gen/herald/v1/cluster_service.js';
 import { HeraldError } from '../../herald-error.js';
 import type { StateMachine } from '../../raft/state-machine.js';
@@ -213,6 +214,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     const peerPort = await bind(peerServer, o.peerListen ?? self.peerAddress, o.tls?.peerServerCredentials());
 
     let stopping: Promise<void> | undefined;
+    // Keepalive for long-lived worker streams and the 64 MiB message limit of the public API.
+    const clientServer = new RecordingServer(CLIENT_SERVER_OPTIONS);
     const node: HeraldNode = {
       id: o.id,
       clusterId,
@@ -227,6 +230,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       stateMachine,
       logStore,
       clusterClock: clusterClock!,
+      clientServices: clientServer.services,
       forwardingCredentials: o.tls?.forwardingChannelCredentials() ?? credentials.createInsecure(),
       events: driver.events,
       propose,
@@ -246,9 +250,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       stop: (opts = {}) => (stopping ??= shutdown(opts)),
     };
 
-    // Keepalive for long-lived worker streams and the 64 MiB message limit of the public API.
-    const clientServer = new Server(CLIENT_SERVER_OPTIONS);
-    clientServer.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes));
+    clientServer.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes, o.connectedWorkers, o.stalledSlots));
     o.registerClientServices?.(clientServer, node);
     const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls?.clientServerCredentials());
     (node as { clientPort: number }).clientPort = clientPort;

@@ -1,7 +1,8 @@
 // What one Herald cluster node is to the rest of the server (the scheduler node, the public
 // services, the cluster service) and the options it is created with (create-node.ts).
 
-import type { UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
+import type { RegisteredService } from '../grpc/recording-server.js';
+import type { ConnectedWorker, StalledSlot, UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { ChannelCredentials, Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { StateMachine } from '../../raft/state-machine.js';
@@ -57,6 +58,10 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */
   unservedTaskTypes?: () => UnservedTaskType[];
+  /** The worker streams connected to this node while it leads (ClusterService.ListWorkers). */
+  connectedWorkers?: () => ConnectedWorker[];
+  /** Slots the leader's watchdog flagged as stalled at its last check (ListWorkers). */
+  stalledSlots?: () => StalledSlot[];
 }
 
 /** A proposal's deadline when neither its caller nor the node's options set one. */
@@ -91,6 +96,8 @@ export interface HeraldNode {
   readonly stateMachine: StateMachine;
   readonly logStore: LogStore;
   readonly clusterClock: ClusterClock;
+  /** The services on the client port, with their handlers (the HTTP port serves the same ones). */
+  readonly clientServices: readonly RegisteredService[];
   /** Credentials for dialling another member's client port (forwarding a call to the leader). */
   readonly forwardingCredentials: ChannelCredentials;
   readonly events: RaftDriver['events'];

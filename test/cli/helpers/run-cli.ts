@@ -82,13 +82,13 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** A dev --base-port whose derived ports (base+1 .. base+23) are all free right now. */
+/** A dev --base-port whose derived ports (base+1 .. base+33) are all free right now. */
 export async function freeBasePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     // Blocks of 100 ports: a test's range never overlaps another test's, even at base+100.
     // 22000–31999: below the kernel ephemeral range and above the blocks of chaos/orchestrator/free-port.ts.
     const base = 22_000 + Math.floor(Math.random() * 100) * 100;
-    const ports = [1, 2, 3, 11, 12, 13, 21, 22, 23].map((d) => base + d);
+    const ports = [1, 2, 3, 11, 12, 13, 21, 22, 23, 31, 32, 33].map((d) => base + d);
     if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
   }
   throw new Error('no free port range for the dev cluster');

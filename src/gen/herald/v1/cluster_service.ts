@@ -186,6 +186,50 @@ export interface RemoveMemberResponse {
   members: Member[];
 }
 
+/** Request of ClusterService.ListWorkers. */
+export interface ListWorkersRequest {
+}
+
+/** One worker stream connected to the leader. */
+export interface ConnectedWorker {
+  /** The worker's id (WorkerHello.worker_id). */
+  workerId: string;
+  /** The task types it serves. */
+  taskTypes: string[];
+  /** Runs it may still be assigned (its spare capacity as the leader counts it). */
+  credits: number;
+  /** Runs it holds under a lease right now. */
+  heldRuns: number;
+  /** When its stream was opened (the leader's wall clock). */
+  connectedUnixMs: number;
+  /** When the leader last heard from it (any message, heartbeats included; the leader's wall clock). */
+  lastHeardUnixMs: number;
+  /** Silent past the bound: it gets no assignments until it speaks again. */
+  silent: boolean;
+  /** Draining: it finishes what it holds and takes nothing new. */
+  draining: boolean;
+}
+
+/** Response of ClusterService.ListWorkers. */
+export interface ListWorkersResponse {
+  /** The connected workers, by worker id. */
+  workers: ConnectedWorker[];
+  /** The leader that answered. */
+  leaderId: string;
+  /** Task types with runs waiting and no connected worker serving them (the leader's watchdog). */
+  unservedTaskTypes: UnservedTaskType[];
+  /** Due slots with no run past the watchdog's grace at its last check (firing stalled?). */
+  stalledSlots: StalledSlot[];
+}
+
+/** A due slot of a job with no run record past the watchdog's grace period. */
+export interface StalledSlot {
+  /** The job. */
+  jobId: string;
+  /** The slot's instant. */
+  slotUnixMs: number;
+}
+
 function createBaseGetStatusRequest(): GetStatusRequest {
   return {};
 }
@@ -1184,6 +1228,355 @@ export const RemoveMemberResponse: MessageFns<RemoveMemberResponse> = {
   },
 };
 
+function createBaseListWorkersRequest(): ListWorkersRequest {
+  return {};
+}
+
+export const ListWorkersRequest: MessageFns<ListWorkersRequest> = {
+  encode(_: ListWorkersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListWorkersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListWorkersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListWorkersRequest>, I>>(base?: I): ListWorkersRequest {
+    return ListWorkersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListWorkersRequest>, I>>(_: I): ListWorkersRequest {
+    const message = createBaseListWorkersRequest();
+    return message;
+  },
+};
+
+function createBaseConnectedWorker(): ConnectedWorker {
+  return {
+    workerId: "",
+    taskTypes: [],
+    credits: 0,
+    heldRuns: 0,
+    connectedUnixMs: 0,
+    lastHeardUnixMs: 0,
+    silent: false,
+    draining: false,
+  };
+}
+
+export const ConnectedWorker: MessageFns<ConnectedWorker> = {
+  encode(message: ConnectedWorker, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workerId !== "") {
+      writer.uint32(10).string(message.workerId);
+    }
+    for (const v of message.taskTypes) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.credits !== 0) {
+      writer.uint32(24).uint32(message.credits);
+    }
+    if (message.heldRuns !== 0) {
+      writer.uint32(32).uint32(message.heldRuns);
+    }
+    if (message.connectedUnixMs !== 0) {
+      writer.uint32(40).int64(message.connectedUnixMs);
+    }
+    if (message.lastHeardUnixMs !== 0) {
+      writer.uint32(48).int64(message.lastHeardUnixMs);
+    }
+    if (message.silent !== false) {
+      writer.uint32(56).bool(message.silent);
+    }
+    if (message.draining !== false) {
+      writer.uint32(64).bool(message.draining);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConnectedWorker {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConnectedWorker();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.taskTypes.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.credits = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.heldRuns = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.connectedUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.lastHeardUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.silent = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.draining = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConnectedWorker>, I>>(base?: I): ConnectedWorker {
+    return ConnectedWorker.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConnectedWorker>, I>>(object: I): ConnectedWorker {
+    const message = createBaseConnectedWorker();
+    message.workerId = object.workerId ?? "";
+    message.taskTypes = object.taskTypes?.map((e) => e) || [];
+    message.credits = object.credits ?? 0;
+    message.heldRuns = object.heldRuns ?? 0;
+    message.connectedUnixMs = object.connectedUnixMs ?? 0;
+    message.lastHeardUnixMs = object.lastHeardUnixMs ?? 0;
+    message.silent = object.silent ?? false;
+    message.draining = object.draining ?? false;
+    return message;
+  },
+};
+
+function createBaseListWorkersResponse(): ListWorkersResponse {
+  return { workers: [], leaderId: "", unservedTaskTypes: [], stalledSlots: [] };
+}
+
+export const ListWorkersResponse: MessageFns<ListWorkersResponse> = {
+  encode(message: ListWorkersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.workers) {
+      ConnectedWorker.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.leaderId !== "") {
+      writer.uint32(18).string(message.leaderId);
+    }
+    for (const v of message.unservedTaskTypes) {
+      UnservedTaskType.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.stalledSlots) {
+      StalledSlot.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListWorkersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListWorkersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workers.push(ConnectedWorker.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.leaderId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.unservedTaskTypes.push(UnservedTaskType.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.stalledSlots.push(StalledSlot.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListWorkersResponse>, I>>(base?: I): ListWorkersResponse {
+    return ListWorkersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListWorkersResponse>, I>>(object: I): ListWorkersResponse {
+    const message = createBaseListWorkersResponse();
+    message.workers = object.workers?.map((e) => ConnectedWorker.fromPartial(e)) || [];
+    message.leaderId = object.leaderId ?? "";
+    message.unservedTaskTypes = object.unservedTaskTypes?.map((e) => UnservedTaskType.fromPartial(e)) || [];
+    message.stalledSlots = object.stalledSlots?.map((e) => StalledSlot.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStalledSlot(): StalledSlot {
+  return { jobId: "", slotUnixMs: 0 };
+}
+
+export const StalledSlot: MessageFns<StalledSlot> = {
+  encode(message: StalledSlot, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.slotUnixMs !== 0) {
+      writer.uint32(16).int64(message.slotUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StalledSlot {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStalledSlot();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.slotUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<StalledSlot>, I>>(base?: I): StalledSlot {
+    return StalledSlot.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StalledSlot>, I>>(object: I): StalledSlot {
+    const message = createBaseStalledSlot();
+    message.jobId = object.jobId ?? "";
+    message.slotUnixMs = object.slotUnixMs ?? 0;
+    return message;
+  },
+};
+
 /** The cluster as a whole: status and leadership. */
 export type ClusterServiceService = typeof ClusterServiceService;
 export const ClusterServiceService = {
@@ -1247,6 +1640,16 @@ export const ClusterServiceService = {
       viewAsBuffer(RemoveMemberResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemoveMemberResponse => RemoveMemberResponse.decode(value),
   },
+  /** The workers connected to the leader (served by the leader; followers forward). */
+  listWorkers: {
+    path: "/herald.v1.ClusterService/ListWorkers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListWorkersRequest): Buffer => viewAsBuffer(ListWorkersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListWorkersRequest => ListWorkersRequest.decode(value),
+    responseSerialize: (value: ListWorkersResponse): Buffer => viewAsBuffer(ListWorkersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListWorkersResponse => ListWorkersResponse.decode(value),
+  },
 } as const;
 
 export interface ClusterServiceServer extends UntypedServiceImplementation {
@@ -1266,6 +1669,8 @@ export interface ClusterServiceServer extends UntypedServiceImplementation {
   promoteMember: handleUnaryCall<PromoteMemberRequest, PromoteMemberResponse>;
   /** Removes a member (voter or learner, the leader included: it hands over once the removal commits). */
   removeMember: handleUnaryCall<RemoveMemberRequest, RemoveMemberResponse>;
+  /** The workers connected to the leader (served by the leader; followers forward). */
+  listWorkers: handleUnaryCall<ListWorkersRequest, ListWorkersResponse>;
 }
 
 export interface ClusterServiceClient extends Client {
@@ -1354,6 +1759,22 @@ export interface ClusterServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  /** The workers connected to the leader (served by the leader; followers forward). */
+  listWorkers(
+    request: ListWorkersRequest,
+    callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
+  ): ClientUnaryCall;
+  listWorkers(
+    request: ListWorkersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
+  ): ClientUnaryCall;
+  listWorkers(
+    request: ListWorkersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -73,6 +73,13 @@ export class LeaseTable {
     return this.leases.size;
   }
 
+  /** Leases held per worker id (ListWorkers). */
+  heldByWorker(): Map<string, number> {
+    const held = new Map<string, number>();
+    for (const l of this.leases.values()) held.set(l.workerId, (held.get(l.workerId) ?? 0) + 1);
+    return held;
+  }
+
   /** A claim of the run is being proposed (its lease is granted when it commits). */
   claimStarted(runId: string, key: RunKey): void {
     this.claiming.add(runId);
