@@ -90,6 +90,7 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL(/#\/$/);
     await expect.poll(() => page.locator('.stat', { hasText: 'workers connected' }).locator('.stat-value').textContent(), { timeout: 10_000 }).toBe('2');
     await expect.poll(() => page.locator('.stat', { hasText: 'leader' }).locator('.stat-value').textContent()).toMatch(/^n[123]$/);
+    await expect.poll(() => page.locator('.stat', { hasText: 'runs finished' }).locator('.stat-value').textContent()).toMatch(/^\d+\.\d$/);
     await shot(page, 'overview');
 
     // Find the job: the job list, then open it by id with the keyboard.
