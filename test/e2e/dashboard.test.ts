@@ -102,8 +102,14 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL(/#\/jobs\/demo-every-5s$/);
     await expect.poll(() => page.locator('dl.spec').textContent()).toContain('every 5 s');
 
-    // A second tab watches runs live from now on.
+    // A second tab (its own sessionStorage) signs in with a login link and watches runs live.
     const live = await context.newPage();
+    live.on('request', (r) => {
+      if (r.url().includes('/herald.v1.')) sentTokens.add(r.headers().authorization ?? '');
+    });
+    await live.goto(`${base}/#login=${TOKEN}`);
+    await live.waitForURL(/#\/$/);
+    expect(live.url()).not.toContain(TOKEN);
     await live.goto(`${base}/#/runs`);
     await live.locator('.badge', { hasText: 'watching' }).waitFor({ timeout: 10_000 });
 
