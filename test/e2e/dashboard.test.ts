@@ -14,7 +14,8 @@ import { CliProcess, freeBasePort } from '../cli/helpers/run-cli.js';
 import { killPids, pidsWithArg } from '../cli/helpers/processes.js';
 import { ensureChromium } from './helpers/chromium.js';
 
-const TOKEN = 'e2e-operator-token';
+// The dev cluster's admin token when it runs with auth (its banner names the file), else any token.
+let TOKEN = 'e2e-operator-token';
 
 let dir = '';
 let dev: CliProcess | undefined;
@@ -45,12 +46,15 @@ beforeAll(async () => {
   const [, url] = await dev.waitFor(/dashboard\s+(http:\/\/127\.0\.0\.1:\d+\/)/, 90_000);
   await dev.waitFor(/Ctrl-C stops everything/, 30_000);
   base = url!.replace(/\/$/, '');
+  const tokenFile = /admin token\s+(\S+)/.exec(dev.stdout)?.[1];
+  if (tokenFile) TOKEN = readFileSync(tokenFile, 'utf8').trim();
   const ca = join(dir, 'data', 'certs', 'ca.crt');
   // A worker for the failing job: its first attempt of a run fails for good, a re-driven one succeeds.
   worker = new Worker({
     endpoints: [1, 2, 3].map((i) => `127.0.0.1:${basePort + i}`),
     ...(existsSync(ca) ? { tls: { ca: readFileSync(ca) } } : {}),
     workerId: 'e2e-flaky-worker',
+    ...(tokenFile ? { token: TOKEN } : {}),
     handlers: {
       flaky: async ({ run }) => {
         const n = (flakyCalls.get(run.id) ?? 0) + 1;
