@@ -127,7 +127,8 @@ describe('the dashboard in a browser', () => {
     // Trigger a run; the live tab sees it succeed.
     await page.getByRole('button', { name: 'Trigger' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Trigger' }).click();
-    const manual = live.locator('tr[data-run^="demo-every-5s@"][data-state="RUN_STATE_SUCCEEDED"]');
+    // A manual run's id ends in ~m<n>; a scheduled run fired just before the pause may finish too.
+    const manual = live.locator('tr[data-run^="demo-every-5s@"][data-run*="~m"][data-state="RUN_STATE_SUCCEEDED"]');
     await manual.first().waitFor({ timeout: 20_000 });
     const manualId = await manual.first().getAttribute('data-run');
     const manualRun = await api<{ run: { state: string; manual: boolean } }>('JobService/GetRun', { runId: manualId });
