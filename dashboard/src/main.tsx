@@ -2,7 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { call, onAuthError, setToken, token } from './api.js';
-import { forgetDenied } from './permissions.js';
+import { forgetDenied, probeRole } from './permissions.js';
 import { go, href, useRoute } from './router.js';
 import { Overview } from './pages/overview.js';
 import { Jobs } from './pages/jobs.js';
@@ -28,6 +28,7 @@ function Login({ reason }: { reason: string }) {
     forgetDenied();
     try {
       await call(`${CLUSTER}/GetStatus`);
+      await probeRole();
       go([]);
     } catch (err) {
       setError((err as Error).message);
@@ -64,6 +65,11 @@ const NAV: Array<[string, string[]]> = [
 
 function App() {
   const route = useRoute();
+  const [, setRoleKnown] = useState(false);
+  useEffect(() => {
+    // Without a token there is no role to find out (sign-in probes once a token is given).
+    if (token()) void probeRole().then(() => setRoleKnown(true));
+  }, []);
   const [authReason, setAuthReason] = useState('');
   const [signedIn, setSignedIn] = useState(token() !== '');
   useEffect(

@@ -1,9 +1,17 @@
-// What the signed-in principal may do, so the pages offer only that. Until the server says
-// (a role's methods, once tokens and roles exist), every method is offered; a method the server
-// refused with PERMISSION_DENIED is not offered again in this session.
-import { onAuthError } from './api.js';
+// What the signed-in principal may do, so the pages offer only that. The server's role table
+// (fully-qualified method → roles) has no "who am I" call yet, so the dashboard asks by doing:
+// ValidateJob changes nothing and needs the write role, so PERMISSION_DENIED for it (before any
+// validation) means the token may only read, and no write action is offered. Any other method the
+// server refuses with PERMISSION_DENIED is not offered again in this session either.
+import { call, onAuthError } from './api.js';
+import { JOB, TASK_TYPES } from './types.js';
 
 const DENIED_KEY = 'herald.denied';
+const PROBE = `${JOB}/ValidateJob`;
+/** The methods the write role adds to reading (the role table: operator and admin). */
+const WRITES = ['CreateJob', 'UpdateJob', 'DeleteJob', 'PauseJob', 'ResumeJob', 'TriggerJob', 'BackfillJob', 'CancelRun', 'RetryRun', 'RetryRuns', 'ValidateJob']
+  .map((m) => `${JOB}/${m}`)
+  .concat([`${TASK_TYPES}/SetTaskType`, `${TASK_TYPES}/DeleteTaskType`]);
 
 function denied(): Set<string> {
   try {
@@ -13,21 +21,24 @@ function denied(): Set<string> {
   }
 }
 
-/** A role's allowed methods as the server lists them (fully-qualified names); undefined: not known. */
-const role: { allowed: ReadonlySet<string> | undefined } = { allowed: undefined };
-
-export function setAllowedMethods(methods: readonly string[] | undefined): void {
-  role.allowed = methods ? new Set(methods) : undefined;
-}
-
 /** May the principal call `method` ("herald.v1.JobService/PauseJob")? */
 export function may(method: string): boolean {
-  if (denied().has(method)) return false;
-  return role.allowed === undefined || role.allowed.has(method);
+  const d = denied();
+  if (d.has(method)) return false;
+  return !(d.has(PROBE) && WRITES.includes(method));
 }
 
 export function forgetDenied(): void {
   sessionStorage.removeItem(DENIED_KEY);
+}
+
+/** Finds out whether the token may write (see above); resolves once known. */
+export async function probeRole(): Promise<void> {
+  try {
+    await call(PROBE, {});
+  } catch {
+    // INVALID_ARGUMENT (no spec) for a writer; PERMISSION_DENIED is recorded by the listener below.
+  }
 }
 
 onAuthError((e) => {

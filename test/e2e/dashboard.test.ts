@@ -14,7 +14,8 @@ import { CliProcess, freeBasePort } from '../cli/helpers/run-cli.js';
 import { killPids, pidsWithArg } from '../cli/helpers/processes.js';
 import { ensureChromium } from './helpers/chromium.js';
 
-const TOKEN = 'e2e-operator-token';
+// The dev cluster's admin token when it runs with auth (its banner names the file), else any token.
+let TOKEN = 'e2e-operator-token';
 
 let dir = '';
 let dev: CliProcess | undefined;
@@ -45,12 +46,15 @@ beforeAll(async () => {
   const [, url] = await dev.waitFor(/dashboard\s+(http:\/\/127\.0\.0\.1:\d+\/)/, 90_000);
   await dev.waitFor(/Ctrl-C stops everything/, 30_000);
   base = url!.replace(/\/$/, '');
+  const tokenFile = /admin token\s+(\S+)/.exec(dev.stdout)?.[1];
+  if (tokenFile) TOKEN = readFileSync(tokenFile, 'utf8').trim();
   const ca = join(dir, 'data', 'certs', 'ca.crt');
   // A worker for the failing job: its first attempt of a run fails for good, a re-driven one succeeds.
   worker = new Worker({
     endpoints: [1, 2, 3].map((i) => `127.0.0.1:${basePort + i}`),
     ...(existsSync(ca) ? { tls: { ca: readFileSync(ca) } } : {}),
     workerId: 'e2e-flaky-worker',
+    ...(tokenFile ? { token: TOKEN } : {}),
     handlers: {
       flaky: async ({ run }) => {
         const n = (flakyCalls.get(run.id) ?? 0) + 1;
@@ -90,6 +94,7 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL(/#\/$/);
     await expect.poll(() => page.locator('.stat', { hasText: 'workers connected' }).locator('.stat-value').textContent(), { timeout: 10_000 }).toBe('2');
     await expect.poll(() => page.locator('.stat', { hasText: 'leader' }).locator('.stat-value').textContent()).toMatch(/^n[123]$/);
+    await expect.poll(() => page.locator('.stat', { hasText: 'runs finished' }).locator('.stat-value').textContent()).toMatch(/^\d+\.\d$/);
     await shot(page, 'overview');
 
     // Find the job: the job list, then open it by id with the keyboard.
@@ -101,8 +106,14 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL(/#\/jobs\/demo-every-5s$/);
     await expect.poll(() => page.locator('dl.spec').textContent()).toContain('every 5 s');
 
-    // A second tab watches runs live from now on.
+    // A second tab (its own sessionStorage) signs in with a login link and watches runs live.
     const live = await context.newPage();
+    live.on('request', (r) => {
+      if (r.url().includes('/herald.v1.')) sentTokens.add(r.headers().authorization ?? '');
+    });
+    await live.goto(`${base}/#login=${TOKEN}`);
+    await live.waitForURL(/#\/$/);
+    expect(live.url()).not.toContain(TOKEN);
     await live.goto(`${base}/#/runs`);
     await live.locator('.badge', { hasText: 'watching' }).waitFor({ timeout: 10_000 });
 
@@ -116,7 +127,8 @@ describe('the dashboard in a browser', () => {
     // Trigger a run; the live tab sees it succeed.
     await page.getByRole('button', { name: 'Trigger' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Trigger' }).click();
-    const manual = live.locator('tr[data-run^="demo-every-5s@"][data-state="RUN_STATE_SUCCEEDED"]');
+    // A manual run's id ends in ~m<n>; a scheduled run fired just before the pause may finish too.
+    const manual = live.locator('tr[data-run^="demo-every-5s@"][data-run*="~m"][data-state="RUN_STATE_SUCCEEDED"]');
     await manual.first().waitFor({ timeout: 20_000 });
     const manualId = await manual.first().getAttribute('data-run');
     const manualRun = await api<{ run: { state: string; manual: boolean } }>('JobService/GetRun', { runId: manualId });

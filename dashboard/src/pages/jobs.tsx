@@ -141,7 +141,9 @@ export function Jobs({ route }: { route: Route }) {
           </tbody>
         </table>
       </div>
-      {jobs.data && jobs.data.jobs.length === 0 && <p class="muted">No jobs match.</p>}
+      {jobs.data && jobs.data.jobs.length === 0 && (
+        <p class="muted">{jobs.data.nextPageToken ? 'No match in this stretch of the job list (the server bounds each page’s scan): Next → searches on.' : 'No jobs match.'}</p>
+      )}
       <nav class="pager" aria-label="pages">
         {token && (
           <a href={href(['jobs'], { ...filters, page: prev.split('|').filter(Boolean).slice(-1)[0], prev: prev.split('|').filter(Boolean).slice(0, -1).join('|') })}>← Previous</a>

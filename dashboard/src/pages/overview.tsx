@@ -71,6 +71,8 @@ export function Overview() {
   const s = status.data;
   const w = workers.data;
   const leaderIndex = s ? Math.max(...s.members.map((m) => num(m.matchIndex)), num(s.commitIndex)) : 0;
+  // A follower hears only from the leader: what it knows of the other followers says nothing.
+  const seen = (id: string) => !!s && (s.role === 'NODE_ROLE_LEADER' || id === s.nodeId || id === s.leaderId);
   const count = (c: { count: number; more: boolean } | undefined) => (c ? `${c.count}${c.more ? '+' : ''}` : '…');
   return (
     <div class="page">
@@ -112,9 +114,9 @@ export function Overview() {
                       <td>{m.clientAddress}</td>
                       <td>{s.role === 'NODE_ROLE_LEADER' ? m.matchIndex : '—'}</td>
                       <td>{s.role === 'NODE_ROLE_LEADER' ? Math.max(0, leaderIndex - num(m.matchIndex)) : '—'}</td>
-                      <td>{m.id === s.nodeId ? 'self' : num(m.lastContactMs) < 0 ? 'never' : `${m.lastContactMs} ms`}</td>
+                      <td>{m.id === s.nodeId ? 'self' : !seen(m.id) ? '—' : num(m.lastContactMs) < 0 ? 'never' : `${m.lastContactMs} ms ago`}</td>
                       <td>
-                        {s.role === 'NODE_ROLE_LEADER' || m.id === s.nodeId || m.id === s.leaderId ? (
+                        {seen(m.id) ? (
                           <span class={`badge ${m.healthy ? 'ok' : 'bad'}`}>{m.healthy ? 'healthy' : 'unreachable'}</span>
                         ) : (
                           <span class="muted">—</span>

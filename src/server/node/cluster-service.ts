@@ -93,6 +93,9 @@ export function createClusterService(
       }
       const md = new Metadata();
       md.set(FORWARDED_CALL_KEY, '1');
+      // The leader authenticates the caller itself: its bearer token goes along.
+      const authorization = call.metadata.get('authorization')[0];
+      if (authorization !== undefined) md.set('authorization', authorization);
       viaLeader<ListWorkersResponse>((c, done) => c.listWorkers({}, md, { deadline: Date.now() + 5_000 }, done), callback, 'the worker list');
     },
     getStatus(_call, callback: sendUnaryData<GetStatusResponse>) {
