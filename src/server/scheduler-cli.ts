@@ -2,6 +2,7 @@
 // metrics listener) and the bridge from the CLI's node options to a scheduler node. Kept here so
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
@@ -52,6 +53,8 @@ const UNSAFE_FLAGS = [
 export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, , help] of FLAGS) cmd.option(flag, `scheduler: ${help}`);
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
+  cmd.option('--auth', 'scheduler: require a credential (bearer token or client certificate) on every client-port call, with roles (README "Secure a cluster")');
+  cmd.option('--auth-bootstrap-file <file>', 'scheduler: implies --auth; a file holding the admin token the first leader puts once per cluster, named bootstrap-admin (`herald auth bootstrap-token --out FILE` writes one)');
   cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
@@ -107,6 +110,21 @@ function watchLogEvents(v: unknown): number {
   return n;
 }
 
+/** --auth / --auth-bootstrap-file: the auth options, or undefined (auth off). */
+function authOf(f: Record<string, unknown>): { bootstrapToken?: string } | undefined {
+  const file = f.authBootstrapFile;
+  if (typeof file === 'string') {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new HeraldError('INVALID_ARGUMENT', `--auth-bootstrap-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+    }
+    return { bootstrapToken: text.trim() };
+  }
+  return f.auth === true ? {} : undefined;
+}
+
 /** A createNode replacement that starts a scheduler node; its stop() stops the scheduler too. */
 export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise<HeraldNode> {
   const f = flags as Record<string, unknown>;
@@ -114,9 +132,11 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
     const { stateMachine: _ignored, ...rest } = o;
     const scheduler = schedulerOverrides(f);
     const unsafe = unsafeSwitchesOf(f);
+    const auth = authOf(f);
     const s = await createSchedulerNode({
       ...rest,
       scheduler,
+      ...(auth ? { auth } : {}),
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
       ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),
       ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: unsafe.skipFsync } : {}),

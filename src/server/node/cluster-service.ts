@@ -1,6 +1,7 @@
 // herald.v1.ClusterService on the client port: this node's view of the cluster, and
 // leadership transfer (followers forward it to the leader's client port).
 
+import { forwardingMetadata } from '../auth/forwarding-metadata.js';
 import { Metadata, type ServiceError, type sendUnaryData } from '@grpc/grpc-js';
 import {
   ClusterServiceClient,
@@ -96,7 +97,7 @@ export function createClusterService(node: HeraldNode, unserved: () => UnservedT
       }
       const client = new ClusterServiceClient(l.leaderAddress, node.forwardingCredentials);
       // grpc-js deadlines are wall-clock.
-      client.transferLeadership({ targetId: target }, new Metadata(), { deadline: Date.now() + 10_000 }, (err: ServiceError | null, resp) => {
+      client.transferLeadership({ targetId: target }, forwardingMetadata(call), { deadline: Date.now() + 10_000 }, (err: ServiceError | null, resp) => {
         client.close();
         if (err) callback(toServiceError(fromServiceError(err)));
         else callback(null, resp);

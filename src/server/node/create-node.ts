@@ -226,8 +226,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
 
     // Keepalive for long-lived worker streams and the 64 MiB message limit of the public API.
     const clientServer = new Server(CLIENT_SERVER_OPTIONS);
-    clientServer.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes));
-    o.registerClientServices?.(clientServer, node);
+    const services = o.wrapClientServer?.(clientServer, node) ?? clientServer;
+    services.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes));
+    o.registerClientServices?.(services, node);
     const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls?.clientServerCredentials());
     (node as { clientPort: number }).clientPort = clientPort;
 

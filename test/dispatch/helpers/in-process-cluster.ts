@@ -17,7 +17,12 @@ export interface InProcessCluster {
   stop(): Promise<void>;
 }
 
-export async function startInProcessCluster(size: number, scheduler: Partial<SchedulerConfig> = {}, node: { replicateEffects?: boolean } = {}): Promise<InProcessCluster> {
+export async function startInProcessCluster(
+  size: number,
+  scheduler: Partial<SchedulerConfig> = {},
+  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string } } = {},
+  clientToken?: string,
+): Promise<InProcessCluster> {
   const root = await mkdtemp(join(tmpdir(), 'herald-dispatch-'));
   const ports = await Promise.all(Array.from({ length: size * 2 }, () => freePort()));
   const members = Array.from({ length: size }, (_, i) => ({
@@ -49,7 +54,7 @@ export async function startInProcessCluster(size: number, scheduler: Partial<Sch
       );
     }
     const endpoints = members.map((m) => m.clientAddress);
-    client = new HeraldClient({ endpoints });
+    client = new HeraldClient({ endpoints, ...(clientToken !== undefined ? { token: clientToken } : {}) });
     const leader = () => waitFor('a leader with services ready', () => nodes.find((n) => n.leaderServices()?.ready), 15_000, 20);
     await leader();
     return { nodes, endpoints, client, leader, stop };
