@@ -55,6 +55,7 @@ export function addSchedulerFlags(cmd: Command): Command {
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
   cmd.option('--auth', 'scheduler: require a credential (bearer token or client certificate) on every client-port call, with roles (README "Secure a cluster")');
   cmd.option('--auth-bootstrap-file <file>', 'scheduler: implies --auth; a file holding the admin token the first leader puts once per cluster, named bootstrap-admin (`herald auth bootstrap-token --out FILE` writes one)');
+  cmd.option('--auth-rate-limit <n>', 'scheduler, with auth: calls per second one principal may make (burst twice that; 0 = no limit; default 1000)');
   cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
@@ -111,7 +112,18 @@ function watchLogEvents(v: unknown): number {
 }
 
 /** --auth / --auth-bootstrap-file: the auth options, or undefined (auth off). */
-function authOf(f: Record<string, unknown>): { bootstrapToken?: string } | undefined {
+function authOf(f: Record<string, unknown>): { bootstrapToken?: string; ratePerSecond?: number } | undefined {
+  const on = authSwitch(f);
+  if (!on) return undefined;
+  const v = f.authRateLimit;
+  if (v === undefined) return on;
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || Number(v) > 1_000_000) {
+    throw new HeraldError('INVALID_ARGUMENT', `--auth-rate-limit: expected an integer in [0, 1000000], got "${String(v)}"`);
+  }
+  return { ...on, ratePerSecond: Number(v) };
+}
+
+function authSwitch(f: Record<string, unknown>): { bootstrapToken?: string } | undefined {
   const file = f.authBootstrapFile;
   if (typeof file === 'string') {
     let text: string;

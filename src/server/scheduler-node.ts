@@ -35,10 +35,14 @@ import { Authenticator } from './auth/authenticator.js';
 import { guardServer } from './auth/grpc-call-guard.js';
 import type { Principal } from './auth/principal.js';
 import { tokenFromString } from './auth/token-secret.js';
+import { PrincipalRateLimit } from './auth/principal-rate-limit.js';
+import { systemMonotonicClock } from '../raft/monotonic-clock.js';
 import { HeraldError, isHeraldError } from '../herald-error.js';
 
 /** How long a call's credential check may wait for this node to catch up with the leader (the revocation rule). */
 const AUTH_BARRIER_TIMEOUT_MS = 5_000;
+/** Calls per second one principal may make by default (streams count once, when opened). */
+export const DEFAULT_AUTH_RATE_PER_SECOND = 1_000;
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
   /** Scheduler, dispatcher and lease settings (defaults in leader/leader-config.ts). */
@@ -53,7 +57,11 @@ export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' |
    * contents of --auth-bootstrap-file) is put as the admin token named bootstrap-admin by the
    * first leader, once per cluster.
    */
-  auth?: { bootstrapToken?: string };
+  auth?: {
+    bootstrapToken?: string;
+    /** Per-principal calls per second (0 = no limit; default DEFAULT_AUTH_RATE_PER_SECOND), burst twice that. */
+    ratePerSecond?: number;
+  };
   /** Watch streams (watch/): the change log's size in changes (0 turns WatchService off), progress interval, backlog bound. */
   watch?: { logEvents?: number; progressIntervalMs?: number; maxBacklog?: number };
 }
@@ -94,7 +102,8 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
       ? {
           wrapClientServer: (server: Server, n: HeraldNode) => {
             authenticator = new Authenticator({ getToken: (id) => feed!.fsm.getToken(id) }, () => n.readIndex({ timeoutMs: AUTH_BARRIER_TIMEOUT_MS }));
-            return guardServer(server, authenticator, audit);
+            const rate = o.auth!.ratePerSecond ?? DEFAULT_AUTH_RATE_PER_SECOND;
+            return guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) });
           },
         }
       : {}),

@@ -102,7 +102,8 @@ describe('herald CLI against `herald dev`', () => {
 
     const run = await cliJson<RunJson>('job', 'trigger', 'cli-job', '--wait', '--wait-timeout', '30s');
     expect(run).toMatchObject({ jobId: 'cli-job', state: 'succeeded', manual: true });
-    expect(run.workerId).toMatch(/^dev-worker-/);
+    // Bound to its credential: the demo worker runs with the dev admin token.
+    expect(run.workerId).toMatch(/^bootstrap-admin:dev-worker-/);
     // dev streamed the fire as the demo worker received it.
     await dev!.waitFor(new RegExp(`fire .*run ${run.id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+job cli-job \\(manual\\)`), 10_000);
 

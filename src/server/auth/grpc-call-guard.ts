@@ -13,6 +13,7 @@ import { UNAUTHENTICATED_ADMIN, type Principal } from './principal.js';
 import { isMutating } from './audit-line.js';
 import { isHeraldError } from '../../herald-error.js';
 import type { Logger } from 'pino';
+import type { PrincipalRateLimit } from './principal-rate-limit.js';
 
 type AnyCall = {
   metadata: Metadata;
@@ -36,23 +37,31 @@ export function transportIdentityOf(call: Pick<AnyCall, 'getAuthContext'>): Tran
 }
 
 /** Authenticates and authorizes one call; resolves with its principal. */
-export async function checkCall(auth: Authenticator, method: string, call: Pick<AnyCall, 'metadata' | 'getAuthContext'>): Promise<Principal> {
+export async function checkCall(auth: Authenticator, method: string, call: Pick<AnyCall, 'metadata' | 'getAuthContext'>, limit?: PrincipalRateLimit): Promise<Principal> {
   const p = await auth.authenticate(call.metadata, transportIdentityOf(call));
   authorize(p, method);
+  limit?.take(p.name);
   return p;
 }
 
+export interface GuardOptions {
+  audit?: Logger;
+  /** Per-principal request rate limit (none when absent). */
+  rateLimit?: PrincipalRateLimit;
+}
+
 /** A server whose addService guards every handler with `auth`. */
-export function guardServer(server: Server, auth: Authenticator, audit?: Logger): Server {
+export function guardServer(server: Server, auth: Authenticator, o: GuardOptions = {}): Server {
   return new Proxy(server, {
     get(target, prop, receiver) {
       if (prop !== 'addService') return Reflect.get(target, prop, receiver) as unknown;
-      return (def: ServiceDefinition, impl: UntypedServiceImplementation) => target.addService(def, guardImplementation(def, impl, auth, audit));
+      return (def: ServiceDefinition, impl: UntypedServiceImplementation) => target.addService(def, guardImplementation(def, impl, auth, o));
     },
   });
 }
 
-function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImplementation, auth: Authenticator, audit?: Logger): UntypedServiceImplementation {
+function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImplementation, auth: Authenticator, o: GuardOptions): UntypedServiceImplementation {
+  const audit = o.audit;
   const refused = (path: string, call: AnyCall, e: unknown): void => {
     const method = path.slice(path.lastIndexOf('/') + 1);
     if (audit && isMutating(method) && isHeraldError(e)) audit.info({ audit: true, principal: null, method, outcome: e.code, reason: e.message }, 'audit');
@@ -68,7 +77,7 @@ function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImpleme
     }
     if (!attrs.responseStream && !attrs.requestStream) {
       out[name] = ((call: AnyCall, callback: (err: unknown, res?: unknown) => void) => {
-        checkCall(auth, path, call).then(
+        checkCall(auth, path, call, o.rateLimit).then(
           (p) => {
             principals.set(call, p);
             handler.call(impl, call, callback);
@@ -81,7 +90,7 @@ function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImpleme
       }) as never;
     } else {
       out[name] = ((call: AnyCall) => {
-        checkCall(auth, path, call).then(
+        checkCall(auth, path, call, o.rateLimit).then(
           (p) => {
             principals.set(call, p);
             handler.call(impl, call);
