@@ -1,6 +1,6 @@
 // Raw gRPC calls by fully-qualified method name with empty request bytes (every field at its
 // default), for the role × method matrix: the status a call gets, whatever the method's types.
-import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
+import { Client, credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
 
 export interface RawCallOptions {
   token?: string;
@@ -17,8 +17,8 @@ function md(o: RawCallOptions): Metadata {
 
 const identity = (b: Buffer): Buffer => b;
 
-export function rawClient(address: string): Client {
-  return new Client(address, credentials.createInsecure());
+export function rawClient(address: string, creds: ChannelCredentials = credentials.createInsecure()): Client {
+  return new Client(address, creds);
 }
 
 /** A unary call's status code (OK = 0) and message. */
