@@ -80,7 +80,7 @@ export function createClusterService(node: HeraldNode, unserved: () => UnservedT
     transferLeadership(call, callback: sendUnaryData<TransferLeadershipResponse>) {
       const target = call.request.targetId;
       if (target && !node.members.some((m) => m.id === target)) {
-        callback(toServiceError(new HeraldError('INVALID_ARGUMENT', `unknown node ${target}`)));
+        callback(toServiceError(new HeraldError('INVALID_ARGUMENT', `unknown node ${target.slice(0, 64)}`)));
         return;
       }
       if (node.driver.isLeader()) {
