@@ -1,10 +1,14 @@
 // Issue 29 (short fuzz): malformed and hostile input against every public RPC of a live node with
-// auth on — random bytes, mutated valid messages, an oversize field, a burst of streams — each
+// TLS, mTLS and auth on — random bytes, mutated valid messages, an oversize field, a burst of streams — each
 // call answered with a status within its deadline, as an admin (past the guard, into the
 // handlers) and without a credential (at the guard); the node keeps serving afterwards. Seeded,
 // so a failure replays.
+import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { status, type Client } from '@grpc/grpc-js';
+import { credentials, status, type ChannelCredentials, type Client } from '@grpc/grpc-js';
+import { NodeTls } from '../../src/server/grpc/tls/node-tls.js';
+import { makeTestCerts, type TestCerts } from './helpers/test-certs.js';
 import { AuthServiceService } from '../../src/gen/herald/v1/auth_service.js';
 import { ClusterServiceService } from '../../src/gen/herald/v1/cluster_service.js';
 import { CreateJobRequest, JobServiceService } from '../../src/gen/herald/v1/job_service.js';
@@ -35,18 +39,25 @@ function rng(seed: number): () => number {
 describe('auth: hostile input against every public RPC', () => {
   let cluster: InProcessCluster;
   let c: Client;
+  let certs: TestCerts;
+  let creds: ChannelCredentials;
   const admin = newTokenSecret().token;
 
   beforeAll(async () => {
-    cluster = await startInProcessCluster(1, {}, { auth: { bootstrapToken: admin } }, admin);
+    certs = await makeTestCerts(['n1']);
+    const m = certs.member.n1!;
+    const tls = () => new NodeTls({ certFile: m.cert, keyFile: m.key, peerCertFile: m.cert, peerKeyFile: m.key, peerCaFile: certs.ca });
+    cluster = await startInProcessCluster(1, {}, { auth: { bootstrapToken: admin }, tls }, admin, { ca: readFileSync(certs.ca) });
     const leader = await cluster.leader();
-    c = rawClient(`127.0.0.1:${leader.node.clientPort}`);
+    creds = credentials.createSsl(readFileSync(certs.ca));
+    c = rawClient(`127.0.0.1:${leader.node.clientPort}`, creds);
     await waitFor('bootstrap token put', () => cluster.client.listTokens().then(() => true, () => false), 10_000, 100);
   }, 30_000);
 
   afterAll(async () => {
     c?.close();
     await cluster?.stop();
+    if (certs) await rm(certs.dir, { recursive: true, force: true });
   });
 
   it('answers random and mutated bytes on every method with a status within the deadline', async () => {
@@ -95,7 +106,7 @@ describe('auth: hostile input against every public RPC', () => {
 
   it('survives a burst of streams opened and dropped at once', async () => {
     const path = '/herald.v1.WatchService/WatchRuns';
-    const fresh = rawClient(`127.0.0.1:${(await cluster.leader()).node.clientPort}`);
+    const fresh = rawClient(`127.0.0.1:${(await cluster.leader()).node.clientPort}`, creds);
     const results = await Promise.all(Array.from({ length: 200 }, (_, i) => rawStream(fresh, path, 'server', { token: i % 2 ? admin : undefined, deadlineMs: DEADLINE_MS }, Buffer.alloc(0), 300)));
     expect(results.filter((r, i) => (i % 2 ? r.code !== status.OK && r.code !== status.RESOURCE_EXHAUSTED : r.code !== status.UNAUTHENTICATED))).toEqual([]);
     fresh.close();
