@@ -9,11 +9,12 @@ import { parseDuration } from '../client/duration.js';
 import { HeraldClient } from '../client/herald-client.js';
 import { DEFAULT_DEV_DATA_DIR, devClientEndpoints } from './dev/dev-ports.js';
 import { readState } from './dev/dev-state.js';
-import { devCaFile } from './dev/dev-certs.js';
+import { devAdminToken, devCaFile } from './dev/dev-certs.js';
 import { UsageError } from './usage-error.js';
 
 export interface ClientFlags extends TlsClientFlags {
   endpoints?: string;
+  token?: string;
   timeout: string;
   json?: boolean;
 }
@@ -34,7 +35,19 @@ export function addClientOptions(cmd: Command): Command {
     .option('--json', 'machine-readable JSON output (errors too, on stderr)')
     .option('--ca <file>', 'TLS: CA bundle (PEM) of the cluster\'s certificates (default: $HERALD_CA); turns TLS on')
     .option('--cert <file>', 'TLS: client certificate (PEM) (default: $HERALD_CERT)')
-    .option('--key <file>', 'TLS: client key (PEM) (default: $HERALD_KEY)');
+    .option('--key <file>', 'TLS: client key (PEM) (default: $HERALD_KEY)')
+    .option('--token <token>', 'bearer token for a cluster running with auth (default: $HERALD_TOKEN, else the dev cluster\'s admin token)');
+}
+
+/**
+ * The bearer token: --token, else HERALD_TOKEN, else — talking to the local dev cluster — the
+ * admin token `herald dev` wrote; undefined when none (a cluster without auth needs none).
+ */
+export function resolveToken(flags: Pick<ClientFlags, 'token' | 'endpoints'>, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (flags.token !== undefined) return flags.token.trim();
+  if (env.HERALD_TOKEN?.trim()) return env.HERALD_TOKEN.trim();
+  const devDefault = flags.endpoints === undefined && !env.HERALD_ENDPOINTS?.trim();
+  return devDefault ? devAdminToken(DEFAULT_DEV_DATA_DIR) : undefined;
 }
 
 /**
@@ -93,6 +106,7 @@ export function clientFromFlags(flags: ClientFlags): HeraldClient {
   return new HeraldClient({
     endpoints: resolveEndpoints(flags),
     tls: resolveTls(flags),
+    token: resolveToken(flags),
     defaultDeadlineMs: deadlineMs,
     // Discovery gets a slice of the deadline so an unreachable cluster fails within --timeout.
     discoveryTimeoutMs: Math.min(1_000, deadlineMs),

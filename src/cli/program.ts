@@ -7,6 +7,7 @@ import { registerClusterCommands } from './commands/cluster.js';
 import { registerWorkerCommand } from './commands/worker.js';
 import { registerTaskTypeCommands } from './commands/task-type.js';
 import { registerCertsCommands } from './commands/certs.js';
+import { registerAuthCommands } from './commands/auth.js';
 import { EXIT } from './exit-codes.js';
 
 /** The subcommand named on the command line (the first non-option argument), if any. */
@@ -45,5 +46,6 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   registerTaskTypeCommands(program);
   registerWorkerCommand(program);
   registerCertsCommands(program);
+  registerAuthCommands(program);
   return program;
 }

@@ -1,7 +1,8 @@
 // One gRPC channel per node address, shared by the service clients for that node. Leader changes
 // move traffic between a handful of addresses; keeping their channels open avoids a TCP + HTTP/2
 // handshake on every redirect, and close() tears them all down in one place.
-import { Channel, connectivityState, credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { Channel, connectivityState, credentials as grpcCredentials, InterceptingCall, type ChannelCredentials, type ChannelOptions, type Interceptor } from '@grpc/grpc-js';
+import { AuthServiceClient } from '../gen/herald/v1/auth_service.js';
 import { ClusterServiceClient } from '../gen/herald/v1/cluster_service.js';
 import { JobServiceClient } from '../gen/herald/v1/job_service.js';
 import { WorkerServiceClient } from '../gen/herald/v1/worker_service.js';
@@ -16,6 +17,11 @@ export interface ConnectionOptions {
   tls?: ClientTls;
   /** Extra grpc-js channel options (keepalive, message sizes). */
   channelOptions?: ChannelOptions;
+  /**
+   * A bearer token from AuthService (`herald auth token create`), sent on every call as
+   * `authorization: Bearer <token>`; needed when the cluster runs with auth.
+   */
+  token?: string;
 }
 
 interface NodeConnection {
@@ -25,6 +31,7 @@ interface NodeConnection {
   workers?: WorkerServiceClient;
   watch?: WatchServiceClient;
   taskTypes?: TaskTypeServiceClient;
+  auth?: AuthServiceClient;
 }
 
 // The server takes and sends messages up to 64 MiB (a CreateJobs of many large specs, its
@@ -37,10 +44,19 @@ const MESSAGE_LIMITS: ChannelOptions = {
 export class ConnectionPool {
   private readonly nodes = new Map<string, NodeConnection>();
   private readonly credentials: ChannelCredentials;
+  /** Every service client's options: the channel, and the token interceptor when a token is set. */
+  private readonly interceptors: Interceptor[];
   private closed = false;
 
   constructor(private readonly options: ConnectionOptions = {}) {
     this.credentials = options.credentials ?? (options.tls ? tlsCredentials(options.tls) : grpcCredentials.createInsecure());
+    // An interceptor rather than call credentials: grpc-js refuses call credentials on a
+    // plaintext channel, and a token must work on a loopback test cluster too.
+    this.interceptors = options.token !== undefined ? [bearerInterceptor(options.token)] : [];
+  }
+
+  private clientOptions(node: NodeConnection): { channelOverride: Channel; interceptors: Interceptor[] } {
+    return { channelOverride: node.channel, interceptors: this.interceptors };
   }
 
   private node(address: string): NodeConnection {
@@ -55,27 +71,32 @@ export class ConnectionPool {
 
   jobs(address: string): JobServiceClient {
     const node = this.node(address);
-    return (node.jobs ??= new JobServiceClient(address, this.credentials, { channelOverride: node.channel }));
+    return (node.jobs ??= new JobServiceClient(address, this.credentials, this.clientOptions(node)));
   }
 
   cluster(address: string): ClusterServiceClient {
     const node = this.node(address);
-    return (node.cluster ??= new ClusterServiceClient(address, this.credentials, { channelOverride: node.channel }));
+    return (node.cluster ??= new ClusterServiceClient(address, this.credentials, this.clientOptions(node)));
+  }
+
+  auth(address: string): AuthServiceClient {
+    const node = this.node(address);
+    return (node.auth ??= new AuthServiceClient(address, this.credentials, this.clientOptions(node)));
   }
 
   taskTypes(address: string): TaskTypeServiceClient {
     const node = this.node(address);
-    return (node.taskTypes ??= new TaskTypeServiceClient(address, this.credentials, { channelOverride: node.channel }));
+    return (node.taskTypes ??= new TaskTypeServiceClient(address, this.credentials, this.clientOptions(node)));
   }
 
   workers(address: string): WorkerServiceClient {
     const node = this.node(address);
-    return (node.workers ??= new WorkerServiceClient(address, this.credentials, { channelOverride: node.channel }));
+    return (node.workers ??= new WorkerServiceClient(address, this.credentials, this.clientOptions(node)));
   }
 
   watch(address: string): WatchServiceClient {
     const node = this.node(address);
-    return (node.watch ??= new WatchServiceClient(address, this.credentials, { channelOverride: node.channel }));
+    return (node.watch ??= new WatchServiceClient(address, this.credentials, this.clientOptions(node)));
   }
 
   /**
@@ -113,4 +134,15 @@ export class ConnectionPool {
     for (const node of this.nodes.values()) node.channel.close();
     this.nodes.clear();
   }
+}
+
+function bearerInterceptor(token: string): Interceptor {
+  const value = `Bearer ${token}`;
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set('authorization', value);
+        next(metadata, listener);
+      },
+    });
 }

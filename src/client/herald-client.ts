@@ -6,6 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { Metadata, status, type CallOptions as GrpcCallOptions, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import type { ClusterServiceClient, GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
 import type { TaskTypeConfig, TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
+import { Role, type AuthServiceClient, type TokenInfo } from '../gen/herald/v1/auth_service.js';
+
+const ROLE_BY_NAME: Record<string, Role> = { admin: Role.ROLE_ADMIN, operator: Role.ROLE_OPERATOR, viewer: Role.ROLE_VIEWER, worker: Role.ROLE_WORKER };
 import { JobState, type Job, type JobSpec } from '../gen/herald/v1/job.js';
 import {
   ReadConsistency,
@@ -402,6 +405,28 @@ export class HeraldClient {
     await this.taskTypes((c) => c.deleteTaskType.bind(c), { taskType }, 'write', opts);
   }
 
+  // ---- AuthService ------------------------------------------------------------------------
+
+  /**
+   * Creates a bearer token (admin only). The returned `secret` is the token itself, shown this
+   * once: the cluster keeps only a salted hash. Worker tokens list the task types they may take.
+   */
+  async createToken(name: string, role: Role | 'admin' | 'operator' | 'viewer' | 'worker', taskTypes: string[] = [], opts: CallOptions = {}): Promise<{ token: TokenInfo; secret: string }> {
+    const r = typeof role === 'string' ? ROLE_BY_NAME[role] : role;
+    if (r === undefined) throw new TypeError(`createToken: unknown role "${String(role)}" (admin, operator, viewer, worker)`);
+    const res = await this.authCall((c) => c.createToken.bind(c), { name, role: r, taskTypes }, 'write', opts);
+    return { token: res.token!, secret: res.secret };
+  }
+
+  async listTokens(opts: CallOptions = {}): Promise<TokenInfo[]> {
+    return (await this.authCall((c) => c.listTokens.bind(c), {}, 'read', opts)).tokens;
+  }
+
+  /** Revokes a token by name or id: its next call, on any node, is refused. */
+  async revokeToken(nameOrId: string, opts: CallOptions = {}): Promise<TokenInfo> {
+    return (await this.authCall((c) => c.revokeToken.bind(c), { nameOrId }, 'write', opts)).token!;
+  }
+
   // ---- ClusterService ---------------------------------------------------------------------
 
   /**
@@ -461,6 +486,10 @@ export class HeraldClient {
 
   private jobs<Req, Res>(pick: (c: JobServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {
     return this.invoke((address) => pick(this.pool.jobs(address)), request, safety, opts);
+  }
+
+  private authCall<Req, Res>(pick: (c: AuthServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {
+    return this.invoke((address) => pick(this.pool.auth(address)), request, safety, opts);
   }
 
   private taskTypes<Req, Res>(pick: (c: TaskTypeServiceClient) => Unary<Req, Res>, request: Req, safety: CallSafety, opts: CallOptions): Promise<Res> {

@@ -46,3 +46,4 @@ export type { Handler, HandlerOutput, RunContext, RunInfo } from './worker/run-c
 export type { JobChange, WatchItem, WatchJobsFilter, WatchOptions, WatchRunsFilter } from './watch-stream.js';
 export { silentLogger, type ClientLogger } from './logger.js';
 export type { ClientTls } from './tls-options.js';
+export { Role, type TokenInfo } from '../gen/herald/v1/auth_service.js';

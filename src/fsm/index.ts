@@ -35,3 +35,10 @@ export { MAX_RETRY_RUNS_PER_COMMAND, RETRYABLE_STATES } from './apply/apply-retr
 export { decodeJobRecord, decodeRunRecord } from './store/records.js';
 export type { ChangeRecorder, StoreChangeListener } from './machine/store-changes.js';
 export { burstOf, validateTaskTypeConfig, validateTaskTypeName, MAX_TASK_TYPE_LIMIT, MAX_TASK_TYPE_CONFIGS } from './commands/task-type-config.js';
+export {
+  validateTokenGrant,
+  isValidTokenId,
+  MAX_TOKENS,
+  MAX_TOKEN_TASK_TYPES,
+  type TokenRecord,
+} from './commands/token-record.js';

@@ -2,6 +2,7 @@
 // metrics listener) and the bridge from the CLI's node options to a scheduler node. Kept here so
 // the server command only chooses between state machines.
 import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
@@ -54,6 +55,9 @@ export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, , help] of FLAGS) cmd.option(flag, `scheduler: ${help}`);
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
   cmd.option('--http-addr <host:port>', 'serve the API as JSON over HTTP and the web dashboard here (plaintext: loopback only unless --allow-insecure-network)');
+  cmd.option('--auth', 'scheduler: require a credential (bearer token or client certificate) on every client-port call, with roles (README "Secure a cluster")');
+  cmd.option('--auth-bootstrap-file <file>', 'scheduler: implies --auth; a file holding the admin token the first leader puts once per cluster, named bootstrap-admin (`herald auth bootstrap-token --out FILE` writes one)');
+  cmd.option('--auth-rate-limit <n>', 'scheduler, with auth: calls per second one principal may make (burst twice that; 0 = no limit; default 1000)');
   cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
@@ -122,6 +126,32 @@ function httpListenOf(flags: Record<string, unknown>): string | undefined {
   return addr;
 }
 
+/** --auth / --auth-bootstrap-file: the auth options, or undefined (auth off). */
+function authOf(f: Record<string, unknown>): { bootstrapToken?: string; ratePerSecond?: number } | undefined {
+  const on = authSwitch(f);
+  if (!on) return undefined;
+  const v = f.authRateLimit;
+  if (v === undefined) return on;
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || Number(v) > 1_000_000) {
+    throw new HeraldError('INVALID_ARGUMENT', `--auth-rate-limit: expected an integer in [0, 1000000], got "${String(v)}"`);
+  }
+  return { ...on, ratePerSecond: Number(v) };
+}
+
+function authSwitch(f: Record<string, unknown>): { bootstrapToken?: string } | undefined {
+  const file = f.authBootstrapFile;
+  if (typeof file === 'string') {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new HeraldError('INVALID_ARGUMENT', `--auth-bootstrap-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+    }
+    return { bootstrapToken: text.trim() };
+  }
+  return f.auth === true ? {} : undefined;
+}
+
 /** A createNode replacement that starts a scheduler node; its stop() stops the scheduler too. */
 export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise<HeraldNode> {
   const f = flags as Record<string, unknown>;
@@ -129,9 +159,11 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
     const { stateMachine: _ignored, ...rest } = o;
     const scheduler = schedulerOverrides(f);
     const unsafe = unsafeSwitchesOf(f);
+    const auth = authOf(f);
     const s = await createSchedulerNode({
       ...rest,
       scheduler,
+      ...(auth ? { auth } : {}),
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
       httpListen: httpListenOf(f),
       ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),

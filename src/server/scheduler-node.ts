@@ -32,6 +32,20 @@ import { ChangeLog, DEFAULT_CHANGE_LOG_EVENTS } from './watch/change-log.js';
 import { connectedWorkers } from './leader/connected-workers.js';
 import { createWatchService, type WatchServiceHandle } from './watch/watch-service.js';
 import { jobsWithLabels } from './watch/jobs-with-labels.js';
+import { AuthServiceService } from '../gen/herald/v1/auth_service.js';
+import { createAuthService, putBootstrapToken } from './api/auth-service.js';
+import { Authenticator } from './auth/authenticator.js';
+import { guardServer } from './auth/grpc-call-guard.js';
+import type { Principal } from './auth/principal.js';
+import { tokenFromString } from './auth/token-secret.js';
+import { PrincipalRateLimit } from './auth/principal-rate-limit.js';
+import { systemMonotonicClock } from '../raft/monotonic-clock.js';
+import { HeraldError, isHeraldError } from '../herald-error.js';
+
+/** How long a call's credential check may wait for this node to catch up with the leader (the revocation rule). */
+const AUTH_BARRIER_TIMEOUT_MS = 5_000;
+/** Calls per second one principal may make by default (streams count once, when opened). */
+export const DEFAULT_AUTH_RATE_PER_SECOND = 1_000;
 
 export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
   /** Scheduler, dispatcher and lease settings (defaults in leader/leader-config.ts). */
@@ -43,6 +57,16 @@ export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' |
   httpListen?: string;
   /** Extra services for the client port (tests, tools). */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
+  /**
+   * Authentication and roles on the client port (auth/): on when given. `bootstrapToken` (the
+   * contents of --auth-bootstrap-file) is put as the admin token named bootstrap-admin by the
+   * first leader, once per cluster.
+   */
+  auth?: {
+    bootstrapToken?: string;
+    /** Per-principal calls per second (0 = no limit; default DEFAULT_AUTH_RATE_PER_SECOND), burst twice that. */
+    ratePerSecond?: number;
+  };
   /** Watch streams (watch/): the change log's size in changes (0 turns WatchService off), progress interval, backlog bound. */
   watch?: { logEvents?: number; progressIntervalMs?: number; maxBacklog?: number };
 }
@@ -77,8 +101,19 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   let changeLog: ChangeLog | undefined;
   const watchLogEvents = o.watch?.logEvents ?? DEFAULT_CHANGE_LOG_EVENTS;
 
+  const audit = log.child({ c: 'audit' });
+  let authenticator: Authenticator | undefined;
   const node = await createNode({
     ...o,
+    ...(o.auth
+      ? {
+          wrapClientServer: (server: Server, n: HeraldNode) => {
+            authenticator = new Authenticator({ getToken: (id) => feed!.fsm.getToken(id) }, () => n.readIndex({ timeoutMs: AUTH_BARRIER_TIMEOUT_MS }));
+            const rate = o.auth!.ratePerSecond ?? DEFAULT_AUTH_RATE_PER_SECOND;
+            return guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) });
+          },
+        }
+      : {}),
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
     connectedWorkers: () => (services ? connectedWorkers(services) : []),
@@ -99,6 +134,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
         fsm,
         logger: log.child({ c: 'jobs' }),
         metrics,
+        audit,
         maxPayloadBytes: o.fsm?.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000,
         waitingFor: (run) => services?.gate.waitingFor(run.taskType, run.jobId) ?? '',
@@ -107,7 +143,11 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
       server.addService(JobServiceService, js.implementation);
       server.addService(
         TaskTypeServiceService,
-        createTaskTypeService({ node: n, fsm, logger: log.child({ c: 'task-types' }), metrics, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 }),
+        createTaskTypeService({ node: n, fsm, logger: log.child({ c: 'task-types' }), metrics, audit, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 }),
+      );
+      server.addService(
+        AuthServiceService,
+        createAuthService({ node: n, fsm, logger: log.child({ c: 'auth' }), metrics, audit, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 }),
       );
       server.addService(
         WorkerServiceService,
@@ -124,6 +164,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
           // this one, and long enough that an event-loop stall does not send workers away.
           silenceTimeoutMs: config.workerSilenceTimeoutMs ?? n.driver.electionTimeoutMs() * 2,
           log: log.child({ c: 'workers' }),
+          ...(authenticator ? { stillValid: (p: Principal) => authenticator!.stillValid(p) } : {}),
         }),
       );
       if (changeLog) {
@@ -196,6 +237,23 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   };
 
   node.events.on('becameLeader', ({ term }) => startServices(term));
+  const bootstrap = o.auth?.bootstrapToken;
+  if (bootstrap !== undefined) {
+    const secret = tokenFromString(bootstrap.trim());
+    if (!secret) throw new HeraldError('INVALID_ARGUMENT', '--auth-bootstrap-file: the file must hold one Herald token (hrd.<id>.<secret>; `herald auth bootstrap-token` writes one)');
+    const putOnce = () => {
+      if (stopping || !node.driver.isLeader()) return;
+      putBootstrapToken({ node }, secret, 5_000).then(
+        (r) => log.info({ outcome: r }, r === 'put' ? 'bootstrap admin token put (named bootstrap-admin)' : 'bootstrap admin token was put before; nothing to do'),
+        (e: unknown) => {
+          log[isHeraldError(e, 'NOT_READY') ? 'debug' : 'warn']({ err: e }, 'bootstrap admin token not put yet; retrying');
+          setTimeout(putOnce, 300).unref();
+        },
+      );
+    };
+    node.events.on('becameLeader', putOnce);
+    if (node.driver.isLeader()) putOnce();
+  }
   node.events.on('lostLeadership', () => stopServices());
   node.events.on('leaderChanged', () => metrics.leaderChanges.inc());
   node.events.on('proposed', ({ outcome, ms }) => {

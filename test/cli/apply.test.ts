@@ -2,6 +2,7 @@
 // local cluster (`herald dev --no-worker`): create, unchanged, per-field dry run, update, prune by
 // selector, optimistic-concurrency conflicts, a bad file that changes nothing, the round trip
 // get -o yaml | apply -f -, and the job create/update flags for every JobSpec field.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +76,8 @@ beforeAll(async () => {
   await dev.waitFor(/Ctrl-C stops everything/, 60_000);
   // The dev cluster runs TLS with a CA it made in its data dir; every CLI process below trusts it.
   process.env.HERALD_CA = join(dir, 'data', 'certs', 'ca.crt');
+  // It runs with auth too; its admin token is in the same directory.
+  process.env.HERALD_TOKEN = readFileSync(join(dir, 'data', 'certs', 'admin.token'), 'utf8').trim();
 }, 90_000);
 
 afterAll(async () => {

@@ -2,6 +2,7 @@
 // processes + the in-process demo worker) on a temp data dir and free ports. Covers create → list
 // → trigger → the demo worker runs it → succeeded, the exec worker, conflicts and not-found exit
 // codes, cluster status/transfer, and that SIGTERM leaves no process behind.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +51,8 @@ beforeAll(async () => {
   await dev.waitFor(/Ctrl-C stops everything/, 60_000);
   // The dev cluster runs TLS with a CA it made in its data dir; every CLI process below trusts it.
   process.env.HERALD_CA = join(dir, 'data', 'certs', 'ca.crt');
+  // It runs with auth too; its admin token is in the same directory.
+  process.env.HERALD_TOKEN = readFileSync(join(dir, 'data', 'certs', 'admin.token'), 'utf8').trim();
 }, 90_000);
 
 afterAll(async () => {
@@ -100,7 +103,8 @@ describe('herald CLI against `herald dev`', () => {
 
     const run = await cliJson<RunJson>('job', 'trigger', 'cli-job', '--wait', '--wait-timeout', '30s');
     expect(run).toMatchObject({ jobId: 'cli-job', state: 'succeeded', manual: true });
-    expect(run.workerId).toMatch(/^dev-worker-/);
+    // Bound to its credential: the demo worker runs with the dev admin token.
+    expect(run.workerId).toMatch(/^bootstrap-admin:dev-worker-/);
     // dev streamed the fire as the demo worker received it.
     await dev!.waitFor(new RegExp(`fire .*run ${run.id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+job cli-job \\(manual\\)`), 10_000);
 

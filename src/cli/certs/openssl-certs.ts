@@ -59,6 +59,13 @@ export interface IssueOptions {
   /** Host names and IP addresses clients dial this node at (SANs). */
   hosts: string[];
   days: number;
+  /**
+   * A client certificate that authenticates as a principal (README "Secure a cluster"): SAN URIs
+   * urn:herald:role:<role> and urn:herald:principal:<name>, and for a worker one
+   * urn:herald:task-type:<type> per task type.
+   */
+  role?: string;
+  taskTypes?: string[];
 }
 
 /** Issues `<name>.crt` / `<name>.key` signed by the CA. */
@@ -71,6 +78,7 @@ export async function issueCert(o: IssueOptions): Promise<{ cert: string; key: s
   const key = join(out, `${o.name}.key`);
   const sans = [
     ...(o.member !== undefined ? [`URI:${memberUri(o.member)}`] : []),
+    ...(o.role !== undefined ? [`URI:urn:herald:role:${o.role}`, `URI:urn:herald:principal:${o.name}`, ...(o.taskTypes ?? []).map((t) => `URI:urn:herald:task-type:${t}`)] : []),
     ...o.hosts.map((h) => (isIP(h) ? `IP:${h}` : `DNS:${h}`)),
   ];
   const ext = [

@@ -44,18 +44,24 @@ export function registerCertsCommands(program: Command): void {
     .description('issue <name>.crt/<name>.key signed by the CA in --dir: for a member (--member) or a client')
     .requiredOption('--name <name>', 'file name and common name, e.g. n1 or ops-alice')
     .option('--member <id>', 'a cluster member\'s certificate: names member <id> (SAN URI urn:herald:member:<id>); serves both ports')
+    .option('--role <role>', 'a client certificate that authenticates as a principal with this role (admin, operator, viewer, worker; SAN URI urn:herald:role:<role>, named by --name)')
+    .option('--task-types <list>', 'with --role worker: the task types it may take, comma-separated')
     .option('--host <list>', 'host names / IP addresses clients dial the node at, comma-separated (SANs)', '')
     .option('--dir <dir>', 'the CA\'s directory (from certs init); the files go there too', './certs')
     .option('--out <dir>', 'write the certificate and key here instead')
     .option('--days <n>', 'validity in days', '825')
     .action(
       commandAction('certs issue', async (cmd) => {
-        const f = cmd.opts() as { name: string; member?: string; host: string; dir: string; out?: string; days: string };
+        const f = cmd.opts() as { name: string; member?: string; host: string; dir: string; out?: string; days: string; role?: string; taskTypes?: string };
         const hosts = f.host.split(',').map((h) => h.trim()).filter((h) => h !== '');
         if (f.member !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(f.member)) throw new UsageError(`--member "${f.member}" is not a member id`);
+        if (f.role !== undefined && !['admin', 'operator', 'viewer', 'worker'].includes(f.role)) throw new UsageError(`--role "${f.role}": one of admin, operator, viewer, worker`);
+        const taskTypes = (f.taskTypes ?? '').split(',').map((t) => t.trim()).filter((t) => t !== '');
+        if (taskTypes.length > 0 && f.role !== 'worker') throw new UsageError('--task-types goes with --role worker');
+        if (taskTypes.some((t) => !/^[A-Za-z0-9._:-]{1,128}$/.test(t))) throw new UsageError(`--task-types "${f.taskTypes}": task types are [A-Za-z0-9._:-]`);
         if (f.out !== undefined) await mkdir(f.out, { recursive: true, mode: 0o700 });
         const r = await certsStep(() =>
-          issueCert({ caDir: f.dir, outDir: f.out, name: f.name, member: f.member, hosts, days: positiveInt('--days', f.days) }),
+          issueCert({ caDir: f.dir, outDir: f.out, name: f.name, member: f.member, hosts, days: positiveInt('--days', f.days), ...(f.role !== undefined ? { role: f.role, taskTypes } : {}) }),
         );
         print(`certificate ${r.cert}\nkey         ${r.key}`);
       }),

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseDuration } from '../../client/duration.js';
-import { resolveEndpoints, resolveTls } from '../client-options.js';
+import { resolveEndpoints, resolveTls, resolveToken } from '../client-options.js';
 import { commandAction } from '../command-action.js';
 import { UsageError } from '../usage-error.js';
 import { createDemoWorker } from '../worker/demo-worker.js';
@@ -25,6 +25,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--ca <file>', 'TLS: CA bundle (PEM) of the cluster\'s certificates (default: $HERALD_CA); turns TLS on')
     .option('--cert <file>', 'TLS: client certificate (PEM) (default: $HERALD_CERT)')
     .option('--key <file>', 'TLS: client key (PEM) (default: $HERALD_KEY)')
+    .option('--token <token>', 'bearer token: a worker token for these task types (default: $HERALD_TOKEN, else the dev cluster\'s admin token)')
     .option('--json', 'one JSON object per line for each run')
     .option('--verbose', 'also log the worker library\'s info messages')
     .action(
@@ -43,6 +44,7 @@ export function registerWorkerCommand(program: Command): void {
           ca?: string;
           cert?: string;
           key?: string;
+          token?: string;
           json?: boolean;
           verbose?: boolean;
         };
@@ -58,6 +60,7 @@ export function registerWorkerCommand(program: Command): void {
           worker = createDemoWorker({
             endpoints: resolveEndpoints(o),
             tls: resolveTls(o),
+            token: resolveToken(o),
             taskTypes,
             concurrency,
             exec: o.exec,

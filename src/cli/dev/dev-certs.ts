@@ -2,7 +2,8 @@
 // <data dir>/certs (keys 0600), made once and reused. The dev nodes run TLS on the client port
 // and mutual TLS on the peer port like a real cluster; the CLI finds the CA there. Without the
 // openssl command the dev cluster falls back to plaintext on 127.0.0.1 and says so.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { newTokenSecret } from '../../server/auth/token-secret.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CertsError, caFiles, initCa, issueCert } from '../certs/openssl-certs.js';
@@ -20,6 +21,27 @@ export function devCertsDir(dataDir: string): string {
 export function devCaFile(dataDir: string): string | undefined {
   const f = caFiles(devCertsDir(dataDir)).cert;
   return existsSync(f) ? f : undefined;
+}
+
+/** Where `herald dev` keeps its admin token (0600): the bootstrap file its nodes start with. */
+export function devTokenFile(dataDir: string): string {
+  return join(devCertsDir(dataDir), 'admin.token');
+}
+
+/** The dev cluster's admin token, when `herald dev` made one in `dataDir`. */
+export function devAdminToken(dataDir: string): string | undefined {
+  try {
+    return readFileSync(devTokenFile(dataDir), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Makes (or reuses) the dev admin token; returns the file's path. */
+export function ensureDevToken(dataDir: string): string {
+  const f = devTokenFile(dataDir);
+  if (!existsSync(f)) writeFileSync(f, newTokenSecret().token + '\n', { mode: 0o600 });
+  return f;
 }
 
 /** Makes (or reuses) the dev certificates; a string says why there are none (no openssl). */

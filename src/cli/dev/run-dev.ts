@@ -17,7 +17,7 @@ import { devNodePorts } from './dev-ports.js';
 import { resolveBasePort } from './dev-state.js';
 import { assertPortsFree } from './port-check.js';
 import { serverCapabilities, serverExtraArgs } from './server-flags.js';
-import { devTlsFlags, ensureDevCerts } from './dev-certs.js';
+import { devTlsFlags, ensureDevCerts, ensureDevToken } from './dev-certs.js';
 
 export interface DevOptions {
   dataDir: string;
@@ -70,11 +70,19 @@ export async function runDev(o: DevOptions): Promise<number> {
   // Without openssl: plaintext, which the nodes allow on 127.0.0.1 only.
   if (typeof certs === 'string') warn(`note: running without TLS (${certs})`);
   const tls = typeof certs === 'string' ? undefined : { ca: readFileSync(certs.ca) };
+  // Auth on, like a real cluster: the nodes put this admin token once; the CLI finds it here.
+  const tokenFile = ensureDevToken(dataDir);
+  const token = readFileSync(tokenFile, 'utf8').trim();
   const cluster = new DevCluster({
     dataDir,
     nodes: ports,
     logLevel: o.logLevel,
-    extraArgs: (n) => [...(typeof certs === 'string' ? ['--insecure'] : devTlsFlags(certs, n.id)), ...serverExtraArgs(caps, n.metricsPort, n.httpPort)],
+    extraArgs: (n) => [
+      ...(typeof certs === 'string' ? ['--insecure'] : devTlsFlags(certs, n.id)),
+      '--auth-bootstrap-file',
+      tokenFile,
+      ...serverExtraArgs(caps, n.metricsPort, n.httpPort),
+    ],
   });
   const endpoints = cluster.clientEndpoints();
   // Last resort: whatever happens to this process's JS, no node outlives it.
@@ -129,7 +137,7 @@ export async function runDev(o: DevOptions): Promise<number> {
     say(`starting a 3-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
     await cluster.start(o.startTimeoutMs);
     started = true;
-    client = new HeraldClient({ endpoints, tls, defaultDeadlineMs: 10_000 });
+    client = new HeraldClient({ endpoints, tls, token, defaultDeadlineMs: 10_000 });
     const { leaderId, clusterId } = await waitForLeader(client, o.startTimeoutMs);
     const jobsServed = await servesJobs(client);
     // A signal during startup already began the shutdown: start nothing more.
@@ -143,6 +151,7 @@ export async function runDev(o: DevOptions): Promise<number> {
         worker = createDemoWorker({
           endpoints,
           tls,
+          token,
           taskTypes: [DEMO_TASK_TYPE],
           concurrency: o.concurrency,
           json: false,
@@ -172,10 +181,15 @@ export async function runDev(o: DevOptions): Promise<number> {
       banner.push(`  TLS CA            ${certs.ca}`);
       banner.push(`                    (the CLI finds it from this directory; elsewhere: export HERALD_CA=${certs.ca})`);
     }
+    banner.push(`  admin token       ${tokenFile}`);
+    banner.push(`                    (the CLI finds it from this directory; elsewhere: export HERALD_TOKEN=$(cat ${tokenFile}))`);
     if (metrics.length > 0) banner.push(`  metrics           ${metrics.join('  ')}`);
     if (caps.httpFlag) {
       banner.push(`  dashboard         http://127.0.0.1:${ports[0]!.httpPort}/  (every node serves it: ${ports.slice(1).map((p) => `:${p.httpPort}`).join(', ')})`);
-      banner.push(`  API over HTTP     curl -d '{}' http://127.0.0.1:${ports[0]!.httpPort}/herald.v1.JobService/ListJobs`);
+      // The token rides in the fragment, which the browser never sends: the page signs in with it
+      // and drops it from the address bar.
+      banner.push(`  dashboard login   http://127.0.0.1:${ports[0]!.httpPort}/#login=${encodeURIComponent(token)}`);
+      banner.push(`  API over HTTP     curl -H "Authorization: Bearer $(cat ${tokenFile})" -d '{}' http://127.0.0.1:${ports[0]!.httpPort}/herald.v1.JobService/ListJobs`);
     }
     banner.push(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
     if (jobsServed) {

@@ -12,6 +12,8 @@ export interface DemoWorkerOptions {
   endpoints: string[];
   /** TLS to the cluster (from --ca/--cert/--key); plaintext when absent. */
   tls?: ClientTls;
+  /** Bearer token (a worker token for the task types, or an admin token). */
+  token?: string;
   taskTypes: string[];
   concurrency: number;
   /** Shell command per run; echo mode when undefined. */
@@ -71,6 +73,7 @@ export function createDemoWorker(o: DemoWorkerOptions): Worker {
   const worker = new Worker({
     endpoints: o.endpoints,
     tls: o.tls,
+    ...(o.token !== undefined ? { token: o.token } : {}),
     handlers: Object.fromEntries(o.taskTypes.map((t) => [t, handler])),
     concurrency: o.concurrency,
     ...(o.workerId !== undefined ? { workerId: o.workerId } : {}),

@@ -16,6 +16,7 @@ import { applyTrimHistory } from './apply-trim.js';
 import { applyRetryRuns } from './apply-retry-runs.js';
 import { applyRaiseAlerts, applyRunEvents } from './apply-alerts.js';
 import { applyDeleteTaskType, applyPutTaskType } from './apply-task-types.js';
+import { applyDeleteToken, applyPutToken } from './apply-tokens.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
 import { itemError } from './item-errors.js';
@@ -104,5 +105,9 @@ async function applyOne(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limi
       return applyPutTaskType(txn, cmd);
     case 'deleteTaskType':
       return applyDeleteTaskType(txn, cmd);
+    case 'putToken':
+      return applyPutToken(txn, cmd);
+    case 'deleteToken':
+      return applyDeleteToken(txn, cmd);
   }
 }

@@ -25,6 +25,7 @@ const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'JOB_NOT_FOUND',
   'RUN_NOT_FOUND',
   'TASK_TYPE_NOT_FOUND',
+  'TOKEN_NOT_FOUND',
   'ALREADY_EXISTS',
   'VERSION_MISMATCH',
   'INVALID_STATE',

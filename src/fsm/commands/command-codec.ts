@@ -5,6 +5,7 @@ import { JobSpec } from '../../gen/herald/v1/job.js';
 import { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { specOf } from './spec-bytes.js';
+import { readTokenRecord, writeTokenRecord } from './token-record.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
@@ -33,6 +34,8 @@ const TAGS: Record<FsmCommandType, number> = {
   raiseAlerts: 19,
   putTaskType: 20,
   deleteTaskType: 21,
+  putToken: 22,
+  deleteToken: 23,
 };
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
@@ -127,6 +130,12 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'deleteTaskType':
       w.str(cmd.taskType);
+      break;
+    case 'putToken':
+      writeTokenRecord(w, cmd.token).bool(cmd.bootstrap);
+      break;
+    case 'deleteToken':
+      w.str(cmd.nameOrId);
       break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
@@ -239,6 +248,12 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       break;
     case 'deleteTaskType':
       cmd = { type, nowMs, taskType: r.str() };
+      break;
+    case 'putToken':
+      cmd = { type, nowMs, token: readTokenRecord(r), bootstrap: r.bool() };
+      break;
+    case 'deleteToken':
+      cmd = { type, nowMs, nameOrId: r.str() };
       break;
   }
   r.end();

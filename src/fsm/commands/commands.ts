@@ -4,6 +4,7 @@
 // gets its own result so one bad item never fails (or half-applies) the rest.
 import type { JobSpec } from '../../gen/herald/v1/job.js';
 import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
+import type { TokenRecord } from './token-record.js';
 
 export interface PutJobCommand {
   readonly type: 'putJob';
@@ -247,6 +248,24 @@ export interface DeleteTaskTypeCommand {
   readonly taskType: string;
 }
 
+/**
+ * Adds a bearer token (AuthService.CreateToken; the bootstrap admin at first start). The record
+ * carries a salted hash, never the secret. A bootstrap put is applied at most once per cluster.
+ */
+export interface PutTokenCommand {
+  readonly type: 'putToken';
+  readonly nowMs: number;
+  readonly token: TokenRecord;
+  readonly bootstrap: boolean;
+}
+
+/** Revokes a bearer token by name or id (AuthService.RevokeToken). */
+export interface DeleteTokenCommand {
+  readonly type: 'deleteToken';
+  readonly nowMs: number;
+  readonly nameOrId: string;
+}
+
 export type FsmCommand =
   | PutJobCommand
   | PutJobsCommand
@@ -266,7 +285,9 @@ export type FsmCommand =
   | RetryRunsCommand
   | RaiseAlertsCommand
   | PutTaskTypeCommand
-  | DeleteTaskTypeCommand;
+  | DeleteTaskTypeCommand
+  | PutTokenCommand
+  | DeleteTokenCommand;
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -7,6 +7,7 @@ import type { ErrorCode } from '../../herald-error.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './binary-codec.js';
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import type { SpecCache } from './spec-cache.js';
+import { readTokenRecord, writeTokenRecord } from './token-record.js';
 import { readRun, readRunRedrive, writeRun, writeRunRedrive } from './run-record-codec.js';
 import type { CancelSignal, ClaimedRun, ClaimItemResult, DispatchHint, FsmResult, ItemError } from './results.js';
 
@@ -27,6 +28,7 @@ const TAGS = {
   retry: 12,
   alerts: 13,
   taskType: 14,
+  token: 15,
 } as const;
 type Tagged = Exclude<FsmResult, { type: 'empty' }>;
 const TYPE_OF_TAG = new Map<number, Tagged['type']>(
@@ -202,6 +204,11 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
       writeError(w, res.error);
       if (res.config === undefined) w.bool(false);
       else w.bool(true).bytes(TaskTypeConfig.encode(res.config).finish());
+      break;
+    case 'token':
+      writeError(w, res.error);
+      if (res.token === undefined) w.bool(false);
+      else writeTokenRecord(w.bool(true), res.token);
       break;
     case 'rejected':
       writeError(w, res.error);
@@ -446,6 +453,12 @@ export function decodeResult(bytes: Uint8Array): FsmResult {
       const error = readError(r);
       const config = r.bool() ? TaskTypeConfig.decode(r.bytes()) : undefined;
       res = { type, ...(error && { error }), ...(config && { config }) };
+      break;
+    }
+    case 'token': {
+      const error = readError(r);
+      const token = r.bool() ? readTokenRecord(r) : undefined;
+      res = { type, ...(error && { error }), ...(token && { token }) };
       break;
     }
     case 'rejected': {

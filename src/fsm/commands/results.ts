@@ -4,6 +4,7 @@
 import type { Job } from '../../gen/herald/v1/job.js';
 import type { Run, RunState } from '../../gen/herald/v1/run.js';
 import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
+import type { TokenRecord } from './token-record.js';
 import type { ErrorCode } from '../../herald-error.js';
 
 /**
@@ -191,6 +192,13 @@ export interface TaskTypeResult {
   readonly config?: TaskTypeConfig;
 }
 
+/** putToken (the record stored) and deleteToken (the record removed). */
+export interface TokenResult {
+  readonly type: 'token';
+  readonly error?: ItemError;
+  readonly token?: TokenRecord;
+}
+
 /** The entry could not be decoded or carried an impossible command; nothing was changed. */
 export interface RejectedResult {
   readonly type: 'rejected';
@@ -216,5 +224,6 @@ export type FsmResult =
   | RetryResult
   | AlertsResult
   | TaskTypeResult
+  | TokenResult
   | RejectedResult
   | EmptyResult;

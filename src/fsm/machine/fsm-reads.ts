@@ -17,6 +17,8 @@ import {
   parseJobLimitKey,
   TASK_TYPE_PREFIX,
   taskTypeKey,
+  TOKEN_PREFIX,
+  tokenKey,
   jobRunsPrefix,
   parseDueKey,
   prefixEnd,
@@ -29,6 +31,7 @@ import {
 } from '../store/key-layout.js';
 import { decodeJobRecord, decodeRunRecord } from '../store/records.js';
 import { decodeTaskTypeRecord } from '../commands/task-type-config.js';
+import { decodeTokenRecord, isValidTokenId, type TokenRecord } from '../commands/token-record.js';
 import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import type { ReadyEntry, ReadyIndex } from '../store/ready-index.js';
 import type { RecordCache } from '../store/record-cache.js';
@@ -107,6 +110,19 @@ export class FsmReads {
   }
 
   /** Every task type config, by name (at most MAX_TASK_TYPE_CONFIGS exist). */
+  /** A bearer token's record by id (undefined when absent: never created, or revoked). */
+  async getToken(id: string): Promise<TokenRecord | undefined> {
+    if (!isValidTokenId(id)) return undefined;
+    const v = await this.db.get(tokenKey(id));
+    return v === undefined ? undefined : decodeTokenRecord(v);
+  }
+
+  /** Every token, by id (at most MAX_TOKENS). */
+  async listTokens(): Promise<TokenRecord[]> {
+    const values = await this.db.values({ gte: TOKEN_PREFIX, lt: prefixEnd(TOKEN_PREFIX) }).all();
+    return values.map(decodeTokenRecord);
+  }
+
   async listTaskTypes(): Promise<TaskTypeConfig[]> {
     const values = await this.db.values({ gte: TASK_TYPE_PREFIX, lt: prefixEnd(TASK_TYPE_PREFIX) }).all();
     return values.map(decodeTaskTypeRecord);

@@ -23,6 +23,9 @@
 //   y\0t\0<taskType>                           task type config (limits; value: task-type-record.ts)
 //   y\0j\0<jobId>\0<maxConcurrent>             jobs with JobSpec.max_concurrent > 0 (a job index key),
 //                                              so the leader loads every limit with one short range read
+//   k\0t\0<tokenId>                            bearer token (salted hash, never the secret; token-record.ts)
+//   k\0bootstrap                               present once a bootstrap admin token was put (never again)
+//   n\0<tokenName>                             token name → token id (names are unique)
 //
 // Values of index keys are empty (everything needed is in the key) except where noted.
 //
@@ -177,6 +180,18 @@ export function idemKeyOfExpiry(key: string): string {
 export const LIMITS_PREFIX = `y${SEP}`;
 export const TASK_TYPE_PREFIX = `y${SEP}t${SEP}`;
 export const JOB_LIMIT_PREFIX = `y${SEP}j${SEP}`;
+
+export const TOKEN_PREFIX = `k${SEP}t${SEP}`;
+export const TOKEN_BOOTSTRAP_KEY = `k${SEP}bootstrap`;
+export const TOKEN_NAME_PREFIX = `n${SEP}`;
+
+export function tokenKey(id: string): string {
+  return `${TOKEN_PREFIX}${id}`;
+}
+
+export function tokenNameKey(name: string): string {
+  return `${TOKEN_NAME_PREFIX}${name}`;
+}
 
 export function taskTypeKey(taskType: string): string {
   return `${TASK_TYPE_PREFIX}${taskType}`;

@@ -31,6 +31,7 @@ import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
 import { LeaderForwarder } from './leader-forwarder.js';
+import { forwardingMetadata } from '../auth/forwarding-metadata.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
@@ -55,6 +56,8 @@ export interface JobServiceContext {
   fsm: SchedulerStateMachine;
   logger: Logger;
   metrics?: NodeMetrics;
+  /** Where audit lines go (auth/audit-line.ts); none when absent. */
+  audit?: Logger;
   maxPayloadBytes: number;
   /** Upper bound for one proposal when the caller set no (shorter) deadline. */
   proposalTimeoutMs: number;
@@ -72,7 +75,7 @@ export interface JobServiceHandle {
 
 export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   const forwarder = new LeaderForwarder(ctx.node.events, ctx.node.forwardingCredentials);
-  const deps = { logger: ctx.logger, metrics: ctx.metrics };
+  const deps = { logger: ctx.logger, metrics: ctx.metrics, audit: ctx.audit };
   // Validation and fold resolution parse the same few expressions and zones over and over.
   const schedule = new ScheduleCaches();
 
@@ -97,7 +100,12 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
           { leaderId: leader.leaderId, leaderAddress: leader.leaderAddress },
         );
       }
-      return forwarder.call<Req, Res>(leader.leaderAddress, method as never, request, { requestId: call.requestId, timeoutMs: timeoutFor(call) });
+      call.sentToLeader = true;
+      return forwarder.call<Req, Res>(leader.leaderAddress, method as never, request, {
+        requestId: call.requestId,
+        timeoutMs: timeoutFor(call),
+        metadata: forwardingMetadata(call.call),
+      });
     }
     const nowMs = ctx.node.clusterClock.nowMs();
     if (nowMs === undefined) {

@@ -68,14 +68,14 @@ export class LeaderForwarder {
     leaderAddress: string,
     method: keyof JobServiceClient & string,
     request: Req,
-    options: { requestId: string; timeoutMs: number },
+    options: { requestId: string; timeoutMs: number; metadata?: Metadata },
   ): Promise<Res> {
     let client = this.clients.get(leaderAddress);
     if (!client) {
       client = new JobServiceClient(leaderAddress, this.creds, FORWARD_CHANNEL_OPTIONS);
       this.clients.set(leaderAddress, client);
     }
-    const md = new Metadata();
+    const md = options.metadata ?? new Metadata();
     md.set(FORWARDED_CALL_KEY, '1');
     md.set(REQUEST_ID_KEY, options.requestId);
     const fn = (client[method] as unknown as Unary<Req, Res>).bind(client);

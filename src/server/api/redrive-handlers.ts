@@ -21,7 +21,7 @@ import { expectType, itemError } from './fsm-result.js';
 import { unary, type CallContext } from './unary-handler.js';
 
 export interface RedriveHandlerDeps {
-  deps: { logger: Logger; metrics?: NodeMetrics };
+  deps: { logger: Logger; metrics?: NodeMetrics; audit?: Logger };
   onLeader<Req, Res>(method: string, request: Req, call: CallContext, run: (nowMs: number) => Promise<Res>): Promise<Res>;
   propose(command: FsmCommand, call: CallContext): Promise<FsmResult>;
   timeoutFor(call: CallContext): number;

@@ -15,11 +15,12 @@ export interface TaskTypeServiceContext {
   fsm: Pick<SchedulerStateMachine, 'getTaskType' | 'listTaskTypes'>;
   logger: Logger;
   metrics?: NodeMetrics;
+  audit?: Logger;
   proposalTimeoutMs: number;
 }
 
 export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServiceServer {
-  const deps = { logger: ctx.logger, metrics: ctx.metrics };
+  const deps = { logger: ctx.logger, metrics: ctx.metrics, audit: ctx.audit };
 
   function timeoutFor(call: CallContext): number {
     const left = call.remainingMs() - 50;

@@ -5,6 +5,9 @@ import { isHeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { toServiceError } from '../grpc/service-error.js';
 import { systemMonotonicClock } from '../../raft/monotonic-clock.js';
+import { principalOf } from '../auth/grpc-call-guard.js';
+import type { Principal } from '../auth/principal.js';
+import { auditLine } from '../auth/audit-line.js';
 
 /** What every public RPC handler gets: the request, its metadata, a logger and its deadline. */
 export interface CallContext {
@@ -14,6 +17,10 @@ export interface CallContext {
   remainingMs(): number;
   /** True when another node forwarded this call (never forward it again). */
   forwarded: boolean;
+  /** Who is calling (auth/grpc-call-guard.ts authenticated it; the anonymous admin while auth is off). */
+  principal: Principal;
+  /** Set when this node sent the call on to the leader (the leader writes its audit line). */
+  sentToLeader: boolean;
   call: ServerUnaryCall<unknown, unknown>;
 }
 
@@ -26,7 +33,7 @@ export const FORWARDED_CALL_KEY = 'herald-forwarded-call';
  */
 export function unary<Req, Res>(
   method: string,
-  deps: { logger: Logger; metrics?: NodeMetrics },
+  deps: { logger: Logger; metrics?: NodeMetrics; audit?: Logger },
   handler: (request: Req, ctx: CallContext) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call, callback) => {
@@ -43,16 +50,20 @@ export function unary<Req, Res>(
       logger,
       remainingMs: () => expiresAt - systemMonotonicClock.nowMs(),
       forwarded: call.metadata.get(FORWARDED_CALL_KEY).length > 0,
+      principal: principalOf(call),
+      sentToLeader: false,
       call: call as ServerUnaryCall<unknown, unknown>,
     };
     handler(call.request, ctx).then(
       (response) => {
         deps.metrics?.grpcRequests.inc({ method, code: 'OK' });
+        auditLine(deps.audit, method, ctx, call.request, 'OK');
         callback(null, response);
       },
       (err: unknown) => {
         const se = toServiceError(err);
         deps.metrics?.grpcRequests.inc({ method, code: String(se.code) });
+        auditLine(deps.audit, method, ctx, call.request, isHeraldError(err) ? err.code : 'INTERNAL');
         if (isHeraldError(err)) logger.debug({ code: err.code, msg: err.message }, 'call failed');
         else logger.error({ err }, 'call failed unexpectedly');
         callback(se, null);

@@ -10,6 +10,9 @@ import type { LeaderServices } from '../leader/leader-services.js';
 import { toServiceError } from '../grpc/service-error.js';
 import { validateHello, type WorkerSession } from '../leader/worker-session.js';
 import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from '../leader/leader-timers.js';
+import { principalOf } from '../auth/grpc-call-guard.js';
+import type { Principal } from '../auth/principal.js';
+import { Role } from '../../gen/herald/v1/auth_service.js';
 
 export interface WorkerServiceHost {
   readonly nodeId: string;
@@ -28,6 +31,29 @@ export interface WorkerServiceHost {
   readonly log: Logger;
   /** The stream's ping timer and ready wait (default Node's; the simulator passes simulated time). */
   readonly timers?: LeaderTimers;
+  /**
+   * With auth on: whether a stream's token is still valid (not revoked), asked every ping tick;
+   * a revoked token's stream ends with UNAUTHENTICATED. Absent: auth is off.
+   */
+  stillValid?(p: Principal): Promise<boolean>;
+}
+
+/**
+ * The worker a hello speaks for, bound to its credential: with auth on, only task types the
+ * credential lists, and the worker id recorded on leases and attempts is the principal's name plus
+ * the self-chosen instance id (so results and heartbeats count only for runs this principal holds).
+ */
+export function boundHello(hello: WorkerHello, p: Principal): WorkerHello {
+  if (p.via === 'none') return hello;
+  const refused = p.role === Role.ROLE_ADMIN ? [] : hello.taskTypes.filter((t) => !p.taskTypes.has(t));
+  if (refused.length > 0) {
+    throw new HeraldError(
+      'PERMISSION_DENIED',
+      `worker credential "${p.name}" may take runs of ${[...p.taskTypes].join(', ') || 'no task type'}; not of ${refused.join(', ')}`,
+      { field: 'task_types' },
+    );
+  }
+  return { ...hello, workerId: `${p.name}:${hello.workerId}` };
 }
 
 /** How long a hello waits for a new leader's services to get ready before it is redirected. */
@@ -139,9 +165,12 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
     }
   };
 
-  const onHello = async (hello: WorkerHello) => {
+  const principal = principalOf(call);
+  const onHello = async (given: WorkerHello) => {
+    let hello: WorkerHello;
     try {
-      validateHello(hello);
+      validateHello(given);
+      hello = boundHello(given, principal);
     } catch (e) {
       fail(e);
       return;
@@ -181,6 +210,12 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
    */
   const ping = (tickMs: number) => {
     if (closed) return cancelTimer(timers, pinger);
+    host.stillValid?.(principal).then(
+      (ok) => {
+        if (!ok) fail(new HeraldError('UNAUTHENTICATED', `token "${principal.name}" was revoked`));
+      },
+      () => undefined,
+    );
     if (heard) quietTicks = 0;
     else quietTicks++;
     heard = false;

@@ -11,6 +11,7 @@ export const PUBLIC_PROTO_FILES = [
   'herald/v1/cluster_service.proto',
   'herald/v1/watch_service.proto',
   'herald/v1/task_type_service.proto',
+  'herald/v1/auth_service.proto',
 ];
 
 export function protoRoot(): string {

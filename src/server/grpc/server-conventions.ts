@@ -5,7 +5,7 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { PUBLIC_PROTO_FILES, protoRoot } from './proto-files.js';
 
 /** Services the health check reports on ('' is the whole server). */
-const HEALTH_SERVICES = ['', 'herald.v1.JobService', 'herald.v1.WorkerService', 'herald.v1.ClusterService', 'herald.v1.TaskTypeService'];
+const HEALTH_SERVICES = ['', 'herald.v1.JobService', 'herald.v1.WorkerService', 'herald.v1.ClusterService', 'herald.v1.TaskTypeService', 'herald.v1.AuthService'];
 
 /**
  * gRPC keepalive suited to long-lived worker streams: the server pings idle connections so dead

@@ -14,13 +14,24 @@ export function toServiceError(err: unknown): ServiceError {
     metadata.set(ERROR_CODE_KEY, err.code);
     if (err.details.leaderId) metadata.set(LEADER_ID_KEY, err.details.leaderId);
     if (err.details.leaderAddress) metadata.set(LEADER_ADDRESS_KEY, err.details.leaderAddress);
-    const message = withField(err);
+    const message = capped(withField(err));
     return Object.assign(new Error(message), { code: grpcStatusOf[err.code], details: message, metadata });
   }
   if (isServiceError(err)) return err;
   metadata.set(ERROR_CODE_KEY, 'INTERNAL');
   const message = 'internal error (see the server log)';
   return Object.assign(new Error(message), { code: status.INTERNAL, details: message, metadata });
+}
+
+/**
+ * The status message travels in an HTTP/2 trailer: a message echoing a huge input (a 1 MiB id)
+ * would exceed the client's header limit and break its whole connection, every other call on it
+ * included. Messages are cut to a size any client takes.
+ */
+const MAX_MESSAGE_CHARS = 1024;
+
+function capped(message: string): string {
+  return message.length <= MAX_MESSAGE_CHARS ? message : `${message.slice(0, MAX_MESSAGE_CHARS)}… (cut)`;
 }
 
 /** Validation messages name the field they are about, so a person knows what to fix. */

@@ -28,6 +28,8 @@ const WATCHED: Readonly<Record<AppliedKind, boolean>> = {
   trim: false,
   // A watchdog alert is a new ready run: the dispatcher is woken.
   alerts: true,
+  // Revoked tokens' worker streams are closed by the worker service's own re-check.
+  token: false,
   rejected: false,
   // Task type limits changed: the dispatcher reads them again.
   taskType: true,

@@ -1,6 +1,7 @@
 // herald.v1.ClusterService on the client port: this node's view of the cluster, and
 // leadership transfer (followers forward it to the leader's client port).
 
+import { forwardingMetadata } from '../auth/forwarding-metadata.js';
 import { Metadata, type ServiceError, type sendUnaryData } from '@grpc/grpc-js';
 import {
   ClusterServiceClient,
@@ -93,9 +94,8 @@ export function createClusterService(
       }
       const md = new Metadata();
       md.set(FORWARDED_CALL_KEY, '1');
-      // The leader authenticates the caller itself: its bearer token goes along.
-      const authorization = call.metadata.get('authorization')[0];
-      if (authorization !== undefined) md.set('authorization', authorization);
+      // The leader authenticates the caller itself: its credential goes along.
+      forwardingMetadata(call, md);
       viaLeader<ListWorkersResponse>((c, done) => c.listWorkers({}, md, { deadline: Date.now() + 5_000 }, done), callback, 'the worker list');
     },
     getStatus(_call, callback: sendUnaryData<GetStatusResponse>) {
@@ -108,7 +108,7 @@ export function createClusterService(
     transferLeadership(call, callback: sendUnaryData<TransferLeadershipResponse>) {
       const target = call.request.targetId;
       if (target && !node.members.some((m) => m.id === target)) {
-        callback(toServiceError(new HeraldError('INVALID_ARGUMENT', `unknown node ${target}`)));
+        callback(toServiceError(new HeraldError('INVALID_ARGUMENT', `unknown node ${target.slice(0, 64)}`)));
         return;
       }
       if (node.driver.isLeader()) {
@@ -119,7 +119,7 @@ export function createClusterService(
         return;
       }
       // grpc-js deadlines are wall-clock.
-      viaLeader<TransferLeadershipResponse>((c, done) => c.transferLeadership({ targetId: target }, new Metadata(), { deadline: Date.now() + 10_000 }, done), callback, 'the transfer');
+      viaLeader<TransferLeadershipResponse>((c, done) => c.transferLeadership({ targetId: target }, forwardingMetadata(call), { deadline: Date.now() + 10_000 }, done), callback, 'the transfer');
     },
   };
 }

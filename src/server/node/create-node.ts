@@ -250,8 +250,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       stop: (opts = {}) => (stopping ??= shutdown(opts)),
     };
 
-    clientServer.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes, o.connectedWorkers, o.stalledSlots));
-    o.registerClientServices?.(clientServer, node);
+    const services = o.wrapClientServer?.(clientServer, node) ?? clientServer;
+    services.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes, o.connectedWorkers, o.stalledSlots));
+    o.registerClientServices?.(services, node);
     const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls?.clientServerCredentials());
     (node as { clientPort: number }).clientPort = clientPort;
 

@@ -54,6 +54,11 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
    * plaintext (the CLI allows that only with --insecure).
    */
   tls?: NodeTls;
+  /**
+   * Wraps the client server before any service is added (the scheduler's auth guard,
+   * auth/grpc-call-guard.ts): every service, ClusterService included, is added through it.
+   */
+  wrapClientServer?: (server: Server, node: HeraldNode) => Server;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */

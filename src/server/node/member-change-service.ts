@@ -3,6 +3,7 @@
 // a follower forwards the call to the leader's client port. Refusals are the core's typed
 // errors (CONF_CHANGE_PENDING, LEARNER_BEHIND, ALREADY_EXISTS, MEMBER_NOT_FOUND, INVALID_STATE).
 
+import { forwardingMetadata } from '../auth/forwarding-metadata.js';
 import { Metadata, type ServiceError, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import {
   ClusterServiceClient,
@@ -39,7 +40,7 @@ export function memberChangeHandlers(node: HeraldNode): Handlers {
           toServiceError(new HeraldError('INVALID_ARGUMENT', `incarnation is required: start ${r.id} with \`herald server --join\` first; \`herald cluster add\` reads it from the new node`, { field: 'incarnation' })),
         );
       }
-      serve(node, 'addMember', r, callback, () => ({
+      serve(node, 'addMember', r, call, callback, () => ({
         kind: 'addLearner',
         id: r.id,
         incarnation: r.incarnation,
@@ -49,13 +50,13 @@ export function memberChangeHandlers(node: HeraldNode): Handlers {
     promoteMember(call: ServerUnaryCall<PromoteMemberRequest, PromoteMemberResponse>, callback: sendUnaryData<PromoteMemberResponse>) {
       const bad = checkId(call.request.id);
       if (bad) return callback(toServiceError(bad));
-      serve(node, 'promoteMember', call.request, callback, () => ({ kind: 'promote', id: call.request.id, addresses: knownAddresses(node) }));
+      serve(node, 'promoteMember', call.request, call, callback, () => ({ kind: 'promote', id: call.request.id, addresses: knownAddresses(node) }));
     },
     removeMember(call: ServerUnaryCall<RemoveMemberRequest, RemoveMemberResponse>, callback: sendUnaryData<RemoveMemberResponse>) {
       const id = call.request.id;
       const bad = checkId(id);
       if (bad) return callback(toServiceError(bad));
-      serve(node, 'removeMember', call.request, callback, () => {
+      serve(node, 'removeMember', call.request, call, callback, () => {
         const conf = node.driver.confState();
         // One voter left is a cluster that survives no failure: refuse, saying so.
         if (isVoter(conf, id) && conf.voters.length <= 2) {
@@ -88,8 +89,8 @@ function knownAddresses(node: HeraldNode): Record<NodeId, MemberAddresses> {
 
 type Method = 'addMember' | 'promoteMember' | 'removeMember';
 
-function serve<Req, Resp extends { members: unknown[] }>(node: HeraldNode, method: Method, req: Req, callback: sendUnaryData<Resp>, change: () => ConfChange): void {
-  if (!node.driver.isLeader()) return forward(node, method, req, callback);
+function serve<Req, Resp extends { members: unknown[] }>(node: HeraldNode, method: Method, req: Req, call: { metadata: Metadata }, callback: sendUnaryData<Resp>, change: () => ConfChange): void {
+  if (!node.driver.isLeader()) return forward(node, method, req, call, callback);
   let cc: ConfChange;
   try {
     cc = change();
@@ -112,7 +113,8 @@ function serve<Req, Resp extends { members: unknown[] }>(node: HeraldNode, metho
   );
 }
 
-function forward<Req, Resp>(node: HeraldNode, method: Method, req: Req, callback: sendUnaryData<Resp>): void {
+/** The leader authenticates the caller itself: the caller's credential goes along (auth/forwarding-metadata.ts). */
+function forward<Req, Resp>(node: HeraldNode, method: Method, req: Req, from: { metadata: Metadata }, callback: sendUnaryData<Resp>): void {
   const l = node.leader();
   if (!l.leaderId || !l.leaderAddress) {
     callback(toServiceError(new HeraldError('NO_LEADER', 'no leader with a known client address to forward the change to; retry shortly')));
@@ -120,7 +122,7 @@ function forward<Req, Resp>(node: HeraldNode, method: Method, req: Req, callback
   }
   const client = new ClusterServiceClient(l.leaderAddress, node.forwardingCredentials);
   const call = client[method].bind(client) as unknown as (r: Req, md: Metadata, o: { deadline: number }, cb: (err: ServiceError | null, resp: Resp) => void) => void;
-  call(req, new Metadata(), { deadline: Date.now() + CHANGE_TIMEOUT_MS + 2_000 }, (err, resp) => {
+  call(req, forwardingMetadata(from), { deadline: Date.now() + CHANGE_TIMEOUT_MS + 2_000 }, (err, resp) => {
     client.close();
     if (err) callback(toServiceError(fromServiceError(err)));
     else callback(null, resp);

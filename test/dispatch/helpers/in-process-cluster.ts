@@ -8,6 +8,8 @@ import { HeraldClient } from '../../../src/client/herald-client.js';
 import { createSchedulerNode, type SchedulerNode } from '../../../src/server/scheduler-node.js';
 import type { SchedulerConfig } from '../../../src/server/leader/leader-config.js';
 import { freePort, waitFor } from '../../raft-runtime/helpers/cluster.js';
+import type { NodeTls } from '../../../src/server/grpc/tls/node-tls.js';
+import type { ClientTls } from '../../../src/client/tls-options.js';
 
 export interface InProcessCluster {
   nodes: SchedulerNode[];
@@ -17,7 +19,13 @@ export interface InProcessCluster {
   stop(): Promise<void>;
 }
 
-export async function startInProcessCluster(size: number, scheduler: Partial<SchedulerConfig> = {}, node: { replicateEffects?: boolean } = {}): Promise<InProcessCluster> {
+export async function startInProcessCluster(
+  size: number,
+  scheduler: Partial<SchedulerConfig> = {},
+  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string }; tls?: (id: string) => NodeTls } = {},
+  clientToken?: string,
+  clientTls?: ClientTls,
+): Promise<InProcessCluster> {
   const root = await mkdtemp(join(tmpdir(), 'herald-dispatch-'));
   const ports = await Promise.all(Array.from({ length: size * 2 }, () => freePort()));
   const members = Array.from({ length: size }, (_, i) => ({
@@ -44,12 +52,14 @@ export async function startInProcessCluster(size: number, scheduler: Partial<Sch
           tickMs: 20,
           electionTicks: 10,
           scheduler: { heartbeatIntervalMs: 300, defaultLeaseMs: 3000, ...scheduler },
-          ...node,
+          ...(node.replicateEffects !== undefined ? { replicateEffects: node.replicateEffects } : {}),
+          ...(node.auth ? { auth: node.auth } : {}),
+          ...(node.tls ? { tls: node.tls(m.id) } : {}),
         }),
       );
     }
     const endpoints = members.map((m) => m.clientAddress);
-    client = new HeraldClient({ endpoints });
+    client = new HeraldClient({ endpoints, ...(clientToken !== undefined ? { token: clientToken } : {}), ...(clientTls ? { tls: clientTls } : {}) });
     const leader = () => waitFor('a leader with services ready', () => nodes.find((n) => n.leaderServices()?.ready), 15_000, 20);
     await leader();
     return { nodes, endpoints, client, leader, stop };

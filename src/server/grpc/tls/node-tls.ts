@@ -64,9 +64,14 @@ export class NodeTls {
     return c;
   }
 
-  /** Dialling another member's client port (forwarding to the leader): standard host-name check. */
+  /**
+   * Dialling another member's client port (forwarding to the leader): standard host-name check,
+   * presenting this node's peer certificate, which names its member id: the leader accepts a
+   * forwarded certificate principal only from a member (auth/authenticator.ts), when its client
+   * CA bundle trusts the peer CA.
+   */
   forwardingChannelCredentials(): ChannelCredentials {
-    return (this.forwarding ??= experimental.createCertificateProviderChannelCredentials(this.serverCa, null));
+    return (this.forwarding ??= experimental.createCertificateProviderChannelCredentials(this.serverCa, this.peer));
   }
 
   /** Re-reads every file; each changed set serves new connections, a bad one is refused with its reason. */
