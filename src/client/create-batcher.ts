@@ -62,11 +62,6 @@ export class CreateBatcher {
   private flush(): void {
     const all = this.waiting;
     this.waiting = [];
-    if (all.length === 1) {
-      const w = all[0]!;
-      this.deps.one(w.item, w.deadline).then(w.resolve, w.reject);
-      return;
-    }
     let batch: Waiting[] = [];
     let bytes = 0;
     for (const w of all) {
@@ -83,6 +78,7 @@ export class CreateBatcher {
   }
 
   private async send(batch: Waiting[]): Promise<void> {
+    // Alone (in its turn, or split off by size): a plain CreateJob.
     if (batch.length === 1) {
       const w = batch[0]!;
       this.deps.one(w.item, w.deadline).then(w.resolve, w.reject);
@@ -97,6 +93,7 @@ export class CreateBatcher {
         batch.map((w) => w.item),
         deadline,
       );
+      // A malformed answer is treated like a failed call: every item goes again on its own.
       if (results.length !== batch.length) results = undefined;
     } catch (e) {
       batchError = e;
