@@ -360,9 +360,19 @@ export class HeraldClient {
   /**
    * Sets a task type's limits (replacing any earlier config): `maxRunning` runs RUNNING at once
    * across the cluster, `ratePerSecond` starts per second with `burst`; 0 or absent = no limit.
+   * `alerts` and `pauseAfterDead` are the defaults of its jobs that set none of their own.
    */
   async setTaskType(taskType: string, limits: TaskTypeLimits, opts: CallOptions = {}): Promise<TaskTypeConfig> {
-    const config = { taskType, maxRunning: limits.maxRunning ?? 0, ratePerSecond: limits.ratePerSecond ?? 0, burst: limits.burst ?? 0, updatedUnixMs: 0 };
+    const a = limits.alerts;
+    const config: TaskTypeConfig = {
+      taskType,
+      maxRunning: limits.maxRunning ?? 0,
+      ratePerSecond: limits.ratePerSecond ?? 0,
+      burst: limits.burst ?? 0,
+      updatedUnixMs: 0,
+      alerts: a ? { onFailure: a.onFailure ?? '', onDead: a.onDead ?? '', onMissed: a.onMissed ?? '', onWatchdog: a.onWatchdog ?? '' } : undefined,
+      pauseAfterDead: limits.pauseAfterDead ?? 0,
+    };
     const res = await this.taskTypes((c) => c.setTaskType.bind(c), { config }, 'write', opts);
     return res.config!;
   }

@@ -77,4 +77,8 @@ export interface TaskTypeLimits {
   ratePerSecond?: number;
   /** Starts at once when the bucket is full; 0 = the rate rounded up. */
   burst?: number;
+  /** The alert policy of the task type's jobs that have none of their own (task type per event; "" = none). */
+  alerts?: { onFailure?: string; onDead?: string; onMissed?: string; onWatchdog?: string };
+  /** pause_after_dead for the task type's jobs that set none; 0 = never. */
+  pauseAfterDead?: number;
 }
