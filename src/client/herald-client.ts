@@ -28,7 +28,7 @@ import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-
 import { LeaderRouter } from './leader-router.js';
 import { silentLogger, type ClientLogger } from './logger.js';
 import { watchJobs, watchRuns, type JobChange, type WatchItem, type WatchJobsFilter, type WatchOptions, type WatchRunsFilter } from './watch-stream.js';
-import { instant, JOB_STATES, named, RUN_STATES, type ListJobsFilter, type ListRunsFilter, type Page, type RetryRunsFilter, type RunStateName, type TaskTypeLimits } from './request-filters.js';
+import { instant, JOB_STATES, named, RUN_STATES, type ListJobsFilter, type ListRunsFilter, type Page, type RetryRunsFilter, type RunStateName, type TaskTypeLimits, taskTypeConfigOf } from './request-filters.js';
 export type { JobStateName, ListJobsFilter, ListRunsFilter, Page, RetryRunsFilter, RunStateName, TaskTypeLimits } from './request-filters.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
 
@@ -384,10 +384,10 @@ export class HeraldClient {
   /**
    * Sets a task type's limits (replacing any earlier config): `maxRunning` runs RUNNING at once
    * across the cluster, `ratePerSecond` starts per second with `burst`; 0 or absent = no limit.
+   * `alerts` and `pauseAfterDead` are the defaults of its jobs that set none of their own.
    */
   async setTaskType(taskType: string, limits: TaskTypeLimits, opts: CallOptions = {}): Promise<TaskTypeConfig> {
-    const config = { taskType, maxRunning: limits.maxRunning ?? 0, ratePerSecond: limits.ratePerSecond ?? 0, burst: limits.burst ?? 0, updatedUnixMs: 0 };
-    const res = await this.taskTypes((c) => c.setTaskType.bind(c), { config }, 'write', opts);
+    const res = await this.taskTypes((c) => c.setTaskType.bind(c), { config: taskTypeConfigOf(taskType, limits) }, 'write', opts);
     return res.config!;
   }
 

@@ -4,6 +4,7 @@ import { JobState } from '../gen/herald/v1/job.js';
 import { RunState } from '../gen/herald/v1/run.js';
 import { InvalidSpecError } from './errors.js';
 import type { Instant } from './job-spec-builders.js';
+import type { TaskTypeConfig } from '../gen/herald/v1/task_type_service.js';
 
 export type JobStateName = 'active' | 'paused' | 'completed';
 export type RunStateName = 'pending' | 'running' | 'succeeded' | 'failed' | 'dead' | 'cancelled' | 'skipped' | 'missed';
@@ -77,4 +78,22 @@ export interface TaskTypeLimits {
   ratePerSecond?: number;
   /** Starts at once when the bucket is full; 0 = the rate rounded up. */
   burst?: number;
+  /** The alert policy of the task type's jobs that have none of their own (task type per event; "" = none). */
+  alerts?: { onFailure?: string; onDead?: string; onMissed?: string; onWatchdog?: string };
+  /** pause_after_dead for the task type's jobs that set none; 0 = never. */
+  pauseAfterDead?: number;
+}
+
+/** The SetTaskType config of `limits` (absent = 0 / none). */
+export function taskTypeConfigOf(taskType: string, limits: TaskTypeLimits): TaskTypeConfig {
+  const a = limits.alerts;
+  return {
+    taskType,
+    maxRunning: limits.maxRunning ?? 0,
+    ratePerSecond: limits.ratePerSecond ?? 0,
+    burst: limits.burst ?? 0,
+    updatedUnixMs: 0,
+    alerts: a ? { onFailure: a.onFailure ?? '', onDead: a.onDead ?? '', onMissed: a.onMissed ?? '', onWatchdog: a.onWatchdog ?? '' } : undefined,
+    pauseAfterDead: limits.pauseAfterDead ?? 0,
+  };
 }

@@ -235,6 +235,30 @@ describe('herald CLI against `herald dev`', () => {
     }
   });
 
+  it('task-type set | ls | get | rm: limits and default alerts round-trip; not found and bad flags exit with their codes', async () => {
+    const set = await cliJson<{ taskType: string; maxRunning: number; ratePerSecond: number; burst: number; alerts: { onDead: string }; pauseAfterDead: number }>(
+      'task-type', 'set', 'cli-report', '--max-running', '3', '--rate', '5/s', '--burst', '7', '--alert-on-dead', 'alerts', '--pause-after-dead', '4',
+    );
+    expect(set).toMatchObject({ taskType: 'cli-report', maxRunning: 3, ratePerSecond: 5, burst: 7, alerts: { onDead: 'alerts' }, pauseAfterDead: 4 });
+    const table = await cli('task-type', 'ls');
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/^TASK TYPE\s+MAX RUNNING\s+RATE\s+BURST\s+ALERTS\s+PAUSE AFTER DEAD\s+UPDATED/m);
+    expect(table.stdout).toMatch(/^cli-report\s+3\s+5\/s\s+7\s+dead→alerts\s+4\s/m);
+    const got = await cli('task-type', 'get', 'cli-report');
+    expect(got.code, got.stderr).toBe(0);
+    expect(got.stdout).toMatch(/^max running:\s+3$/m);
+    expect(got.stdout).toMatch(/^alerts:\s+dead→alerts$/m);
+    const rm = await cli('task-type', 'rm', 'cli-report');
+    expect([rm.code, rm.stdout]).toEqual([0, 'config of task type cli-report removed\n']);
+    const gone = await cli('task-type', 'get', 'cli-report');
+    expect(gone.code).toBe(3);
+    expect(gone.stderr).toMatch(/cli-report/);
+    const bad = await cli('task-type', 'set', 'cli-report', '--pause-after-dead', 'lots');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--pause-after-dead: "lots" is not a whole number (0 = never)');
+    expect((await cliJson<unknown[]>('task-type', 'ls')).length).toBe(0);
+  });
+
   it('cluster transfer moves leadership', async () => {
     const before = await cliJson<{ leaderId: string }>('cluster', 'status');
     const target = ['n1', 'n2', 'n3'].find((id) => id !== before.leaderId)!;

@@ -5,7 +5,9 @@
 // committed with its cause or not at all, and is then dispatched, leased, retried and kept like
 // any run. DEAD runs also count towards JobSpec.pause_after_dead (a success resets the count,
 // run-transitions.ts). The leader's watchdog reports stalled jobs with a raiseAlerts command
-// (applyRaiseAlerts). Deterministic: only the command's time and the stored state are used.
+// (applyRaiseAlerts). A job that names no alert task type and no pause_after_dead goes by its task
+// type's defaults (TaskTypeConfig alerts / pause_after_dead, a replicated record read in the same
+// apply). Deterministic: only the command's time and the stored state are used.
 import { Job, JobSpec, JobState, type AlertPolicy } from '../../gen/herald/v1/job.js';
 import { RunState, type Run } from '../../gen/herald/v1/run.js';
 import { NOT_READ, type ApplyTxn } from '../store/apply-txn.js';
@@ -18,6 +20,9 @@ import { recordUnfiredSlots } from './unfired-slots.js';
 import { asItemError, itemError } from './item-errors.js';
 import { manualRunId, parseRunId } from '../commands/run-id.js';
 import { ALERT_JOB_PREFIX, SYSTEM_JOB_PREFIX, validateId } from '../commands/validation.js';
+import { decodeTaskTypeRecord } from '../commands/task-type-config.js';
+import { taskTypeKey } from '../store/key-layout.js';
+import type { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 
 export type AlertEvent = 'failure' | 'dead' | 'missed' | 'watchdog';
 
@@ -44,6 +49,32 @@ function alertTaskType(policy: AlertPolicy | undefined, event: AlertEvent): stri
     case 'watchdog':
       return policy.onWatchdog;
   }
+}
+
+function namesAny(p: AlertPolicy | undefined): p is AlertPolicy {
+  return p !== undefined && (p.onFailure !== '' || p.onDead !== '' || p.onMissed !== '' || p.onWatchdog !== '');
+}
+
+/** The task type's config (its defaults for jobs that set none), as this apply sees the store. */
+async function taskTypeConfig(txn: ApplyTxn, job: Job): Promise<TaskTypeConfig | undefined> {
+  const taskType = job.spec?.taskType ?? '';
+  if (taskType === '') return undefined;
+  const bytes = await txn.getRaw(taskTypeKey(taskType));
+  return bytes === undefined ? undefined : decodeTaskTypeRecord(bytes);
+}
+
+/** The job's own alert policy when it names any task type; else its task type's default. */
+async function alertPolicyOf(txn: ApplyTxn, job: Job): Promise<AlertPolicy | undefined> {
+  const own = job.spec?.alerts;
+  if (namesAny(own)) return own;
+  return (await taskTypeConfig(txn, job))?.alerts;
+}
+
+/** The job's pause_after_dead, or its task type's default when it sets none (0); `byDefault` says which. */
+async function pauseAfterDeadOf(txn: ApplyTxn, job: Job): Promise<{ limit: number; byDefault: boolean }> {
+  const own = job.spec?.pauseAfterDead ?? 0;
+  if (own > 0) return { limit: own, byDefault: false };
+  return { limit: (await taskTypeConfig(txn, job))?.pauseAfterDead ?? 0, byDefault: true };
 }
 
 function eventOf(state: RunState): AlertEvent | undefined {
@@ -119,12 +150,12 @@ export async function writeAlertRun(txn: ApplyTxn, taskType: string, payload: Al
 async function countDead(txn: ApplyTxn, rec: JobRecord, run: Run, nowMs: number): Promise<void> {
   const job = rec.job;
   job.consecutiveDeadRuns += 1;
-  const limit = job.spec?.pauseAfterDead ?? 0;
-  if (limit > 0 && job.consecutiveDeadRuns >= limit && job.state === JobState.JOB_STATE_ACTIVE) {
+  const { limit, byDefault } = job.state === JobState.JOB_STATE_ACTIVE ? await pauseAfterDeadOf(txn, job) : { limit: 0, byDefault: false };
+  if (limit > 0 && job.consecutiveDeadRuns >= limit) {
     // As PauseJob does: due slots never fired get their MISSED record first (I2).
     await recordUnfiredSlots(txn, rec, nowMs, 'came due but was not fired before the job paused itself (pause_after_dead)');
     job.state = JobState.JOB_STATE_PAUSED;
-    job.pauseNote = `paused after ${job.consecutiveDeadRuns} consecutive DEAD runs (pause_after_dead: ${limit}; last: ${run.id}); resume with "herald job resume ${job.id}"`;
+    job.pauseNote = `paused after ${job.consecutiveDeadRuns} consecutive DEAD runs (pause_after_dead: ${limit}${byDefault ? `, task type ${job.spec?.taskType ?? ''}'s default` : ''}; last: ${run.id}); resume with "herald job resume ${job.id}"`;
     job.version += 1;
     job.updatedUnixMs = nowMs;
   }
@@ -141,7 +172,7 @@ async function onRunEvent(txn: ApplyTxn, ev: RunStateEvent, nowMs: number): Prom
   const rec = loaded === NOT_READ ? await txn.getJob(run.jobId) : loaded;
   if (!rec) return; // the job was deleted in this command: its runs went with it
   if (event === 'dead') await countDead(txn, rec, run, nowMs);
-  const taskType = alertTaskType(rec.job.spec?.alerts, event);
+  const taskType = alertTaskType(await alertPolicyOf(txn, rec.job), event);
   if (taskType !== '') await writeAlertRun(txn, taskType, payloadOfRun(event, run, rec.job, nowMs), nowMs);
 }
 
@@ -176,7 +207,7 @@ export async function applyRaiseAlerts(txn: ApplyTxn, cmd: RaiseAlertsCommand): 
       continue;
     }
     const job = rec.job;
-    const taskType = alertTaskType(job.spec?.alerts, 'watchdog');
+    const taskType = alertTaskType(await alertPolicyOf(txn, job), 'watchdog');
     // Fired meanwhile (the cursor moved past it), already alerted, or nobody to tell: nothing.
     if (taskType === '' || job.state !== JobState.JOB_STATE_ACTIVE || job.nextFireUnixMs !== item.slotMs || (rec.watchdogSlotMs ?? 0) >= item.slotMs) {
       items.push({ runId: '' });

@@ -3,7 +3,7 @@
 // every replica refuses the same bad config.
 import { TaskTypeConfig } from '../../gen/herald/v1/task_type_service.js';
 import { HeraldError } from '../../herald-error.js';
-import { validateId } from './validation.js';
+import { MAX_PAUSE_AFTER_DEAD, validateAlertPolicy, validateId } from './validation.js';
 
 /** The cap of TaskTypeConfig.max_running and of rate_per_second. */
 export const MAX_TASK_TYPE_LIMIT = 1_000_000;
@@ -36,6 +36,10 @@ export function validateTaskTypeConfig(c: TaskTypeConfig | undefined): asserts c
     bad('config.burst', `must be an integer between 0 (the rate rounded up) and ${MAX_TASK_TYPE_LIMIT} (got ${c.burst})`);
   }
   if (c.burst > 0 && r === 0) bad('config.burst', 'needs rate_per_second (a burst without a rate limits nothing)');
+  validateAlertPolicy(c.alerts, 'config.alerts', 'INVALID_ARGUMENT');
+  if (!Number.isInteger(c.pauseAfterDead) || c.pauseAfterDead < 0 || c.pauseAfterDead > MAX_PAUSE_AFTER_DEAD) {
+    bad('config.pause_after_dead', `must be an integer between 0 (never) and ${MAX_PAUSE_AFTER_DEAD} (got ${c.pauseAfterDead})`);
+  }
 }
 
 /** The bucket size a config's rate gets: its burst, or the rate rounded up (at least 1). */

@@ -6,6 +6,7 @@ import {
   DstGapPolicy,
   MisfirePolicy,
   OverlapPolicy,
+  type AlertPolicy,
   type JobSpec,
 } from '../../gen/herald/v1/job.js';
 import { HeraldError } from '../../herald-error.js';
@@ -57,6 +58,16 @@ export const ALERT_JOB_PREFIX = 'herald:alerts:';
 /** Longest alert task type: its system job id must stay a valid id. */
 export const MAX_ALERT_TASK_TYPE_CHARS = 128 - ALERT_JOB_PREFIX.length;
 export const MAX_PAUSE_AFTER_DEAD = 1000;
+
+/** An alert policy's task types (a job's, or a task type's default): `field` prefixes the error's field. */
+export function validateAlertPolicy(p: AlertPolicy | undefined, field: string, code: 'INVALID_SPEC' | 'INVALID_ARGUMENT'): void {
+  if (!p) return;
+  for (const [name, taskType] of [['on_failure', p.onFailure], ['on_dead', p.onDead], ['on_missed', p.onMissed], ['on_watchdog', p.onWatchdog]] as const) {
+    if (taskType === '') continue;
+    validateId(taskType, `${field}.${name}`);
+    if (taskType.length > MAX_ALERT_TASK_TYPE_CHARS) bad(code, `${field}.${name}`, `alert task types are at most ${MAX_ALERT_TASK_TYPE_CHARS} characters (got ${taskType.length})`);
+  }
+}
 
 /** A job id a user command may create or change: a valid id outside the system's "herald:" prefix. */
 export function validateUserJobId(id: string, field: string): void {
@@ -162,13 +173,7 @@ export function validateJobSpec(spec: JobSpec | undefined, caches: ScheduleCache
     if (v.length > 256) bad('INVALID_SPEC', `spec.labels[${show(k)}]`, 'label values are at most 256 characters');
   }
   validateRange(spec.priority, -1000, 1000, 'spec.priority');
-  if (spec.alerts) {
-    for (const [name, taskType] of [['on_failure', spec.alerts.onFailure], ['on_dead', spec.alerts.onDead], ['on_missed', spec.alerts.onMissed], ['on_watchdog', spec.alerts.onWatchdog]] as const) {
-      if (taskType === '') continue;
-      validateId(taskType, `spec.alerts.${name}`);
-      if (taskType.length > MAX_ALERT_TASK_TYPE_CHARS) bad('INVALID_SPEC', `spec.alerts.${name}`, `alert task types are at most ${MAX_ALERT_TASK_TYPE_CHARS} characters (got ${taskType.length})`);
-    }
-  }
+  validateAlertPolicy(spec.alerts, 'spec.alerts', 'INVALID_SPEC');
   validateRange(spec.pauseAfterDead, 0, MAX_PAUSE_AFTER_DEAD, 'spec.pause_after_dead');
   // Last: cron syntax and time zone are the most expensive checks.
   validateSchedule(spec, caches);

@@ -6,6 +6,8 @@ import {
   type CreateJobRequest,
   type CreateJobResponse,
   type CreateJobsResult,
+  type GetRunResponse,
+  type ListRunsResponse,
   type UpcomingFire,
 } from '../../gen/herald/v1/job_service.js';
 import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
@@ -126,12 +128,36 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     return fn();
   }
 
+  const isDuePending = (r: Run, now: number): boolean => r.state === RunState.RUN_STATE_PENDING && r.notBeforeUnixMs <= now;
+
+  /**
+   * Run.waiting_for is the leader's dispatcher state, which a follower does not have: a follower
+   * whose (non-stale) answer holds due PENDING runs has the leader answer the same read (after the
+   * leader's own barrier, so no older than its own). undefined — the follower answers itself, with
+   * waiting_for empty — when there is nothing to ask, the read is stale, the call was forwarded
+   * already, no leader is known or the leader cannot answer in time: the reason is advisory, the
+   * read is not.
+   */
+  async function leaderAnswer<Req, Res>(method: 'listRuns' | 'getRun', request: Req, runs: readonly Run[], consistency: ReadConsistency, call: CallContext): Promise<Res | undefined> {
+    if (ctx.node.driver.isLeader() || call.forwarded || consistency === ReadConsistency.READ_CONSISTENCY_STALE) return undefined;
+    const now = ctx.node.clusterClock.nowMs() ?? Date.now();
+    if (!runs.some((r) => isDuePending(r, now))) return undefined;
+    const leader = ctx.node.leader();
+    if (!leader.leaderAddress) return undefined;
+    try {
+      return await forwarder.call<Req, Res>(leader.leaderAddress, method, request, { requestId: call.requestId, timeoutMs: timeoutFor(call) });
+    } catch (err) {
+      ctx.logger.debug({ err, method }, 'the leader did not answer a read for waiting_for; answering without it');
+      return undefined;
+    }
+  }
+
   /** Run.waiting_for of the due PENDING runs among `runs` (in place; they are this call's copies). */
   function withWaiting<T extends Run>(runs: T[]): T[] {
     const reason = ctx.waitingFor;
     if (!reason) return runs;
     const now = ctx.node.clusterClock.nowMs() ?? Date.now();
-    for (const r of runs) if (r.state === RunState.RUN_STATE_PENDING && r.notBeforeUnixMs <= now) r.waitingFor = reason(r);
+    for (const r of runs) if (isDuePending(r, now)) r.waitingFor = reason(r);
     return runs;
   }
 
@@ -336,14 +362,16 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       const page = await read(req.consistency, call, () =>
         ctx.fsm.listRuns({ jobId: req.jobId || undefined, state: req.state || undefined, pageSize: req.pageSize, pageToken: req.pageToken }),
       );
-      return { runs: withWaiting(page.items), nextPageToken: page.nextPageToken };
+      const fromLeader = await leaderAnswer<typeof req, ListRunsResponse>('listRuns', req, page.items, req.consistency, call);
+      return fromLeader ?? { runs: withWaiting(page.items), nextPageToken: page.nextPageToken };
     }),
 
     getRun: unary('GetRun', deps, async (req, call) => {
       requireRunId(req.runId);
       const run = await read(req.consistency, call, () => ctx.fsm.getRun(req.runId));
       if (!run) throw new HeraldError('RUN_NOT_FOUND', `run ${req.runId} does not exist (it may have been trimmed by the job's history retention)`);
-      return { run: withWaiting([run])[0] };
+      const fromLeader = await leaderAnswer<typeof req, GetRunResponse>('getRun', req, [run], req.consistency, call);
+      return fromLeader ?? { run: withWaiting([run])[0] };
     }),
 
     cancelRun: unary('CancelRun', deps, async (req, call) => {

@@ -92,22 +92,29 @@ export function createWatchService(o: WatchServiceOptions): WatchServiceHandle {
       check();
       await o.readIndex({ timeoutMs: BARRIER_TIMEOUT_MS });
       if (call.cancelled || closed) return;
-      const selector = await select();
-      if (call.cancelled || closed) return;
       const log = o.log;
       const from = fromIndex === 0 ? log.lastIndex : fromIndex;
-      if (from < log.floor) {
-        throw new HeraldError(
-          'WATCH_INDEX_UNAVAILABLE',
-          `from_index ${from} is older than this node's change log (it holds changes after index ${log.floor}); list the current state, then watch from index 0`,
-          { field: 'from_index', floor: log.floor },
-        );
-      }
-      if (from > log.lastIndex) {
-        throw new HeraldError('WATCH_INDEX_UNAVAILABLE', `from_index ${from} is ahead of this node's applied index ${log.lastIndex} (another cluster's index?); list the current state, then watch from index 0`, {
-          field: 'from_index',
-        });
-      }
+      const checkFrom = (): void => {
+        if (from < log.floor) {
+          throw new HeraldError(
+            'WATCH_INDEX_UNAVAILABLE',
+            `from_index ${from} is older than this node's change log (it holds changes after index ${log.floor}); list the current state, then watch from index 0`,
+            { field: 'from_index', floor: log.floor },
+          );
+        }
+        if (from > log.lastIndex) {
+          throw new HeraldError('WATCH_INDEX_UNAVAILABLE', `from_index ${from} is ahead of this node's applied index ${log.lastIndex} (another cluster's index?); list the current state, then watch from index 0`, {
+            field: 'from_index',
+          });
+        }
+      };
+      // Checked before the filter reads the store (a labels filter's jobs are then read at or
+      // after \`from\`, and the stream replays every job change after it), and again after (the
+      // ring may have dropped \`from\` meanwhile).
+      checkFrom();
+      const selector = await select();
+      if (call.cancelled || closed) return;
+      checkFrom();
       const w = new Watcher(
         log,
         {

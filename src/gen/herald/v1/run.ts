@@ -138,7 +138,9 @@ export interface Run {
   payload: Buffer;
   /**
    * Why a PENDING run that is due is held back by a limit (task type max_running or rate, job
-   * max_concurrent), e.g. "task type report at max_running 10"; empty otherwise. Filled on reads.
+   * max_concurrent), e.g. "task type report at max_running 10"; empty otherwise. Filled on reads
+   * from the leader's dispatcher: a follower asked for due PENDING runs has the leader answer the
+   * read; a STALE read (or one the leader cannot answer in time) leaves it empty.
    */
   waitingFor: string;
 }

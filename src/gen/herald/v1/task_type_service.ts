@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { AlertPolicy } from "./job.js";
 
 /** The limits of one task type. */
 export interface TaskTypeConfig {
@@ -31,6 +32,15 @@ export interface TaskTypeConfig {
   burst: number;
   /** Cluster time of the last change (set by the server). */
   updatedUnixMs: number;
+  /**
+   * The alert policy of this task type's jobs that have none of their own (JobSpec.alerts with
+   * every event empty): the job's own policy, when it names any task type, replaces this one whole.
+   */
+  alerts:
+    | AlertPolicy
+    | undefined;
+  /** JobSpec.pause_after_dead for this task type's jobs that set none (0); 0 = never; at most 1000. */
+  pauseAfterDead: number;
 }
 
 /** Request of TaskTypeService.SetTaskType. */
@@ -78,7 +88,15 @@ export interface DeleteTaskTypeResponse {
 }
 
 function createBaseTaskTypeConfig(): TaskTypeConfig {
-  return { taskType: "", maxRunning: 0, ratePerSecond: 0, burst: 0, updatedUnixMs: 0 };
+  return {
+    taskType: "",
+    maxRunning: 0,
+    ratePerSecond: 0,
+    burst: 0,
+    updatedUnixMs: 0,
+    alerts: undefined,
+    pauseAfterDead: 0,
+  };
 }
 
 export const TaskTypeConfig: MessageFns<TaskTypeConfig> = {
@@ -97,6 +115,12 @@ export const TaskTypeConfig: MessageFns<TaskTypeConfig> = {
     }
     if (message.updatedUnixMs !== 0) {
       writer.uint32(40).int64(message.updatedUnixMs);
+    }
+    if (message.alerts !== undefined) {
+      AlertPolicy.encode(message.alerts, writer.uint32(50).fork()).join();
+    }
+    if (message.pauseAfterDead !== 0) {
+      writer.uint32(56).int32(message.pauseAfterDead);
     }
     return writer;
   },
@@ -154,6 +178,22 @@ export const TaskTypeConfig: MessageFns<TaskTypeConfig> = {
             message.updatedUnixMs = longToNumber(reader.int64());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.alerts = AlertPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.pauseAfterDead = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -176,6 +216,10 @@ export const TaskTypeConfig: MessageFns<TaskTypeConfig> = {
     message.ratePerSecond = object.ratePerSecond ?? 0;
     message.burst = object.burst ?? 0;
     message.updatedUnixMs = object.updatedUnixMs ?? 0;
+    message.alerts = (object.alerts !== undefined && object.alerts !== null)
+      ? AlertPolicy.fromPartial(object.alerts)
+      : undefined;
+    message.pauseAfterDead = object.pauseAfterDead ?? 0;
     return message;
   },
 };
