@@ -4,7 +4,7 @@
 // (generated when the caller gives none), so the SDK's own retries never create twice.
 import { randomUUID } from 'node:crypto';
 import { Metadata, status, type CallOptions as GrpcCallOptions, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
-import type { ClusterServiceClient, GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
+import type { ClusterServiceClient, GetStatusResponse, Member } from '../gen/herald/v1/cluster_service.js';
 import type { TaskTypeConfig, TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
 import { JobState, type Job, type JobSpec } from '../gen/herald/v1/job.js';
 import {
@@ -398,7 +398,32 @@ export class HeraldClient {
     }
     const st = await this.cluster((c) => c.getStatus.bind(c), {}, 'read', opts);
     if (st.leaderAddress !== '') this.router.noteLeader(st.leaderAddress);
+    this.router.noteMembers(st.members);
     return st;
+  }
+
+  /**
+   * Adds a node as a learner (ClusterService.AddMember; the leader serves it). `incarnation` is
+   * the new node's, from its own GetStatus (`herald cluster add` reads it).
+   */
+  async addMember(m: { id: string; peerAddress: string; clientAddress: string; incarnation: string }, opts: CallOptions = {}): Promise<Member[]> {
+    const res = await this.cluster((c) => c.addMember.bind(c), m, 'write', opts);
+    this.router.noteMembers(res.members);
+    return res.members;
+  }
+
+  /** Promotes a learner to voter once it caught up (FAILED_PRECONDITION LEARNER_BEHIND before). */
+  async promoteMember(id: string, opts: CallOptions = {}): Promise<Member[]> {
+    const res = await this.cluster((c) => c.promoteMember.bind(c), { id }, 'write', opts);
+    this.router.noteMembers(res.members);
+    return res.members;
+  }
+
+  /** Removes a member (voter or learner, the leader included). */
+  async removeMember(id: string, opts: CallOptions = {}): Promise<Member[]> {
+    const res = await this.cluster((c) => c.removeMember.bind(c), { id }, 'write', opts);
+    this.router.noteMembers(res.members);
+    return res.members;
   }
 
   /** Moves leadership to `targetId` (or the most up-to-date follower); returns the new leader. */
