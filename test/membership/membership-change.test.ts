@@ -46,7 +46,13 @@ describe('membership changes on real processes', () => {
     const join = async (id: string) => {
       const n = raft.nodes.get(id) ?? (await raft.addJoiner(id, [addr('n2')]));
       n.join = addr('n2');
-      await raft.start(id);
+      try {
+        await raft.start(id);
+      } catch (e) {
+        // Which node went away, and why (the join endpoint n2 is never stopped on purpose).
+        const n2 = raft.nodes.get('n2')!;
+        throw new Error(`${String(e)}\nn2 running: ${raft.isRunning('n2')} exit ${JSON.stringify(await Promise.race([n2.exit, sleep(10).then(() => 'running')]))}\n${n2.stderr.slice(-4000)}`);
+      }
       return n;
     };
 
@@ -99,10 +105,10 @@ describe('membership changes on real processes', () => {
 
     // Shrink back to three voters.
     await client.removeMember('n5');
-    await raft.kill('n5', 'SIGTERM');
+    await raft.kill('n5', 'SIGKILL');
     expect(await voters()).toEqual(['n2', 'n3', 'n4']);
     const changesDoneAt = Date.now();
-    await sleep(2_000);
+    await sleep(1_500);
     worker.signal('SIGTERM');
     await worker.exit;
 
