@@ -132,7 +132,6 @@ export class HeraldClient {
   private readonly firstByteTimeoutMs: number;
   private readonly logger: ClientLogger;
   private closed = false;
-  private readonly endpoints: string[];
 
   constructor(options: HeraldClientOptions) {
     if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
@@ -149,7 +148,6 @@ export class HeraldClient {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 1_000;
     this.firstByteTimeoutMs = options.firstByteTimeoutMs ?? 3_000;
     if (!(this.firstByteTimeoutMs > 0)) throw new TypeError('HeraldClient: firstByteTimeoutMs must be positive');
-    this.endpoints = [...options.endpoints];
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
   }
 
@@ -453,7 +451,16 @@ export class HeraldClient {
 
   private watchDeps() {
     if (this.closed) throw new Error('HeraldClient is closed');
-    return { pool: this.pool, endpoints: this.endpoints, logger: this.logger, isClosed: () => this.closed };
+    const router = this.router;
+    // Live: a watch that outlasts a membership change rotates through the members learned since.
+    return {
+      pool: this.pool,
+      get endpoints() {
+        return router.knownEndpoints();
+      },
+      logger: this.logger,
+      isClosed: () => this.closed,
+    };
   }
 
   close(): void {
