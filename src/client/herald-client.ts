@@ -4,7 +4,7 @@
 // (generated when the caller gives none), so the SDK's own retries never create twice.
 import { randomUUID } from 'node:crypto';
 import { Metadata, status, type CallOptions as GrpcCallOptions, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
-import type { ClusterServiceClient, GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
+import type { ClusterServiceClient, GetStatusResponse, Member } from '../gen/herald/v1/cluster_service.js';
 import type { TaskTypeConfig, TaskTypeServiceClient } from '../gen/herald/v1/task_type_service.js';
 import { Role, type AuthServiceClient, type TokenInfo } from '../gen/herald/v1/auth_service.js';
 
@@ -142,7 +142,6 @@ export class HeraldClient {
   private readonly firstByteTimeoutMs: number;
   private readonly logger: ClientLogger;
   private closed = false;
-  private readonly endpoints: string[];
   private readonly batcher: CreateBatcher | undefined;
 
   constructor(options: HeraldClientOptions) {
@@ -160,7 +159,6 @@ export class HeraldClient {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 1_000;
     this.firstByteTimeoutMs = options.firstByteTimeoutMs ?? 3_000;
     if (!(this.firstByteTimeoutMs > 0)) throw new TypeError('HeraldClient: firstByteTimeoutMs must be positive');
-    this.endpoints = [...options.endpoints];
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
     if (options.batchCreates !== false) {
       this.batcher = new CreateBatcher({
@@ -444,7 +442,32 @@ export class HeraldClient {
     }
     const st = await this.cluster((c) => c.getStatus.bind(c), {}, 'read', opts);
     if (st.leaderAddress !== '') this.router.noteLeader(st.leaderAddress);
+    this.router.noteMembers(st.members);
     return st;
+  }
+
+  /**
+   * Adds a node as a learner (ClusterService.AddMember; the leader serves it). `incarnation` is
+   * the new node's, from its own GetStatus (`herald cluster add` reads it).
+   */
+  async addMember(m: { id: string; peerAddress: string; clientAddress: string; incarnation: string }, opts: CallOptions = {}): Promise<Member[]> {
+    const res = await this.cluster((c) => c.addMember.bind(c), m, 'write', opts);
+    this.router.noteMembers(res.members);
+    return res.members;
+  }
+
+  /** Promotes a learner to voter once it caught up (FAILED_PRECONDITION LEARNER_BEHIND before). */
+  async promoteMember(id: string, opts: CallOptions = {}): Promise<Member[]> {
+    const res = await this.cluster((c) => c.promoteMember.bind(c), { id }, 'write', opts);
+    this.router.noteMembers(res.members);
+    return res.members;
+  }
+
+  /** Removes a member (voter or learner, the leader included). */
+  async removeMember(id: string, opts: CallOptions = {}): Promise<Member[]> {
+    const res = await this.cluster((c) => c.removeMember.bind(c), { id }, 'write', opts);
+    this.router.noteMembers(res.members);
+    return res.members;
   }
 
   /** Moves leadership to `targetId` (or the most up-to-date follower); returns the new leader. */
@@ -474,7 +497,16 @@ export class HeraldClient {
 
   private watchDeps() {
     if (this.closed) throw new Error('HeraldClient is closed');
-    return { pool: this.pool, endpoints: this.endpoints, logger: this.logger, isClosed: () => this.closed };
+    const router = this.router;
+    // Live: a watch that outlasts a membership change rotates through the members learned since.
+    return {
+      pool: this.pool,
+      get endpoints() {
+        return router.knownEndpoints();
+      },
+      logger: this.logger,
+      isClosed: () => this.closed,
+    };
   }
 
   close(): void {

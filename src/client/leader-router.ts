@@ -2,7 +2,9 @@
 // forwarding hop, and linearizable reads need it anyway); it learns the leader from
 // ClusterService.GetStatus on any endpoint and from the "herald-leader-address" trailer of
 // UNAVAILABLE answers, and falls back to rotating through the configured endpoints when no one
-// knows (during an election).
+// knows (during an election). It follows membership: the members' client addresses each status
+// answer lists join the rotation (and members removed since leave it), so a client configured with
+// endpoints of machines the cluster has since left keeps working while one of them still answers.
 import type { GetStatusResponse } from '../gen/herald/v1/cluster_service.js';
 import type { ClientLogger } from './logger.js';
 
@@ -18,12 +20,31 @@ export class LeaderRouter {
   // leadership), so discovery prefers another node's leader claim over one naming it.
   private readonly silent = new Set<string>();
 
+  /** The configured endpoints, then the members' client addresses the cluster reported. */
+  private endpoints: readonly string[];
+  private learned: readonly string[] = [];
+
   constructor(
-    private readonly endpoints: readonly string[],
+    private readonly configured: readonly string[],
     private readonly probe: StatusProbe,
     private readonly logger: ClientLogger,
   ) {
-    if (endpoints.length === 0) throw new Error('at least one endpoint is required');
+    if (configured.length === 0) throw new Error('at least one endpoint is required');
+    this.endpoints = configured;
+  }
+
+  /** The members' client addresses, from a status answer: they join the rotation (removed ones leave it). */
+  noteMembers(members: GetStatusResponse['members']): void {
+    const addrs = members.map((m) => m.clientAddress).filter((a) => a !== '');
+    if (addrs.length === 0 || addrs.join(',') === this.learned.join(',')) return;
+    this.learned = addrs;
+    this.endpoints = [...new Set([...this.configured, ...addrs])];
+    this.logger.debug({ endpoints: this.endpoints }, 'cluster members learned');
+  }
+
+  /** Where discovery and rotation go: configured endpoints and the members learned since. */
+  knownEndpoints(): readonly string[] {
+    return this.endpoints;
   }
 
   /** The leader's client address, when known. */
@@ -88,6 +109,7 @@ export class LeaderRouter {
         this.probe(address, deadline).then(
           (st) => {
             pending -= 1;
+            this.noteMembers(st.members);
             const named = st.leaderAddress;
             if (named !== '' && !this.silent.has(named)) finish(named);
             else {

@@ -77,11 +77,12 @@ describe('herald CLI against `herald dev`', () => {
     expect(st.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n3']);
     expect(st.members.filter((m) => m.role === 'leader').map((m) => m.id)).toEqual([st.leaderId]);
     expect(st.members.every((m) => m.reachable)).toBe(true);
+    expect(st.members.map((m) => (m as { member?: string }).member)).toEqual(['voter', 'voter', 'voter']);
     const table = await cli('cluster', 'status');
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^ID\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+MATCH\s+LAST CONTACT\s+HEALTH/m);
+    expect(table.stdout).toMatch(/^ID\s+MEMBER\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+MATCH\s+LAST CONTACT\s+HEALTH/m);
     expect(table.stdout.match(/^n\d\*?\s/gm)).toHaveLength(3);
-    expect(table.stdout).toMatch(new RegExp(`^${st.leaderId}\\*\\s+leader`, 'm'));
+    expect(table.stdout).toMatch(new RegExp(`^${st.leaderId}\\*\\s+voter\\s+leader`, 'm'));
   });
 
   it('creates, lists, triggers a job; the demo worker runs it to success', async () => {
@@ -277,7 +278,7 @@ describe('herald CLI against `herald dev`', () => {
     expect(st.leaderId).not.toBe('');
     expect(st.members.find((m) => m.id === victim)).toMatchObject({ role: 'unreachable', reachable: false });
     const table = await cli('cluster', 'status');
-    expect(table.stdout).toMatch(new RegExp(`^${victim}\\s+unreachable\\s.*\\sdown\\s`, 'm'));
+    expect(table.stdout).toMatch(new RegExp(`^${victim}\\s+voter\\s+unreachable\\s.*\\sdown\\s`, 'm'));
     // Two of three nodes still make progress.
     await cliJson<JobJson>('job', 'create', '--id', 'cli-after-kill', '--task-type', 'demo', '--every', '1h');
   });

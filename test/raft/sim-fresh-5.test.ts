@@ -12,11 +12,13 @@ describe('deterministic simulator: 5 nodes', () => {
     let ok = 0;
     let crashes = 0;
     let ioErrors = 0;
+    let membershipChanges = 0;
     const drawn = { effects: 0, writeBehind: 0, applyWindow: 0, byBytes: 0 };
     for (let seed = start; seed < start + 200; seed++) {
-      const r = await runSimulation({ seed, nodes: 5 });
+      const r = await runSimulation({ seed, nodes: 5, membership: 'draw' });
       crashes += r.crashes;
       ioErrors += r.ioErrors;
+      membershipChanges += r.membership.changes;
       if (r.runtime.replicateEffects) drawn.effects++;
       if (r.runtime.writeBehind) drawn.writeBehind++;
       if (r.runtime.followerApplyWindowMs > 0) drawn.applyWindow++;
@@ -29,6 +31,8 @@ describe('deterministic simulator: 5 nodes', () => {
     expect(ok).toBeGreaterThan(1000);
     expect(crashes).toBeGreaterThan(100);
     expect(ioErrors).toBeGreaterThan(20);
+    // Configuration changes are drawn in a share of the seeds (sim-membership.ts).
+    expect(membershipChanges).toBeGreaterThan(100);
     for (const [option, runs] of Object.entries(drawn)) expect(runs, option).toBeGreaterThan(40);
   }, 120_000);
 });

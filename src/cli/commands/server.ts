@@ -5,6 +5,11 @@ import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
 import { createNode } from '../../server/node/create-node.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node/herald-node.js';
 import { parseMembers } from '../../server/node/node-config.js';
+import { fetchCluster } from '../../server/node/join-cluster.js';
+import type { PeerInfo } from '../../raft/ports.js';
+import { credentials } from '@grpc/grpc-js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 import type { NodeTls } from '../../server/grpc/tls/node-tls.js';
 import { addTlsFlags, tlsFromFlags, TlsFlagError, watchCertificates, type TlsFlags } from './server-tls.js';
@@ -36,7 +41,8 @@ export const STATE_MACHINES: Record<string, StateMachineFactory> = {
 
 interface ServerFlags extends TlsFlags {
   id: string;
-  peers: string;
+  peers?: string;
+  join?: string;
   clientPeers?: string;
   peerAddr?: string;
   clientAddr?: string;
@@ -61,9 +67,13 @@ export function registerServerCommand(program: Command): void {
   addTlsFlags(addSchedulerFlags(program.command('server')))
     .description('run one cluster node (client port + peer port)')
     .requiredOption('--id <id>', 'this node id, e.g. n1')
-    .requiredOption(
+    .option(
       '--peers <list>',
-      'all members: n1=127.0.0.1:7101,n2=127.0.0.1:7102,... (peer addresses; "id=peer/client" adds client addresses)',
+      'all members at bootstrap: n1=127.0.0.1:7101,n2=127.0.0.1:7102,... (peer addresses; "id=peer/client" adds client addresses); once the cluster changed its membership the log says who the members are',
+    )
+    .option(
+      '--join <endpoints>',
+      'start a new member of a running cluster (client addresses of members, comma-separated): it starts as nobody\'s voter and waits to be added with `herald cluster add`; needs --peer-addr and --client-addr',
     )
     .option('--client-peers <list>', 'client (API) addresses of the members: n1=127.0.0.1:7201,...')
     .option('--peer-addr <host:port>', 'listen address of the peer (Raft) port (default: this node in --peers)')
@@ -102,6 +112,27 @@ function int(name: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER
   return n;
 }
 
+/**
+ * The members to seed a --join node with: the running cluster's (asked of the --join endpoints),
+ * plus this node at its --peer-addr / --client-addr. A node that joined before (its data dir has
+ * a log) starts from its log when no endpoint answers.
+ */
+async function joinedMembers(flags: ServerFlags, tls: NodeTls | undefined, log: Logger): Promise<{ clusterId?: string; members: PeerInfo[] }> {
+  const self: PeerInfo = { id: flags.id, peerAddress: flags.peerAddr!, clientAddress: flags.clientAddr! };
+  const endpoints = flags.join!.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  try {
+    const c = await fetchCluster(endpoints, tls?.forwardingChannelCredentials() ?? credentials.createInsecure());
+    return { clusterId: c.clusterId, members: [...c.members.filter((m) => m.id !== flags.id), self] };
+  } catch (e) {
+    if (existsSync(join(flags.dataDir, 'raft'))) {
+      log.warn({ err: e }, 'no --join endpoint answered; starting from the log');
+      return { members: [self] };
+    }
+    process.stderr.write(`herald server: cannot join: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
+}
+
 function makeLogger(flags: ServerFlags): Logger {
   const base = { level: flags.logLevel, base: { node: flags.id } };
   if (flags.pretty) {
@@ -112,9 +143,15 @@ function makeLogger(flags: ServerFlags): Logger {
 }
 
 async function runServer(flags: ServerFlags): Promise<void> {
-  let members;
+  let members: PeerInfo[] = [];
   try {
-    members = parseMembers(flags.peers, flags.clientPeers);
+    if (flags.join !== undefined) {
+      if (!flags.peerAddr || !flags.clientAddr) throw new Error('--join needs --peer-addr and --client-addr (the addresses the cluster will reach this node at)');
+    } else if (flags.peers === undefined) {
+      throw new Error('--peers is required (or --join to add this node to a running cluster)');
+    } else {
+      members = parseMembers(flags.peers, flags.clientPeers);
+    }
   } catch (e) {
     process.stderr.write(`herald server: ${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(EXIT_SERVER.usage);
@@ -140,6 +177,12 @@ async function runServer(flags: ServerFlags): Promise<void> {
   }
   const certPollMs = int('--cert-poll-ms', flags.certPollMs, 0);
   const log = makeLogger(flags);
+  let joinClusterId: string | undefined;
+  if (flags.join !== undefined) {
+    const joined = await joinedMembers(flags, tls, log);
+    members = joined.members;
+    joinClusterId = joined.clusterId;
+  }
   let node: HeraldNode;
   try {
     node = await (flags.stateMachine === 'scheduler' ? schedulerNodeCreator(flags) : createNode)({
@@ -148,8 +191,8 @@ async function runServer(flags: ServerFlags): Promise<void> {
       peerListen: flags.peerAddr,
       clientListen: flags.clientAddr,
       dataDir: flags.dataDir,
-      clusterId: flags.clusterId,
-      initialClusterState: flags.initialClusterState,
+      clusterId: flags.clusterId ?? joinClusterId,
+      initialClusterState: flags.join !== undefined ? 'join' : flags.initialClusterState,
       stateMachine: factory,
       logger: log,
       tickMs: int('--tick-ms', flags.tickMs, 1),

@@ -1,9 +1,9 @@
 // `cluster status`: every member's own view (role, term, commit/applied index) joined with the
 // leader's view of it (match index, last contact, health), one row per member.
-import { NodeRole, ReplicationState, type GetStatusResponse, type Member, type UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
+import { MemberRole, NodeRole, ReplicationState, type GetStatusResponse, type Member, type UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import { enumName, formatInstant } from './format.js';
 
-export const MEMBER_HEADERS = ['id', 'role', 'term', 'commit', 'applied', 'match', 'last contact', 'health', 'replication', 'client address'];
+export const MEMBER_HEADERS = ['id', 'member', 'role', 'term', 'commit', 'applied', 'match', 'last contact', 'health', 'replication', 'client address'];
 
 export interface MemberView {
   id: string;
@@ -14,7 +14,19 @@ export interface MemberView {
   error: string | undefined;
   /** The leader's view of the member; undefined when no leader answered. */
   fromLeader: Member | undefined;
+  /** The member as the answering node's configuration lists it (voter / learner, incarnation). */
+  listed: Member;
   isLeader: boolean;
+}
+
+/** voter / learner, as the configuration lists the member. */
+export function memberRoleName(m: Member): string {
+  return m.memberRole === MemberRole.MEMBER_ROLE_UNSPECIFIED ? '-' : enumName(MemberRole, m.memberRole, 'MEMBER_ROLE_');
+}
+
+/** A member in JSON output of the membership commands. */
+export function memberJson(m: Member): Record<string, unknown> {
+  return { id: m.id, member: memberRoleName(m), incarnation: m.incarnation, peerAddress: m.peerAddress, clientAddress: m.clientAddress, matchIndex: m.matchIndex, lag: m.lag };
 }
 
 export function joinMembers(base: GetStatusResponse, own: Map<string, GetStatusResponse | Error>): MemberView[] {
@@ -28,6 +40,7 @@ export function joinMembers(base: GetStatusResponse, own: Map<string, GetStatusR
       own: o instanceof Error ? undefined : o,
       error: o instanceof Error ? o.message : o === undefined ? 'no client address known' : undefined,
       fromLeader: leaderView ? m : undefined,
+      listed: m,
       isLeader: m.id === base.leaderId,
     };
   });
@@ -48,6 +61,7 @@ export function memberRow(v: MemberView): string[] {
   const l = v.fromLeader;
   return [
     v.id + (v.isLeader ? '*' : ''),
+    memberRoleName(v.listed),
     role(v),
     v.own ? String(v.own.term) : '-',
     v.own ? String(v.own.commitIndex) : '-',
@@ -88,6 +102,9 @@ export function statusJson(base: GetStatusResponse, views: MemberView[]): Record
     members: views.map((v) => ({
       id: v.id,
       role: role(v),
+      member: memberRoleName(v.listed),
+      incarnation: v.listed.incarnation,
+      lag: v.fromLeader ? v.fromLeader.lag : null,
       reachable: v.own !== undefined,
       error: v.error ?? null,
       term: v.own?.term ?? null,

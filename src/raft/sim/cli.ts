@@ -1,5 +1,7 @@
-// `npm run sim -- --seeds 2000 [--start-seed S] [--nodes 3|5] [--mutation NAME] [--membership]`
-// (--membership: configuration changes and lost disks in a share of the seeds, sim-membership.ts)
+// `npm run sim -- --seeds 2000 [--start-seed S] [--nodes 3|5] [--mutation NAME] [--no-membership]`
+// (configuration changes and lost disks are drawn in a share of the seeds, sim-membership.ts;
+// --no-membership runs the seeds as they ran before membership changes existed; --membership,
+// the default, is accepted for the commands written when it was opt-in)
 // `npm run sim -- --seed N [--nodes 3|5] --trace`
 // `npm run sim -- --list-mutations`
 // Runs simulation seeds and prints one JSON summary as the last line:
@@ -24,7 +26,7 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), driverMutations: new Set(), profile: 'random', listMutations: false, membership: false };
+  const a: Args = { seeds: 100, startSeed: 1, nodes: [3, 5], trace: false, mutations: new Set(), driverMutations: new Set(), profile: 'random', listMutations: false, membership: true };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const val = () => {
@@ -59,6 +61,9 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--membership':
         a.membership = true;
+        break;
+      case '--no-membership':
+        a.membership = false;
         break;
       case '--mutation': {
         const m = val();

@@ -14,7 +14,8 @@ export interface Clock {
 
 export interface ClusterClockOptions {
   selfId: string;
-  voters: readonly string[];
+  /** The voters in force (a function when membership can change at runtime). */
+  voters: readonly string[] | (() => readonly string[]);
   /** This node's wall clock (in tests it may carry an injected offset). */
   wall: Clock;
   /** This node's monotonic clock. */
@@ -36,9 +37,14 @@ export class ClusterClock {
 
   constructor(private readonly options: ClusterClockOptions) {}
 
+  private voters(): readonly string[] {
+    const v = this.options.voters;
+    return typeof v === 'function' ? v() : v;
+  }
+
   /** Records a voter's wall clock as reported in a response that took rttMs to come back. */
   observe(peerId: string, peerWallMs: number, rttMs: number): void {
-    if (peerId === this.options.selfId || !this.options.voters.includes(peerId)) return;
+    if (peerId === this.options.selfId || !this.voters().includes(peerId)) return;
     if (!Number.isFinite(peerWallMs) || peerWallMs <= 0) return;
     // A reply that took longer than the freshness window (e.g. the first answer after the peer was
     // unreachable, timed from a long-unanswered request) says nothing reliable about the peer's
@@ -60,12 +66,14 @@ export class ClusterClock {
   nowMs(): number | undefined {
     const mono = this.options.monotonic.nowMs();
     const estimates = [this.options.wall.nowMs()];
-    for (const [, s] of this.samples) {
+    const voters = this.voters();
+    for (const [id, s] of this.samples) {
+      if (!voters.includes(id)) continue;
       const age = mono - s.receivedAtMonoMs;
       if (age > this.options.maxSampleAgeMs) continue;
       estimates.push(s.wallMs + s.rttMs / 2 + age);
     }
-    const quorum = Math.floor(this.options.voters.length / 2) + 1;
+    const quorum = Math.floor(voters.length / 2) + 1;
     if (estimates.length < quorum) return undefined;
     estimates.sort((a, b) => a - b);
     const lowerMedian = estimates[Math.floor((estimates.length - 1) / 2)]!;

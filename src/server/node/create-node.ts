@@ -174,7 +174,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     );
     clusterClock = new ClusterClock({
       selfId: o.id,
-      voters,
+      voters: () => driver.confState().voters,
       wall: { nowMs: () => Date.now() },
       monotonic: systemMonotonicClock,
       maxSampleAgeMs: driver.electionTimeoutMs() * 2,

@@ -56,6 +56,8 @@ export interface NodeProc {
   stderr: string;
   /** The port GET /metrics is served on, once the server said so (given `--metrics-addr`). */
   metricsPort?: number;
+  /** Client endpoints of a running cluster: the node starts with `--join` instead of `--peers`. */
+  join?: string;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -107,8 +109,15 @@ export class TestCluster {
     return c;
   }
 
+  /** A slot for a node that joins the running cluster later (`herald server --join`); not started. */
+  async addJoiner(id: string, endpoints: string[]): Promise<NodeProc> {
+    const n: NodeProc = { id, peerPort: await freePort(), clientPort: await freePort(), dataDir: join(this.root, id), stderr: '', join: endpoints.join(',') };
+    this.nodes.set(id, n);
+    return n;
+  }
+
   peersFlag(): string {
-    return [...this.nodes.values()].map((n) => `${n.id}=${this.hostOf(n.id)}:${n.peerPort}/${this.hostOf(n.id)}:${n.clientPort}`).join(',');
+    return [...this.nodes.values()].filter((n) => !n.join).map((n) => `${n.id}=${this.hostOf(n.id)}:${n.peerPort}/${this.hostOf(n.id)}:${n.clientPort}`).join(',');
   }
 
   hostOf(id: string): string {
@@ -125,8 +134,9 @@ export class TestCluster {
       'kv',
       '--id',
       id,
-      '--peers',
-      this.peersFlag(),
+      ...(n.join
+        ? ['--join', n.join, '--peer-addr', `${this.hostOf(id)}:${n.peerPort}`, '--client-addr', `${this.hostOf(id)}:${n.clientPort}`]
+        : ['--peers', this.peersFlag()]),
       '--data-dir',
       n.dataDir,
       '--tick-ms',
