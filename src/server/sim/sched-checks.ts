@@ -122,6 +122,7 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
       if (s.atMs + input.startToleranceMs < s.slotMs) violate('early-start', `${r.id} (token ${s.token}) started at ${s.atMs}, ${s.slotMs - s.atMs} ms before its scheduled instant ${s.slotMs}`);
     }
   }
+  for (const s of sink.staleAccepted) violate('I3-stale-result-accepted', `${s}: a result sent after its lease was lost was accepted`);
   const runIds = new Set(runs.map((r) => r.id));
   for (const [runId, effects] of sink.effects) {
     if (!runIds.has(runId) && effects.length > 0) violate('I3-effect-without-run', `${runId}: effect for a run the store does not hold`);

@@ -50,6 +50,8 @@ export interface SchedSimResult extends SchedCheckResult {
   crashes: number;
   workerFaults: number;
   clockJumps: number;
+  /** Results workers sent with a token already superseded (the server must refuse every one). */
+  staleReports: number;
   /** Simulated ms the run covered. */
   simulatedMs: number;
   violations: SchedViolation[];
@@ -191,7 +193,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const sink = new EffectSink();
   const workerRng = rng.fork('workers');
   const workerCount = workerRng.int(2, 5);
-  const rogueAt = workerRng.chance(0.4) ? workerRng.int(0, workerCount) : -1;
+  const rogueAt = workerRng.chance(0.6) ? workerRng.int(0, workerCount) : -1;
   const dial = {
     nodeIds: ids,
     connect: (id: string, stream: Parameters<SchedSimNode['connect']>[0]) => nodes.get(id)!.connect(stream),
@@ -211,13 +213,13 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
           heartbeatMs: SIM_SCHEDULER.heartbeatIntervalMs,
           rogue: i === rogueAt,
           failRate: workerRng.pick([0, 0.05, 0.2]),
-          maxRunUnits: workerRng.pick([5, 20, 60]),
+          maxRunUnits: i === rogueAt ? 300 : workerRng.pick([5, 20, 60]),
           duplicateRate: workerRng.pick([0, 0.05, 0.2]),
         },
         log,
       ),
   );
-  const workerFaultRate = workerRng.pick([0, 0.001, 0.003, 0.01]);
+  const workerFaultRate = workerRng.pick([0, 0.002, 0.005, 0.01]);
 
   // Jobs: created once the first leader knows cluster time.
   const jobRng = rng.fork('jobs');
@@ -312,7 +314,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       workerFaults++;
       const kind = faultRng.int(0, 3);
       if (kind === 0) w.crash(faultRng.int(5, 200));
-      else if (kind === 1) w.pause(faultRng.int(20, 400));
+      else if (kind === 1) w.pause(faultRng.int(50, 400));
       else w.reconnect();
     }
     await sched.runDue();
@@ -387,6 +389,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     runsChecked: checked.runsChecked,
     effects: checked.effects,
     reExecutions: checked.reExecutions,
+    staleReports: sink.supersededReports,
     violations,
     plan,
     trace,

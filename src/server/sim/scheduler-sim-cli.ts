@@ -93,7 +93,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, crashes: 0, workerFaults: 0, clockJumps: 0 };
+  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -107,6 +107,7 @@ async function main(): Promise<void> {
       t.effects += r.effects;
       t.reExecutions += r.reExecutions;
       t.crashes += r.crashes;
+      t.staleReports += r.staleReports;
       t.workerFaults += r.workerFaults;
       t.clockJumps += r.clockJumps;
       if (r.violations.length > 0) {
