@@ -40,8 +40,9 @@ export class SimWorker {
   private readonly held = new Map<string, Held>();
   /** Results sent and not acknowledged yet: sent again on the next stream. */
   private readonly unacked = new Map<string, RunResult>();
-  /** Results sent when a newer token of their run had already been assigned: never to be accepted. */
+  /** Results first sent when a newer token of their run had already been assigned: never to be accepted. */
   private readonly supersededReports = new Set<string>();
+  private readonly sentResults = new Set<string>();
   private pausedUntil = 0;
   private seq = 0;
   private incarnation = 0;
@@ -188,14 +189,22 @@ export class SimWorker {
   /** Sends a result, noting whether its token was already superseded when it left. */
   private sendResult(result: RunResult): void {
     if (this.paused() || !this.stream) return;
-    if (this.sink.maxAssigned(result.runId) > result.fencingToken) {
-      this.supersededReports.add(`${result.runId}#${result.fencingToken}`);
-      this.sink.supersededReports++;
+    this.log?.(`t=${this.sched.now} worker ${this.id} reports ${result.runId}#${result.fencingToken} ${result.outcome?.$case} (newest assigned token ${this.sink.maxAssigned(result.runId)})`);
+    // Judged at a result's first sending: a re-send of a result that was on time may be
+    // acknowledged as accepted again (its attempt already ended with it).
+    const key = `${result.runId}#${result.fencingToken}`;
+    if (!this.sentResults.has(key)) {
+      this.sentResults.add(key);
+      if (this.sink.maxAssigned(result.runId) > result.fencingToken) {
+        this.supersededReports.add(key);
+        this.sink.supersededReports++;
+      }
     }
     this.send({ message: { $case: 'result', result } });
   }
 
   private acked(runId: string, token: number, accepted: boolean): void {
+    this.log?.(`t=${this.sched.now} worker ${this.id} ack ${runId}#${token} ${accepted ? 'accepted' : 'refused'}`);
     if (accepted && this.supersededReports.has(`${runId}#${token}`)) this.sink.staleAccepted.push(`${runId}#${token} from ${this.id}`);
     const r = this.unacked.get(runId);
     if (r && r.fencingToken === token) this.unacked.delete(runId);
@@ -219,6 +228,7 @@ export class SimWorker {
     const token = a.fencingToken;
     const prev = this.held.get(a.runId);
     if (prev && prev.token >= token) return;
+    this.log?.(`t=${this.sched.now} worker ${this.id} assigned ${a.runId}#${token} (start in ${a.startDelayMs} ms)`);
     this.held.set(a.runId, { token, slotMs: a.slotUnixMs, effect: false, lost: false });
     this.sink.assigned(a.runId, token);
     const startAt = this.sched.now + Math.ceil(Math.max(0, a.startDelayMs) / MS_PER_UNIT);
