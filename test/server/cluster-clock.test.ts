@@ -35,6 +35,18 @@ describe('ClusterClock', () => {
     expect(clock.nowMs()).toBe(T + 20);
   });
 
+  it('with 5 voters and only a quorum fresh, two fast clocks (a minority) do not move it ahead', () => {
+    const { clock } = setup(['n1', 'n2', 'n3', 'n4', 'n5']);
+    // n1 (the leader, wall T) is good; n2 and n3 run 4 s fast; n4 and n5 have not reported yet.
+    clock.observe('n2', T + 4_000, 0);
+    clock.observe('n3', T + 4_100, 0);
+    expect(clock.nowMs()).toBe(T);
+    // All five fresh: the lower median, a good clock.
+    clock.observe('n4', T + 5, 0);
+    clock.observe('n5', T + 10, 0);
+    expect(clock.nowMs()).toBe(T + 10);
+  });
+
   it('ignores one follower with a skewed clock', () => {
     const { clock } = setup();
     clock.observe('n2', T + 86_400_000, 0);

@@ -3,8 +3,9 @@
 // The leader keeps, per voter, the wall clock that voter last reported (in a heartbeat response)
 // together with the round trip and the leader's monotonic time of receipt. A voter's current wall
 // time is estimated as reported + rtt/2 + (monotonic time elapsed since receipt). Cluster time is the
-// lower median of the fresh estimates (the leader's own wall clock included) and requires a quorum
-// of fresh estimates; it never runs backwards. With 3 voters one bad clock — the leader's own
+// lower median of the fresh estimates (the leader's own wall clock included) — or lower, so that
+// a minority of fast clocks is never chosen while only part of the voters are fresh — and requires
+// a quorum of fresh estimates; it never runs backwards. With 3 voters one bad clock — the leader's own
 // included — sits at an end of the sorted estimates and is never chosen; with only two fresh
 // estimates the lower one wins, so a clock jumping forward cannot make runs fire early.
 
@@ -76,8 +77,13 @@ export class ClusterClock {
     const quorum = Math.floor(voters.length / 2) + 1;
     if (estimates.length < quorum) return undefined;
     estimates.sort((a, b) => a - b);
-    const lowerMedian = estimates[Math.floor((estimates.length - 1) / 2)]!;
-    this.lastMs = Math.max(this.lastMs, Math.floor(lowerMedian));
+    // Up to a minority of the voters may have bad clocks, all of them among the fresh estimates:
+    // the (minority+1)-th largest has a good clock at or above it, so bad clocks cannot move
+    // fires early. With every voter fresh it is the lower median; with 5 voters and only 3 fresh
+    // the lower median could be one of two fast clocks (scheduler simulator seed 53426717).
+    const minority = quorum - 1;
+    const chosen = estimates[Math.max(0, Math.min(Math.floor((estimates.length - 1) / 2), estimates.length - 1 - minority))]!;
+    this.lastMs = Math.max(this.lastMs, Math.floor(chosen));
     return this.lastMs;
   }
 

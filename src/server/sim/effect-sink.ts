@@ -19,6 +19,21 @@ export class EffectSink {
   /** Results sent with success per run and token (the worker's own claim of success). */
   readonly successReports = new Set<string>();
   refusedStale = 0;
+  /** Results sent with a token already superseded (late or rogue reports the server must refuse). */
+  supersededReports = 0;
+  /** Results acknowledged as accepted though a newer token of their run had been assigned before they were sent. */
+  readonly staleAccepted: string[] = [];
+
+  private readonly assignedMax = new Map<string, number>();
+
+  /** A worker received an assignment of this token (its claim had committed). */
+  assigned(runId: string, token: number): void {
+    if (token > (this.assignedMax.get(runId) ?? 0)) this.assignedMax.set(runId, token);
+  }
+
+  maxAssigned(runId: string): number {
+    return this.assignedMax.get(runId) ?? 0;
+  }
 
   started(runId: string, token: number, atMs: number, slotMs: number): void {
     let s = this.starts.get(runId);

@@ -60,7 +60,10 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
   const hashes = await Promise.all(input.nodes.map(async (n) => ({ id: n.id, applied: await n.fsm.appliedIndex(), hash: await n.fsm.stateHash() })));
   const ref = hashes.find((h) => h.id === leader.id)!;
   for (const h of hashes) {
-    if (h.applied === ref.applied && h.hash !== ref.hash) violate('state-hash', `${h.id} and ${ref.id} differ at applied index ${h.applied}`);
+    if (h.applied === ref.applied && h.hash !== ref.hash) {
+      const other = input.nodes.find((n) => n.id === h.id)!;
+      violate('state-hash', `${h.id} and ${ref.id} differ at applied index ${h.applied}: keys ${(await differingKeys(other, leader)).join(', ')}`);
+    }
     if (h.applied !== ref.applied) violate('not-converged', `${h.id} applied ${h.applied}, leader ${ref.applied}`);
   }
 
@@ -122,9 +125,25 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
       if (s.atMs + input.startToleranceMs < s.slotMs) violate('early-start', `${r.id} (token ${s.token}) started at ${s.atMs}, ${s.slotMs - s.atMs} ms before its scheduled instant ${s.slotMs}`);
     }
   }
+  for (const s of sink.staleAccepted) violate('I3-stale-result-accepted', `${s}: a result sent after its lease was lost was accepted`);
   const runIds = new Set(runs.map((r) => r.id));
   for (const [runId, effects] of sink.effects) {
     if (!runIds.has(runId) && effects.length > 0) violate('I3-effect-without-run', `${runId}: effect for a run the store does not hold`);
   }
   return { slotsChecked, runsChecked: runs.length, effects: sink.effectCount, reExecutions, violations };
+}
+
+/** The first keys whose values differ between two replicas' stores (for the report). */
+async function differingKeys(a: SchedSimNode, b: SchedSimNode): Promise<string[]> {
+  const av = new Map(await a.store.iterator().all());
+  const bv = new Map(await b.store.iterator().all());
+  const out: string[] = [];
+  for (const k of new Set([...av.keys(), ...bv.keys()])) {
+    const x = av.get(k);
+    const y = bv.get(k);
+    if (x && y && Buffer.compare(x, y) === 0) continue;
+    out.push(`${JSON.stringify(k)} (${x ? `${x.length} B` : 'absent'} on ${a.id}, ${y ? `${y.length} B` : 'absent'} on ${b.id})`);
+    if (out.length === 4) break;
+  }
+  return out;
 }

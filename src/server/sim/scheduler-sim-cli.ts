@@ -1,5 +1,5 @@
 // `npm run sim -- --system scheduler --seeds N [--start-seed S] [--nodes 3|5] [--profile P] [--mutation M]`
-// `npm run sim -- --system scheduler --seed S [--nodes 3|5] --trace`
+// `npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] --trace`
 // `npm run sim -- --system scheduler --list-mutations`
 // Runs scheduler simulation seeds (sched-simulator.ts) and prints one JSON summary as the last
 // line: { seeds, steps, faults, violations, seedsPerSecond, simulatedPerWallSecond, failingSeeds,
@@ -17,6 +17,8 @@ interface Args {
   profile: FaultProfile;
   mutations: Set<SchedMutation>;
   listMutations: boolean;
+  /** Length of the chaos phase in units (the tests' short runs use 500). */
+  chaosUnits?: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -50,6 +52,9 @@ function parseArgs(argv: string[]): Args {
         a.profile = p as FaultProfile;
         break;
       }
+      case '--chaos-units':
+        a.chaosUnits = Number(val());
+        break;
       case '--trace':
         a.trace = true;
         break;
@@ -76,7 +81,7 @@ async function main(): Promise<void> {
     for (const m of SCHED_MUTATIONS) console.log(m);
     return;
   }
-  const sim = { profile: args.profile, mutations: args.mutations };
+  const sim = { profile: args.profile, mutations: args.mutations, chaosUnits: args.chaosUnits };
   if (args.seed !== undefined) {
     let failed = 0;
     for (const nodes of args.nodes) {
@@ -93,7 +98,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, crashes: 0, workerFaults: 0, clockJumps: 0 };
+  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -107,6 +112,7 @@ async function main(): Promise<void> {
       t.effects += r.effects;
       t.reExecutions += r.reExecutions;
       t.crashes += r.crashes;
+      t.staleReports += r.staleReports;
       t.workerFaults += r.workerFaults;
       t.clockJumps += r.clockJumps;
       if (r.violations.length > 0) {

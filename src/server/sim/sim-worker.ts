@@ -5,8 +5,8 @@
 // Faults (driven by the simulation): a crash mid-run (everything held is forgotten; the process
 // comes back empty-handed), a pause longer than a lease (nothing is sent, handlers stall; then it
 // carries on and reports late), reconnects to another node, duplicate results. A rogue worker
-// ignores lost leases and cancels and keeps reporting success with its old tokens (it writes no
-// effect for them: its reports are what the server must refuse).
+// ignores lost leases and cancels: it keeps executing, writes its effect (the sink refuses a
+// superseded token) and reports success with its old token (the server must refuse that).
 import type { ConnectResponse, RunAssignment, RunResult } from '../../gen/herald/v1/worker_service.js';
 import type { Prng } from '../../raft/sim/prng.js';
 import type { Owner, SimScheduler } from '../../raft/sim/sim-scheduler.js';
@@ -40,6 +40,9 @@ export class SimWorker {
   private readonly held = new Map<string, Held>();
   /** Results sent and not acknowledged yet: sent again on the next stream. */
   private readonly unacked = new Map<string, RunResult>();
+  /** Results first sent when a newer token of their run had already been assigned: never to be accepted. */
+  private readonly supersededReports = new Set<string>();
+  private readonly sentResults = new Set<string>();
   private pausedUntil = 0;
   private seq = 0;
   private incarnation = 0;
@@ -140,7 +143,9 @@ export class SimWorker {
 
   private heartbeat(): void {
     if (this.paused() || !this.stream) return;
-    const runs = [...this.held].filter(([, h]) => !h.lost).map(([runId, h]) => ({ runId, fencingToken: h.token }));
+    // The rogue's heartbeats renew nothing (a client whose renewal loop died): its long runs
+    // lose their leases while it carries on, and it reports them all the same.
+    const runs = this.opts.rogue ? [] : [...this.held].filter(([, h]) => !h.lost).map(([runId, h]) => ({ runId, fencingToken: h.token }));
     this.send({ message: { $case: 'heartbeat', heartbeat: { runs, seq: ++this.seq } } });
   }
 
@@ -151,7 +156,7 @@ export class SimWorker {
       case 'welcome':
         for (const r of m.welcome.rejected) this.lose(r.runId, r.fencingToken, 'rejected');
         // Results the last stream did not see acknowledged go again (late, maybe duplicate).
-        for (const r of this.unacked.values()) this.send({ message: { $case: 'result', result: r } });
+        for (const r of this.unacked.values()) this.sendResult(r);
         return;
       case 'assignment':
         this.assigned(m.assignment);
@@ -167,10 +172,10 @@ export class SimWorker {
         this.lose(m.leaseLost.runId, m.leaseLost.fencingToken, 'lease lost');
         return;
       case 'resultAck':
-        this.acked(m.resultAck.runId, m.resultAck.fencingToken);
+        this.acked(m.resultAck.runId, m.resultAck.fencingToken, m.resultAck.accepted);
         return;
       case 'resultAcks':
-        for (const a of m.resultAcks.acks) this.acked(a.runId, a.fencingToken);
+        for (const a of m.resultAcks.acks) this.acked(a.runId, a.fencingToken, a.accepted);
         return;
       case 'redirect':
         this.preferred = m.redirect.leaderId || undefined;
@@ -181,7 +186,26 @@ export class SimWorker {
     }
   }
 
-  private acked(runId: string, token: number): void {
+  /** Sends a result, noting whether its token was already superseded when it left. */
+  private sendResult(result: RunResult): void {
+    if (this.paused() || !this.stream) return;
+    this.log?.(`t=${this.sched.now} worker ${this.id} reports ${result.runId}#${result.fencingToken} ${result.outcome?.$case} (newest assigned token ${this.sink.maxAssigned(result.runId)})`);
+    // Judged at a result's first sending: a re-send of a result that was on time may be
+    // acknowledged as accepted again (its attempt already ended with it).
+    const key = `${result.runId}#${result.fencingToken}`;
+    if (!this.sentResults.has(key)) {
+      this.sentResults.add(key);
+      if (this.sink.maxAssigned(result.runId) > result.fencingToken) {
+        this.supersededReports.add(key);
+        this.sink.supersededReports++;
+      }
+    }
+    this.send({ message: { $case: 'result', result } });
+  }
+
+  private acked(runId: string, token: number, accepted: boolean): void {
+    this.log?.(`t=${this.sched.now} worker ${this.id} ack ${runId}#${token} ${accepted ? 'accepted' : 'refused'}`);
+    if (accepted && this.supersededReports.has(`${runId}#${token}`)) this.sink.staleAccepted.push(`${runId}#${token} from ${this.id}`);
     const r = this.unacked.get(runId);
     if (r && r.fencingToken === token) this.unacked.delete(runId);
   }
@@ -204,7 +228,9 @@ export class SimWorker {
     const token = a.fencingToken;
     const prev = this.held.get(a.runId);
     if (prev && prev.token >= token) return;
+    this.log?.(`t=${this.sched.now} worker ${this.id} assigned ${a.runId}#${token} (start in ${a.startDelayMs} ms)`);
     this.held.set(a.runId, { token, slotMs: a.slotUnixMs, effect: false, lost: false });
+    this.sink.assigned(a.runId, token);
     const startAt = this.sched.now + Math.ceil(Math.max(0, a.startDelayMs) / MS_PER_UNIT);
     this.sched.at(startAt, owner, () =>
       this.whenAwake(() => {
@@ -221,26 +247,27 @@ export class SimWorker {
     const h = this.held.get(runId);
     if (!h || h.token !== token) return;
     let result: RunResult;
-    if (h.lost) {
-      // The rogue: no effect (its lease is gone), but it claims success all the same.
-      result = { runId, fencingToken: token, outcome: { $case: 'success', success: { output: Buffer.alloc(0) } } };
-    } else if (this.rng.chance(this.opts.failRate)) {
+    const success: RunResult = { runId, fencingToken: token, outcome: { $case: 'success', success: { output: Buffer.alloc(0) } } };
+    if (!this.opts.rogue && this.rng.chance(this.opts.failRate)) {
       result = { runId, fencingToken: token, outcome: { $case: 'failure', failure: { retryable: true, errorType: 'SimFailure', message: 'simulated failure' } } };
     } else {
+      // A rogue writes and claims success whatever happened to its lease (the sink refuses a
+      // superseded token's effect; the server must refuse its report).
       const ok = this.sink.write(runId, token, this.id, trueMs(this.sched));
       h.effect = ok;
-      result = ok
-        ? { runId, fencingToken: token, outcome: { $case: 'success', success: { output: Buffer.alloc(0) } } }
-        : { runId, fencingToken: token, outcome: { $case: 'failure', failure: { retryable: false, errorType: 'StaleEffect', message: 'the sink refused a superseded token' } } };
       if (ok) this.sink.reportedSuccess(runId, token);
+      result =
+        ok || this.opts.rogue
+          ? success
+          : { runId, fencingToken: token, outcome: { $case: 'failure', failure: { retryable: false, errorType: 'StaleEffect', message: 'the sink refused a superseded token' } } };
     }
     this.held.delete(runId);
     this.counts.results++;
     this.unacked.set(runId, result);
-    this.send({ message: { $case: 'result', result } });
+    this.sendResult(result);
     if (this.rng.chance(this.opts.duplicateRate)) {
       this.counts.duplicates++;
-      this.send({ message: { $case: 'result', result } });
+      this.sendResult(result);
     }
     this.send({ message: { $case: 'credits', credits: { credits: 1 } } });
   }
