@@ -47,6 +47,9 @@ const ALLOWED_STATUS: Record<string, status> = {
   CreateToken: status.INVALID_ARGUMENT,
   RevokeToken: status.INVALID_ARGUMENT,
   TransferLeadership: status.INVALID_ARGUMENT, // target "nobody" (below): leadership stays put
+  AddMember: status.INVALID_ARGUMENT, // no member id
+  PromoteMember: status.INVALID_ARGUMENT,
+  RemoveMember: status.INVALID_ARGUMENT,
 };
 
 const ROLE_OF: Record<Exclude<Who, 'none'>, Role> = { viewer: Role.ROLE_VIEWER, operator: Role.ROLE_OPERATOR, worker: Role.ROLE_WORKER, admin: Role.ROLE_ADMIN };

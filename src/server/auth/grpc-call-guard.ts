@@ -80,7 +80,12 @@ function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImpleme
         checkCall(auth, path, call, o.rateLimit).then(
           (p) => {
             principals.set(call, p);
-            handler.call(impl, call, callback);
+            // A handler that throws is a bug in it: the caller gets INTERNAL, the node goes on.
+            try {
+              handler.call(impl, call, callback);
+            } catch (e) {
+              callback(toServiceError(e), null);
+            }
           },
           (e: unknown) => {
             refused(path, call, e);
@@ -93,7 +98,15 @@ function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImpleme
         checkCall(auth, path, call, o.rateLimit).then(
           (p) => {
             principals.set(call, p);
-            handler.call(impl, call);
+            try {
+              handler.call(impl, call);
+            } catch (e) {
+              try {
+                call.emit('error', toServiceError(e));
+              } catch {
+                call.destroy?.();
+              }
+            }
           },
           (e: unknown) => {
             try {

@@ -101,7 +101,16 @@ function serve<Req, Resp extends { members: unknown[] }>(node: HeraldNode, metho
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new HeraldError('PROPOSAL_TIMEOUT', `the ${cc.kind} of ${cc.id} was proposed but not applied within ${CHANGE_TIMEOUT_MS / 1000} s (a quorum may be unreachable); check \`herald cluster status\``)), CHANGE_TIMEOUT_MS);
   });
-  Promise.race([node.driver.proposeConfChange(cc), timeout]).then(
+  // proposeConfChange refuses at once (throws) what membership.ts does not allow: that too must
+  // reach the caller as its status, never escape the handler.
+  let proposed: Promise<void>;
+  try {
+    proposed = node.driver.proposeConfChange(cc);
+  } catch (e) {
+    clearTimeout(timer);
+    return callback(toServiceError(e));
+  }
+  Promise.race([proposed, timeout]).then(
     () => {
       clearTimeout(timer);
       callback(null, { members: memberViews(node) } as unknown as Resp);
