@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { JobState, MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
-import { MAX_SLOTS_PER_FIRE_ITEM } from '../../src/fsm/index.js';
+import { MAX_SLOTS_PER_FIRE_ITEM, type FsmCommand } from '../../src/fsm/index.js';
 import { jitterOffsetMs } from '../../src/fsm/schedule/index.js';
 import { everySpec, openTestFsm, spec, T0, type SpecInput, type TestFsm } from './fsm-test-kit.js';
 
@@ -275,5 +275,58 @@ describe('starting deadline with jitter', () => {
     const r = (await fire(id, T0, T0 + offset + 5_000)).items[0]!;
     expect(r.created).toEqual([`${id}@${T0}`]);
     expect((await t.fsm.getRun(`${id}@${T0}`))?.scheduledUnixMs).toBe(T0 + offset);
+  });
+});
+
+describe('apply does not depend on how entries are batched', () => {
+  // Found by the scheduler simulator (seed 61, 5 nodes): a buffered run's held count was bumped
+  // after its id was set, so a job record read from the store counted it twice and one whose count
+  // an earlier entry of the same apply had set counted it once — replicas diverged.
+  it('BUFFER_ONE: one entry per apply and all entries in one apply leave the same state', async () => {
+    // No record cache on the one-at-a-time machine: every entry reads the job as stored, as a
+    // replica does after a restart.
+    const one = await openTestFsm({ recordCacheBytes: 0 });
+    const all = await openTestFsm();
+    try {
+      const run = (slot: number) => `b@${slot}`;
+      const base = one.nextIndex();
+      // Entry indexes are the same on both machines, so claim tokens (the claim's index) are too.
+      const fire = (slotMs: number): FsmCommand => ({ type: 'fireRuns', nowMs: slotMs, misfireThresholdMs: MIN, items: [{ jobId: 'b', slotMs }] });
+      const claim = (slotMs: number, nowMs: number): FsmCommand => ({ type: 'claimRuns', nowMs, items: [{ runId: run(slotMs), workerId: 'w', leaseDeadlineMs: nowMs + 30_000 }] });
+      const finish = (slotMs: number, claimAt: number, nowMs: number): FsmCommand => ({
+        type: 'finishRuns',
+        nowMs,
+        items: [{ runId: run(slotMs), fencingToken: base + claimAt, succeeded: true, output: new Uint8Array(), errorType: '', errorMessage: '', retryable: false, timedOut: false }],
+      });
+      const s = (i: number) => T0 + i * MIN;
+      const cmds: FsmCommand[] = [
+        { type: 'putJob', nowMs: T0, jobId: 'b', spec: everySpec(MIN, { overlapPolicy: OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE }, T0), idempotencyKey: '' },
+        fire(s(0)),
+        claim(s(0), s(0) + 1), // entry 2
+        fire(s(1)), // buffered behind s(0)
+        finish(s(0), 2, s(1) + 1),
+        claim(s(1), s(1) + 2), // entry 5
+        fire(s(2)), // buffered behind s(1)
+        finish(s(1), 5, s(2) + 1),
+        claim(s(2), s(2) + 2), // entry 8
+        finish(s(2), 8, s(2) + 3), // idle: nothing held, nothing active
+        fire(s(3)),
+        claim(s(3), s(3) + 1), // entry 11
+        fire(s(4)), // buffered behind s(3)
+      ];
+      for (const c of cmds) await one.apply(c);
+      await all.apply(...cmds);
+      expect(await one.fsm.stateHash()).toBe(await all.fsm.stateHash());
+      // s(4)'s run waits behind s(3)'s; finishing s(3) makes it the one dispatchable.
+      for (const t of [one, all]) {
+        expect(await t.fsm.readyRuns({ limit: 10 })).toEqual([]);
+        await t.apply(finish(s(3), 11, s(4) + 1));
+        expect((await t.fsm.readyRuns({ limit: 10 })).map((r) => r.id)).toEqual([run(s(4))]);
+      }
+      expect(await one.fsm.stateHash()).toBe(await all.fsm.stateHash());
+    } finally {
+      await one.close();
+      await all.close();
+    }
   });
 });

@@ -169,8 +169,11 @@ async function fireItem(txn: ApplyTxn, cmd: FireRunsCommand, item: FireItem, sig
     txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: scheduled[i]!, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, held }));
     addActive(rec);
     if (held) {
-      rec.heldRunId = id;
+      // Count first: with no explicit count, heldRunsOf infers one from heldRunId, so setting the id
+      // first counted this run twice on a record read from the store but once on one whose count
+      // apply had set earlier in the batch — replicas applying different batches diverged.
       addHeld(rec);
+      rec.heldRunId = id;
     }
     created = appended(created, id);
   }

@@ -69,8 +69,11 @@ export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Pr
   txn.putRun(run);
   addActive(rec);
   if (held) {
-    rec.heldRunId = id;
+    // Count first: with no explicit count, heldRunsOf infers one from heldRunId, so setting the id
+    // first counted this run twice on a record read from the store but once on one whose count
+    // apply had set earlier in the batch — replicas applying different batches diverged.
     addHeld(rec);
+    rec.heldRunId = id;
   }
   txn.putJob(rec);
   if (idemKey) storeIdem(txn, idemKey, id, cmd.nowMs);
