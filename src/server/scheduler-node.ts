@@ -96,7 +96,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   let services: LeaderServices | undefined;
   let stopping = false;
   let conventions: { stop(): void } | undefined;
-  let jobService: { close(): void } | undefined;
+  let apiServices: { close(): void }[] = [];
   let watchService: WatchServiceHandle | undefined;
   let changeLog: ChangeLog | undefined;
   const watchLogEvents = o.watch?.logEvents ?? DEFAULT_CHANGE_LOG_EVENTS;
@@ -139,16 +139,12 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
         proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000,
         waitingFor: (run) => services?.gate.waitingFor(run.taskType, run.jobId) ?? '',
       });
-      jobService = js;
       server.addService(JobServiceService, js.implementation);
-      server.addService(
-        TaskTypeServiceService,
-        createTaskTypeService({ node: n, fsm, logger: log.child({ c: 'task-types' }), metrics, audit, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 }),
-      );
-      server.addService(
-        AuthServiceService,
-        createAuthService({ node: n, fsm, logger: log.child({ c: 'auth' }), metrics, audit, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 }),
-      );
+      const tts = createTaskTypeService({ node: n, fsm, logger: log.child({ c: 'task-types' }), metrics, audit, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 });
+      server.addService(TaskTypeServiceService, tts.implementation);
+      const as = createAuthService({ node: n, fsm, logger: log.child({ c: 'auth' }), metrics, audit, proposalTimeoutMs: o.defaultProposalTimeoutMs ?? 10_000 });
+      server.addService(AuthServiceService, as.implementation);
+      apiServices = [js, tts, as];
       server.addService(
         WorkerServiceService,
         createWorkerService({
@@ -320,7 +316,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     }
     clearInterval(gauges);
     conventions?.stop();
-    jobService?.close();
+    for (const s of apiServices) s.close();
     watchService?.close();
     await metricsServer?.close();
     await httpServer?.close();

@@ -20,7 +20,9 @@ describe('CreateJobs (batched) on a 3-node cluster', () => {
   let follower: object;
 
   beforeAll(async () => {
-    cluster = await startApiCluster(3);
+    // Three nodes share this process's event loop: applying 7 MiB of specs (the large-payload
+    // test) stalls all of them at once, which on a loaded machine looked like a dead leader.
+    cluster = await startApiCluster(3, { electionTicks: 40 });
     const leader = await cluster.leader();
     follower = cluster.clients[(cluster.nodes.indexOf(leader) + 1) % 3]!;
   }, 60_000);

@@ -14,8 +14,8 @@ import { CliProcess, freeBasePort } from '../cli/helpers/run-cli.js';
 import { killPids, pidsWithArg } from '../cli/helpers/processes.js';
 import { ensureChromium } from './helpers/chromium.js';
 
-// The dev cluster's admin token when it runs with auth (its banner names the file), else any token.
-let TOKEN = 'e2e-operator-token';
+// The dev cluster's admin token (dev runs with auth; its banner names the file).
+let TOKEN = '';
 
 let dir = '';
 let dev: CliProcess | undefined;
@@ -47,14 +47,15 @@ beforeAll(async () => {
   await dev.waitFor(/Ctrl-C stops everything/, 30_000);
   base = url!.replace(/\/$/, '');
   const tokenFile = /admin token\s+(\S+)/.exec(dev.stdout)?.[1];
-  if (tokenFile) TOKEN = readFileSync(tokenFile, 'utf8').trim();
+  if (!tokenFile) throw new Error(`herald dev printed no admin token file:\n${dev.stdout}`);
+  TOKEN = readFileSync(tokenFile, 'utf8').trim();
   const ca = join(dir, 'data', 'certs', 'ca.crt');
   // A worker for the failing job: its first attempt of a run fails for good, a re-driven one succeeds.
   worker = new Worker({
     endpoints: [1, 2, 3].map((i) => `127.0.0.1:${basePort + i}`),
     ...(existsSync(ca) ? { tls: { ca: readFileSync(ca) } } : {}),
     workerId: 'e2e-flaky-worker',
-    ...(tokenFile ? { token: TOKEN } : {}),
+    token: TOKEN,
     handlers: {
       flaky: async ({ run }) => {
         const n = (flakyCalls.get(run.id) ?? 0) + 1;
@@ -175,5 +176,17 @@ describe('the dashboard in a browser', () => {
     expect(errors).toEqual([]);
     for (const name of ['overview', 'jobs', 'job', 'runs-live', 'dead-letters', 'workers', 'job-phone']) expect(statSync(join(shots, `${name}.png`)).size).toBeGreaterThan(10_000);
     await context.close();
-  }, 60_000);
+
+    // A viewer's token: the job page the admin paused and triggered from shows the job and offers
+    // no write (WhoAmI tells the page the role).
+    const { secret } = await api<{ secret: string }>('AuthService/CreateToken', { name: 'e2e-viewer', role: 'ROLE_VIEWER' });
+    const viewerContext = await browser!.newContext({ viewport: { width: 1280, height: 860 } });
+    const viewer = await viewerContext.newPage();
+    await viewer.goto(`${base}/#login=${encodeURIComponent(secret)}`);
+    await viewer.waitForURL(/#\/$/);
+    await viewer.goto(`${base}/#/jobs/demo-every-5s`);
+    await viewer.locator('h1 .badge', { hasText: 'paused' }).waitFor({ timeout: 10_000 });
+    expect(await viewer.getByRole('button', { name: /^(Pause|Resume|Trigger|Delete)$/ }).count()).toBe(0);
+    await viewerContext.close();
+  }, 90_000);
 });

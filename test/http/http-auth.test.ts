@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthServiceClient, CreateTokenRequest, ListTokensRequest, Role } from '../../src/gen/herald/v1/auth_service.js';
+import { AuthServiceClient, CreateTokenRequest, ListTokensRequest, Role, WhoAmIRequest } from '../../src/gen/herald/v1/auth_service.js';
 import { JobServiceClient, ListJobsRequest, PauseJobRequest, ResumeJobRequest } from '../../src/gen/herald/v1/job_service.js';
 import { FORWARDED_PRINCIPAL_KEY } from '../../src/server/auth/authenticator.js';
 import { ERROR_CODE_KEY } from '../../src/server/grpc/grpc-status-map.js';
@@ -113,6 +113,11 @@ describe('the HTTP port authenticates and authorizes exactly as the gRPC port', 
   it('lets a viewer read and refuses it a write, naming the role needed, the same way', async () => {
     const list = await post('herald.v1.JobService/ListJobs', {}, bearer(viewer));
     expect(list.status).toBe(200);
+    // WhoAmI (any role): what the dashboard asks to offer only what the role may do.
+    const me = await post('herald.v1.AuthService/WhoAmI', {}, bearer(viewer));
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ name: 'http-viewer', role: 'ROLE_VIEWER', authEnabled: true });
+    await sameRefusal(auth, 'whoAmI', WhoAmIRequest.fromPartial({}), 'herald.v1.AuthService/WhoAmI', {}, status.UNAUTHENTICATED);
     const message = await sameRefusal(jobs, 'pauseJob', PauseJobRequest.fromPartial({}), 'herald.v1.JobService/PauseJob', bearer(viewer), status.PERMISSION_DENIED);
     expect(message).toMatch(/operator/);
     await sameRefusal(auth, 'createToken', CreateTokenRequest.fromPartial({}), 'herald.v1.AuthService/CreateToken', bearer(operator), status.PERMISSION_DENIED);

@@ -4,10 +4,10 @@
 // types; a forged forwarded principal is refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status, type Client } from '@grpc/grpc-js';
-import { AuthServiceService } from '../../src/gen/herald/v1/auth_service.js';
+import { AuthServiceService, CreateTokenRequest, RevokeTokenRequest } from '../../src/gen/herald/v1/auth_service.js';
 import { ClusterServiceService } from '../../src/gen/herald/v1/cluster_service.js';
 import { JobServiceService, PauseJobRequest } from '../../src/gen/herald/v1/job_service.js';
-import { TaskTypeServiceService } from '../../src/gen/herald/v1/task_type_service.js';
+import { DeleteTaskTypeRequest, SetTaskTypeRequest, TaskTypeServiceService } from '../../src/gen/herald/v1/task_type_service.js';
 import { WatchServiceService } from '../../src/gen/herald/v1/watch_service.js';
 import { ConnectRequest, WorkerServiceService } from '../../src/gen/herald/v1/worker_service.js';
 import { HeraldClient } from '../../src/client/herald-client.js';
@@ -158,7 +158,6 @@ describe('auth: roles on every public method', () => {
     const viaLeader = new HeraldClient({ endpoints: [leaderAddr], token: secret });
     try {
       // A write through the follower: forwarded to the leader, which authenticates it itself.
-      // TaskTypeService writes answer NOT_LEADER on a follower; the SDK follows to the leader.
       await viaFollower.setTaskType('lifecycle', { maxRunning: 2 });
       // A JobService write through the follower is forwarded; the leader authenticates it itself.
       const pause = Buffer.from(PauseJobRequest.encode({ jobId: 'no-such-job', note: '' }).finish());
@@ -176,5 +175,25 @@ describe('auth: roles on every public method', () => {
       viaFollower.close();
       viaLeader.close();
     }
+  }, 30_000);
+
+  it('token and task-type writes sent to a follower are forwarded to the leader, which checks the caller itself', async () => {
+    const c = client(followerAddr);
+    const setTt = Buffer.from(SetTaskTypeRequest.encode(SetTaskTypeRequest.fromPartial({ config: { taskType: 'forwarded-tt', maxRunning: 3 } })).finish());
+    // The operator may set limits through any node; the viewer is refused by the leader too.
+    expect(await rawUnary(c, '/herald.v1.TaskTypeService/SetTaskType', { token: tokens.operator }, setTt)).toEqual({ code: status.OK, details: '' });
+    expect(await rawUnary(c, '/herald.v1.TaskTypeService/SetTaskType', { token: tokens.viewer }, setTt)).toMatchObject({ code: status.PERMISSION_DENIED });
+    expect((await cluster.client.getTaskType('forwarded-tt')).maxRunning).toBe(3);
+    const del = Buffer.from(DeleteTaskTypeRequest.encode({ taskType: 'forwarded-tt' }).finish());
+    expect(await rawUnary(c, '/herald.v1.TaskTypeService/DeleteTaskType', { token: tokens.operator }, del)).toEqual({ code: status.OK, details: '' });
+    await expect(cluster.client.getTaskType('forwarded-tt')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // An admin creates and revokes a token through the follower; an operator cannot.
+    const create = Buffer.from(CreateTokenRequest.encode({ name: 'via-follower', role: Role.ROLE_VIEWER, taskTypes: [] }).finish());
+    expect(await rawUnary(c, '/herald.v1.AuthService/CreateToken', { token: tokens.operator }, create)).toMatchObject({ code: status.PERMISSION_DENIED });
+    expect(await rawUnary(c, '/herald.v1.AuthService/CreateToken', { token: tokens.admin }, create)).toEqual({ code: status.OK, details: '' });
+    expect((await cluster.client.listTokens()).map((t) => t.name)).toContain('via-follower');
+    const revoke = Buffer.from(RevokeTokenRequest.encode({ nameOrId: 'via-follower' }).finish());
+    expect(await rawUnary(c, '/herald.v1.AuthService/RevokeToken', { token: tokens.admin }, revoke)).toEqual({ code: status.OK, details: '' });
+    expect((await cluster.client.listTokens()).map((t) => t.name)).not.toContain('via-follower');
   }, 30_000);
 });

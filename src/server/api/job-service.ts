@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { JobServiceServer } from '../../gen/herald/v1/job_service.js';
+import { JobServiceClient, type JobServiceServer } from '../../gen/herald/v1/job_service.js';
 import {
   ReadConsistency,
   type CreateJobRequest,
@@ -32,8 +32,7 @@ import { firstSlotFrom, MAX_UPCOMING_FIRES, ScheduleCaches, upcomingFires } from
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
-import { LeaderForwarder } from './leader-forwarder.js';
-import { forwardingMetadata } from '../auth/forwarding-metadata.js';
+import { LeaderRoute } from './leader-route.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
@@ -76,7 +75,7 @@ export interface JobServiceHandle {
 }
 
 export function createJobService(ctx: JobServiceContext): JobServiceHandle {
-  const forwarder = new LeaderForwarder(ctx.node.events, ctx.node.forwardingCredentials);
+  const route = new LeaderRoute(ctx.node, JobServiceClient);
   const deps = { logger: ctx.logger, metrics: ctx.metrics, audit: ctx.audit };
   // Validation and fold resolution parse the same few expressions and zones over and over.
   const schedule = new ScheduleCaches();
@@ -87,33 +86,9 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     return Math.min(ctx.proposalTimeoutMs, left);
   }
 
-  /**
-   * Runs a write on the leader, forwarding the whole call once from a follower. This is the public
-   * API's one path to the leader (leader-forwarder.ts): a write only becomes a command on the
-   * leader, which stamps it with cluster time, so a follower cannot hand over a command instead.
-   */
-  async function onLeader<Req, Res>(method: string, request: Req, call: CallContext, run: (nowMs: number) => Promise<Res>): Promise<Res> {
-    if (!ctx.node.driver.isLeader()) {
-      const leader = ctx.node.leader();
-      if (call.forwarded || !leader.leaderId || !leader.leaderAddress) {
-        throw new HeraldError(
-          leader.leaderId ? 'NOT_LEADER' : 'NO_LEADER',
-          leader.leaderId ? `this node is not the leader; the leader is ${leader.leaderId} at ${leader.leaderAddress || 'an unknown address'}` : 'no leader is known right now (an election is in progress); retry shortly',
-          { leaderId: leader.leaderId, leaderAddress: leader.leaderAddress },
-        );
-      }
-      call.sentToLeader = true;
-      return forwarder.call<Req, Res>(leader.leaderAddress, method as never, request, {
-        requestId: call.requestId,
-        timeoutMs: timeoutFor(call),
-        metadata: forwardingMetadata(call.call),
-      });
-    }
-    const nowMs = ctx.node.clusterClock.nowMs();
-    if (nowMs === undefined) {
-      throw new HeraldError('NOT_READY', 'the leader has not established cluster time yet (waiting for a quorum of heartbeats); retry shortly');
-    }
-    return run(nowMs);
+  /** Runs a write on the leader, forwarding the whole call once from a follower (leader-route.ts). */
+  function onLeader<Req, Res>(method: string, request: Req, call: CallContext, run: (nowMs: number) => Promise<Res>): Promise<Res> {
+    return route.onLeader(method, request, call, timeoutFor(call), run);
   }
 
   async function propose(command: FsmCommand, call: CallContext): Promise<FsmResult> {
@@ -145,7 +120,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     const leader = ctx.node.leader();
     if (!leader.leaderAddress) return undefined;
     try {
-      return await forwarder.call<Req, Res>(leader.leaderAddress, method, request, { requestId: call.requestId, timeoutMs: timeoutFor(call) });
+      return await route.forwardRead<Req, Res>(leader.leaderAddress, method, request, call, timeoutFor(call));
     } catch (err) {
       ctx.logger.debug({ err, method }, 'the leader did not answer a read for waiting_for; answering without it');
       return undefined;
@@ -393,7 +368,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     return upcomingFires(jobId, spec, firstSlotMs, createdMs, n, schedule).map((f) => ({ slotUnixMs: f.slotMs, scheduledUnixMs: f.scheduledMs }));
   }
 
-  return { implementation, close: () => forwarder.close() };
+  return { implementation, close: () => route.close() };
 }
 
 /** ValidateJob's number of fires when the request asks for none. */

@@ -1,4 +1,4 @@
-import { credentials, Metadata, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelCredentials, type Client, type ServiceError } from '@grpc/grpc-js';
 import { JobServiceClient } from '../../gen/herald/v1/job_service.js';
 import { HeraldError } from '../../herald-error.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
@@ -11,6 +11,9 @@ const FORWARD_CHANNEL_OPTIONS = {
   'grpc.max_send_message_length': CLIENT_SERVER_OPTIONS['grpc.max_receive_message_length'],
   'grpc.max_receive_message_length': CLIENT_SERVER_OPTIONS['grpc.max_send_message_length'],
 };
+
+/** A generated service client's constructor (JobServiceClient, AuthServiceClient, …). */
+export type ServiceClientCtor = new (address: string, creds: ChannelCredentials, options?: Record<string, unknown>) => Client;
 
 type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res?: Res) => void) => { cancel(): void };
 
@@ -33,7 +36,7 @@ interface InFlight {
  * to the leader; node/proposer.ts forwards bare commands for the Raft node's own callers.
  */
 export class LeaderForwarder {
-  private clients = new Map<string, JobServiceClient>();
+  private clients = new Map<string, Client>();
   private readonly inFlight = new Set<InFlight>();
   private readonly onLeaderChanged = (l: { leaderId: string; leaderAddress: string }) => this.leaderChanged(l);
 
@@ -47,6 +50,8 @@ export class LeaderForwarder {
     private readonly view?: LeaderView,
     /** How to dial the leader's client port (TLS when the cluster runs it). */
     private readonly creds: ChannelCredentials = credentials.createInsecure(),
+    /** The service whose calls this forwarder carries. */
+    private readonly clientCtor: ServiceClientCtor = JobServiceClient,
   ) {
     view?.on('leaderChanged', this.onLeaderChanged);
   }
@@ -66,19 +71,20 @@ export class LeaderForwarder {
 
   async call<Req, Res>(
     leaderAddress: string,
-    method: keyof JobServiceClient & string,
+    /** The generated client's method name (createJob, createToken, …). */
+    method: string,
     request: Req,
     options: { requestId: string; timeoutMs: number; metadata?: Metadata },
   ): Promise<Res> {
     let client = this.clients.get(leaderAddress);
     if (!client) {
-      client = new JobServiceClient(leaderAddress, this.creds, FORWARD_CHANNEL_OPTIONS);
+      client = new this.clientCtor(leaderAddress, this.creds, FORWARD_CHANNEL_OPTIONS);
       this.clients.set(leaderAddress, client);
     }
     const md = options.metadata ?? new Metadata();
     md.set(FORWARDED_CALL_KEY, '1');
     md.set(REQUEST_ID_KEY, options.requestId);
-    const fn = (client[method] as unknown as Unary<Req, Res>).bind(client);
+    const fn = ((client as unknown as Record<string, Unary<Req, Res>>)[method] as Unary<Req, Res>).bind(client);
     return new Promise<Res>((resolve, reject) => {
       let done = false;
       const flight: InFlight = {

@@ -1,17 +1,18 @@
 // herald.v1.TaskTypeService: per task type limits (max_running, start rate), replicated in the
 // state machine (putTaskType / deleteTaskType commands) and enforced by the leader's dispatcher.
-// Writes are proposed on the leader; a follower answers NOT_LEADER with the leader's address
-// (the SDK follows it). Reads are served by any node after a read barrier.
+// Writes are proposed on the leader (a follower forwards the call, leader-route.ts). Reads are
+// served by any node after a read barrier.
 import type { Logger } from 'pino';
-import type { TaskTypeServiceServer } from '../../gen/herald/v1/task_type_service.js';
+import { TaskTypeServiceClient, type TaskTypeServiceServer } from '../../gen/herald/v1/task_type_service.js';
 import { decodeResult, encodeCommand, validateTaskTypeConfig, validateTaskTypeName, type FsmCommand, type SchedulerStateMachine, type TaskTypeResult } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
+import { LeaderRoute, type LeaderRouteNode } from './leader-route.js';
 
 export interface TaskTypeServiceContext {
-  node: Pick<HeraldNode, 'propose' | 'readIndex' | 'leader' | 'clusterClock' | 'driver'>;
+  node: Pick<HeraldNode, 'propose' | 'readIndex'> & LeaderRouteNode;
   fsm: Pick<SchedulerStateMachine, 'getTaskType' | 'listTaskTypes'>;
   logger: Logger;
   metrics?: NodeMetrics;
@@ -19,7 +20,13 @@ export interface TaskTypeServiceContext {
   proposalTimeoutMs: number;
 }
 
-export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServiceServer {
+export interface TaskTypeServiceHandle {
+  implementation: TaskTypeServiceServer;
+  close(): void;
+}
+
+export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServiceHandle {
+  const route = new LeaderRoute(ctx.node, TaskTypeServiceClient);
   const deps = { logger: ctx.logger, metrics: ctx.metrics, audit: ctx.audit };
 
   function timeoutFor(call: CallContext): number {
@@ -28,18 +35,8 @@ export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServ
     return Math.min(ctx.proposalTimeoutMs, left);
   }
 
-  async function write(call: CallContext, build: (nowMs: number) => FsmCommand): Promise<TaskTypeResult> {
-    if (!ctx.node.driver.isLeader()) {
-      const l = ctx.node.leader();
-      throw new HeraldError(
-        l.leaderId ? 'NOT_LEADER' : 'NO_LEADER',
-        l.leaderId ? `this node is not the leader; the leader is ${l.leaderId} at ${l.leaderAddress || 'an unknown address'}` : 'no leader is known right now (an election is in progress); retry shortly',
-        { leaderId: l.leaderId, leaderAddress: l.leaderAddress },
-      );
-    }
-    const nowMs = ctx.node.clusterClock.nowMs();
-    if (nowMs === undefined) throw new HeraldError('NOT_READY', 'the leader has not established cluster time yet; retry shortly');
-    const out = await ctx.node.propose(encodeCommand(build(nowMs)), { forward: false, timeoutMs: timeoutFor(call) });
+  async function propose(timeoutMs: number, command: FsmCommand): Promise<TaskTypeResult> {
+    const out = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs });
     const r = decodeResult(out.result);
     if (r.type === 'rejected') throw new HeraldError(r.error.code, r.error.message, { field: r.error.reason || undefined });
     if (r.type !== 'taskType') throw new HeraldError('INTERNAL', `state machine answered ${r.type} where taskType was expected`);
@@ -56,12 +53,15 @@ export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServ
     return new HeraldError('TASK_TYPE_NOT_FOUND', `task type "${taskType}" has no config (set one with SetTaskType)`);
   }
 
-  return {
+  const implementation: TaskTypeServiceServer = {
     setTaskType: unary('SetTaskType', deps, async (req, call) => {
       const config = req.config;
       validateTaskTypeConfig(config);
-      const r = await write(call, (nowMs) => ({ type: 'putTaskType', nowMs, config: { ...config, updatedUnixMs: 0 } }));
-      return { config: r.config };
+      const timeoutMs = timeoutFor(call);
+      return route.onLeader('setTaskType', req, call, timeoutMs, async (nowMs) => {
+        const r = await propose(timeoutMs, { type: 'putTaskType', nowMs, config: { ...config, updatedUnixMs: 0 } });
+        return { config: r.config };
+      });
     }),
     getTaskType: unary('GetTaskType', deps, async (req, call) => {
       validateTaskTypeName(req.taskType);
@@ -76,8 +76,12 @@ export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServ
     }),
     deleteTaskType: unary('DeleteTaskType', deps, async (req, call) => {
       validateTaskTypeName(req.taskType);
-      await write(call, (nowMs) => ({ type: 'deleteTaskType', nowMs, taskType: req.taskType }));
-      return {};
+      const timeoutMs = timeoutFor(call);
+      return route.onLeader('deleteTaskType', req, call, timeoutMs, async (nowMs) => {
+        await propose(timeoutMs, { type: 'deleteTaskType', nowMs, taskType: req.taskType });
+        return {};
+      });
     }),
   };
+  return { implementation, close: () => route.close() };
 }

@@ -49,6 +49,7 @@ export const METHOD_ROLES: Readonly<Record<string, readonly Role[]>> = {
   '/herald.v1.AuthService/CreateToken': ADMIN_ONLY,
   '/herald.v1.AuthService/ListTokens': ADMIN_ONLY,
   '/herald.v1.AuthService/RevokeToken': ADMIN_ONLY,
+  '/herald.v1.AuthService/WhoAmI': ANY,
   '/grpc.reflection.v1.ServerReflection/ServerReflectionInfo': ANY,
   '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo': ANY,
 };

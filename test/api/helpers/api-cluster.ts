@@ -19,7 +19,8 @@ export interface ApiCluster {
 }
 
 /** An in-process cluster of scheduler nodes serving JobService, for API tests. */
-export async function startApiCluster(size = 3): Promise<ApiCluster> {
+/** `electionTicks` (of 50 ms): longer for tests whose large applies block the one event loop all nodes share. */
+export async function startApiCluster(size = 3, o: { electionTicks?: number } = {}): Promise<ApiCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'herald-api-'));
   const ports = await Promise.all(Array.from({ length: size * 2 }, () => freePort()));
   const members = Array.from({ length: size }, (_, i) => ({
@@ -41,7 +42,7 @@ export async function startApiCluster(size = 3): Promise<ApiCluster> {
         // 0.5–1 s election timeouts: shorter ones churn leaders on a loaded 2-core machine and
         // the tests here are about the API, not elections.
         tickMs: 50,
-        electionTicks: 10,
+        electionTicks: o.electionTicks ?? 10,
         heartbeatTicks: 1,
         registerClientServices: (server, node) => {
           const svc = createJobService({

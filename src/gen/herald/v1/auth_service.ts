@@ -91,6 +91,21 @@ export interface RevokeTokenResponse {
   token: TokenInfo | undefined;
 }
 
+/** Request of AuthService.WhoAmI. */
+export interface WhoAmIRequest {
+}
+
+/** Response of AuthService.WhoAmI. */
+export interface WhoAmIResponse {
+  /** The principal's name (a token's name, a certificate's principal; "anonymous" without auth). */
+  name: string;
+  role: Role;
+  /** Worker principals: the task types they may take runs of. */
+  taskTypes: string[];
+  /** False when this node checks no credentials (every caller acts as admin). */
+  authEnabled: boolean;
+}
+
 function createBaseTokenInfo(): TokenInfo {
   return { id: "", name: "", role: 0, taskTypes: [], createdUnixMs: 0, createdBy: "" };
 }
@@ -564,10 +579,144 @@ export const RevokeTokenResponse: MessageFns<RevokeTokenResponse> = {
   },
 };
 
+function createBaseWhoAmIRequest(): WhoAmIRequest {
+  return {};
+}
+
+export const WhoAmIRequest: MessageFns<WhoAmIRequest> = {
+  encode(_: WhoAmIRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WhoAmIRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWhoAmIRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WhoAmIRequest>, I>>(base?: I): WhoAmIRequest {
+    return WhoAmIRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WhoAmIRequest>, I>>(_: I): WhoAmIRequest {
+    const message = createBaseWhoAmIRequest();
+    return message;
+  },
+};
+
+function createBaseWhoAmIResponse(): WhoAmIResponse {
+  return { name: "", role: 0, taskTypes: [], authEnabled: false };
+}
+
+export const WhoAmIResponse: MessageFns<WhoAmIResponse> = {
+  encode(message: WhoAmIResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.role !== 0) {
+      writer.uint32(16).int32(message.role);
+    }
+    for (const v of message.taskTypes) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.authEnabled !== false) {
+      writer.uint32(32).bool(message.authEnabled);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WhoAmIResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWhoAmIResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.role = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.taskTypes.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.authEnabled = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WhoAmIResponse>, I>>(base?: I): WhoAmIResponse {
+    return WhoAmIResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WhoAmIResponse>, I>>(object: I): WhoAmIResponse {
+    const message = createBaseWhoAmIResponse();
+    message.name = object.name ?? "";
+    message.role = object.role ?? 0;
+    message.taskTypes = object.taskTypes?.map((e) => e) || [];
+    message.authEnabled = object.authEnabled ?? false;
+    return message;
+  },
+};
+
 /**
  * Bearer tokens and the roles they carry (README "Secure a cluster"). A token is replicated in
  * the state machine as a salted hash; its secret is returned once, by CreateToken, and never
- * stored or logged. Every method needs the admin role. Served by every node: writes on the
+ * stored or logged. Every method but WhoAmI needs the admin role. Served by every node: writes on the
  * leader (a follower answers NOT_LEADER with the leader's address, which the SDK follows).
  *
  * Errors: INVALID_ARGUMENT (bad role, name or task types), ALREADY_EXISTS (a token of that name
@@ -605,6 +754,19 @@ export const AuthServiceService = {
     responseSerialize: (value: RevokeTokenResponse): Buffer => viewAsBuffer(RevokeTokenResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RevokeTokenResponse => RevokeTokenResponse.decode(value),
   },
+  /**
+   * Who the caller is, as this node authenticated it: any role may ask (the dashboard offers only
+   * what the role may do).
+   */
+  whoAmI: {
+    path: "/herald.v1.AuthService/WhoAmI" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: WhoAmIRequest): Buffer => viewAsBuffer(WhoAmIRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WhoAmIRequest => WhoAmIRequest.decode(value),
+    responseSerialize: (value: WhoAmIResponse): Buffer => viewAsBuffer(WhoAmIResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WhoAmIResponse => WhoAmIResponse.decode(value),
+  },
 } as const;
 
 export interface AuthServiceServer extends UntypedServiceImplementation {
@@ -614,6 +776,11 @@ export interface AuthServiceServer extends UntypedServiceImplementation {
   listTokens: handleUnaryCall<ListTokensRequest, ListTokensResponse>;
   /** Revokes a token: a call made with it after this returns is refused on every node. */
   revokeToken: handleUnaryCall<RevokeTokenRequest, RevokeTokenResponse>;
+  /**
+   * Who the caller is, as this node authenticated it: any role may ask (the dashboard offers only
+   * what the role may do).
+   */
+  whoAmI: handleUnaryCall<WhoAmIRequest, WhoAmIResponse>;
 }
 
 export interface AuthServiceClient extends Client {
@@ -664,6 +831,25 @@ export interface AuthServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RevokeTokenResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Who the caller is, as this node authenticated it: any role may ask (the dashboard offers only
+   * what the role may do).
+   */
+  whoAmI(
+    request: WhoAmIRequest,
+    callback: (error: ServiceError | null, response: WhoAmIResponse) => void,
+  ): ClientUnaryCall;
+  whoAmI(
+    request: WhoAmIRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: WhoAmIResponse) => void,
+  ): ClientUnaryCall;
+  whoAmI(
+    request: WhoAmIRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: WhoAmIResponse) => void,
   ): ClientUnaryCall;
 }
 
