@@ -231,6 +231,7 @@ export class HeraldClient {
         state: named(JOB_STATES, filter.state, JobState.JOB_STATE_UNSPECIFIED, 'state'),
         labelSelector: filter.labels ?? {},
         taskType: filter.taskType ?? '',
+        idPrefix: filter.idPrefix ?? '',
         consistency: consistency(opts),
       },
       'read',

@@ -13,6 +13,8 @@ export interface ListJobsFilter {
   state?: JobState | JobStateName;
   labels?: Record<string, string>;
   taskType?: string;
+  /** Only jobs whose id starts with this. */
+  idPrefix?: string;
   pageSize?: number;
   pageToken?: string;
 }

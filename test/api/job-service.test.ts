@@ -149,7 +149,7 @@ describe('JobService on a 3-node cluster', () => {
     const seen: string[] = [];
     let token = '';
     do {
-      const page = await call<unknown, ListJobsResponse>(followerClient, 'listJobs', { pageSize: 2, pageToken: token, state: 0, labelSelector: {}, taskType: 'email', consistency: 0 });
+      const page = await call<unknown, ListJobsResponse>(followerClient, 'listJobs', { pageSize: 2, pageToken: token, state: 0, labelSelector: {}, taskType: 'email', consistency: 0, idPrefix: '' });
       expect(page.jobs.length).toBeLessThanOrEqual(2);
       seen.push(...page.jobs.map((j) => j.id));
       token = page.nextPageToken;
@@ -157,8 +157,14 @@ describe('JobService on a 3-node cluster', () => {
     expect(seen).toEqual([...seen].sort());
     expect(seen).toEqual(expect.arrayContaining(['bulk-1', 'bulk-3', 'nightly-report', 'ops', 'versioned']));
     expect(seen).not.toContain(expect.stringMatching(/^job-/)); // billing jobs are another task type
-    const bad = await callError(followerClient, 'listJobs', { pageSize: 2, pageToken: 'garbage!', state: 0, labelSelector: {}, taskType: '', consistency: 0 });
+    const bad = await callError(followerClient, 'listJobs', { pageSize: 2, pageToken: 'garbage!', state: 0, labelSelector: {}, taskType: '', consistency: 0, idPrefix: '' });
     expect(bad.code).toBe(status.INVALID_ARGUMENT);
+    const bulk = await call<unknown, ListJobsResponse>(followerClient, 'listJobs', { pageSize: 100, pageToken: '', state: 0, labelSelector: {}, taskType: '', consistency: 0, idPrefix: 'bulk-' });
+    expect(bulk.jobs.map((j) => j.id)).toEqual(expect.arrayContaining(['bulk-1', 'bulk-3']));
+    expect(bulk.jobs.every((j) => j.id.startsWith('bulk-'))).toBe(true);
+    const badPrefix = await callError(followerClient, 'listJobs', { pageSize: 2, pageToken: '', state: 0, labelSelector: {}, taskType: '', consistency: 0, idPrefix: 'no spaces' });
+    expect(badPrefix.code).toBe(status.INVALID_ARGUMENT);
+    expect(badPrefix.details).toMatch(/^id_prefix: "no spaces" cannot start an id/);
   });
 
   it('deletes a job: afterwards it is gone on every node', async () => {

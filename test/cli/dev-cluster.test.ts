@@ -98,6 +98,9 @@ describe('herald CLI against `herald dev`', () => {
 
     const ls = await cliJson<{ jobs: JobJson[] }>('job', 'ls', '--label', 'team=cli');
     expect(ls.jobs.map((j) => j.id)).toEqual(['cli-job']);
+    // An id prefix lists that id range only.
+    expect((await cliJson<{ jobs: JobJson[] }>('job', 'ls', '--prefix', 'cli-')).jobs.map((j) => j.id)).toEqual(['cli-job']);
+    expect((await cliJson<{ jobs: JobJson[] }>('job', 'ls', '--prefix', 'cli-jobs')).jobs).toEqual([]);
     const table = await cli('job', 'ls');
     expect(table.stdout).toMatch(/^ID\s+TASK TYPE\s+SCHEDULE\s+STATE/m);
     expect(table.stdout).toMatch(/^cli-job\s+demo\s+every 1h\s+active/m);

@@ -102,6 +102,11 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('link', { name: 'Jobs', exact: true }).click();
     await expect.poll(() => page.locator('tr[data-job]').count()).toBeGreaterThanOrEqual(3);
     await shot(page, 'jobs');
+    // Not an id: the start of some (the server lists that id range only).
+    await page.getByLabel('Job id').fill('demo-c');
+    await page.getByLabel('Job id').press('Enter');
+    await page.waitForURL(/prefix=demo-c/);
+    await expect.poll(() => page.locator('tr[data-job]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-job')))).toEqual(['demo-cron-15s']);
     await page.getByLabel('Job id').fill('demo-every-5s');
     await page.getByLabel('Job id').press('Enter');
     await page.waitForURL(/#\/jobs\/demo-every-5s$/);

@@ -109,6 +109,29 @@ describe('listJobs / listRuns', () => {
     expect((await t.fsm.listJobs({ taskType: 'five' })).items.map((j) => j.id)).toEqual(['job-00', 'job-05', 'job-10', 'job-15', 'job-20']);
   });
 
+  it('lists the jobs whose id starts with a prefix, paging within that id range only', async () => {
+    t = await openTestFsm();
+    const ids = ['alpha', 'job-1', 'job-10', 'job-11', 'job-12', 'job-13', 'job-2', 'job-20', 'jobless', 'zeta'];
+    await t.apply(...ids.map((id) => put(id, 1000, { taskType: id === 'job-12' ? 'other' : 'demo' })));
+    const seen: string[] = [];
+    let token = '';
+    do {
+      const page = await t.fsm.listJobs({ idPrefix: 'job-1', pageSize: 2, pageToken: token });
+      expect(page.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.items.map((j) => j.id));
+      token = page.nextPageToken;
+    } while (token);
+    expect(seen).toEqual(['job-1', 'job-10', 'job-11', 'job-12', 'job-13']);
+    // Combined with the other filters, and a prefix no id has.
+    expect((await t.fsm.listJobs({ idPrefix: 'job-1', taskType: 'demo' })).items.map((j) => j.id)).toEqual(['job-1', 'job-10', 'job-11', 'job-13']);
+    expect((await t.fsm.listJobs({ idPrefix: 'job' })).items.map((j) => j.id)).toEqual(ids.filter((i) => i.startsWith('job')));
+    expect(await t.fsm.listJobs({ idPrefix: 'nothing' })).toEqual({ items: [], nextPageToken: '' });
+    // A page token of one prefix does not continue another (it lies outside that range).
+    const first = await t.fsm.listJobs({ idPrefix: 'job-1', pageSize: 1 });
+    const e = await t.fsm.listJobs({ idPrefix: 'job-2', pageToken: first.nextPageToken }).catch((x: unknown) => x);
+    expect(isHeraldError(e, 'INVALID_ARGUMENT')).toBe(true);
+  });
+
   it('refuses a forged page token and a bad page size with INVALID_ARGUMENT', async () => {
     t = await openTestFsm();
     for (const q of [{ pageToken: 'Zm9v' }, { pageSize: 5000 }]) {

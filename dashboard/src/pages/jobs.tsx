@@ -25,18 +25,19 @@ export function Jobs({ route }: { route: Route }) {
   const state = q.get('state') ?? '';
   const taskType = q.get('taskType') ?? '';
   const label = q.get('label') ?? '';
+  const prefix = q.get('prefix') ?? '';
   const token = q.get('page') ?? '';
   const prev = q.get('prev') ?? '';
   const [pending, setPending] = useState<PendingConfirm | undefined>(undefined);
   const [find, setFind] = useState('');
   const [findError, setFindError] = useState<Error | undefined>(undefined);
   const jobs = useLoad(
-    () => call<{ jobs: Job[]; nextPageToken: string }>(`${JOB}/ListJobs`, { pageSize: PAGE_SIZE, pageToken: token, state: state || undefined, taskType, labelSelector: labelSelector(label) }),
-    [state, taskType, label, token],
+    () => call<{ jobs: Job[]; nextPageToken: string }>(`${JOB}/ListJobs`, { pageSize: PAGE_SIZE, pageToken: token, state: state || undefined, taskType, labelSelector: labelSelector(label), idPrefix: prefix }),
+    [state, taskType, label, prefix, token],
     5000,
   );
   const now = Date.now();
-  const filters = { state, taskType, label };
+  const filters = { state, taskType, label, prefix };
 
   const onFind = async (e: Event) => {
     e.preventDefault();
@@ -46,13 +47,15 @@ export function Jobs({ route }: { route: Route }) {
       await call(`${JOB}/GetJob`, { jobId: id });
       go(['jobs', id]);
     } catch (err) {
-      setFindError(err as Error);
+      // Not an id: list the jobs whose id starts with it (a range read on the server).
+      if ((err as { code?: string }).code === 'NOT_FOUND') go(['jobs'], { ...filters, prefix: id });
+      else setFindError(err as Error);
     }
   };
   const onFilter = (e: Event) => {
     e.preventDefault();
     const f = new FormData(e.currentTarget as HTMLFormElement);
-    go(['jobs'], { state: String(f.get('state') ?? ''), taskType: String(f.get('taskType') ?? '').trim(), label: String(f.get('label') ?? '').trim() });
+    go(['jobs'], { state: String(f.get('state') ?? ''), taskType: String(f.get('taskType') ?? '').trim(), label: String(f.get('label') ?? '').trim(), prefix: String(f.get('prefix') ?? '').trim() });
   };
 
   return (
@@ -61,7 +64,7 @@ export function Jobs({ route }: { route: Route }) {
       <div class="toolbar">
         <form class="inline" onSubmit={onFind} role="search">
           <label>
-            Job id <input name="id" value={find} onInput={(e) => setFind((e.target as HTMLInputElement).value)} placeholder="exact id" />
+            Job id <input name="id" value={find} onInput={(e) => setFind((e.target as HTMLInputElement).value)} placeholder="id or its start" />
           </label>
           <button type="submit">Open</button>
         </form>
@@ -80,6 +83,9 @@ export function Jobs({ route }: { route: Route }) {
           </label>
           <label>
             Labels <input name="label" value={label} placeholder="team=ops,env=prod" size={16} />
+          </label>
+          <label>
+            Id starts with <input name="prefix" value={prefix} size={12} />
           </label>
           <button type="submit">Filter</button>
         </form>

@@ -120,12 +120,13 @@ export function registerJobCommands(program: Command): void {
     .option('--state <state>', 'active | paused | completed')
     .option('--task-type <type>', 'only jobs of this task type')
     .option('--label <key=value>', 'only jobs with this label (repeatable)', collect)
+    .option('--prefix <id-prefix>', 'only jobs whose id starts with this')
     .option('--limit <n>', 'show at most n jobs (0 = all)', '100')
     .option('-o, --output <format>', 'table | yaml | json: yaml and json are job documents, as `herald apply -f` reads them', 'table')
     .action(
       commandAction('job ls', (cmd) =>
         withClient(cmd, async (client, flags) => {
-          const o = cmd.opts() as { state?: string; taskType?: string; label?: string[]; limit: string; output: string };
+          const o = cmd.opts() as { state?: string; taskType?: string; label?: string[]; prefix?: string; limit: string; output: string };
           const format = parseOutputFormat(o.output);
           if (o.state !== undefined && !['active', 'paused', 'completed'].includes(o.state)) {
             throw new UsageError(`--state: unknown state "${o.state}" (use active, paused or completed)`);
@@ -135,6 +136,7 @@ export function registerJobCommands(program: Command): void {
             ...(o.state !== undefined ? { state: o.state as JobStateName } : {}),
             ...(o.taskType !== undefined ? { taskType: o.taskType } : {}),
             ...(o.label ? { labels: parseLabels(o.label) } : {}),
+            ...(o.prefix !== undefined ? { idPrefix: o.prefix } : {}),
           };
           const { items, more } = await collectLimited<Job>(limit, (pageToken, pageSize) =>
             client.listJobs({ ...filter, pageToken, pageSize }) as Promise<Page<Job>>,

@@ -51,6 +51,13 @@ export function validateId(id: string, field: string): void {
   }
 }
 
+/** A ListJobs id prefix: empty, or the start of a valid id. */
+export function validateIdPrefix(prefix: string, field: string): void {
+  if (prefix !== '' && !isValidId(prefix)) {
+    bad('INVALID_ARGUMENT', field, `${show(prefix)} cannot start an id (at most 128 characters of A-Z a-z 0-9 . _ : -)`);
+  }
+}
+
 /** Job ids starting with this belong to the system (alert jobs, apply-alerts.ts): users may read, not write, them. */
 export const SYSTEM_JOB_PREFIX = 'herald:';
 /** System jobs that hold alert runs: "herald:alerts:<task type>". */

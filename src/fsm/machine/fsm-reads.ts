@@ -11,7 +11,7 @@ import {
   dueRange,
   trimDueRange,
   JOB_LIMIT_PREFIX,
-  JOB_PREFIX,
+  jobIdRange,
   jobKey,
   LIMITS_PREFIX,
   parseJobLimitKey,
@@ -57,6 +57,8 @@ export interface ListJobsQuery {
   state?: JobState;
   labelSelector?: Readonly<Record<string, string>>;
   taskType?: string;
+  /** Only ids starting with this: narrows the scan to that key range. */
+  idPrefix?: string;
 }
 
 export interface ListRunsQuery {
@@ -198,12 +200,14 @@ export class FsmReads {
 
   async listJobs(q: ListJobsQuery = {}): Promise<Page<Job>> {
     const size = pageSizeOf(q.pageSize);
-    const after = q.pageToken ? decodeToken(q.pageToken, JOB_PREFIX) : undefined;
+    // Ids are keys in order, so a prefix is a range: the scan never leaves it.
+    const range = jobIdRange(q.idPrefix ?? '');
+    const after = q.pageToken ? decodeToken(q.pageToken, range.gte) : undefined;
     const selector = Object.entries(q.labelSelector ?? {});
     const items: Job[] = [];
     let scanned = 0;
     let lastKey = '';
-    const it = this.db.iterator(after ? { gt: after, lt: prefixEnd(JOB_PREFIX) } : { gte: JOB_PREFIX, lt: prefixEnd(JOB_PREFIX) });
+    const it = this.db.iterator(after ? { gt: after, lt: range.lt } : range);
     try {
       for await (const [key, value] of it) {
         lastKey = key;

@@ -86,6 +86,11 @@ export function jobKey(jobId: string): string {
 }
 export const JOB_PREFIX = `j${SEP}`;
 
+/** [gte, lt) of the job keys whose id starts with `idPrefix` (ids are ASCII below DEL). */
+export function jobIdRange(idPrefix: string): { gte: string; lt: string } {
+  return idPrefix === '' ? { gte: JOB_PREFIX, lt: prefixEnd(JOB_PREFIX) } : { gte: JOB_PREFIX + idPrefix, lt: `${JOB_PREFIX}${idPrefix}\x7f` };
+}
+
 export function dueKey(nextFireMs: number, jobId: string): string {
   return `d${SEP}${padTime(nextFireMs)}${SEP}${jobId}`;
 }

@@ -19,6 +19,7 @@ import {
   encodeCommand,
   requireRunId,
   validateId,
+  validateIdPrefix,
   validateUserJobId,
   validateIdempotencyKey,
   validateJobSpec,
@@ -241,6 +242,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     listJobs: unary('ListJobs', deps, async (req, call) => {
       validateEnum(req.state, JobState, 'state');
       if (req.taskType !== '') validateId(req.taskType, 'task_type');
+      validateIdPrefix(req.idPrefix, 'id_prefix');
       const page = await read(req.consistency, call, () =>
         ctx.fsm.listJobs({
           pageSize: req.pageSize,
@@ -248,6 +250,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
           state: req.state || undefined,
           labelSelector: req.labelSelector,
           taskType: req.taskType || undefined,
+          idPrefix: req.idPrefix || undefined,
         }),
       );
       return { jobs: page.items, nextPageToken: page.nextPageToken };

@@ -128,6 +128,11 @@ export interface ListJobsRequest {
   taskType: string;
   /** Read consistency. */
   consistency: ReadConsistency;
+  /**
+   * Only jobs whose id starts with this (a range read of the id-ordered jobs: cheap at any number
+   * of jobs); empty means any. Characters of an id only (A-Z a-z 0-9 . _ : -), at most 128.
+   */
+  idPrefix: string;
 }
 
 export interface ListJobsRequest_LabelSelectorEntry {
@@ -943,7 +948,7 @@ export const GetJobResponse: MessageFns<GetJobResponse> = {
 };
 
 function createBaseListJobsRequest(): ListJobsRequest {
-  return { pageSize: 0, pageToken: "", state: 0, labelSelector: {}, taskType: "", consistency: 0 };
+  return { pageSize: 0, pageToken: "", state: 0, labelSelector: {}, taskType: "", consistency: 0, idPrefix: "" };
 }
 
 export const ListJobsRequest: MessageFns<ListJobsRequest> = {
@@ -965,6 +970,9 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
     }
     if (message.consistency !== 0) {
       writer.uint32(48).int32(message.consistency);
+    }
+    if (message.idPrefix !== "") {
+      writer.uint32(58).string(message.idPrefix);
     }
     return writer;
   },
@@ -1033,6 +1041,14 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
             message.consistency = reader.int32() as any;
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.idPrefix = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1064,6 +1080,7 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
     );
     message.taskType = object.taskType ?? "";
     message.consistency = object.consistency ?? 0;
+    message.idPrefix = object.idPrefix ?? "";
     return message;
   },
 };
