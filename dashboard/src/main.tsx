@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { call, onAuthError, setToken, token } from './api.js';
 import { forgetDenied, probeRole } from './permissions.js';
+import { redeemLoginLink } from './login-link.js';
 import { go, href, useRoute } from './router.js';
 import { Overview } from './pages/overview.js';
 import { Jobs } from './pages/jobs.js';
@@ -12,12 +13,10 @@ import { Workers } from './pages/workers.js';
 import { CLUSTER } from './types.js';
 
 // A login link (`herald dev` prints one): the token rides in the fragment, which never reaches a
-// server or its logs, and leaves the address bar at once.
+// server or its logs, and leaves the address bar at once; a link token signs in once
+// (login-link.ts).
 const fromLink = /^#\/?login=([^&]+)/.exec(location.hash);
-if (fromLink) {
-  setToken(decodeURIComponent(fromLink[1]!));
-  history.replaceState(null, '', `${location.pathname}#/`);
-}
+if (fromLink) history.replaceState(null, '', `${location.pathname}#/`);
 
 function Login({ reason }: { reason: string }) {
   const [value, setValue] = useState('');
@@ -63,14 +62,14 @@ const NAV: Array<[string, string[]]> = [
   ['Workers', ['workers']],
 ];
 
-function App() {
+function App({ linkFailure }: { linkFailure: string }) {
   const route = useRoute();
   const [, setRoleKnown] = useState(false);
   useEffect(() => {
     // Without a token there is no role to find out (sign-in probes once a token is given).
     if (token()) void probeRole().then(() => setRoleKnown(true));
   }, []);
-  const [authReason, setAuthReason] = useState('');
+  const [authReason, setAuthReason] = useState(linkFailure);
   const [signedIn, setSignedIn] = useState(token() !== '');
   useEffect(
     () =>
@@ -134,4 +133,12 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+async function boot(): Promise<void> {
+  if (fromLink) forgetDenied();
+  const linkFailure = fromLink ? await redeemLoginLink(decodeURIComponent(fromLink[1]!)) : '';
+  // Straight to the sign-in page: a page mounted first would call without a token and replace
+  // the reason with its own refusal.
+  if (linkFailure) history.replaceState(null, '', `${location.pathname}#/login`);
+  render(<App linkFailure={linkFailure} />, document.getElementById('app')!);
+}
+void boot();

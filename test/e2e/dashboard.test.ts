@@ -112,14 +112,30 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL(/#\/jobs\/demo-every-5s$/);
     await expect.poll(() => page.locator('dl.spec').textContent()).toContain('every 5 s');
 
-    // A second tab (its own sessionStorage) signs in with a login link and watches runs live.
+    // A second tab (its own sessionStorage) signs in with dev's login link and watches runs live.
+    // The link signs in once: the page trades its token for a session token and revokes it.
+    const link = /dashboard login\s+(\S+)\s+\(signs in once\)/.exec(dev!.stdout)?.[1];
+    if (!link) throw new Error(`herald dev printed no login link:\n${dev!.stdout}`);
+    const linkToken = decodeURIComponent(link.split('#login=')[1]!);
     const live = await context.newPage();
+    const liveTokens: string[] = [];
     live.on('request', (r) => {
-      if (r.url().includes('/herald.v1.')) sentTokens.add(r.headers().authorization ?? '');
+      const a = r.headers().authorization ?? '';
+      if (r.url().includes('/herald.v1.') && liveTokens.at(-1) !== a) liveTokens.push(a);
     });
-    await live.goto(`${base}/#login=${TOKEN}`);
+    await live.goto(link);
     await live.waitForURL(/#\/$/);
-    expect(live.url()).not.toContain(TOKEN);
+    // Signed in once the page has rendered (after the link's token was traded).
+    await live.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 15_000 });
+    expect(live.url()).not.toContain(linkToken);
+    const tokenNames = async () => (await api<{ tokens: Array<{ name: string }> }>('AuthService/ListTokens', {})).tokens.map((t) => t.name);
+    await expect.poll(tokenNames).not.toContain('login-link-dev');
+    expect((await tokenNames()).filter((n) => n.startsWith('dashboard-session-'))).toHaveLength(1);
+    // Used once: the same link again lands on the sign-in page, saying why.
+    const again = await context.newPage();
+    await again.goto(link);
+    await again.getByText('This login link was used already').waitFor({ timeout: 10_000 });
+    await again.close();
     await live.goto(`${base}/#/runs`);
     await live.locator('.badge', { hasText: 'watching' }).waitFor({ timeout: 10_000 });
 
@@ -178,6 +194,10 @@ describe('the dashboard in a browser', () => {
     await shot(page, 'job-phone');
 
     expect([...sentTokens]).toEqual([`Bearer ${TOKEN}`]);
+    // The live tab: the link's token while trading it, then only its session token.
+    expect(liveTokens).toHaveLength(2);
+    expect(liveTokens[0]).toBe(`Bearer ${linkToken}`);
+    expect(liveTokens[1]).not.toContain(TOKEN);
     expect(errors).toEqual([]);
     for (const name of ['overview', 'jobs', 'job', 'runs-live', 'dead-letters', 'workers', 'job-phone']) expect(statSync(join(shots, `${name}.png`)).size).toBeGreaterThan(10_000);
     await context.close();
@@ -189,8 +209,9 @@ describe('the dashboard in a browser', () => {
     const viewer = await viewerContext.newPage();
     await viewer.goto(`${base}/#login=${encodeURIComponent(secret)}`);
     await viewer.waitForURL(/#\/$/);
+    await viewer.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 15_000 });
     await viewer.goto(`${base}/#/jobs/demo-every-5s`);
-    await viewer.locator('h1 .badge', { hasText: 'paused' }).waitFor({ timeout: 10_000 });
+    await viewer.locator('h1 .badge', { hasText: 'paused' }).waitFor({ timeout: 20_000 });
     expect(await viewer.getByRole('button', { name: /^(Pause|Resume|Trigger|Delete)$/ }).count()).toBe(0);
     await viewerContext.close();
   }, 90_000);

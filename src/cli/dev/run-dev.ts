@@ -167,6 +167,11 @@ export async function runDev(o: DevOptions): Promise<number> {
       feed.start();
     }
 
+    // A fresh link token per start; the dashboard trades it for a session token and revokes it
+    // (dashboard/src/login-link.ts), so the printed link signs in once.
+    const loginLink = caps.httpFlag && token ? await mintLoginLink(client) : undefined;
+    if (stopping) throw new StartAborted();
+
     const metrics = cluster.nodes
       .map((n) => n.announcedMetricsPort || (caps.metricsFlag ? n.metricsPort : 0))
       .filter((p) => p > 0)
@@ -188,7 +193,7 @@ export async function runDev(o: DevOptions): Promise<number> {
       banner.push(`  dashboard         http://127.0.0.1:${ports[0]!.httpPort}/  (every node serves it: ${ports.slice(1).map((p) => `:${p.httpPort}`).join(', ')})`);
       // The token rides in the fragment, which the browser never sends: the page signs in with it
       // and drops it from the address bar.
-      banner.push(`  dashboard login   http://127.0.0.1:${ports[0]!.httpPort}/#login=${encodeURIComponent(token)}`);
+      if (loginLink) banner.push(`  dashboard login   http://127.0.0.1:${ports[0]!.httpPort}/#login=${encodeURIComponent(loginLink)}  (signs in once)`);
       banner.push(`  API over HTTP     curl -H "Authorization: Bearer $(cat ${tokenFile})" -d '{}' http://127.0.0.1:${ports[0]!.httpPort}/herald.v1.JobService/ListJobs`);
     }
     banner.push(`  data and logs     ${dataDir}  (node logs: ${cluster.nodes.map((n) => `${n.id}.log`).join(', ')})`);
@@ -215,3 +220,15 @@ export async function runDev(o: DevOptions): Promise<number> {
   process.off('exit', killAll);
   return code;
 }
+
+/** Name of the token behind the printed login link (the dashboard redeems tokens named login-link…). */
+export const LOGIN_LINK_TOKEN = 'login-link-dev';
+
+/** A new admin token for the login link, replacing an unused one from an earlier start. */
+async function mintLoginLink(client: HeraldClient): Promise<string> {
+  await client.revokeToken(LOGIN_LINK_TOKEN).catch((e: unknown) => {
+    if (!(e instanceof HeraldClientError && e.code === 'NOT_FOUND')) throw e;
+  });
+  return (await client.createToken(LOGIN_LINK_TOKEN, 'admin')).secret;
+}
+
