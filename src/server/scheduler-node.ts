@@ -161,6 +161,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
           silenceTimeoutMs: config.workerSilenceTimeoutMs ?? n.driver.electionTimeoutMs() * 2,
           log: log.child({ c: 'workers' }),
           ...(authenticator ? { stillValid: (p: Principal) => authenticator!.stillValid(p) } : {}),
+          memberAddresses: () => n.members.map((m) => m.clientAddress).filter((a) => a !== ''),
         }),
       );
       if (changeLog) {

@@ -129,6 +129,31 @@ describe('Worker: connection', () => {
     expect(oldLeader.results).toEqual([]);
   });
 
+  it('finds the cluster at members it learned from the welcome, never configured, once its endpoint is gone', async () => {
+    const moved = await server({ nodeId: 'n4' });
+    const old = await server({ nodeId: 'n1', memberAddresses: () => [old.address, moved.address] });
+    const w = worker({ endpoints: [old.address], handlers: { work: () => 'ok' }, reconnect: { initialBackoffMs: 20, maxBackoffMs: 200 } });
+    w.start();
+    await old.waitForConn(1);
+    await old.stop(); // the machine left the cluster
+    const conn = await moved.waitForConn(1, 10_000);
+    conn.assign({ runId: 'after-move' });
+    await moved.waitForResults(1);
+  });
+
+  it('learns members added after its welcome from a ping, and finds the leader there', async () => {
+    const added = await server({ nodeId: 'n5' });
+    const old = await server({ nodeId: 'n1', memberAddresses: () => [old.address] });
+    const w = worker({ endpoints: [old.address], handlers: { work: () => 'ok' }, reconnect: { initialBackoffMs: 20, maxBackoffMs: 200 } });
+    w.start();
+    const first = await old.waitForConn(1);
+    await waitFor(() => w.connected, 'welcomed');
+    first.send({ $case: 'ping', ping: { heartbeatSeq: 0, memberAddresses: [old.address, added.address] } });
+    await new Promise((r) => setTimeout(r, 100));
+    await old.stop();
+    await added.waitForConn(1, 10_000);
+  });
+
   it('falls back to the other endpoints when one is down', async () => {
     const live = await server();
     const w = worker({ endpoints: ['127.0.0.1:1', live.address], handlers: { work: () => 'ok' } });

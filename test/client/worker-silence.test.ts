@@ -59,7 +59,7 @@ describe('Worker: a silent server', () => {
     workers.push(w);
     w.start();
     const conn = await s.waitForConn(1);
-    const pinger = setInterval(() => conn.send({ $case: 'ping', ping: { heartbeatSeq: 0 } }), 50);
+    const pinger = setInterval(() => conn.send({ $case: 'ping', ping: { heartbeatSeq: 0, memberAddresses: [] } }), 50);
     try {
       await new Promise((r) => setTimeout(r, 800));
       expect(s.conns.length).toBe(1);
@@ -97,7 +97,7 @@ describe('Worker: a silent server', () => {
     // The server acknowledges every heartbeat it gets, as the real one does in its pings.
     const acker = setInterval(() => {
       const seqs = conn.received.flatMap((m) => (m.message?.$case === 'heartbeat' ? [m.message.heartbeat.seq] : []));
-      conn.send({ $case: 'ping', ping: { heartbeatSeq: Math.max(0, ...seqs) } });
+      conn.send({ $case: 'ping', ping: { heartbeatSeq: Math.max(0, ...seqs), memberAddresses: [] } });
     }, 20);
     conn.assign({ runId: 'r-acked', leaseDurationMs: 600 });
     await waitFor(() => w.activeRuns === 1, 'handler running');

@@ -70,7 +70,9 @@ export interface WorkerConnectionOptions extends ConnectionOptions {
 }
 
 export class WorkerConnection {
-  private readonly endpoints: string[];
+  private readonly configured: readonly string[];
+  /** The configured endpoints, then the members' addresses the cluster told us (welcome, pings). */
+  private endpoints: string[];
   private readonly pool: ConnectionPool;
   private readonly backoff: Backoff;
   /**
@@ -106,6 +108,7 @@ export class WorkerConnection {
     private readonly assigned: { onAssignment(a: RunAssignment): void },
     private readonly logger: ClientLogger,
   ) {
+    this.configured = [...options.endpoints];
     this.endpoints = [...options.endpoints];
     // Long-lived stream: transport keepalive is the fallback for servers that send no
     // StreamPings (the silence bound detects a silent leader in seconds otherwise); the server
@@ -160,6 +163,24 @@ export class WorkerConnection {
       this.cursor += 1;
     }
     return this.endpoints[this.cursor % this.endpoints.length]!;
+  }
+
+  /**
+   * The members' client addresses, as the leader told them: they join the rotation (members
+   * removed since leave it; configured endpoints stay), so a worker configured with machines the
+   * cluster has since left keeps finding it while it hears from one member now and then.
+   */
+  private learnMembers(addresses: readonly string[]): void {
+    if (addresses.length === 0) return;
+    const next = [...new Set([...this.configured, ...addresses])];
+    if (next.join(',') === this.endpoints.join(',')) return;
+    this.endpoints = next;
+    this.logger.debug({ endpoints: next }, 'cluster members learned');
+  }
+
+  /** Where the worker looks for the leader: configured endpoints and the members learned since. */
+  knownEndpoints(): readonly string[] {
+    return this.endpoints;
   }
 
   private isSuspect(address: string): boolean {
@@ -290,6 +311,7 @@ export class WorkerConnection {
 
   private onWelcome(stream: WorkerStream, welcome: WorkerWelcome): void {
     this.welcomed = true;
+    this.learnMembers(welcome.memberAddresses);
     this.silenceMs = welcome.silenceTimeoutMs > 0 ? welcome.silenceTimeoutMs : 0;
     this.suspect = undefined;
     this.watchSilence();
@@ -312,7 +334,10 @@ export class WorkerConnection {
     const m = msg.message;
     switch (m?.$case) {
       case 'ping':
-        if (this.welcomed) this.owner.pinged(m.ping.heartbeatSeq);
+        if (this.welcomed) {
+          this.learnMembers(m.ping.memberAddresses);
+          this.owner.pinged(m.ping.heartbeatSeq);
+        }
         return;
       case 'welcome':
         return this.onWelcome(stream, m.welcome);

@@ -133,6 +133,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.connection.connected;
   }
 
+  /** Where the worker looks for the leader: its configured endpoints and the members the cluster told it. */
+  get knownEndpoints(): readonly string[] {
+    return this.connection.knownEndpoints();
+  }
+
   /** Runs this worker holds (executing, queued, or awaiting the ack of their result). */
   get heldRuns(): HeldRunRef[] {
     return this.runs.refs();
@@ -170,7 +175,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`Worker: not connected to a leader within ${timeoutMs}ms (endpoints: ${this.endpoints.join(', ')})`));
+        reject(new Error(`Worker: not connected to a leader within ${timeoutMs}ms (endpoints: ${this.connection.knownEndpoints().join(', ')})`));
       }, timeoutMs);
       this.on('connected', onConnected);
       this.on('stopped', onStopped);

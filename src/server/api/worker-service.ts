@@ -36,6 +36,8 @@ export interface WorkerServiceHost {
    * a revoked token's stream ends with UNAUTHENTICATED. Absent: auth is off.
    */
   stillValid?(p: Principal): Promise<boolean>;
+  /** The members' client addresses (the configuration in force), told to workers; absent: none. */
+  memberAddresses?(): string[];
 }
 
 /**
@@ -80,6 +82,8 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
   let helloSeen = false;
   /** Set once the welcome is sent; messages before it wait in `early`. */
   let live = false;
+  /** The member addresses this worker was last told (welcome or ping), joined. */
+  let toldMembers = '';
   let closed = false;
   const early: ConnectRequest[] = [];
 
@@ -193,8 +197,13 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       if (!closed) redirect();
       return;
     }
+    const memberAddresses = host.memberAddresses?.() ?? [];
+    toldMembers = memberAddresses.join(',');
     session.send({
-      message: { $case: 'welcome', welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected, batches: true, silenceTimeoutMs: host.silenceTimeoutMs } },
+      message: {
+        $case: 'welcome',
+        welcome: { nodeId: host.nodeId, heartbeatIntervalMs: host.heartbeatIntervalMs, adopted, rejected, batches: true, silenceTimeoutMs: host.silenceTimeoutMs, memberAddresses },
+      },
     });
     live = true;
     host.log.info({ workerId: hello.workerId, taskTypes: hello.taskTypes, capacity: hello.capacity, adopted: adopted.length, rejected: rejected.length }, 'worker connected');
@@ -224,8 +233,17 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       session.park();
     }
     if (call.writableEnded || call.destroyed) return;
+    // Membership changed since the worker was last told: it learns the new members' addresses.
+    let memberAddresses: string[] = [];
+    if (live && host.memberAddresses) {
+      const now = host.memberAddresses();
+      if (now.length > 0 && now.join(',') !== toldMembers) {
+        memberAddresses = now;
+        toldMembers = now.join(',');
+      }
+    }
     try {
-      call.write({ message: { $case: 'ping', ping: { heartbeatSeq } } });
+      call.write({ message: { $case: 'ping', ping: { heartbeatSeq, memberAddresses } } });
     } catch {
       // the stream is going away; onClose follows
     }

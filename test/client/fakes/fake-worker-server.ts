@@ -28,6 +28,8 @@ export interface FakeWorkerServerOptions {
   autoAck?: boolean;
   /** Reuse a port (to come back "after a restart" at the same address). */
   port?: number;
+  /** WorkerWelcome.member_addresses (default none). */
+  memberAddresses?: () => string[];
   /** Say in welcome that WorkerBatch messages are accepted (as the real server does); default true. */
   batches?: boolean;
 }
@@ -245,6 +247,7 @@ export class FakeWorkerServer {
             adopted: split.adopted,
             rejected: split.rejected,
             batches: this.options.batches ?? true,
+            memberAddresses: this.options.memberAddresses?.() ?? [],
             silenceTimeoutMs: this.options.silenceTimeoutMs ?? 0,
           },
         });

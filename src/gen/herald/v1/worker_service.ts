@@ -197,6 +197,11 @@ export interface StreamPing {
    * from when the worker sent it.
    */
   heartbeatSeq: number;
+  /**
+   * The members' client addresses when they changed since the welcome or the last ping that
+   * carried them (empty: unchanged); they replace the ones the worker learned before.
+   */
+  memberAddresses: string[];
 }
 
 /** The answer to hello. */
@@ -221,6 +226,12 @@ export interface WorkerWelcome {
    * election timeout. 0: this server sends no pings (rely on transport keepalive).
    */
   silenceTimeoutMs: number;
+  /**
+   * The client addresses of the cluster's members (voters and learners) at the welcome: the
+   * worker tries them besides its configured endpoints, so a worker configured with machines the
+   * cluster has since left keeps finding it.
+   */
+  memberAddresses: string[];
 }
 
 /** Several runs to execute, in the order they were claimed; each is handled as a RunAssignment. */
@@ -1389,13 +1400,16 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
 };
 
 function createBaseStreamPing(): StreamPing {
-  return { heartbeatSeq: 0 };
+  return { heartbeatSeq: 0, memberAddresses: [] };
 }
 
 export const StreamPing: MessageFns<StreamPing> = {
   encode(message: StreamPing, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.heartbeatSeq !== 0) {
       writer.uint32(8).uint64(message.heartbeatSeq);
+    }
+    for (const v of message.memberAddresses) {
+      writer.uint32(18).string(v!);
     }
     return writer;
   },
@@ -1421,6 +1435,14 @@ export const StreamPing: MessageFns<StreamPing> = {
             message.heartbeatSeq = longToNumber(reader.uint64());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberAddresses.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1439,12 +1461,21 @@ export const StreamPing: MessageFns<StreamPing> = {
   fromPartial<I extends Exact<DeepPartial<StreamPing>, I>>(object: I): StreamPing {
     const message = createBaseStreamPing();
     message.heartbeatSeq = object.heartbeatSeq ?? 0;
+    message.memberAddresses = object.memberAddresses?.map((e) => e) || [];
     return message;
   },
 };
 
 function createBaseWorkerWelcome(): WorkerWelcome {
-  return { nodeId: "", heartbeatIntervalMs: 0, adopted: [], rejected: [], batches: false, silenceTimeoutMs: 0 };
+  return {
+    nodeId: "",
+    heartbeatIntervalMs: 0,
+    adopted: [],
+    rejected: [],
+    batches: false,
+    silenceTimeoutMs: 0,
+    memberAddresses: [],
+  };
 }
 
 export const WorkerWelcome: MessageFns<WorkerWelcome> = {
@@ -1466,6 +1497,9 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
     }
     if (message.silenceTimeoutMs !== 0) {
       writer.uint32(48).int64(message.silenceTimeoutMs);
+    }
+    for (const v of message.memberAddresses) {
+      writer.uint32(58).string(v!);
     }
     return writer;
   },
@@ -1531,6 +1565,14 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
             message.silenceTimeoutMs = longToNumber(reader.int64());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.memberAddresses.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1554,6 +1596,7 @@ export const WorkerWelcome: MessageFns<WorkerWelcome> = {
     message.rejected = object.rejected?.map((e) => HeldRun.fromPartial(e)) || [];
     message.batches = object.batches ?? false;
     message.silenceTimeoutMs = object.silenceTimeoutMs ?? 0;
+    message.memberAddresses = object.memberAddresses?.map((e) => e) || [];
     return message;
   },
 };
