@@ -56,7 +56,7 @@ export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): 
  * neither counted nor touched. Values are read in chunks from the oldest, so a trim reads what it
  * removes. Deletes at most `budget` runs; a job it could not finish stays due at once.
  */
-async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: number): Promise<number> {
+export async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: number): Promise<number> {
   const jobId = rec.job.id;
   const maxRuns = maxRunsOf(rec.job.spec);
   const maxAge = maxAgeOf(rec.job.spec);

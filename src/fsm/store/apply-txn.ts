@@ -30,12 +30,12 @@ import {
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
 import { RunEvents } from './run-events.js';
+import { TerminalTally } from './terminal-tally.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
-
 
 export type Db = ClassicLevel<string, Uint8Array>;
 
@@ -119,6 +119,7 @@ export class ApplyTxn {
   private cacheUpdates: CacheUpdate[] = [];
   /** Runs that entered an alert state, for apply-command.ts to drain after each command. */
   readonly runEvents = new RunEvents();
+  readonly terminalTally = new TerminalTally();
   /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
@@ -392,15 +393,18 @@ export class ApplyTxn {
     t.dirty = true;
     t.admit ||= this.admitting;
     // Every run transition is stored here, whichever command made it: alerts see them all.
-    if (rec.run.state !== t.lastState) this.runEvents.changed(rec, (t.lastState = rec.run.state));
+    if (rec.run.state === t.lastState) return;
+    this.terminalTally.changed(k.key, t.lastState, rec.run.state);
+    this.runEvents.changed(rec, (t.lastState = rec.run.state));
   }
 
   deleteRun(p: ParsedRunId): void {
-    const t = this.runs.get(runKey(p));
+    const key = runKey(p);
+    const t = this.runs.get(key);
     if (!t) throw new Error(`deleteRun before getRun`);
+    this.terminalTally.changed(key, t.lastState, (t.lastState = -1));
     t.value = undefined;
     t.dirty = true;
-    t.lastState = -1;
   }
 
   /**
@@ -436,6 +440,11 @@ export class ApplyTxn {
     let d0 = 0;
     for (const [, t] of this.trackedRunsOf(jobId)) d0 += terminalFlip(t);
     (this.terminalBase ??= new Map()).set(jobId, count - d0);
+  }
+
+  /** The job's terminal runs as this transaction has them, without reading (undefined: job not read or absent). */
+  terminalRunsOf(jobId: string, t = this.jobs.get(jobId)): number | undefined {
+    return t?.value && (this.terminalBase?.get(jobId) ?? t.originalTerminalRuns) + this.terminalTally.deltaOf(jobId);
   }
 
   /** Every run of a job (history, oldest slot first), including this transaction's changes. */

@@ -1,0 +1,95 @@
+// The hard retention bound, kept by apply itself: with no trim command ever proposed (a leader's
+// trimmer starved of CPU), a job's stored terminal runs never exceed max_runs + hardRunSlack, the
+// run records, the s\0 state index, the per-state counters, the job's count and its trim index
+// entry stay consistent, and the state is the same however entries are grouped into apply calls.
+import { ClassicLevel } from 'classic-level';
+import { describe, expect, it } from 'vitest';
+import { RunState } from '../../src/gen/herald/v1/run.js';
+import type { FsmCommand } from '../../src/fsm/index.js';
+import { decodeJobRecord } from '../../src/fsm/store/records.js';
+import { decodeCount } from '../../src/fsm/store/index-key-writes.js';
+import { counterKey } from '../../src/fsm/store/key-layout.js';
+import { hardRunSlack } from '../../src/fsm/store/retention.js';
+import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
+
+const MISSED = RunState.RUN_STATE_MISSED;
+const DAY = 86_400_000;
+
+function storeOf(t: TestFsm): ClassicLevel<string, Uint8Array> {
+  return (t.fsm as unknown as { store: ClassicLevel<string, Uint8Array> }).store;
+}
+
+async function keysIn(t: TestFsm, prefix: string): Promise<string[]> {
+  return storeOf(t).keys({ gte: prefix, lt: `${prefix}\xff` }).all();
+}
+
+/** Stored runs of `jobId`, checked against every index and counter that derives from them. */
+async function consistentRuns(t: TestFsm, jobId: string): Promise<number> {
+  const runs = await keysIn(t, `r\0${jobId}\0`);
+  const missedIndex = await keysIn(t, `s\0${String(MISSED).padStart(2, '0')}\0${jobId}\0`);
+  expect(missedIndex.map((k) => k.slice(k.indexOf(`\0${jobId}\0`)))).toEqual(runs.map((k) => k.slice(1)));
+  const counter = decodeCount(await storeOf(t).get(counterKey(MISSED)));
+  expect(counter).toBe(runs.length);
+  const rec = decodeJobRecord((await storeOf(t).get(`j\0${jobId}`))!);
+  expect(rec.terminalRuns).toBe(runs.length);
+  const trimKeys = await keysIn(t, 'h\0');
+  expect(trimKeys).toHaveLength(runs.length > 0 ? 1 : 0);
+  if (runs.length > 0) expect(trimKeys[0]).toBe(`h\0${String(rec.trimDueMs).padStart(15, '0')}\0${jobId}`);
+  return runs.length;
+}
+
+/** One fire per second, each slot already past its 1 ms starting deadline: every run ends MISSED. */
+function fires(from: number, n: number, slotsPerFire = 1): FsmCommand[] {
+  return Array.from({ length: n }, (_, k) => {
+    const first = from + k * slotsPerFire;
+    const slots = Array.from({ length: slotsPerFire }, (_, s) => ({ jobId: 'm', slotMs: T0 + (first + s) * 1000 }));
+    return { type: 'fireRuns', nowMs: T0 + (first + slotsPerFire - 1) * 1000 + 500, misfireThresholdMs: 60_000, items: slots } as FsmCommand;
+  });
+}
+
+describe('hard retention bound (no trim command)', () => {
+  it('MISSED slots of a max_runs 10 job: stored runs stay within max_runs + slack, indexes and counters consistent, same state per entry and per batch', async () => {
+    const bound = 10 + hardRunSlack(10);
+    const put: FsmCommand = { type: 'putJob', nowMs: T0, jobId: 'm', spec: everySpec(1000, { startingDeadlineMs: 1, retention: { maxRuns: 10, maxAgeMs: DAY } }, T0), idempotencyKey: '' };
+    const cmds = [put, ...fires(0, 120)];
+    const one = await openTestFsm({ recordCacheBytes: 0 });
+    const all = await openTestFsm();
+    try {
+      let peak = 0;
+      for (const c of cmds) {
+        await one.apply(c);
+        peak = Math.max(peak, await consistentRuns(one, 'm'));
+      }
+      // It did fill past max_runs (the bound acted, no trim ran) and never past the bound.
+      expect(peak).toBe(bound);
+      expect(new Set((await one.fsm.listRuns({ jobId: 'm', pageSize: 1000 })).items.map((r) => r.state))).toEqual(new Set([MISSED]));
+      await all.apply(...cmds);
+      expect(await consistentRuns(all, 'm')).toBeLessThanOrEqual(bound);
+      expect(await all.fsm.stateHash()).toBe(await one.fsm.stateHash());
+      // The newest slots are the ones kept.
+      const kept = (await one.fsm.listRuns({ jobId: 'm', pageSize: 1000 })).items.map((r) => Number(r.scheduledUnixMs));
+      expect(Math.max(...kept)).toBe(T0 + 119_000);
+      expect(Math.min(...kept)).toBe(T0 + (120 - kept.length) * 1000);
+    } finally {
+      await one.close();
+      await all.close();
+    }
+  });
+
+  it('a fire carrying many slots at once is trimmed in the same command, and a job far past the bound comes down in bounded steps', async () => {
+    const t = await openTestFsm();
+    try {
+      await t.one({ type: 'putJob', nowMs: T0, jobId: 'm', spec: everySpec(1000, { startingDeadlineMs: 1, retention: { maxRuns: 10, maxAgeMs: DAY } }, T0), idempotencyKey: '' });
+      // 50 slots in one command: the same apply deletes back to max_runs.
+      await t.apply(...fires(0, 1, 50));
+      expect(await consistentRuns(t, 'm')).toBe(10);
+      // Then single slots again: within the bound after every one.
+      for (const c of fires(50, 30)) {
+        await t.apply(c);
+        expect(await consistentRuns(t, 'm')).toBeLessThanOrEqual(10 + hardRunSlack(10));
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});
