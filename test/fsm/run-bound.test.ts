@@ -88,8 +88,93 @@ describe('hard retention bound (no trim command)', () => {
         await t.apply(c);
         expect(await consistentRuns(t, 'm')).toBeLessThanOrEqual(10 + hardRunSlack(10));
       }
+      // A retention of 1,000 filled to 300, then lowered to 10 (no trim command follows): each
+      // command that ends one run deletes at most that run plus the slack, so the job comes down
+      // to the bound over several bounded applies.
+      const wide = everySpec(1000, { startingDeadlineMs: 1, retention: { maxRuns: 1000, maxAgeMs: DAY } }, T0);
+      await t.one({ type: 'updateJob', nowMs: T0 + 80_000, jobId: 'm', spec: wide, expectedVersion: 0 });
+      await t.apply(...fires(80, 3, 100));
+      expect(await consistentRuns(t, 'm')).toBe(310);
+      const narrow = everySpec(1000, { startingDeadlineMs: 1, retention: { maxRuns: 10, maxAgeMs: DAY } }, T0);
+      await t.one({ type: 'updateJob', nowMs: T0 + 380_000, jobId: 'm', spec: narrow, expectedVersion: 0 });
+      let stored = await consistentRuns(t, 'm');
+      const steps: number[] = [];
+      for (const c of fires(380, 80)) {
+        await t.apply(c);
+        const now = await consistentRuns(t, 'm');
+        steps.push(stored + 1 - now);
+        stored = now;
+      }
+      expect(Math.max(...steps)).toBe(1 + hardRunSlack(10));
+      expect(stored).toBeLessThanOrEqual(10 + hardRunSlack(10));
     } finally {
       await t.close();
     }
   });
+});
+
+describe('retention state and batching', () => {
+  // A job's trim due time must not depend on which earlier commands shared the trim's apply call:
+  // a run that ended earlier in the batch, later in history order than the first run the trim
+  // keeps and finished before it, made the batch's due time earlier than the per-entry one (the
+  // batch folded the earliest finish of all its commands over the due time the trim had set).
+  // Slots 10-17 end first; then, in one batch, slot 8 ends, then the slot the trim keeps first.
+  const cases = [
+    {
+      name: 'the hard bound trims',
+      // 13 terminal (slots 0-4, 10-17); slot 8 ends (14, at the bound), then slot 5 (15: past it,
+      // the bound deletes slots 0-4 and keeps slot 5 first).
+      early: [0, 1, 2, 3, 4],
+      kept: 5,
+      trim: false,
+    },
+    {
+      name: 'a trim command trims',
+      // 10 terminal (slots 0-1, 10-17); slot 8 ends, then slot 2, then a trim deletes slots 0-1.
+      early: [0, 1],
+      kept: 2,
+      trim: true,
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name} after runs ended out of history order in the same batch: same state per entry and per batch`, async () => {
+      const put: FsmCommand = { type: 'putJob', nowMs: T0, jobId: 'm', spec: everySpec(1000, { retention: { maxRuns: 10, maxAgeMs: DAY } }, T0), idempotencyKey: '' };
+      const fire: FsmCommand = { type: 'fireRuns', nowMs: T0 + 18_500, misfireThresholdMs: 60_000, items: Array.from({ length: 18 }, (_, s) => ({ jobId: 'm', slotMs: T0 + s * 1000 })) };
+      const setup = await openTestFsm();
+      let ids: string[];
+      try {
+        await setup.apply(put, fire);
+        ids = (await setup.fsm.listRuns({ jobId: 'm', pageSize: 1000 })).items.map((r) => r.id).sort();
+      } finally {
+        await setup.close();
+      }
+      // The fire also catches up to its own time: slot 18 waits throughout.
+      expect(ids).toHaveLength(19);
+      const mark = (nowMs: number, ...slots: number[]): FsmCommand => ({ type: 'markRuns', nowMs, items: slots.map((s) => ({ runId: ids[s]!, outcome: 'missed', reason: 'late' })) });
+      const before = [put, fire, mark(T0 + 20_000, ...c.early, 10, 11, 12, 13, 14, 15, 16, 17)];
+      const batch = [mark(T0 + 30_000, 8), mark(T0 + 31_000, c.kept)];
+      if (c.trim) batch.push({ type: 'trimHistory', nowMs: T0 + 32_000, jobIds: ['m'], maxIdempotencyKeys: 0 });
+      const one = await openTestFsm();
+      const all = await openTestFsm();
+      try {
+        await one.apply(...before);
+        await all.apply(...before);
+        for (const cmd of batch) await one.apply(cmd);
+        await all.apply(...batch);
+        const rec = async (t: TestFsm) => decodeJobRecord((await storeOf(t).get('j\0m'))!);
+        for (const t of [one, all]) {
+          expect(decodeCount(await storeOf(t).get(counterKey(MISSED)))).toBe(10);
+          expect((await rec(t)).terminalRuns).toBe(10);
+          expect((await t.fsm.listRuns({ jobId: 'm', pageSize: 100 })).items.map((r) => r.id)).not.toContain(ids[c.early.at(-1)!]);
+        }
+        // Due when the first run kept (which ended last) is a retention age old.
+        expect((await rec(one)).trimDueMs).toBe(T0 + 31_000 + DAY + 1);
+        expect((await rec(all)).trimDueMs).toBe((await rec(one)).trimDueMs);
+        expect(await all.fsm.stateHash()).toBe(await one.fsm.stateHash());
+      } finally {
+        await one.close();
+        await all.close();
+      }
+    });
+  }
 });

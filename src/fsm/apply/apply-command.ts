@@ -59,6 +59,8 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
   await applyRunEvents(txn, cmd.nowMs);
   // The hard retention bound for the jobs whose runs this command (or its alerts) ended.
   await applyRunBound(txn, cmd.nowMs);
+  // Their jobs' retention state, per command so that batching does not change it.
+  await txn.foldRetention();
   return result;
 }
 

@@ -67,18 +67,22 @@ export async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budg
   let trimmed = 0;
   let finishedSeen = 0;
   let nextDue = 0;
-  let chunk = excess + 4;
+  // The first chunk is what the trim can delete (a job far past its retention is trimmed a
+  // budget at a time: reading all its excess would make each of those applies read its history).
+  let chunk = Math.min(excess, budget) + 4;
   walk: for (let i = 0; i < keys.length; i += chunk, chunk = 64) {
     for (const r of await txn.runsAt(keys.slice(i, i + chunk))) {
       if (!isTerminal(r.run.state)) continue;
-      if (trimmed >= budget) {
-        nextDue = TRIM_DUE_NOW;
-        break walk;
-      }
       const tooMany = finishedSeen++ < excess;
       const tooOld = r.run.finishedUnixMs < nowMs - maxAge;
       if (!tooMany && !tooOld) {
         nextDue = Math.max(TRIM_DUE_NOW, r.run.finishedUnixMs + maxAge + 1);
+        break walk;
+      }
+      // Checked after the keep test: a trim whose budget ends exactly at the first run kept is
+      // done, not due again at once.
+      if (trimmed >= budget) {
+        nextDue = TRIM_DUE_NOW;
         break walk;
       }
       txn.deleteRun(parseRunId(r.run.id)!);
