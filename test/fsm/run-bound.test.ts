@@ -5,7 +5,8 @@
 import { ClassicLevel } from 'classic-level';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../../src/gen/herald/v1/run.js';
-import type { FsmCommand } from '../../src/fsm/index.js';
+import { decodeResult, encodeCommand, type FsmCommand, type FsmResult } from '../../src/fsm/index.js';
+import type { Entry } from '../../src/raft/types.js';
 import { decodeJobRecord } from '../../src/fsm/store/records.js';
 import { decodeCount } from '../../src/fsm/store/index-key-writes.js';
 import { counterKey } from '../../src/fsm/store/key-layout.js';
@@ -177,4 +178,71 @@ describe('retention state and batching', () => {
       }
     });
   }
+});
+
+describe('hard retention bound: counters', () => {
+  // herald_runs{state} on /metrics is the replicated per-state counters (runCounts, from the
+  // scheduler node's gauge loop): a run apply trims must leave them as a trim command's does,
+  // on the replica that evaluates the entries and on one that writes its effects instead.
+  it('a trim by apply lowers the per-state run counters as a trim command does, evaluated and through effects', async () => {
+    const leader = await openTestFsm();
+    const follower = await openTestFsm();
+    let index = 0;
+    const step = async (...cmds: FsmCommand[]): Promise<FsmResult[]> => {
+      const entries: Entry[] = cmds.map((c) => ({ term: 1, index: ++index, type: 'normal', data: encodeCommand(c) }));
+      const { results, effects } = await leader.fsm.applyCapturing(entries);
+      expect(await follower.fsm.applyEffects(effects!)).toBe('applied');
+      return results.map(decodeResult);
+    };
+    const stored = async (t: TestFsm, jobId: string): Promise<number> => (await t.fsm.listRuns({ jobId, pageSize: 1000 })).items.length;
+    /** Both replicas' counters against the runs they store, and the MISSED count. */
+    const counted = async (): Promise<number> => {
+      const missed: number[] = [];
+      for (const t of [leader, follower]) {
+        const runs = (await stored(t, 'b')) + (await stored(t, 't'));
+        const counts = await t.fsm.runCounts();
+        expect(counts.get(MISSED)).toBe(runs);
+        expect([...counts].filter(([s]) => s !== MISSED).every(([, n]) => n === 0)).toBe(true);
+        missed.push(counts.get(MISSED)!);
+      }
+      expect(missed[1]).toBe(missed[0]);
+      expect(await follower.fsm.stateHash()).toBe(await leader.fsm.stateHash());
+      return missed[0]!;
+    };
+    const spec = (maxRuns: number) => everySpec(1000, { startingDeadlineMs: 1, retention: { maxRuns, maxAgeMs: DAY } }, T0);
+    try {
+      // 'b' is held by apply's bound; 't' (retention 1,000) is left to a trim command.
+      await step(
+        { type: 'putJob', nowMs: T0, jobId: 'b', spec: spec(10), idempotencyKey: '' },
+        { type: 'putJob', nowMs: T0, jobId: 't', spec: spec(1000), idempotencyKey: '' },
+      );
+      let before = await counted();
+      let trimmedByApply = 0;
+      const fire = (k: number): FsmCommand => ({ type: 'fireRuns', nowMs: T0 + k * 1000 + 500, misfireThresholdMs: 60_000, items: ['b', 't'].map((jobId) => ({ jobId, slotMs: T0 + k * 1000 })) });
+      // Three seconds at a time: one entry per call, then all three in one call, in turn.
+      for (let g = 0; g < 10; g++) {
+        const fires = [0, 1, 2].map((i) => fire(3 * g + i));
+        for (const call of g % 2 === 0 ? fires.map((f) => [f]) : [fires]) {
+          await step(...call);
+          const now = await counted();
+          // Two runs recorded MISSED per fire; what is missing went to apply's trims.
+          trimmedByApply += before + 2 * call.length - now;
+          before = now;
+        }
+      }
+      expect(trimmedByApply).toBeGreaterThan(0);
+      expect(await stored(leader, 'b')).toBeLessThanOrEqual(10 + hardRunSlack(10));
+      expect(await stored(leader, 't')).toBe(30);
+      expect(before).toBe(30 + (await stored(leader, 'b')));
+      expect(trimmedByApply).toBe(30 - (await stored(leader, 'b')));
+      // The trim command's trim, for comparison: the counters drop by what it reports.
+      await step({ type: 'updateJob', nowMs: T0 + 30_000, jobId: 't', spec: spec(10), expectedVersion: 0 });
+      const [r] = await step({ type: 'trimHistory', nowMs: T0 + 30_100, jobIds: ['t'], maxIdempotencyKeys: 0 });
+      expect(r).toMatchObject({ type: 'trim', runsTrimmed: 20 });
+      expect(await counted()).toBe(before - 20);
+    } finally {
+      await leader.close();
+      await follower.close();
+    }
+  });
 });
