@@ -16,6 +16,7 @@ import { createJobsReliably, SchedulerCluster } from '../test/dispatch/helpers/p
 import { numArg, strArg } from './lib/args.js';
 import { useBenchPortBlock } from './lib/ports.js';
 import { machineLoad, rssMiB } from './lib/machine.js';
+import { hardRunSlack } from '../src/fsm/store/retention.js';
 
 const JOBS = numArg('jobs', 1000);
 const MINUTES = numArg('minutes', 10);
@@ -117,6 +118,8 @@ try {
       steady: { atS: steady.atS, storedRuns: steady.storedRuns, leaderRssMiB: steady.leaderRssMiB, leaderAnonMiB: steady.leaderAnonMiB, leaderFileMiB: steady.leaderFileMiB, leaderHeapUsedMiB: steady.leaderHeapUsedMiB },
       end: { storedRuns: end.storedRuns, byState: end.byState, leaderRssMiB: end.leaderRssMiB, leaderAnonMiB: end.leaderAnonMiB, leaderFileMiB: end.leaderFileMiB, leaderHeapUsedMiB: end.leaderHeapUsedMiB, leaderExternalMiB: end.leaderExternalMiB },
       boundRuns: JOBS * (MAX_RUNS + slack + Math.ceil(DEADLINE_MS / 1000) + 2),
+      // What apply itself holds, however far the trimmer falls behind (apply-run-bound.ts).
+      hardBoundRuns: JOBS * (MAX_RUNS + hardRunSlack(MAX_RUNS) + Math.ceil(DEADLINE_MS / 1000) + 2),
       samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderAnonMiB: s.leaderAnonMiB, leaderFileMiB: s.leaderFileMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB })),
       failedSamples,
       loadAtStart,

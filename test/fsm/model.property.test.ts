@@ -131,6 +131,7 @@ describe('FSM vs reference model', () => {
             const runIds = [...m.runs.keys()].sort();
             const runId = runIds.length ? runIds[('pick' in op ? op.pick : 0) % runIds.length]! : 'a@1';
             const run = m.runs.get(runId);
+            const terminalBefore = m.terminalIds();
             switch (op.k) {
               case 'put':
                 m.put(JOBS[op.job]!, op.spec, now, op.idem);
@@ -186,6 +187,7 @@ describe('FSM vs reference model', () => {
                 break;
               }
             }
+            m.bound(terminalBefore);
             if (cut) await flush();
           }
           // Every sequence ends with a trim of every job, so retention is always exercised.

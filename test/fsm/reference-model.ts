@@ -4,6 +4,7 @@
 import { MisfirePolicy, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { retryBackoffMs } from '../../src/fsm/schedule/index.js';
+import { hardRunSlack } from '../../src/fsm/store/retention.js';
 import type { RetryPolicy } from '../../src/gen/herald/v1/job.js';
 
 export interface ModelJobSpec {
@@ -221,11 +222,42 @@ export class ReferenceModel {
     const j = this.jobs.get(jobId);
     if (!j) return;
     const keep = j.spec.retentionRuns || 100;
+    const finished = this.finishedOf(jobId);
+    for (const r of finished.slice(0, Math.max(0, finished.length - keep))) this.runs.delete(r.id);
+  }
+
+  /** The job's terminal runs, oldest first (history order: slot, then suffix). */
+  private finishedOf(jobId: string): ModelRun[] {
     const suffix = (id: string) => (id.includes('~') ? id.slice(id.indexOf('~') + 1) : '');
-    const finished = [...this.runs.values()]
+    return [...this.runs.values()]
       .filter((r) => r.jobId === jobId && TERMINAL.has(r.state))
       .sort((a, b) => a.slot - b.slot || (suffix(a.id) < suffix(b.id) ? -1 : suffix(a.id) > suffix(b.id) ? 1 : 0));
-    for (const r of finished.slice(0, Math.max(0, finished.length - keep))) this.runs.delete(r.id);
+  }
+
+  /** Ids of every terminal run (what bound compares an operation's outcome with). */
+  terminalIds(): Set<string> {
+    return new Set([...this.runs.values()].filter((r) => TERMINAL.has(r.state)).map((r) => r.id));
+  }
+
+  /**
+   * The hard retention bound after one command (apply-run-bound.ts): a job whose runs it ended
+   * holding more than retention + hardRunSlack terminal runs loses its oldest, down to retention
+   * and at most the runs it gained plus the slack.
+   */
+  bound(terminalBefore: Set<string>): void {
+    const gained = new Map<string, number>();
+    for (const r of this.runs.values()) {
+      if (TERMINAL.has(r.state) && !terminalBefore.has(r.id)) gained.set(r.jobId, (gained.get(r.jobId) ?? 0) + 1);
+    }
+    for (const [jobId, n] of gained) {
+      const j = this.jobs.get(jobId);
+      if (!j) continue;
+      const keep = j.spec.retentionRuns || 100;
+      const slack = hardRunSlack(keep);
+      const finished = this.finishedOf(jobId);
+      if (finished.length <= keep + slack) continue;
+      for (const r of finished.slice(0, Math.min(finished.length - keep, n + slack))) this.runs.delete(r.id);
+    }
   }
 
   cancel(rid: string): void {

@@ -221,12 +221,13 @@ describe('history retention', () => {
   it('trim keeps the newest max_runs finished runs and never touches active ones', async () => {
     t = await openTestFsm();
     await t.one({ type: 'putJob', nowMs: T0, jobId: 'h', spec: everySpec(1000, { retention: { maxRuns: 3 }, overlapPolicy: 2 }, T0), idempotencyKey: '' });
-    // FORBID + never claimed: slot T0 stays PENDING, the next 9 are SKIPPED (finished).
-    for (let k = 0; k < 10; k++) await t.one({ type: 'fireRuns', nowMs: T0 + k * 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'h', slotMs: T0 + k * 1000 }] });
-    const r = await t.one({ type: 'trimHistory', nowMs: T0 + 10_000, jobIds: ['h', 'missing'], maxIdempotencyKeys: 0 }, 'trim');
-    expect(r.runsTrimmed).toBe(6);
+    // FORBID + never claimed: slot T0 stays PENDING, the next 7 are SKIPPED (finished): within
+    // the hard bound (3 + hardRunSlack), which apply keeps by itself (run-bound.test.ts).
+    for (let k = 0; k < 8; k++) await t.one({ type: 'fireRuns', nowMs: T0 + k * 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'h', slotMs: T0 + k * 1000 }] });
+    const r = await t.one({ type: 'trimHistory', nowMs: T0 + 8_000, jobIds: ['h', 'missing'], maxIdempotencyKeys: 0 }, 'trim');
+    expect(r.runsTrimmed).toBe(4);
     const left = (await t.fsm.listRuns({ jobId: 'h' })).items.map((x) => x.slotUnixMs - T0);
-    expect(left).toEqual([9000, 8000, 7000, 0]);
+    expect(left).toEqual([7000, 6000, 5000, 0]);
     expect((await t.fsm.runCounts()).get(RunState.RUN_STATE_SKIPPED)).toBe(3);
     // Age: everything finished is older than 7 days later.
     const aged = await t.one({ type: 'trimHistory', nowMs: T0 + 8 * 86_400_000, jobIds: ['h'], maxIdempotencyKeys: 0 }, 'trim');
@@ -238,9 +239,11 @@ describe('history retention', () => {
 describe('history retention cost', () => {
   it('a trim reads the values of the runs it removes (plus a few), not the whole history', async () => {
     t = await openTestFsm();
-    await t.one({ type: 'putJob', nowMs: T0, jobId: 'h', spec: everySpec(1000, { retention: { maxRuns: 5 }, overlapPolicy: 2 }, T0), idempotencyKey: '' });
-    // FORBID + never claimed: slot T0 stays PENDING (first in history), the next 39 are SKIPPED.
+    await t.one({ type: 'putJob', nowMs: T0, jobId: 'h', spec: everySpec(1000, { retention: { maxRuns: 100 }, overlapPolicy: 2 }, T0), idempotencyKey: '' });
+    // FORBID + never claimed: slot T0 stays PENDING (first in history), the next 39 are SKIPPED;
+    // then the retention is lowered to 5 (no run ends after it, so apply's own bound does not act).
     for (let k = 0; k < 40; k++) await t.one({ type: 'fireRuns', nowMs: T0 + k * 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'h', slotMs: T0 + k * 1000 }] });
+    await t.one({ type: 'updateJob', nowMs: T0 + 39_500, jobId: 'h', spec: everySpec(1000, { retention: { maxRuns: 5 }, overlapPolicy: 2 }, T0), expectedVersion: 0 });
     const store = (t.fsm as unknown as { store: { getMany: (keys: string[]) => Promise<unknown[]> } }).store;
     let runValuesRead = 0;
     const getMany = store.getMany.bind(store);

@@ -13,6 +13,7 @@ import {
   applyMarkRuns,
 } from './apply-run-lifecycle.js';
 import { applyTrimHistory } from './apply-trim.js';
+import { applyRunBound } from './apply-run-bound.js';
 import { applyRetryRuns } from './apply-retry-runs.js';
 import { applyRaiseAlerts, applyRunEvents } from './apply-alerts.js';
 import { applyDeleteTaskType, applyPutTaskType } from './apply-task-types.js';
@@ -56,6 +57,10 @@ export async function applyCommand(txn: ApplyTxn, cmd: FsmCommand, entryIndex: n
   // Alerts and DEAD counts of the runs this command changed, in the same transaction (I2: an
   // alert is committed with its cause). Most commands change no run into an alert state.
   await applyRunEvents(txn, cmd.nowMs);
+  // The hard retention bound for the jobs whose runs this command (or its alerts) ended.
+  await applyRunBound(txn, cmd.nowMs);
+  // Their jobs' retention state, per command so that batching does not change it.
+  await txn.foldRetention();
   return result;
 }
 

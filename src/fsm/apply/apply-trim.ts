@@ -56,7 +56,7 @@ export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): 
  * neither counted nor touched. Values are read in chunks from the oldest, so a trim reads what it
  * removes. Deletes at most `budget` runs; a job it could not finish stays due at once.
  */
-async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: number): Promise<number> {
+export async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: number): Promise<number> {
   const jobId = rec.job.id;
   const maxRuns = maxRunsOf(rec.job.spec);
   const maxAge = maxAgeOf(rec.job.spec);
@@ -67,18 +67,22 @@ async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: num
   let trimmed = 0;
   let finishedSeen = 0;
   let nextDue = 0;
-  let chunk = excess + 4;
+  // The first chunk is what the trim can delete (a job far past its retention is trimmed a
+  // budget at a time: reading all its excess would make each of those applies read its history).
+  let chunk = Math.min(excess, budget) + 4;
   walk: for (let i = 0; i < keys.length; i += chunk, chunk = 64) {
     for (const r of await txn.runsAt(keys.slice(i, i + chunk))) {
       if (!isTerminal(r.run.state)) continue;
-      if (trimmed >= budget) {
-        nextDue = TRIM_DUE_NOW;
-        break walk;
-      }
       const tooMany = finishedSeen++ < excess;
       const tooOld = r.run.finishedUnixMs < nowMs - maxAge;
       if (!tooMany && !tooOld) {
         nextDue = Math.max(TRIM_DUE_NOW, r.run.finishedUnixMs + maxAge + 1);
+        break walk;
+      }
+      // Checked after the keep test: a trim whose budget ends exactly at the first run kept is
+      // done, not due again at once.
+      if (trimmed >= budget) {
+        nextDue = TRIM_DUE_NOW;
         break walk;
       }
       txn.deleteRun(parseRunId(r.run.id)!);

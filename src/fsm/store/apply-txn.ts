@@ -13,7 +13,6 @@ import {
   runIdOfTail,
   runKey,
   prefixEnd,
-  SEP,
 } from './key-layout.js';
 import { trimDueAfterFinish } from './retention.js';
 import {
@@ -30,12 +29,12 @@ import {
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
 import { RunEvents } from './run-events.js';
+import { jobIdOfRunKey, TerminalTally } from './terminal-tally.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
-
 
 export type Db = ClassicLevel<string, Uint8Array>;
 
@@ -61,17 +60,8 @@ interface Tracked<T> {
   dirty: boolean;
   /** Written by a command whose records the record cache should keep (see `admitting`). */
   admit: boolean;
-  /** Jobs: terminalRuns of the stored version (retention; 0 for runs). */
-  readonly originalTerminalRuns: number;
   /** Runs: the state as last put (or as stored), so putRun sees each change of state once. */
   lastState: number;
-}
-
-/** Runs of one job that became terminal (+) or left the store terminal (−) in a batch. */
-interface TerminalDelta {
-  delta: number;
-  /** Earliest finish among the runs that became terminal (Infinity: none did). */
-  firstFinishedMs: number;
 }
 
 /** A run id's parse and the key its record is stored under. */
@@ -98,8 +88,9 @@ export class ApplyTxn {
    */
   private runsByJobIndex: Map<string, [string, Tracked<RunRecord>][]> | undefined;
   /**
-   * Jobs whose terminal runs a trim counted (recountTerminal): the count the job record gets at
-   * commit is this base plus the batch's terminal delta of the job.
+   * Jobs whose terminal runs a trim of the current command counted (recountTerminal): the count
+   * the job record gets when the command is folded is this base plus the rest of the command's
+   * terminal delta of the job.
    */
   private terminalBase: Map<string, number> | undefined;
 
@@ -119,6 +110,8 @@ export class ApplyTxn {
   private cacheUpdates: CacheUpdate[] = [];
   /** Runs that entered an alert state, for apply-command.ts to drain after each command. */
   readonly runEvents = new RunEvents();
+  /** Terminal runs the current command added or removed, folded into job records after it (foldRetention). */
+  readonly terminalTally = new TerminalTally();
   /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
@@ -250,7 +243,6 @@ export class ApplyTxn {
       value,
       dirty: false,
       admit: false,
-      originalTerminalRuns: value ? value.terminalRuns : 0,
       lastState: -1,
     };
     this.jobs.set(jobId, t);
@@ -333,7 +325,6 @@ export class ApplyTxn {
       value,
       dirty: false,
       admit: false,
-      originalTerminalRuns: 0,
       lastState: value ? value.run.state : -1,
     };
     this.runs.set(key, t);
@@ -392,15 +383,18 @@ export class ApplyTxn {
     t.dirty = true;
     t.admit ||= this.admitting;
     // Every run transition is stored here, whichever command made it: alerts see them all.
-    if (rec.run.state !== t.lastState) this.runEvents.changed(rec, (t.lastState = rec.run.state));
+    if (rec.run.state === t.lastState) return;
+    this.terminalTally.changed(k.key, t.lastState, rec.run.state);
+    this.runEvents.changed(rec, (t.lastState = rec.run.state));
   }
 
   deleteRun(p: ParsedRunId): void {
-    const t = this.runs.get(runKey(p));
+    const key = runKey(p);
+    const t = this.runs.get(key);
     if (!t) throw new Error(`deleteRun before getRun`);
+    this.terminalTally.changed(key, t.lastState, (t.lastState = -1));
     t.value = undefined;
     t.dirty = true;
-    t.lastState = -1;
   }
 
   /**
@@ -429,13 +423,17 @@ export class ApplyTxn {
 
   /**
    * A trim counted `count` terminal runs of the job as this transaction has them: the job record
-   * takes that count (plus what the rest of the batch changes) at commit, whatever it said before
-   * (a store derived at upgrade, or any drift, is corrected by the next trim).
+   * takes that count (plus what the rest of the command changes) when the command is folded,
+   * whatever it said before (a store derived at upgrade, or any drift, is corrected by the next trim).
    */
   recountTerminal(jobId: string, count: number): void {
-    let d0 = 0;
-    for (const [, t] of this.trackedRunsOf(jobId)) d0 += terminalFlip(t);
-    (this.terminalBase ??= new Map()).set(jobId, count - d0);
+    (this.terminalBase ??= new Map()).set(jobId, count - this.terminalTally.deltaOf(jobId));
+  }
+
+  /** The job's terminal runs as this transaction has them, without reading (undefined: job not read or absent). */
+  terminalRunsOf(jobId: string): number | undefined {
+    const rec = this.jobs.get(jobId)?.value;
+    return rec && (this.terminalBase?.get(jobId) ?? rec.terminalRuns) + this.terminalTally.deltaOf(jobId);
   }
 
   /** Every run of a job (history, oldest slot first), including this transaction's changes. */
@@ -474,26 +472,40 @@ export class ApplyTxn {
   // ---- commit ----
 
   /**
-   * Each job whose terminal runs changed gets its count and trim due time (retention.ts), in this
-   * same batch: the trim index never lags the runs. Reads a job only when no command of the
-   * batch did (its runs ended without it, which the run lifecycle does not do).
+   * After each command (apply-command.ts; writeBatch folds what no command did): each job whose
+   * terminal runs the command changed gets its count and trim due time (retention.ts), as a
+   * commit of that command alone would give them, so the trim index never lags the runs and the
+   * state does not depend on how entries are grouped into apply calls. Reads a job only when the
+   * command did not (its runs ended without it, which the run lifecycle does not do).
    */
-  private async updateRetention(terminal: Map<string, TerminalDelta> | undefined): Promise<void> {
-    const ids = new Set<string>(terminal?.keys() ?? []);
-    this.terminalBase?.forEach((_, id) => ids.add(id));
+  async foldRetention(): Promise<void> {
+    const tally = this.terminalTally;
+    if (tally.empty && !this.terminalBase) return;
+    const ids = new Set<string>(this.terminalBase?.keys());
+    // Earliest finish, per job, among the runs that became terminal in the command and still are.
+    let first: Map<string, number> | undefined;
+    tally.changedRuns().forEach((wasTerminal, key) => {
+      const jobId = jobIdOfRunKey(key);
+      ids.add(jobId);
+      const v = this.runs.get(key)!.value;
+      if (wasTerminal || !v || !isTerminal(v.run.state)) return;
+      const f = (first ??= new Map()).get(jobId);
+      if (f === undefined || v.run.finishedUnixMs < f) first.set(jobId, v.run.finishedUnixMs);
+    });
     for (const jobId of ids) {
-      if (!this.jobs.has(jobId)) await this.getJob(jobId);
-      const t = this.jobs.get(jobId)!;
-      const rec = t.value;
+      const rec = this.jobs.has(jobId) ? this.jobs.get(jobId)!.value : await this.getJob(jobId);
       if (!rec) continue;
-      const d = terminal?.get(jobId);
-      const count = Math.max(0, (this.terminalBase?.get(jobId) ?? t.originalTerminalRuns) + (d?.delta ?? 0));
-      if (count === rec.terminalRuns && !(d && d.firstFinishedMs !== Infinity)) continue;
+      const t = this.jobs.get(jobId)!;
+      const finished = first?.get(jobId);
+      const count = Math.max(0, (this.terminalBase?.get(jobId) ?? rec.terminalRuns) + tally.deltaOf(jobId));
+      if (count === rec.terminalRuns && finished === undefined) continue;
       rec.terminalRuns = count;
       if (count === 0) rec.trimDueMs = 0;
-      else if (d && d.firstFinishedMs !== Infinity) rec.trimDueMs = trimDueAfterFinish(rec, d.firstFinishedMs);
+      else if (finished !== undefined) rec.trimDueMs = trimDueAfterFinish(rec, finished);
       t.dirty = true;
     }
+    tally.clear();
+    this.terminalBase = undefined;
   }
 
   /** Writes the batch into `out`: records, index diffs and counter deltas (the caller adds the applied index). */
@@ -503,27 +515,16 @@ export class ApplyTxn {
     const readyDiff = (before: ReadyEntry | undefined, after: ReadyEntry | undefined): void => {
       if (!sameReadyEntry(before, after)) ready.push({ before, after });
     };
+    // Runs changed outside a command (none today) still reach their jobs' retention state.
+    await this.foldRetention();
     // Maps walked with forEach: for-of built an entry array and an iterator result per record.
-    // Runs first: the terminal runs they add or remove change their jobs' retention state.
     const counterDelta = new Map<number, number>();
     const bump = (state: number, d: number): void => {
       if (state >= 0) counterDelta.set(state, (counterDelta.get(state) ?? 0) + d);
     };
-    let terminal: Map<string, TerminalDelta> | undefined;
     this.runs.forEach((t, key) => {
       if (!t.dirty) return;
       bump(t.originalState, -1);
-      const flip = terminalFlip(t);
-      if (flip !== 0) {
-        // "r\0<jobId>\0...": the job id is the second component of the key.
-        const jobId = key.slice(2, key.indexOf(SEP, 2));
-        const d = (terminal ??= new Map()).get(jobId);
-        const finished = flip > 0 ? t.value!.run.finishedUnixMs : Infinity;
-        if (d) {
-          d.delta += flip;
-          if (finished < d.firstFinishedMs) d.firstFinishedMs = finished;
-        } else terminal.set(jobId, { delta: flip, firstFinishedMs: finished });
-      }
       if (t.value) {
         const value = encodeRunRecord(t.value, this.writeBuffers);
         out.put(key, value);
@@ -539,7 +540,6 @@ export class ApplyTxn {
         readyDiff(t.originalReady, undefined);
       }
     });
-    if (terminal || this.terminalBase) await this.updateRetention(terminal);
     this.jobs.forEach((t, id) => {
       if (!t.dirty) return;
       const key = jobKey(id);
@@ -568,13 +568,6 @@ export class ApplyTxn {
       else out.put(key, v);
     });
   }
-}
-
-/** +1: the run became terminal in this transaction; −1: a terminal run left the store; else 0. */
-function terminalFlip(t: Tracked<RunRecord>): number {
-  const before = t.originalState >= 0 && isTerminal(t.originalState);
-  const after = t.value !== undefined && isTerminal(t.value.run.state);
-  return before === after ? 0 : after ? 1 : -1;
 }
 
 /** The distinct keys not in `tracked`, in first-seen order (a batch names most records once). */

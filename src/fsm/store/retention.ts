@@ -29,6 +29,15 @@ export function trimSlack(maxRuns: number): number {
 }
 
 /**
+ * Terminal runs beyond max_runs a job's history may ever hold: past it, the apply that ends a run
+ * trims the job itself (apply-run-bound.ts), whether or not the leader's trimmer keeps up. Twice
+ * the trimmer's slack (at least 4), so it acts only when the trimmer has fallen behind.
+ */
+export function hardRunSlack(maxRuns: number): number {
+  return Math.max(4, 2 * trimSlack(maxRuns));
+}
+
+/**
  * The due time of a job over its max_runs: the lowest there is, so it comes before every job due
  * by age (the trimmer walks the index from there, round robin). A constant rather than the time
  * the count crossed: that time would depend on how entries were grouped into apply calls, which
