@@ -92,7 +92,8 @@ export function resolveEndpoints(flags: Pick<ClientFlags, 'endpoints'>, env: Nod
   if (flags.endpoints !== undefined) return parseEndpoints(flags.endpoints, '--endpoints');
   const fromEnv = env.HERALD_ENDPOINTS;
   if (fromEnv !== undefined && fromEnv.trim() !== '') return parseEndpoints(fromEnv, 'HERALD_ENDPOINTS');
-  return devClientEndpoints(readState(DEFAULT_DEV_DATA_DIR)?.basePort);
+  const dev = readState(DEFAULT_DEV_DATA_DIR);
+  return devClientEndpoints(dev?.basePort, '127.0.0.1', dev?.nodes);
 }
 
 export function resolveTimeoutMs(flags: Pick<ClientFlags, 'timeout'>): number {

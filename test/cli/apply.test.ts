@@ -71,8 +71,9 @@ labels: {team: finance, tier: "1"}
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'herald-cli-apply-'));
   const base = await freeBasePort();
-  endpoints = [1, 2, 3].map((i) => `127.0.0.1:${base + i}`).join(',');
-  dev = new CliProcess(['dev', '--data-dir', join(dir, 'data'), '--base-port', String(base), '--no-demo', '--no-worker', '--log-level', 'warn']);
+  // Five nodes here (`herald dev --nodes 5`), three in the other dev tests.
+  endpoints = [1, 2, 3, 4, 5].map((i) => `127.0.0.1:${base + i}`).join(',');
+  dev = new CliProcess(['dev', '--data-dir', join(dir, 'data'), '--base-port', String(base), '--nodes', '5', '--no-demo', '--no-worker', '--log-level', 'warn']);
   await dev.waitFor(/Ctrl-C stops everything/, 60_000);
   // The dev cluster runs TLS with a CA it made in its data dir; every CLI process below trusts it.
   process.env.HERALD_CA = join(dir, 'data', 'certs', 'ca.crt');
@@ -86,6 +87,20 @@ afterAll(async () => {
   if (endpoints) killPids(pidsWithArg(endpoints));
   await rm(dir, { recursive: true, force: true });
 }, 30_000);
+
+describe('herald dev --nodes 5', () => {
+  it('runs five voters, and the data dir keeps that size', async () => {
+    expect(dev!.stdout).toMatch(/starting a 5-node Herald dev cluster/);
+    const st = await cli('cluster', 'status', '--json');
+    expect(st.code, st.stderr).toBe(0);
+    const members = (JSON.parse(st.stdout) as { members: Array<{ id: string; member: string }> }).members;
+    expect(members.map((m) => `${m.id}:${m.member}`).sort()).toEqual(['n1:voter', 'n2:voter', 'n3:voter', 'n4:voter', 'n5:voter']);
+    // Another size on the same data dir is refused before any node starts.
+    const other = await runCli(['dev', '--data-dir', join(dir, 'data'), '--nodes', '3'], { timeoutMs: 60_000 });
+    expect(other.code, other.stderr).toBe(2);
+    expect(other.stderr).toMatch(/holds a 5-node dev cluster; use --nodes 5/);
+  });
+});
 
 describe('herald apply', () => {
   it('creates, leaves unchanged, shows a per-field dry run, updates and prunes by selector', async () => {

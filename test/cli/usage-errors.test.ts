@@ -37,6 +37,7 @@ describe('herald CLI: bad input', () => {
     ['update without changes', ['job', 'update', 'x'], /nothing to change/],
     ['worker concurrency', ['worker', '--concurrency', '0'], /--concurrency: expected a whole number/],
     ['dev base port', ['dev', '--base-port', '80'], /--base-port: expected a port/],
+    ['dev node count', ['dev', '--nodes', '4'], /--nodes: expected 3 or 5, got "4"/],
     ['plaintext HTTP port on a network', ['server', '--id', 'n1', '--peers', 'n1=127.0.0.1:1', '--insecure', '--http-addr', '0.0.0.0:0'], /--http-addr 0\.0\.0\.0:0: the HTTP port is plaintext/],
   ];
 

@@ -2,18 +2,19 @@ import type { Command } from 'commander';
 import { parseDuration } from '../../client/duration.js';
 import { commandAction } from '../command-action.js';
 import { DEFAULT_DEV_BASE_PORT, DEFAULT_DEV_DATA_DIR } from '../dev/dev-ports.js';
-import { parseBasePort } from '../dev/dev-state.js';
+import { parseBasePort, parseNodeCount } from '../dev/dev-state.js';
 import { UsageError } from '../usage-error.js';
 
 export function registerDevCommand(program: Command): void {
   program
     .command('dev')
-    .description('run a local 3-node cluster, a demo worker and demo schedules (data in ./.herald); Ctrl-C stops everything')
+    .description('run a local 3- or 5-node cluster, a demo worker and demo schedules (data in ./.herald); Ctrl-C stops everything')
     .option('--data-dir <dir>', 'data directory (node data, logs, dev.json)', DEFAULT_DEV_DATA_DIR)
     .option(
       '--base-port <port>',
       `node i listens on base+i (client), base+10+i (peer), base+20+i (metrics); default ${DEFAULT_DEV_BASE_PORT}, or the one the data dir was created with`,
     )
+    .option('--nodes <n>', 'cluster size, 3 or 5 (default 3, or what the data dir was created with)')
     .option('--no-demo', 'do not create the demo schedules')
     .option('--no-worker', 'do not start the demo worker')
     .option('--concurrency <n>', 'demo worker concurrency', '4')
@@ -24,6 +25,7 @@ export function registerDevCommand(program: Command): void {
         const o = cmd.opts() as {
           dataDir: string;
           basePort?: string;
+          nodes?: string;
           demo: boolean;
           worker: boolean;
           concurrency: string;
@@ -37,6 +39,7 @@ export function registerDevCommand(program: Command): void {
         return runDev({
           dataDir: o.dataDir,
           basePort: o.basePort === undefined ? undefined : parseBasePort(o.basePort),
+          nodes: o.nodes === undefined ? undefined : parseNodeCount(o.nodes),
           demoJobs: o.demo,
           worker: o.worker,
           concurrency,

@@ -4,6 +4,8 @@
 // dashboard) on 7130+i.
 
 export const DEV_NODE_COUNT = 3;
+/** Node counts `herald dev --nodes` starts (odd: a majority survives one or two losses). */
+export const DEV_NODE_COUNTS = [3, 5] as const;
 /** Where `herald dev` keeps its data unless told otherwise (relative to the working directory). */
 export const DEFAULT_DEV_DATA_DIR = './.herald';
 export const DEFAULT_DEV_BASE_PORT = 7100;
@@ -29,6 +31,6 @@ export function devNodePorts(basePort: number, count = DEV_NODE_COUNT): DevNodeP
 }
 
 /** Client addresses of the dev cluster at `basePort`, in node order. */
-export function devClientEndpoints(basePort = DEFAULT_DEV_BASE_PORT, host = '127.0.0.1'): string[] {
-  return devNodePorts(basePort).map((n) => `${host}:${n.clientPort}`);
+export function devClientEndpoints(basePort = DEFAULT_DEV_BASE_PORT, host = '127.0.0.1', count = DEV_NODE_COUNT): string[] {
+  return devNodePorts(basePort, count).map((n) => `${host}:${n.clientPort}`);
 }

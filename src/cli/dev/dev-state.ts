@@ -1,22 +1,34 @@
-// <data-dir>/dev.json remembers the base port a dev data directory was created with: the nodes'
-// cluster identity includes their addresses, so restarting on other ports would be refused by
-// the servers. Dev reuses the recorded port by default and explains a conflicting --base-port.
+// <data-dir>/dev.json remembers the base port and node count a dev data directory was created
+// with: the nodes' cluster identity includes their addresses and the bootstrap members, so
+// restarting on other ports or with another count would be refused by the servers. Dev reuses the
+// recorded layout by default and explains a conflicting --base-port or --nodes.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../usage-error.js';
-import { DEFAULT_DEV_BASE_PORT, MAX_DEV_BASE_PORT } from './dev-ports.js';
+import { DEFAULT_DEV_BASE_PORT, DEV_NODE_COUNT, DEV_NODE_COUNTS, MAX_DEV_BASE_PORT } from './dev-ports.js';
 
 export interface DevState {
   basePort: number;
+  /** Nodes the cluster was bootstrapped with (3 for data dirs from before --nodes). */
+  nodes: number;
 }
 
 export function readState(dataDir: string): DevState | undefined {
   try {
     const j = JSON.parse(readFileSync(join(dataDir, 'dev.json'), 'utf8')) as Partial<DevState>;
-    return typeof j.basePort === 'number' ? { basePort: j.basePort } : undefined;
+    if (typeof j.basePort !== 'number') return undefined;
+    return { basePort: j.basePort, nodes: typeof j.nodes === 'number' ? j.nodes : DEV_NODE_COUNT };
   } catch {
     return undefined;
   }
+}
+
+export function parseNodeCount(text: string): number {
+  const n = Number(text);
+  if (!(DEV_NODE_COUNTS as readonly number[]).includes(n) || !/^\d+$/.test(text)) {
+    throw new UsageError(`--nodes: expected ${DEV_NODE_COUNTS.join(' or ')}, got "${text}"`);
+  }
+  return n;
 }
 
 export function parseBasePort(text: string): number {
@@ -27,16 +39,21 @@ export function parseBasePort(text: string): number {
   return n;
 }
 
-/** The base port to use, recorded in the data dir; throws UsageError on a conflict. */
-export function resolveBasePort(dataDir: string, requested: number | undefined): number {
+/** The base port and node count to use, recorded in the data dir; throws UsageError on a conflict. */
+export function resolveLayout(dataDir: string, requested: { basePort?: number; nodes?: number }): DevState {
   const existing = readState(dataDir);
-  if (existing && requested !== undefined && requested !== existing.basePort) {
+  if (existing && requested.basePort !== undefined && requested.basePort !== existing.basePort) {
     throw new UsageError(
       `${dataDir} holds a dev cluster created with --base-port ${existing.basePort}; use that port, another --data-dir, or delete ${dataDir} to start fresh`,
     );
   }
-  const basePort = existing?.basePort ?? requested ?? DEFAULT_DEV_BASE_PORT;
+  if (existing && requested.nodes !== undefined && requested.nodes !== existing.nodes) {
+    throw new UsageError(
+      `${dataDir} holds a ${existing.nodes}-node dev cluster; use --nodes ${existing.nodes}, another --data-dir, or delete ${dataDir} to start fresh`,
+    );
+  }
+  const state = { basePort: existing?.basePort ?? requested.basePort ?? DEFAULT_DEV_BASE_PORT, nodes: existing?.nodes ?? requested.nodes ?? DEV_NODE_COUNT };
   mkdirSync(dataDir, { recursive: true });
-  writeFileSync(join(dataDir, 'dev.json'), JSON.stringify({ basePort }) + '\n');
-  return basePort;
+  writeFileSync(join(dataDir, 'dev.json'), JSON.stringify(state) + '\n');
+  return state;
 }

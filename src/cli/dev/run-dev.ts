@@ -1,4 +1,4 @@
-// `herald dev`: a local 3-node cluster, a demo worker and demo schedules in one command.
+// `herald dev`: a local 3- or 5-node cluster, a demo worker and demo schedules in one command.
 // Lifecycle: start nodes → wait for a leader → worker + demo jobs → print where to connect →
 // stream runs until SIGINT/SIGTERM → drain the worker → stop the nodes (SIGKILL after a grace).
 // A second signal skips the grace. Nothing outlives this process: nodes run in their own process
@@ -14,7 +14,7 @@ import { DEMO_TASK_TYPE, ensureDemoJobs } from './demo-jobs.js';
 import { DevCluster } from './dev-cluster.js';
 import { RunFeed } from './run-feed.js';
 import { devNodePorts } from './dev-ports.js';
-import { resolveBasePort } from './dev-state.js';
+import { resolveLayout } from './dev-state.js';
 import { assertPortsFree } from './port-check.js';
 import { serverCapabilities, serverExtraArgs } from './server-flags.js';
 import { devTlsFlags, ensureDevCerts, ensureDevToken } from './dev-certs.js';
@@ -22,6 +22,8 @@ import { devTlsFlags, ensureDevCerts, ensureDevToken } from './dev-certs.js';
 export interface DevOptions {
   dataDir: string;
   basePort: number | undefined;
+  /** Nodes to bootstrap (3 or 5); undefined: what the data dir was created with, else 3. */
+  nodes?: number;
   demoJobs: boolean;
   worker: boolean;
   concurrency: number;
@@ -62,9 +64,10 @@ class StartAborted extends Error {}
 /** Runs the dev cluster until a signal; resolves with the exit code. */
 export async function runDev(o: DevOptions): Promise<number> {
   const dataDir = resolve(o.dataDir);
-  const basePort = resolveBasePort(dataDir, o.basePort);
+  const { basePort, nodes } = resolveLayout(dataDir, { basePort: o.basePort, nodes: o.nodes });
   const caps = serverCapabilities();
-  const ports = devNodePorts(basePort);
+  const ports = devNodePorts(basePort, nodes);
+  const quorum = Math.floor(nodes / 2) + 1;
   await assertPortsFree(ports, caps.metricsFlag !== undefined, caps.httpFlag);
   const certs = await ensureDevCerts(dataDir, ports.map((p) => p.id));
   // Without openssl: plaintext, which the nodes allow on 127.0.0.1 only.
@@ -127,14 +130,14 @@ export async function runDev(o: DevOptions): Promise<number> {
   cluster.on('nodeExit', (n, code, signal) => {
     if (!started) return; // reported by start() itself
     warn(`node ${n.id} exited unexpectedly (${code ?? signal}); its log: ${n.logPath}`);
-    if (cluster.aliveCount() < 2 && !stopping) {
-      warn('fewer than 2 of 3 nodes are running: the cluster cannot make progress; stopping');
+    if (cluster.aliveCount() < quorum && !stopping) {
+      warn(`fewer than ${quorum} of ${nodes} nodes are running: the cluster cannot make progress; stopping`);
       void shutdown(1);
     }
   });
 
   try {
-    say(`starting a 3-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
+    say(`starting a ${nodes}-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
     await cluster.start(o.startTimeoutMs);
     started = true;
     client = new HeraldClient({ endpoints, tls, token, defaultDeadlineMs: 10_000 });
