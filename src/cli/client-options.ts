@@ -8,7 +8,7 @@ import type { ClientTls } from '../client/tls-options.js';
 import { parseDuration } from '../client/duration.js';
 import { HeraldClient } from '../client/herald-client.js';
 import { DEFAULT_DEV_DATA_DIR, devClientEndpoints } from './dev/dev-ports.js';
-import { readState } from './dev/dev-state.js';
+import { nodeCount, readState } from './dev/dev-state.js';
 import { devAdminToken, devCaFile } from './dev/dev-certs.js';
 import { UsageError } from './usage-error.js';
 
@@ -93,7 +93,7 @@ export function resolveEndpoints(flags: Pick<ClientFlags, 'endpoints'>, env: Nod
   const fromEnv = env.HERALD_ENDPOINTS;
   if (fromEnv !== undefined && fromEnv.trim() !== '') return parseEndpoints(fromEnv, 'HERALD_ENDPOINTS');
   const dev = readState(DEFAULT_DEV_DATA_DIR);
-  return devClientEndpoints(dev?.basePort, '127.0.0.1', dev?.nodes);
+  return devClientEndpoints(dev?.basePort, '127.0.0.1', dev ? nodeCount(dev) : undefined);
 }
 
 export function resolveTimeoutMs(flags: Pick<ClientFlags, 'timeout'>): number {

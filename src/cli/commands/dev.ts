@@ -3,10 +3,11 @@ import { parseDuration } from '../../client/duration.js';
 import { commandAction } from '../command-action.js';
 import { DEFAULT_DEV_BASE_PORT, DEFAULT_DEV_DATA_DIR } from '../dev/dev-ports.js';
 import { parseBasePort, parseNodeCount } from '../dev/dev-state.js';
+import { resolve } from 'node:path';
 import { UsageError } from '../usage-error.js';
 
 export function registerDevCommand(program: Command): void {
-  program
+  const dev = program
     .command('dev')
     .description('run a local 3- or 5-node cluster, a demo worker and demo schedules (data in ./.herald); Ctrl-C stops everything')
     .option('--data-dir <dir>', 'data directory (node data, logs, dev.json)', DEFAULT_DEV_DATA_DIR)
@@ -46,6 +47,27 @@ export function registerDevCommand(program: Command): void {
           logLevel: o.logLevel,
           startTimeoutMs: parseDuration(o.startTimeout, '--start-timeout'),
         });
+      }),
+    );
+  dev
+    .command('add-node')
+    .description('start one more node in the running `herald dev` and make it a voter (join, add as learner, promote once caught up)')
+    .option('--data-dir <dir>', 'data directory of the running dev cluster', DEFAULT_DEV_DATA_DIR)
+    .option('--json', 'print the result as JSON')
+    .action(
+      commandAction('dev add-node', async (cmd) => {
+        const o = cmd.opts() as { dataDir: string; json?: boolean };
+        const { requestDev, DevNotRunning } = await import('../dev/dev-control.js');
+        try {
+          const done = await requestDev(resolve(o.dataDir), { op: 'add-node' }, (line) => {
+            if (!o.json) process.stdout.write(`${line}\n`);
+          });
+          if (o.json) process.stdout.write(JSON.stringify(done) + '\n');
+          return 0;
+        } catch (e) {
+          if (e instanceof DevNotRunning) throw new UsageError(e.message);
+          throw e;
+        }
       }),
     );
 }

@@ -11,7 +11,10 @@ import { SERVER_NODE_FLAGS } from '../../server/node/server-node-flags.js';
 
 export interface DevClusterOptions {
   dataDir: string;
+  /** The members the cluster was bootstrapped with (`--peers`). */
   nodes: DevNodePorts[];
+  /** Nodes added later (`herald dev add-node`): they start with `--join`, never `--peers`. */
+  joined?: DevNodePorts[];
   /** Extra `herald server` flags per node (state machine, metrics address). */
   extraArgs: (node: DevNodePorts) => string[];
   logLevel: string;
@@ -51,15 +54,34 @@ function lastLogMessage(path: string): string {
 
 export class DevCluster extends EventEmitter<DevClusterEvents> {
   readonly nodes: DevNode[];
+  private readonly joiners = new Set<string>();
   private stopping = false;
 
   constructor(private readonly o: DevClusterOptions) {
     super();
-    this.nodes = o.nodes.map((n) => ({ ...n, logPath: join(o.dataDir, `${n.id}.log`), proc: undefined, exited: Promise.resolve(), announcedMetricsPort: 0 }));
+    this.nodes = [...o.nodes, ...(o.joined ?? [])].map((n) => this.devNode(n));
+    for (const n of o.joined ?? []) this.joiners.add(n.id);
   }
 
+  private devNode(n: DevNodePorts): DevNode {
+    return { ...n, logPath: join(this.o.dataDir, `${n.id}.log`), proc: undefined, exited: Promise.resolve(), announcedMetricsPort: 0 };
+  }
+
+  /** The bootstrap members, as `--peers` (the same on every start: the cluster id derives from it). */
   peersFlag(): string {
-    return this.nodes.map((n) => `${n.id}=127.0.0.1:${n.peerPort}/127.0.0.1:${n.clientPort}`).join(',');
+    return this.o.nodes.map((n) => `${n.id}=127.0.0.1:${n.peerPort}/127.0.0.1:${n.clientPort}`).join(',');
+  }
+
+  /**
+   * Starts one more node that joins the running cluster (`--join` the others); resolves once it
+   * listens. Adding it to the configuration is the caller's (ClusterService AddMember, promote).
+   */
+  async addNode(ports: DevNodePorts, timeoutMs = 30_000): Promise<DevNode> {
+    const n = this.devNode(ports);
+    this.joiners.add(n.id);
+    this.nodes.push(n);
+    await this.startNode(n, timeoutMs);
+    return n;
   }
 
   clientEndpoints(): string[] {
@@ -81,8 +103,9 @@ export class DevCluster extends EventEmitter<DevClusterEvents> {
       'server',
       '--id',
       n.id,
-      '--peers',
-      this.peersFlag(),
+      ...(this.joiners.has(n.id)
+        ? ['--join', this.nodes.filter((o) => o.id !== n.id).map((o) => `127.0.0.1:${o.clientPort}`).join(','), '--peer-addr', `127.0.0.1:${n.peerPort}`, '--client-addr', `127.0.0.1:${n.clientPort}`]
+        : ['--peers', this.peersFlag()]),
       '--data-dir',
       join(this.o.dataDir, n.id),
       '--log-level',

@@ -9,6 +9,8 @@ export const DEV_NODE_COUNTS = [3, 5] as const;
 /** Where `herald dev` keeps its data unless told otherwise (relative to the working directory). */
 export const DEFAULT_DEV_DATA_DIR = './.herald';
 export const DEFAULT_DEV_BASE_PORT = 7100;
+/** Nodes the port layout has room for (base+1 … base+9 for clients, and so on). */
+export const MAX_DEV_NODES = 9;
 /** The highest base port that keeps every derived port valid. */
 export const MAX_DEV_BASE_PORT = 65535 - 40;
 

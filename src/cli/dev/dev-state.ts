@@ -11,13 +11,27 @@ export interface DevState {
   basePort: number;
   /** Nodes the cluster was bootstrapped with (3 for data dirs from before --nodes). */
   nodes: number;
+  /** Nodes added since (`herald dev add-node`), in order: n<nodes+1>, n<nodes+2>, … */
+  joined: number;
+}
+
+/** Every node of the dev cluster, bootstrapped and joined. */
+export function nodeCount(s: DevState): number {
+  return s.nodes + s.joined;
+}
+
+/** Records one more joined node. */
+export function recordJoined(dataDir: string, s: DevState): DevState {
+  const next = { ...s, joined: s.joined + 1 };
+  writeFileSync(join(dataDir, 'dev.json'), JSON.stringify(next) + '\n');
+  return next;
 }
 
 export function readState(dataDir: string): DevState | undefined {
   try {
     const j = JSON.parse(readFileSync(join(dataDir, 'dev.json'), 'utf8')) as Partial<DevState>;
     if (typeof j.basePort !== 'number') return undefined;
-    return { basePort: j.basePort, nodes: typeof j.nodes === 'number' ? j.nodes : DEV_NODE_COUNT };
+    return { basePort: j.basePort, nodes: typeof j.nodes === 'number' ? j.nodes : DEV_NODE_COUNT, joined: typeof j.joined === 'number' ? j.joined : 0 };
   } catch {
     return undefined;
   }
@@ -52,7 +66,7 @@ export function resolveLayout(dataDir: string, requested: { basePort?: number; n
       `${dataDir} holds a ${existing.nodes}-node dev cluster; use --nodes ${existing.nodes}, another --data-dir, or delete ${dataDir} to start fresh`,
     );
   }
-  const state = { basePort: existing?.basePort ?? requested.basePort ?? DEFAULT_DEV_BASE_PORT, nodes: existing?.nodes ?? requested.nodes ?? DEV_NODE_COUNT };
+  const state = { basePort: existing?.basePort ?? requested.basePort ?? DEFAULT_DEV_BASE_PORT, nodes: existing?.nodes ?? requested.nodes ?? DEV_NODE_COUNT, joined: existing?.joined ?? 0 };
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(join(dataDir, 'dev.json'), JSON.stringify(state) + '\n');
   return state;

@@ -14,7 +14,9 @@ import { DEMO_TASK_TYPE, ensureDemoJobs } from './demo-jobs.js';
 import { DevCluster } from './dev-cluster.js';
 import { RunFeed } from './run-feed.js';
 import { devNodePorts } from './dev-ports.js';
-import { resolveLayout } from './dev-state.js';
+import { nodeCount, recordJoined, resolveLayout } from './dev-state.js';
+import { startDevControl, type DevControl } from './dev-control.js';
+import { addDevNode } from './dev-add-node.js';
 import { assertPortsFree } from './port-check.js';
 import { serverCapabilities, serverExtraArgs } from './server-flags.js';
 import { devTlsFlags, ensureDevCerts, ensureDevToken } from './dev-certs.js';
@@ -64,12 +66,14 @@ class StartAborted extends Error {}
 /** Runs the dev cluster until a signal; resolves with the exit code. */
 export async function runDev(o: DevOptions): Promise<number> {
   const dataDir = resolve(o.dataDir);
-  const { basePort, nodes } = resolveLayout(dataDir, { basePort: o.basePort, nodes: o.nodes });
+  let layout = resolveLayout(dataDir, { basePort: o.basePort, nodes: o.nodes });
+  const { basePort, nodes } = layout;
   const caps = serverCapabilities();
-  const ports = devNodePorts(basePort, nodes);
-  const quorum = Math.floor(nodes / 2) + 1;
-  await assertPortsFree(ports, caps.metricsFlag !== undefined, caps.httpFlag);
-  const certs = await ensureDevCerts(dataDir, ports.map((p) => p.id));
+  // Bootstrap members, then the nodes `herald dev add-node` added since.
+  const allPorts = devNodePorts(basePort, nodeCount(layout));
+  const ports = allPorts.slice(0, nodes);
+  await assertPortsFree(allPorts, caps.metricsFlag !== undefined, caps.httpFlag);
+  let certs = await ensureDevCerts(dataDir, allPorts.map((p) => p.id));
   // Without openssl: plaintext, which the nodes allow on 127.0.0.1 only.
   if (typeof certs === 'string') warn(`note: running without TLS (${certs})`);
   const tls = typeof certs === 'string' ? undefined : { ca: readFileSync(certs.ca) };
@@ -79,6 +83,7 @@ export async function runDev(o: DevOptions): Promise<number> {
   const cluster = new DevCluster({
     dataDir,
     nodes: ports,
+    joined: allPorts.slice(nodes),
     logLevel: o.logLevel,
     extraArgs: (n) => [
       ...(typeof certs === 'string' ? ['--insecure'] : devTlsFlags(certs, n.id)),
@@ -94,6 +99,7 @@ export async function runDev(o: DevOptions): Promise<number> {
 
   let worker: Worker | undefined;
   let feed: RunFeed | undefined;
+  let control: DevControl | undefined;
   let client: HeraldClient | undefined;
   let signals = 0;
   let stopping: Promise<number> | undefined;
@@ -104,6 +110,7 @@ export async function runDev(o: DevOptions): Promise<number> {
     (stopping ??= (async () => {
       say(worker ? 'stopping: draining the worker, then the nodes (Ctrl-C again to force)' : 'stopping the nodes (Ctrl-C again to force)');
       feed?.stop();
+      control?.close();
       await worker?.shutdown({ graceMs: 5_000 }).catch(() => undefined);
       client?.close();
       await cluster.stop(10_000);
@@ -130,14 +137,16 @@ export async function runDev(o: DevOptions): Promise<number> {
   cluster.on('nodeExit', (n, code, signal) => {
     if (!started) return; // reported by start() itself
     warn(`node ${n.id} exited unexpectedly (${code ?? signal}); its log: ${n.logPath}`);
+    const total = cluster.nodes.length;
+    const quorum = Math.floor(total / 2) + 1;
     if (cluster.aliveCount() < quorum && !stopping) {
-      warn(`fewer than ${quorum} of ${nodes} nodes are running: the cluster cannot make progress; stopping`);
+      warn(`fewer than ${quorum} of ${total} nodes are running: the cluster cannot make progress; stopping`);
       void shutdown(1);
     }
   });
 
   try {
-    say(`starting a ${nodes}-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
+    say(`starting a ${cluster.nodes.length}-node Herald dev cluster in ${dataDir} (base port ${basePort})`);
     await cluster.start(o.startTimeoutMs);
     started = true;
     client = new HeraldClient({ endpoints, tls, token, defaultDeadlineMs: 10_000 });
@@ -211,6 +220,28 @@ export async function runDev(o: DevOptions): Promise<number> {
     else banner.push('Ctrl-C stops everything');
     banner.push('');
     say(banner.join('\n'));
+    // Requests from other CLI processes (herald dev add-node) on <data-dir>/dev.sock.
+    const c = client;
+    control = await startDevControl(dataDir, async (_req, progress) => {
+      const line = (l: string) => {
+        say(`dev   ${l}`);
+        progress(l);
+      };
+      const added = await addDevNode({
+        cluster,
+        client: c,
+        basePort,
+        withMetrics: caps.metricsFlag !== undefined,
+        withHttp: caps.httpFlag,
+        prepare: async (n) => {
+          if (typeof certs !== 'string') certs = await ensureDevCerts(dataDir, [...cluster.nodes.map((x) => x.id), n.id]);
+        },
+        record: () => (layout = recordJoined(dataDir, layout)),
+        progress: line,
+        timeoutMs: o.startTimeoutMs,
+      });
+      return { ...added };
+    });
   } catch (e) {
     if (!(e instanceof StartAborted)) {
       warn(`herald dev: ${e instanceof Error ? e.message : String(e)}`);
