@@ -1,8 +1,10 @@
-// Jobs: filters and paging done by the server (ListJobs pages of 50: never the whole list in the
-// browser), the next fires of the page on a one-hour timeline, and the job actions.
+// Jobs: filters and paging done by the server (ListJobs pages of 50, a filtered page filled from
+// the server's bounded scans: never the whole list in the browser), the next fires of the page on
+// a one-hour timeline, and the job actions.
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { jobState, num, relative, scheduleInWords } from '../format.js';
+import { fillPage } from '../fill-page.js';
 import { jobActions } from '../job-actions.js';
 import { go, href, type Route } from '../router.js';
 import { JOB, type Job } from '../types.js';
@@ -31,10 +33,20 @@ export function Jobs({ route }: { route: Route }) {
   const [pending, setPending] = useState<PendingConfirm | undefined>(undefined);
   const [find, setFind] = useState('');
   const [findError, setFindError] = useState<Error | undefined>(undefined);
+  // A filter by state, task type or label is a bounded scan on the server: fillPage goes on
+  // until the page is full (fill-page.ts). Such a page is refreshed less often, as each refresh
+  // may scan up to FILL_BOUNDS.maxCalls × 10,000 jobs again.
+  const scanned = !!(state || taskType || label);
   const jobs = useLoad(
-    () => call<{ jobs: Job[]; nextPageToken: string }>(`${JOB}/ListJobs`, { pageSize: PAGE_SIZE, pageToken: token, state: state || undefined, taskType, labelSelector: labelSelector(label), idPrefix: prefix }),
+    () =>
+      fillPage(
+        (pageSize, pageToken) =>
+          call<{ jobs: Job[]; nextPageToken: string }>(`${JOB}/ListJobs`, { pageSize, pageToken, state: state || undefined, taskType, labelSelector: labelSelector(label), idPrefix: prefix }),
+        PAGE_SIZE,
+        token,
+      ),
     [state, taskType, label, prefix, token],
-    5000,
+    scanned ? 30_000 : 5000,
   );
   const now = Date.now();
   const filters = { state, taskType, label, prefix };
@@ -148,7 +160,7 @@ export function Jobs({ route }: { route: Route }) {
         </table>
       </div>
       {jobs.data && jobs.data.jobs.length === 0 && (
-        <p class="muted">{jobs.data.nextPageToken ? 'No match in this stretch of the job list (the server bounds each page’s scan): Next → searches on.' : 'No jobs match.'}</p>
+        <p class="muted">{jobs.data.nextPageToken ? 'No match in the part of the job list searched so far (the search stops after a while): Next → searches on.' : 'No jobs match.'}</p>
       )}
       <nav class="pager" aria-label="pages">
         {token && (
