@@ -270,6 +270,21 @@ describe('herald CLI against `herald dev`', () => {
     expect(moved.leaderId).toBe(target);
   });
 
+  it('`herald dev add-node` starts n4 in the running dev, adds it as a learner and promotes it; dev.json keeps it', async () => {
+    const r = await runCli(['dev', 'add-node', '--data-dir', join(dir, 'data')], { timeoutMs: 90_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^starting n4 \(client 127\.0\.0\.1:\d+, peer 127\.0\.0\.1:\d+\); it joins the running cluster$/m);
+    expect(r.stdout).toMatch(/^n4 added as a learner \(incarnation [0-9a-f]+\)/m);
+    expect(r.stdout).toMatch(/^n4 promoted: voters n1, n2, n3, n4$/m);
+    const st = await cliJson<{ members: Array<{ id: string; member: string }> }>('cluster', 'status');
+    expect(st.members.map((m) => `${m.id}:${m.member}`).sort()).toEqual(['n1:voter', 'n2:voter', 'n3:voter', 'n4:voter']);
+    expect(JSON.parse(readFileSync(join(dir, 'data', 'dev.json'), 'utf8'))).toMatchObject({ nodes: 3, joined: 1 });
+    // Nobody to ask: exit 2, saying so.
+    const none = await runCli(['dev', 'add-node', '--data-dir', join(dir, 'no-dev-here')], { timeoutMs: 30_000 });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no herald dev is running on .*no-dev-here/);
+  }, 120_000);
+
   it('a killed follower shows as unreachable/down; dev reports it and keeps the cluster going', async () => {
     const before = await cliJson<{ leaderId: string }>('cluster', 'status');
     const victim = ['n1', 'n2', 'n3'].find((id) => id !== before.leaderId)!;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credentials, status, type Client } from '@grpc/grpc-js';
 import { HeraldClient } from '../../src/client/herald-client.js';
 import { issueCert } from '../../src/cli/certs/openssl-certs.js';
+import { fetchCluster } from '../../src/server/node/join-cluster.js';
 import { PauseJobRequest } from '../../src/gen/herald/v1/job_service.js';
 import { Role } from '../../src/gen/herald/v1/auth_service.js';
 import { NodeTls } from '../../src/server/grpc/tls/node-tls.js';
@@ -80,5 +81,16 @@ describe('auth: client certificates carry a role', () => {
         details: expect.stringMatching(/only from a cluster member/),
       });
     }
+  }, 30_000);
+
+  it('a member certificate without a role reads as a viewer (a node joining with --join asks for the members), and writes nothing', async () => {
+    const member = { cert: certs.member.n2!.cert, key: certs.member.n2!.key };
+    const joined = await fetchCluster([followerAddr], credentials.createSsl(readFileSync(certs.ca), readFileSync(member.key), readFileSync(member.cert)));
+    expect(joined.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n3']);
+    const pause = Buffer.from(PauseJobRequest.encode({ jobId: 'no-such-job', note: '' }).finish());
+    expect(await rawUnary(raw(followerAddr, member), '/herald.v1.JobService/PauseJob', {}, pause)).toMatchObject({
+      code: status.PERMISSION_DENIED,
+      details: expect.stringMatching(/member:n2/),
+    });
   }, 30_000);
 });

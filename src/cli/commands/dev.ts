@@ -52,11 +52,11 @@ export function registerDevCommand(program: Command): void {
   dev
     .command('add-node')
     .description('start one more node in the running `herald dev` and make it a voter (join, add as learner, promote once caught up)')
-    .option('--data-dir <dir>', 'data directory of the running dev cluster', DEFAULT_DEV_DATA_DIR)
     .option('--json', 'print the result as JSON')
     .action(
       commandAction('dev add-node', async (cmd) => {
-        const o = cmd.opts() as { dataDir: string; json?: boolean };
+        // `herald dev add-node --data-dir X`: dev's own --data-dir names the running cluster.
+        const o = cmd.optsWithGlobals() as { dataDir: string; json?: boolean };
         const { requestDev, DevNotRunning } = await import('../dev/dev-control.js');
         try {
           const done = await requestDev(resolve(o.dataDir), { op: 'add-node' }, (line) => {

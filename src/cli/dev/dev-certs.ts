@@ -63,8 +63,12 @@ export async function ensureDevCerts(dataDir: string, ids: readonly string[]): P
   }
 }
 
-/** `herald server` flags serving member `id` with its dev certificate on both ports. */
+/**
+ * `herald server` flags serving member `id` with its dev certificate on both ports. The client
+ * port checks client certificates against the dev CA (asked for, not required): a node started
+ * by `herald dev add-node` proves it is a member with its certificate when it asks for the members.
+ */
 export function devTlsFlags(c: DevCerts, id: string): string[] {
   const m = c.member[id]!;
-  return ['--tls-cert', m.cert, '--tls-key', m.key, '--peer-cert', m.cert, '--peer-key', m.key, '--peer-ca', c.ca];
+  return ['--tls-cert', m.cert, '--tls-key', m.key, '--tls-client-ca', c.ca, '--peer-cert', m.cert, '--peer-key', m.key, '--peer-ca', c.ca];
 }

@@ -11,6 +11,9 @@
 //   3. A client certificate verified against the client CA whose SAN URIs carry
 //      `urn:herald:role:<role>`, optionally `urn:herald:principal:<name>` (else the subject CN)
 //      and, for workers, one `urn:herald:task-type:<type>` per task type.
+//   4. A member certificate (urn:herald:member:<id>) with no role: a node, e.g. one starting with
+//      `--join` that asks for the members — a viewer (`member:<id>`). A member may already act
+//      for any caller by forwarding (2), so reading grants it nothing new.
 import type { PeerCertificate } from 'node:tls';
 import { Role } from '../../gen/herald/v1/auth_service.js';
 import type { TokenRecord } from '../../fsm/index.js';
@@ -62,6 +65,9 @@ export class Authenticator {
     if (forwarded !== undefined) return forwardedPrincipal(forwarded, transport);
     const fromCert = certificatePrincipal(transport);
     if (fromCert) return fromCert;
+    if (transport.certificate && transport.memberIds.length > 0) {
+      return { name: `member:${transport.memberIds[0]}`, role: Role.ROLE_VIEWER, taskTypes: new Set(), via: 'certificate' };
+    }
     throw new HeraldError(
       'UNAUTHENTICATED',
       'no credential: send `authorization: Bearer <token>` (herald --token / HERALD_TOKEN, SDK option token) or a client certificate carrying a role (urn:herald:role:<role>)',
