@@ -239,6 +239,8 @@ export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0, specs?: 
     if (r.bool()) {
       heads.push(readJobHead(r, dispatchBeforeMs, specs));
       r.uint(); // consecutive DEAD runs
+      r.skipBytes(); // created_by, updated_by: strings are length-prefixed like bytes
+      r.skipBytes();
     }
     r.bool(); // created
   };
