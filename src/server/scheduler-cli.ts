@@ -10,6 +10,7 @@ import { createSchedulerNode } from './scheduler-node.js';
 import { HeraldError } from '../herald-error.js';
 import { hostOf, isLoopbackHost } from './grpc/tls/insecure-policy.js';
 import { schedulerBounds, type SchedulerConfig } from './leader/leader-config.js';
+import { CLIENT_LIMIT_FLAGS, clientLimitsOf, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './auth/client-limits.js';
 
 export const schedulerStateMachineFactory: StateMachineFactory = (dir) => SchedulerStateMachine.open(dir);
 
@@ -58,6 +59,7 @@ export function addSchedulerFlags(cmd: Command): Command {
   cmd.option('--auth', 'scheduler: require a credential (bearer token or client certificate) on every client-port call, with roles (README "Secure a cluster")');
   cmd.option('--auth-bootstrap-file <file>', 'scheduler: implies --auth; a file holding the admin token the first leader puts once per cluster, named bootstrap-admin (`herald auth bootstrap-token --out FILE` writes one)');
   cmd.option('--auth-rate-limit <n>', 'scheduler, with auth: calls per second one principal may make (burst twice that; 0 = no limit; default 1000)');
+  for (const [flag, key, help] of CLIENT_LIMIT_FLAGS) cmd.option(`${flag} <n>`, `client port: ${help} (${key.endsWith('Ms') ? '' : '0 = no cap; '}default ${DEFAULT_CLIENT_LIMITS[key]})`);
   cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
   return cmd;
@@ -126,6 +128,19 @@ function httpListenOf(flags: Record<string, unknown>): string | undefined {
   return addr;
 }
 
+/** The client-port abuse limits given as flags (the rest keep their defaults). */
+function clientLimitOverrides(f: Record<string, unknown>): Partial<ClientLimits> {
+  const out: Partial<ClientLimits> = {};
+  for (const [flag, key] of CLIENT_LIMIT_FLAGS) {
+    const v = f[camel(flag)];
+    if (v === undefined) continue;
+    if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new HeraldError('INVALID_ARGUMENT', `${flag}: expected a non-negative integer, got "${String(v)}"`);
+    out[key] = Number(v);
+  }
+  clientLimitsOf(out); // the bounds, naming the flag
+  return out;
+}
+
 /** --auth / --auth-bootstrap-file: the auth options, or undefined (auth off). */
 function authOf(f: Record<string, unknown>): { bootstrapToken?: string; ratePerSecond?: number } | undefined {
   const on = authSwitch(f);
@@ -164,6 +179,7 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
       ...rest,
       scheduler,
       ...(auth ? { auth } : {}),
+      clientLimits: clientLimitOverrides(f),
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
       httpListen: httpListenOf(f),
       ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),

@@ -39,6 +39,7 @@ import { guardServer } from './auth/grpc-call-guard.js';
 import type { Principal } from './auth/principal.js';
 import { tokenFromString } from './auth/token-secret.js';
 import { PrincipalRateLimit } from './auth/principal-rate-limit.js';
+import { CallCaps, clientLimitsOf, limitServer, type ClientLimits } from './auth/client-limits.js';
 import { systemMonotonicClock } from '../raft/monotonic-clock.js';
 import { HeraldError, isHeraldError } from '../herald-error.js';
 
@@ -47,7 +48,9 @@ const AUTH_BARRIER_TIMEOUT_MS = 5_000;
 /** Calls per second one principal may make by default (streams count once, when opened). */
 export const DEFAULT_AUTH_RATE_PER_SECOND = 1_000;
 
-export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices'> {
+export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' | 'registerClientServices' | 'clientLimits'> {
+  /** Abuse limits of the client port (auth/client-limits.ts): overrides of DEFAULT_CLIENT_LIMITS. */
+  clientLimits?: Partial<ClientLimits>;
   /** Scheduler, dispatcher and lease settings (defaults in leader/leader-config.ts). */
   scheduler?: Partial<SchedulerConfig>;
   fsm?: SchedulerFsmOptions;
@@ -102,18 +105,20 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   const watchLogEvents = o.watch?.logEvents ?? DEFAULT_CHANGE_LOG_EVENTS;
 
   const audit = log.child({ c: 'audit' });
+  const clientLimits = clientLimitsOf(o.clientLimits);
+  const caps = new CallCaps(clientLimits);
   let authenticator: Authenticator | undefined;
   const node = await createNode({
     ...o,
-    ...(o.auth
-      ? {
-          wrapClientServer: (server: Server, n: HeraldNode) => {
-            authenticator = new Authenticator({ getToken: (id) => feed!.fsm.getToken(id) }, () => n.readIndex({ timeoutMs: AUTH_BARRIER_TIMEOUT_MS }));
-            const rate = o.auth!.ratePerSecond ?? DEFAULT_AUTH_RATE_PER_SECOND;
-            return guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) });
-          },
-        }
-      : {}),
+    clientLimits,
+    // Every client-port service is added through the abuse limits (streams and calls per
+    // connection and principal), and with auth on through the guard first.
+    wrapClientServer: (server: Server, n: HeraldNode) => {
+      if (!o.auth) return limitServer(server, caps);
+      authenticator = new Authenticator({ getToken: (id) => feed!.fsm.getToken(id) }, () => n.readIndex({ timeoutMs: AUTH_BARRIER_TIMEOUT_MS }));
+      const rate = o.auth.ratePerSecond ?? DEFAULT_AUTH_RATE_PER_SECOND;
+      return limitServer(guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) }), caps);
+    },
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
     connectedWorkers: () => (services ? connectedWorkers(services) : []),

@@ -144,7 +144,17 @@ describe('herald apply', () => {
     ]);
     expect((await cli('job', 'get', 'fin-old')).code).toBe(3);
     const hourly = JSON.parse((await cli('job', 'get', 'fin-hourly', '-o', 'json')).stdout) as Record<string, unknown>;
-    expect(hourly).toEqual({ id: 'fin-hourly', version: 2, taskType: 'report', schedule: { every: { interval: '2h' } }, jitter: '1m', labels: { team: 'finance', tier: '1' } });
+    // herald dev runs with auth: the document says who made and changed the job (apply ignores both).
+    expect(hourly).toEqual({
+      id: 'fin-hourly',
+      version: 2,
+      taskType: 'report',
+      schedule: { every: { interval: '2h' } },
+      jitter: '1m',
+      labels: { team: 'finance', tier: '1' },
+      createdBy: 'bootstrap-admin',
+      updatedBy: 'bootstrap-admin',
+    });
 
     expect((await cli('apply', '-f', v2, '--prune')).stderr).toMatch(/--prune needs --selector/);
   }, 60_000);

@@ -130,8 +130,12 @@ describe('the HTTP port authenticates and authorizes exactly as the gRPC port', 
       bearer(operator),
     );
     expect(created.status, JSON.stringify(created.body)).toBe(200);
+    // The job records who made it, in the JSON too (Job.created_by / updated_by).
+    expect(created.body.job).toMatchObject({ createdBy: 'grpc-operator', updatedBy: 'grpc-operator' });
     const paused = await post('herald.v1.JobService/PauseJob', { jobId: 'http-auth-job' }, bearer(operator));
     expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    const got = await post('herald.v1.JobService/GetJob', { jobId: 'http-auth-job' }, bearer(admin));
+    expect(got.body.job).toMatchObject({ createdBy: 'grpc-operator', updatedBy: 'grpc-operator', state: 'JOB_STATE_PAUSED' });
     const listed = await grpcCall<{ tokens: { id: string; name: string }[] }>(auth, 'listTokens', ListTokensRequest.fromPartial({}), bearer(admin));
     const id = listed.tokens.find((t) => t.name === 'grpc-operator')!.id;
     const revoked = await post('herald.v1.AuthService/RevokeToken', { nameOrId: id }, bearer(admin));

@@ -1,7 +1,7 @@
 // Issue 29 acceptance: every public RPC called as none / viewer / operator / worker / admin gets
 // exactly the expected status, on a live in-process cluster over real gRPC on loopback; tokens
 // are revoked on the next call, also through a follower; a worker token is limited to its task
-// types; a forged forwarded principal is refused.
+// types; a forged forwarded principal is refused; jobs record who created and changed them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status, type Client } from '@grpc/grpc-js';
 import { AuthServiceService, CreateTokenRequest, RevokeTokenRequest } from '../../src/gen/herald/v1/auth_service.js';
@@ -11,6 +11,7 @@ import { DeleteTaskTypeRequest, SetTaskTypeRequest, TaskTypeServiceService } fro
 import { WatchServiceService } from '../../src/gen/herald/v1/watch_service.js';
 import { ConnectRequest, WorkerServiceService } from '../../src/gen/herald/v1/worker_service.js';
 import { HeraldClient } from '../../src/client/herald-client.js';
+import { every } from '../../src/client/job-spec-builders.js';
 import { newTokenSecret } from '../../src/server/auth/token-secret.js';
 import { METHOD_ROLES } from '../../src/server/auth/method-roles.js';
 import { encodeForwardedPrincipal, FORWARDED_PRINCIPAL_KEY } from '../../src/server/auth/authenticator.js';
@@ -145,6 +146,32 @@ describe('auth: roles on every public method', () => {
       });
     }
   });
+
+  // Issue 29: job records say who created and last changed them (Job.created_by / updated_by).
+  it('records the caller\'s name as created_by / updated_by, also for a write a follower forwarded', async () => {
+    const viaFollower = new HeraldClient({ endpoints: [followerAddr], token: tokens.operator! });
+    const viaLeader = new HeraldClient({ endpoints: [leaderAddr], token: tokens.operator! });
+    const spec = { taskType: 'who', schedule: every('1h') };
+    try {
+      // The operator creates through the follower: the leader authenticates the forwarded call
+      // and puts the caller's name into the command.
+      const { job } = await viaFollower.createJob(spec, { id: 'who-1' });
+      expect(job).toMatchObject({ createdBy: 'ops', updatedBy: 'ops' });
+      // The admin changes it: updated_by follows, created_by stays.
+      await cluster.client.updateJob('who-1', { ...spec, priority: 3 });
+      expect(await viaLeader.getJob('who-1')).toMatchObject({ createdBy: 'ops', updatedBy: 'bootstrap-admin' });
+      await viaLeader.pauseJob('who-1', 'maintenance');
+      const got = await viaFollower.getJob('who-1');
+      expect(got).toMatchObject({ createdBy: 'ops', updatedBy: 'ops', pauseNote: 'maintenance' });
+      // Bulk creates record it on every item.
+      const bulk = await viaFollower.createJobs([{ id: 'who-2', spec }, { id: 'who-3', spec }]);
+      expect(bulk.map((r) => r.job?.createdBy)).toEqual(['ops', 'ops']);
+      expect((await cluster.client.getJob('who-3')).createdBy).toBe('ops');
+    } finally {
+      viaFollower.close();
+      viaLeader.close();
+    }
+  }, 30_000);
 
   it('token lifecycle: create → use (leader and follower) → revoke → the next call is refused on both', async () => {
     const admin = cluster.client;

@@ -9,6 +9,7 @@ import { auditLine, isMutating } from '../../src/server/auth/audit-line.js';
 import { newTokenSecret, parseToken, secretMatches, tokenFromString } from '../../src/server/auth/token-secret.js';
 import { Role } from '../../src/gen/herald/v1/auth_service.js';
 import { isHeraldError } from '../../src/herald-error.js';
+import { recordedName, UNAUTHENTICATED_ADMIN } from '../../src/server/auth/principal.js';
 
 describe('per-principal rate limit', () => {
   it('allows the burst, then refuses with the wait, and refills with time; principals are separate', () => {
@@ -66,6 +67,14 @@ describe('audit line', () => {
     ]);
     expect(['CreateJob', 'UpdateJob', 'RetryRuns', 'SetTaskType', 'RevokeToken', 'TransferLeadership'].every(isMutating)).toBe(true);
     expect(['ListJobs', 'GetRun', 'ListTokens', 'WatchRuns', 'Connect', 'ValidateJob'].some(isMutating)).toBe(false);
+  });
+});
+
+describe('recorded name', () => {
+  it('records the principal\'s name on jobs, nobody while auth is off', () => {
+    expect(recordedName(UNAUTHENTICATED_ADMIN)).toBe('');
+    expect(recordedName({ name: 'ops', role: Role.ROLE_OPERATOR, taskTypes: new Set(), via: 'token' })).toBe('ops');
+    expect(recordedName({ name: 'cn-deploy', role: Role.ROLE_OPERATOR, taskTypes: new Set(), via: 'forwarded' })).toBe('cn-deploy');
   });
 });
 

@@ -30,6 +30,7 @@ import { confInLog, membersOf } from '../../raft/core/membership.js';
 import { membersInForce } from './member-directory.js';
 import { enableNoDelay } from '../grpc/grpc-no-delay.js';
 import { CLIENT_SERVER_OPTIONS } from '../grpc/server-conventions.js';
+import { clientLimitsOf, clientServerOptions, withHandshakeTimeout } from '../auth/client-limits.js';
 import { callerMemberIds } from '../grpc/tls/node-tls.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, DEFAULT_PROPOSAL_TIMEOUT_MS, type HeraldNode, type NodeOptions } from './herald-node.js';
 import { createProposer } from './proposer.js';
@@ -215,7 +216,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
 
     let stopping: Promise<void> | undefined;
     // Keepalive for long-lived worker streams and the 64 MiB message limit of the public API.
-    const clientServer = new RecordingServer(CLIENT_SERVER_OPTIONS);
+    const limits = o.clientLimits ?? clientLimitsOf();
+    const clientServer = new RecordingServer({ ...CLIENT_SERVER_OPTIONS, ...clientServerOptions(limits) });
     const node: HeraldNode = {
       id: o.id,
       clusterId,
@@ -253,7 +255,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     const services = o.wrapClientServer?.(clientServer, node) ?? clientServer;
     services.addService(ClusterServiceService, createClusterService(node, o.unservedTaskTypes, o.connectedWorkers, o.stalledSlots));
     o.registerClientServices?.(services, node);
-    const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls?.clientServerCredentials());
+    const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls && withHandshakeTimeout(o.tls.clientServerCredentials(), limits.handshakeTimeoutMs));
     (node as { clientPort: number }).clientPort = clientPort;
 
     const sm = stateMachine;

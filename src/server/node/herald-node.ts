@@ -1,6 +1,7 @@
 // What one Herald cluster node is to the rest of the server (the scheduler node, the public
 // services, the cluster service) and the options it is created with (create-node.ts).
 
+import type { ClientLimits } from '../auth/client-limits.js';
 import type { RegisteredService } from '../grpc/recording-server.js';
 import type { ConnectedWorker, StalledSlot, UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import type { ChannelCredentials, Server } from '@grpc/grpc-js';
@@ -59,6 +60,8 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
    * auth/grpc-call-guard.ts): every service, ClusterService included, is added through it.
    */
   wrapClientServer?: (server: Server, node: HeraldNode) => Server;
+  /** TLS handshake and idle timeouts, HTTP/2 stream backstop of the client port (auth/client-limits.ts; defaults there). */
+  clientLimits?: ClientLimits;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */

@@ -1,5 +1,6 @@
 // In-process scheduler nodes (createSchedulerNode) on 127.0.0.1 with ephemeral ports and a temp
 // dir, for dispatch tests where a separate process is not the point. stop() removes everything.
+import type { ClientLimits } from '../../../src/server/auth/client-limits.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ export interface InProcessCluster {
 export async function startInProcessCluster(
   size: number,
   scheduler: Partial<SchedulerConfig> = {},
-  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string }; tls?: (id: string) => NodeTls } = {},
+  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string }; tls?: (id: string) => NodeTls; clientLimits?: Partial<ClientLimits> } = {},
   clientToken?: string,
   clientTls?: ClientTls,
 ): Promise<InProcessCluster> {
@@ -55,6 +56,7 @@ export async function startInProcessCluster(
           ...(node.replicateEffects !== undefined ? { replicateEffects: node.replicateEffects } : {}),
           ...(node.auth ? { auth: node.auth } : {}),
           ...(node.tls ? { tls: node.tls(m.id) } : {}),
+          ...(node.clientLimits ? { clientLimits: node.clientLimits } : {}),
         }),
       );
     }
