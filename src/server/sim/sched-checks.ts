@@ -2,7 +2,8 @@
 // leader's store, the other replicas and the effect sink:
 // - I1: at most one scheduled run per (job, slot);
 // - I2: every slot of an active job up to the checked window has a run record (a run, or a
-//   SKIPPED / MISSED record);
+//   SKIPPED / MISSED record), except slots strictly inside an interval the job was paused for
+//   (the pause is their record: from a PauseJob that found it active to the ResumeJob after);
 // - I3: attempts' tokens grow; every applied effect carries one of its run's tokens; a run's
 //   effect applied again (a re-execution) only after the attempt before it lost its lease, failed
 //   or timed out; a SUCCEEDED run's success was reported by the execution holding its last token
@@ -38,6 +39,8 @@ export interface SchedCheckInput {
   windowEndMs: number;
   /** How early a start may be measured (the simulation's time resolution). */
   startToleranceMs: number;
+  /** Per job, the cluster-time intervals (open) it was paused for: their slots need no record. */
+  pausedIntervals?: ReadonlyMap<string, ReadonlyArray<readonly [number, number]>>;
 }
 
 /** Attempt outcomes after which the run may legitimately execute again. */
@@ -86,8 +89,11 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
   const caches = new ScheduleCaches();
   let slotsChecked = 0;
   for (const job of jobs) {
-    if (job.state !== JobState.JOB_STATE_ACTIVE || !job.spec) continue;
+    if ((job.state !== JobState.JOB_STATE_ACTIVE && job.state !== JobState.JOB_STATE_PAUSED) || !job.spec) continue;
+    const paused = input.pausedIntervals?.get(job.id) ?? [];
     for (const slot of slotsInRange(job.spec, job.createdUnixMs, input.windowEndMs, job.createdUnixMs, 1_000_000, caches)) {
+      // PauseJob records the unfired slots up to its instant; ResumeJob fires again from its own.
+      if (paused.some(([from, to]) => from < slot && slot < to)) continue;
       slotsChecked++;
       if (!bySlot.has(`${job.id}@${slot}`)) violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
     }

@@ -1,10 +1,20 @@
-// Deliberate scheduler bugs the simulator must catch (its negative controls). Two are the
-// state machine's own unsafe switches (apply/unsafe-switches.ts, which the leader obeys too); the
-// others are built by the simulation's composition of a node, so production code carries no
-// switch for them:
+// Deliberate scheduler bugs the simulator must catch (its negative controls). All but one are the
+// state machine's own unsafe switches (apply/unsafe-switches.ts, off by default, refused without
+// the test-only opt-in; the leader's services read them from their node's state machine):
+// skip-slot-check, accept-stale-tokens, forget-missed-on-pause (FSM), adopt-without-token-check
+// and drop-claim-lease-on-failover (leader only: WorkerLeases.reattach / adoptRunning). The
+// other is built by the simulation's composition of a node, so production code carries no
+// switch for it:
 // - fire-by-local-wall-clock: the leader's services take the node's own wall clock for cluster
 //   time (a skewed or jumped clock moves fires).
-export const SCHED_MUTATIONS = ['skip-slot-check', 'accept-stale-tokens', 'fire-by-local-wall-clock'] as const;
+export const SCHED_MUTATIONS = [
+  'skip-slot-check',
+  'accept-stale-tokens',
+  'fire-by-local-wall-clock',
+  'forget-missed-on-pause',
+  'adopt-without-token-check',
+  'drop-claim-lease-on-failover',
+] as const;
 
 export type SchedMutation = (typeof SCHED_MUTATIONS)[number];
 

@@ -26,6 +26,7 @@ import type { SchedMutation } from './sched-mutations.js';
 import { SchedSimNode, type SchedNodeHooks } from './sched-sim-node.js';
 import { MS_PER_UNIT, SimWallClock, trueMs } from './sim-wall-clock.js';
 import { SIM_TASK_TYPE, SimWorker } from './sim-worker.js';
+import { JobChangeLog, SimControlClient } from './sim-control-client.js';
 
 const TICK_UNITS = 5;
 const SIM: Owner = { alive: true };
@@ -40,6 +41,11 @@ export interface SchedSimOptions {
   profile?: FaultProfile;
   mutations?: ReadonlySet<SchedMutation>;
   trace?: boolean;
+  /**
+   * The fault set: v2 (default) adds worker cut-offs and the control-plane client's pauses and
+   * resumes; v1 leaves them out, so a seed recorded before them replays the run it failed in.
+   */
+  faults?: 'v1' | 'v2';
 }
 
 export interface SchedSimResult extends SchedCheckResult {
@@ -84,9 +90,15 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const rng = createPrng(opts.seed);
   const n = opts.nodes;
   const mutations = opts.mutations ?? new Set<SchedMutation>();
-  const unsafe = { skipSlotCheck: mutations.has('skip-slot-check'), acceptStaleTokens: mutations.has('accept-stale-tokens') };
+  const unsafe = {
+    skipSlotCheck: mutations.has('skip-slot-check'),
+    acceptStaleTokens: mutations.has('accept-stale-tokens'),
+    forgetMissedOnPause: mutations.has('forget-missed-on-pause'),
+    adoptWithoutTokenCheck: mutations.has('adopt-without-token-check'),
+    dropClaimLeaseOnFailover: mutations.has('drop-claim-lease-on-failover'),
+  };
   // The state machine refuses its unsafe switches without the opt-in; a mutation run is one.
-  if (unsafe.skipSlotCheck || unsafe.acceptStaleTokens) process.env[UNSAFE_ENV] = '1';
+  if (Object.values(unsafe).some((v) => v)) process.env[UNSAFE_ENV] = '1';
   const plan = drawFaultPlan(rng.fork(`sched-plan-${n}`), opts.profile);
   const calm = plan.dropRate === 0 && plan.crashRate === 0 && plan.partitionRate === 0 && plan.leaderCrashRate === 0;
   const runtime = drawRuntimeOptions(rng.fork(`sched-runtime-${n}`), calm);
@@ -115,7 +127,9 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   for (const id of badClocks) walls.get(id)!.offsetMs = clockRng.int(-5_000, 5_001);
   const jumpRate = badClocks.size > 0 ? clockRng.pick([0, 0.0005, 0.002, 0.01]) : 0;
 
+  const jobChanges = new JobChangeLog();
   const hooks: SchedNodeHooks = {
+    applying: (entries) => jobChanges.observe(entries),
     becameLeader: (node, term) => log?.(`t=${sched.now} ${node.id} leader term ${term}`),
     fatal(node, err) {
       log?.(`t=${sched.now} ${node.id} FATAL ${err.message}: exits, restarts`);
@@ -123,6 +137,11 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       sched.at(sched.now + faultRng.int(1, 4 * TICK_UNITS), SIM, () => restart(node));
     },
     broken: (_node, detail) => violations.push({ kind: 'node-broken', detail }),
+    note: log && ((_node, line) => log(`t=${sched.now} ${line}`)),
+    violation: (_node, kind, detail) => {
+      log?.(`t=${sched.now} VIOLATION ${kind}: ${detail}`);
+      if (violations.filter((v) => v.kind === kind).length < 3) violations.push({ kind, detail });
+    },
   };
   const violations: SchedViolation[] = [];
   const nodes = new Map<string, SchedSimNode>();
@@ -220,6 +239,13 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       ),
   );
   const workerFaultRate = workerRng.pick([0, 0.002, 0.005, 0.01]);
+  // Workers cut off from the cluster past their leases while their handlers run (sim-worker.ts
+  // cutOff), drawn from a stream of their own so the other faults of a seed stay as they were:
+  // a hello on reconnecting lists runs whose leases were lost and maybe claimed again.
+  const cutRng = rng.fork('worker-cuts');
+  const v2 = opts.faults !== 'v1';
+  const cutChance = v2 ? cutRng.pick([0, 0.05, 0.1, 0.2]) : 0;
+  for (const w of workers) w.cuts = { chance: cutChance, rng: cutRng.fork(w.id) };
 
   // Jobs: created once the first leader knows cluster time.
   const jobRng = rng.fork('jobs');
@@ -238,6 +264,10 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     }),
   }));
   let jobsCreated = false;
+  // The control-plane client (its own stream of draws, so the other faults of a seed stay as
+  // they were): pauses and resumes during the chaos.
+  const controlRng = rng.fork('control');
+  const client = new SimControlClient(sched, controlRng, jobItems.map((j) => j.jobId), () => currentLeader(), controlRng.pick([0, 0.005, 0.01, 0.02]), log);
   /** When the create in flight was proposed (a crashed proposer's promise never settles: retried after a while). */
   let creatingSince = -Infinity;
   const createJobs = () => {
@@ -277,6 +307,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     if (!jobsCreated && now % TICK_UNITS === 0) createJobs();
     await sched.runDue();
     if (!chaos) return;
+    if (jobsCreated && v2) client.tick();
     for (const node of all) {
       if (node.up && faultRng.chance(plan.crashRate)) crash(node);
       else if (!node.up && faultRng.chance(plan.restartRate)) restart(node);
@@ -330,6 +361,10 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   net.setDefaultFaults({ dropRate: 0, duplicateRate: 0, reorderRate: 0 });
   for (const node of all) node.setIoErrorRate(0);
   for (const node of all) restart(node);
+  for (const w of workers) {
+    w.cuts = undefined;
+    w.healCut();
+  }
   const healedAtMs = trueMs(sched);
   log?.(`t=${sched.now} SETTLE: healed, all nodes up`);
   const settleEnd = sched.now + settleUnits;
@@ -372,7 +407,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   if (!jobsCreated) violations.push({ kind: 'liveness', detail: 'jobs were never created (no leader with cluster time)' });
   else if (!settled || !leader) violations.push({ kind: 'liveness', detail: `no settled cluster ${settleUnits} units after healing (leader ${leader?.id ?? 'none'})` });
   else {
-    const res = await checkScheduler({ nodes: all, leader, sink, windowEndMs: healedAtMs, startToleranceMs: startTolerance });
+    const res = await checkScheduler({ nodes: all, leader, sink, windowEndMs: healedAtMs, startToleranceMs: startTolerance, pausedIntervals: jobChanges.pausedIntervals() });
     violations.push(...res.violations);
     checked = res;
   }

@@ -1,5 +1,5 @@
 // `npm run sim -- --system scheduler --seeds N [--start-seed S] [--nodes 3|5] [--profile P] [--mutation M]`
-// `npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] --trace`
+// `npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] [--faults v1] --trace`
 // `npm run sim -- --system scheduler --list-mutations`
 // Runs scheduler simulation seeds (sched-simulator.ts) and prints one JSON summary as the last
 // line: { seeds, steps, faults, violations, seedsPerSecond, simulatedPerWallSecond, failingSeeds,
@@ -19,6 +19,7 @@ interface Args {
   listMutations: boolean;
   /** Length of the chaos phase in units (the tests' short runs use 500). */
   chaosUnits?: number;
+  faults?: 'v1' | 'v2';
 }
 
 function parseArgs(argv: string[]): Args {
@@ -52,6 +53,12 @@ function parseArgs(argv: string[]): Args {
         a.profile = p as FaultProfile;
         break;
       }
+      case '--faults': {
+        const f = val();
+        if (f !== 'v1' && f !== 'v2') throw new Error(`--faults is v1 (before worker cut-offs and the control-plane client) or v2`);
+        a.faults = f;
+        break;
+      }
       case '--chaos-units':
         a.chaosUnits = Number(val());
         break;
@@ -81,7 +88,7 @@ async function main(): Promise<void> {
     for (const m of SCHED_MUTATIONS) console.log(m);
     return;
   }
-  const sim = { profile: args.profile, mutations: args.mutations, chaosUnits: args.chaosUnits };
+  const sim = { profile: args.profile, mutations: args.mutations, chaosUnits: args.chaosUnits, faults: args.faults };
   if (args.seed !== undefined) {
     let failed = 0;
     for (const nodes of args.nodes) {
