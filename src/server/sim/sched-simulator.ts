@@ -26,7 +26,9 @@ import type { SchedMutation } from './sched-mutations.js';
 import { SchedSimNode, type SchedNodeHooks } from './sched-sim-node.js';
 import { MS_PER_UNIT, SimWallClock, trueMs } from './sim-wall-clock.js';
 import { SIM_TASK_TYPE, SimWorker } from './sim-worker.js';
-import { JobChangeLog, SimControlClient } from './sim-control-client.js';
+import { JobChangeLog, SimControlClient, type ControlShared } from './sim-control-client.js';
+import { checkLinearizable } from './sched-linearizability.js';
+import type { Prng } from '../../raft/sim/prng.js';
 
 const TICK_UNITS = 5;
 const SIM: Owner = { alive: true };
@@ -58,6 +60,9 @@ export interface SchedSimResult extends SchedCheckResult {
   clockJumps: number;
   /** Results workers sent with a token already superseded (the server must refuse every one). */
   staleReports: number;
+  /** Control-plane operations the linearizability check judged, and jobs it gave up on (bounded search). */
+  controlOps: number;
+  linearizabilityUnchecked: number;
   /** Simulated ms the run covered. */
   simulatedMs: number;
   violations: SchedViolation[];
@@ -264,11 +269,35 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     }),
   }));
   let jobsCreated = false;
-  // The control-plane client (its own stream of draws, so the other faults of a seed stay as
-  // they were): pauses and resumes during the chaos.
+  // The control-plane clients (their own stream of draws, so the other faults of a seed stay as
+  // they were): creates, CAS updates, pauses, resumes, deletes and triggers during the chaos.
   const controlRng = rng.fork('control');
-  const client = new SimControlClient(sched, controlRng, jobItems.map((j) => j.jobId), () => currentLeader(), controlRng.pick([0, 0.005, 0.01, 0.02]), log);
-  /** When the create in flight was proposed (a crashed proposer's promise never settles: retried after a while). */
+  const specOf = (r: Prng) =>
+    JobSpec.fromPartial({
+      taskType: SIM_TASK_TYPE,
+      schedule: { kind: { $case: 'every', every: { intervalMs: r.pick([1000, 2000, 3000]), anchorUnixMs: 0 } } },
+      leaseDurationMs: r.pick([1000, 2000, 3000]),
+      retry: { maxAttempts: r.int(1, 4), initialBackoffMs: 100, maxBackoffMs: 500, backoffMultiplier: 2 },
+      misfirePolicy: r.pick([MisfirePolicy.MISFIRE_POLICY_SKIP, MisfirePolicy.MISFIRE_POLICY_RUN_ONCE, MisfirePolicy.MISFIRE_POLICY_RUN_ALL]),
+      overlapPolicy: r.pick([OverlapPolicy.OVERLAP_POLICY_ALLOW, OverlapPolicy.OVERLAP_POLICY_FORBID, OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE, OverlapPolicy.OVERLAP_POLICY_REPLACE]),
+      retention: { maxRuns: 10_000, maxAgeMs: 0 },
+    });
+  const setupSpecs = new Map(jobItems.map((j) => [j.jobId, j.spec]));
+  const controlShared: ControlShared = { jobIds: jobItems.map((j) => j.jobId), history: [], knownVersion: new Map(), nextCreate: 1 };
+  const opRate = controlRng.pick([0, 0.01, 0.03, 0.06]);
+  const clients = Array.from({ length: controlRng.int(1, 4) }, (_, i) =>
+    new SimControlClient(i + 1, {
+      sched,
+      rng: controlRng.fork(`client-${i + 1}`),
+      shared: controlShared,
+      leader: () => currentLeader(),
+      nodes: all,
+      opRate,
+      spec: specOf,
+      casFromStaleReplica: mutations.has('cas-from-stale-replica'),
+      log,
+    }),
+  );
   let creatingSince = -Infinity;
   const createJobs = () => {
     if (jobsCreated || sched.now - creatingSince < 300) return;
@@ -307,7 +336,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     if (!jobsCreated && now % TICK_UNITS === 0) createJobs();
     await sched.runDue();
     if (!chaos) return;
-    if (jobsCreated && v2) client.tick();
+    if (jobsCreated && v2) for (const c of clients) c.tick();
     for (const node of all) {
       if (node.up && faultRng.chance(plan.crashRate)) crash(node);
       else if (!node.up && faultRng.chance(plan.restartRate)) restart(node);
@@ -403,13 +432,31 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   // monotonic clock; with drift drawn (Raft timing: ±20 %, far beyond real clocks' ppm) that
   // extrapolation may run ahead by that share of a sample's age.
   const startTolerance = MS_PER_UNIT + (plan.clockDrift ? Math.ceil(0.25 * 2 * plan.electionTicks * TICK_UNITS * MS_PER_UNIT) : 0);
+  let controlOps = 0;
+  let linUnchecked = 0;
   let checked: SchedCheckResult = { slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0 };
   if (!jobsCreated) violations.push({ kind: 'liveness', detail: 'jobs were never created (no leader with cluster time)' });
   else if (!settled || !leader) violations.push({ kind: 'liveness', detail: `no settled cluster ${settleUnits} units after healing (leader ${leader?.id ?? 'none'})` });
   else {
-    const res = await checkScheduler({ nodes: all, leader, sink, windowEndMs: healedAtMs, startToleranceMs: startTolerance, pausedIntervals: jobChanges.pausedIntervals() });
+    const res = await checkScheduler({
+      nodes: all,
+      leader,
+      sink,
+      windowEndMs: healedAtMs,
+      startToleranceMs: startTolerance,
+      deletedJobs: jobChanges.deleted,
+      segmentsOf: (job) =>
+        jobChanges.segments(job.id, setupSpecs.get(job.id), job.createdUnixMs, (version) => {
+          const op = controlShared.history.find((o) => o.jobId === job.id && (o.kind === 'update' || o.kind === 'resume') && o.outcome === 'ok' && o.version === version);
+          return op?.nextFireMs;
+        }),
+    });
     violations.push(...res.violations);
     checked = res;
+    const lin = checkLinearizable(controlShared.history, new Set(jobItems.map((j) => j.jobId)));
+    controlOps = lin.opsChecked;
+    linUnchecked = lin.unchecked;
+    for (const v of lin.violations.slice(0, 3)) violations.push({ kind: 'control-not-linearizable', detail: `${v.jobId}: ${v.detail}` });
   }
   for (const node of all) if (node.up) node.crash();
   for (const w of workers) w.crash(1);
@@ -429,6 +476,8 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     effects: checked.effects,
     reExecutions: checked.reExecutions,
     staleReports: sink.supersededReports,
+    controlOps,
+    linearizabilityUnchecked: linUnchecked,
     violations,
     plan,
     trace,

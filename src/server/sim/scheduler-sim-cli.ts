@@ -3,7 +3,8 @@
 // `npm run sim -- --system scheduler --list-mutations`
 // Runs scheduler simulation seeds (sched-simulator.ts) and prints one JSON summary as the last
 // line: { seeds, steps, faults, violations, seedsPerSecond, simulatedPerWallSecond, failingSeeds,
-// slotsChecked, runsChecked, effects, reExecutions, mutationsCaught }.
+// slotsChecked, runsChecked, effects, reExecutions, controlOps, linearizabilityUnchecked,
+// mutationsCaught }.
 import { FAULT_PROFILES, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { isSchedMutation, SCHED_MUTATIONS, type SchedMutation } from './sched-mutations.js';
 import { runSchedulerSimulation } from './sched-simulator.js';
@@ -105,7 +106,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0 };
+  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0, controlOps: 0, linearizabilityUnchecked: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -122,6 +123,8 @@ async function main(): Promise<void> {
       t.staleReports += r.staleReports;
       t.workerFaults += r.workerFaults;
       t.clockJumps += r.clockJumps;
+      t.controlOps += r.controlOps;
+      t.linearizabilityUnchecked += r.linearizabilityUnchecked;
       if (r.violations.length > 0) {
         t.violations++;
         failingSeeds.push({ seed: s, nodes, kind: r.violations[0]!.kind });
