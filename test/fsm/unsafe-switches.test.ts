@@ -18,6 +18,9 @@ describe('unsafe switches', () => {
     vi.stubEnv(UNSAFE_ENV, '');
     await expect(openTestFsm({ unsafe: { skipSlotCheck: true } })).rejects.toThrow(UNSAFE_ENV);
     await expect(openTestFsm({ unsafe: { acceptStaleTokens: true } })).rejects.toThrow(/negative-control/);
+    for (const k of ['forgetMissedOnPause', 'adoptWithoutTokenCheck', 'dropClaimLeaseOnFailover'] as const) {
+      await expect(openTestFsm({ unsafe: { [k]: true } })).rejects.toThrow(UNSAFE_ENV);
+    }
   });
 
   it('skipSlotCheck lets a slot fire twice (what the I1 checker must catch)', async () => {
@@ -52,7 +55,7 @@ describe('unsafe switches belong to one state machine (and its leader services),
   it('are off by default; skip-fsync is refused without the opt-in too', async () => {
     vi.stubEnv(UNSAFE_ENV, '');
     t = await openTestFsm();
-    expect(t.fsm.unsafe).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
+    expect(t.fsm.unsafe).toEqual({ acceptStaleTokens: false, skipSlotCheck: false, forgetMissedOnPause: false, adoptWithoutTokenCheck: false, dropClaimLeaseOnFailover: false });
     expect(checkUnsafeSkipFsync(false)).toBe(false);
     expect(() => checkUnsafeSkipFsync(true)).toThrow(UNSAFE_ENV);
   });
@@ -62,8 +65,8 @@ describe('unsafe switches belong to one state machine (and its leader services),
     const broken = await openTestFsm({ unsafe: { acceptStaleTokens: true } });
     const safe = await openTestFsm();
     try {
-      expect(broken.fsm.unsafe).toEqual({ acceptStaleTokens: true, skipSlotCheck: false });
-      expect(safe.fsm.unsafe).toEqual({ acceptStaleTokens: false, skipSlotCheck: false });
+      expect(broken.fsm.unsafe).toEqual({ ...{ acceptStaleTokens: false, skipSlotCheck: false, forgetMissedOnPause: false, adoptWithoutTokenCheck: false, dropClaimLeaseOnFailover: false }, acceptStaleTokens: true });
+      expect(safe.fsm.unsafe).toEqual({ acceptStaleTokens: false, skipSlotCheck: false, forgetMissedOnPause: false, adoptWithoutTokenCheck: false, dropClaimLeaseOnFailover: false });
       const outcomes: RunState[] = [];
       for (const m of [broken, safe]) {
         await m.one({ type: 'putJob', nowMs: T0, jobId: 'a', spec: everySpec(60_000, {}, T0), idempotencyKey: '' });

@@ -11,6 +11,10 @@ const BOUND: Record<SchedMutation, number> = {
   'skip-slot-check': 5,
   'accept-stale-tokens': 15,
   'fire-by-local-wall-clock': 6,
+  'forget-missed-on-pause': 12,
+  'adopt-without-token-check': 28,
+  'drop-claim-lease-on-failover': 3,
+  'cas-from-stale-replica': 10,
 };
 
 describe('scheduler simulator: mutations are caught', () => {

@@ -8,7 +8,8 @@ describe('scheduler simulator: regression seeds', () => {
   it('replays every regression seed cleanly', async () => {
     for (const entry of regressions.seeds) {
       const chaosUnits = 'chaosUnits' in entry ? entry.chaosUnits : undefined;
-      const r = await runSchedulerSimulation({ seed: entry.seed, nodes: entry.nodes as 3 | 5, chaosUnits });
+      const faults = 'faults' in entry ? (entry.faults as 'v1' | 'v2') : undefined;
+      const r = await runSchedulerSimulation({ seed: entry.seed, nodes: entry.nodes as 3 | 5, chaosUnits, faults });
       expect(explain(r)).toBe('');
       expect(r.slotsChecked).toBeGreaterThan(0);
     }

@@ -81,7 +81,7 @@ async function applyOne(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limi
     case 'deleteJob':
       return applyDeleteJob(txn, cmd);
     case 'pauseJob':
-      return applyPauseJob(txn, cmd);
+      return applyPauseJob(txn, cmd, limits.unsafe.forgetMissedOnPause);
     case 'resumeJob':
       return applyResumeJob(txn, cmd);
     case 'triggerJob':

@@ -148,7 +148,8 @@ export async function applyDeleteJob(txn: ApplyTxn, cmd: DeleteJobCommand): Prom
   return { type: 'delete', cancelledRuns: cancelled, signals };
 }
 
-export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand): Promise<JobResult> {
+/** `forgetMissed`: the forget-MISSED-on-pause negative control (unsafe-switches.ts), never true in production. */
+export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand, forgetMissed = false): Promise<JobResult> {
   try {
     validateNote(cmd.note, 'note');
   } catch (e) {
@@ -159,7 +160,7 @@ export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand): Promis
   if (rec.job.state === JobState.JOB_STATE_COMPLETED) {
     return { type: 'job', error: itemError('INVALID_STATE', `job "${cmd.jobId}" is completed; there is nothing to pause`), created: false };
   }
-  if (rec.job.state === JobState.JOB_STATE_ACTIVE) {
+  if (rec.job.state === JobState.JOB_STATE_ACTIVE && !forgetMissed) {
     await recordUnfiredSlots(txn, rec, cmd.nowMs, 'came due but was not fired before the job was paused (no leader or no quorum at the time)');
   }
   rec.job.state = JobState.JOB_STATE_PAUSED;

@@ -18,12 +18,24 @@ export interface UnsafeSwitches {
   readonly acceptStaleTokens?: boolean;
   /** fireRuns ignores the fire cursor and existing runs: a slot fired twice runs twice (breaks I1). */
   readonly skipSlotCheck?: boolean;
+  /** PauseJob records no MISSED run for due slots that were never fired: resume skips them silently (breaks I2). */
+  readonly forgetMissedOnPause?: boolean;
+  /** Leader only: a hello's held run is re-attached by run id and holder, its token unchecked (a superseded holder is told to carry on). */
+  readonly adoptWithoutTokenCheck?: boolean;
+  /** Leader only: at takeover the leases of RUNNING runs get no grace (they expire at the first sweep while their holders still run them). */
+  readonly dropClaimLeaseOnFailover?: boolean;
 }
 
 /** The switches in force; throws when any is on without the environment opt-in. */
 export function checkUnsafeSwitches(s: UnsafeSwitches | undefined, env: NodeJS.ProcessEnv = process.env): Required<UnsafeSwitches> {
-  const on = { acceptStaleTokens: s?.acceptStaleTokens === true, skipSlotCheck: s?.skipSlotCheck === true };
-  if ((on.acceptStaleTokens || on.skipSlotCheck) && !unsafeOptedIn(env)) {
+  const on = {
+    acceptStaleTokens: s?.acceptStaleTokens === true,
+    skipSlotCheck: s?.skipSlotCheck === true,
+    forgetMissedOnPause: s?.forgetMissedOnPause === true,
+    adoptWithoutTokenCheck: s?.adoptWithoutTokenCheck === true,
+    dropClaimLeaseOnFailover: s?.dropClaimLeaseOnFailover === true,
+  };
+  if (Object.values(on).some((v) => v) && !unsafeOptedIn(env)) {
     throw new HeraldError('INVALID_ARGUMENT', `unsafe FSM switches are for negative-control tests only; set ${UNSAFE_ENV}=1 to allow them`);
   }
   return Object.freeze(on);

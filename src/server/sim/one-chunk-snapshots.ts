@@ -30,12 +30,27 @@ export function* unframeChunks(data: Uint8Array): Generator<Uint8Array> {
 }
 
 export class OneChunkSnapshots implements StateMachine {
-  constructor(private readonly sm: StateMachine & { readonly effects: EffectsReplication }) {}
+  constructor(
+    private readonly sm: StateMachine & { readonly effects: EffectsReplication },
+    /** Sees every batch of entries before it applies (the simulation's record of job changes). */
+    private readonly observe?: (entries: readonly Entry[]) => void,
+  ) {}
 
   get effects(): EffectsReplication {
-    return this.sm.effects;
+    const fx = this.sm.effects;
+    const observe = this.observe;
+    if (!observe) return fx;
+    return {
+      applyCapturing: (entries, wanted) => {
+        observe(entries);
+        return fx.applyCapturing(entries, wanted);
+      },
+      applyEffects: (effects) => fx.applyEffects(effects),
+      effectsRange: (effects) => fx.effectsRange(effects),
+    };
   }
   apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
+    this.observe?.(entries);
     return this.sm.apply(entries, wanted);
   }
   appliedIndex(): Promise<number> {

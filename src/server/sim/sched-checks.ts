@@ -2,7 +2,8 @@
 // leader's store, the other replicas and the effect sink:
 // - I1: at most one scheduled run per (job, slot);
 // - I2: every slot of an active job up to the checked window has a run record (a run, or a
-//   SKIPPED / MISSED record);
+//   SKIPPED / MISSED record), in the stretches of its life given by its applied pauses, resumes
+//   and updates (a pause is the record of the slots it covers);
 // - I3: attempts' tokens grow; every applied effect carries one of its run's tokens; a run's
 //   effect applied again (a re-execution) only after the attempt before it lost its lease, failed
 //   or timed out; a SUCCEEDED run's success was reported by the execution holding its last token
@@ -10,8 +11,8 @@
 // - no handler started before its run's scheduled instant;
 // - the replicas hold equal state hashes at equal applied indexes.
 import { AttemptOutcome, RunState, type Run } from '../../gen/herald/v1/run.js';
-import { JobState, type Job } from '../../gen/herald/v1/job.js';
-import { decodeJobRecord, decodeRunRecord } from '../../fsm/index.js';
+import { JobState, type Job, type JobSpec } from '../../gen/herald/v1/job.js';
+import { decodeJobRecord, decodeRunRecord, parseRunId } from '../../fsm/index.js';
 import { JOB_PREFIX, prefixEnd, RUN_PREFIX } from '../../fsm/store/key-layout.js';
 import { slotsInRange } from '../../fsm/schedule/next-slot.js';
 import { ScheduleCaches } from '../../fsm/schedule/schedule-caches.js';
@@ -38,6 +39,10 @@ export interface SchedCheckInput {
   windowEndMs: number;
   /** How early a start may be measured (the simulation's time resolution). */
   startToleranceMs: number;
+  /** A job's stretches whose slots need records (JobChangeLog.segments: pauses, resumes, updates); absent: its current spec since its creation. */
+  segmentsOf?: (job: Job) => ReadonlyArray<{ spec: JobSpec; fromMs: number; toMs: number }> | undefined;
+  /** Jobs deleted during the run: their runs went with them, so their effects have no run to match. */
+  deletedJobs?: ReadonlySet<string>;
 }
 
 /** Attempt outcomes after which the run may legitimately execute again. */
@@ -86,10 +91,15 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
   const caches = new ScheduleCaches();
   let slotsChecked = 0;
   for (const job of jobs) {
-    if (job.state !== JobState.JOB_STATE_ACTIVE || !job.spec) continue;
-    for (const slot of slotsInRange(job.spec, job.createdUnixMs, input.windowEndMs, job.createdUnixMs, 1_000_000, caches)) {
-      slotsChecked++;
-      if (!bySlot.has(`${job.id}@${slot}`)) violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
+    if ((job.state !== JobState.JOB_STATE_ACTIVE && job.state !== JobState.JOB_STATE_PAUSED) || !job.spec) continue;
+    const segments = input.segmentsOf?.(job) ?? [{ spec: job.spec, fromMs: job.createdUnixMs - 1, toMs: input.windowEndMs }];
+    for (const sg of segments) {
+      const to = Math.min(sg.toMs, input.windowEndMs - 1);
+      if (to <= sg.fromMs) continue;
+      for (const slot of slotsInRange(sg.spec, sg.fromMs + 1, to + 1, job.createdUnixMs, 1_000_000, caches)) {
+        slotsChecked++;
+        if (!bySlot.has(`${job.id}@${slot}`)) violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
+      }
     }
   }
 
@@ -128,6 +138,7 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
   for (const s of sink.staleAccepted) violate('I3-stale-result-accepted', `${s}: a result sent after its lease was lost was accepted`);
   const runIds = new Set(runs.map((r) => r.id));
   for (const [runId, effects] of sink.effects) {
+    if (input.deletedJobs?.has(parseRunId(runId)?.jobId ?? '')) continue;
     if (!runIds.has(runId) && effects.length > 0) violate('I3-effect-without-run', `${runId}: effect for a run the store does not hold`);
   }
   return { slotsChecked, runsChecked: runs.length, effects: sink.effectCount, reExecutions, violations };

@@ -10,10 +10,12 @@
 // driver at its applied index, as create-node.ts does.
 import { pino, type Logger } from 'pino';
 import { AppliedResultsFeed } from '../leader/applied-results-feed.js';
-import { SchedulerStateMachine, type UnsafeSwitches } from '../../fsm/index.js';
+import { decodeCommand, SchedulerStateMachine, type UnsafeSwitches } from '../../fsm/index.js';
+import { AttemptOutcome } from '../../gen/herald/v1/run.js';
+import type { ConnectRequest, ConnectResponse, HeldRun } from '../../gen/herald/v1/worker_service.js';
 import { MemoryDb } from '../../fsm/store/memory-db.js';
 import { RaftDriver } from '../../raft/driver/raft-driver.js';
-import type { ConfState, NodeId } from '../../raft/types.js';
+import type { ConfState, Entry, NodeId } from '../../raft/types.js';
 import type { MemoryStorage } from '../../raft/core/memory-storage.js';
 import type { Prng } from '../../raft/sim/prng.js';
 import { SimDisk } from '../../raft/sim/sim-disk.js';
@@ -58,9 +60,39 @@ export interface SchedNodeHooks {
   /** The driver failed (an I/O error): the process exits; its supervisor restarts it. */
   fatal(node: SchedSimNode, err: Error): void;
   broken(node: SchedSimNode, detail: string): void;
+  /** A leader-side promise broken, seen as it happens (the checks of TermWatch). */
+  violation(node: SchedSimNode, kind: string, detail: string): void;
+  /** Entries about to apply on this node (every committed entry reaches some node's apply). */
+  applying?(entries: readonly Entry[]): void;
+  /** A line for the trace (lease expiries proposed), when tracing. */
+  note?(node: SchedSimNode, line: string): void;
+}
+
+/**
+ * What the simulation watches of one term's leader services, for two checks made as things
+ * happen (the end-of-run checks cannot see them: the store keeps no lease grace, and a refused
+ * or adopted hello leaves no record):
+ * - lease-grace-denied: a lease the term adopted at takeover (token at or below the log's last
+ *   index when leadership began, so not granted in this term) expired before one lease duration
+ *   from the term's start, though its holder sent no hello that left the run out (the one
+ *   legitimate early expiry, WorkerLeases.releaseUnheld);
+ * - stale-adoption: a welcome re-attached a held run whose token this node's own applied state
+ *   already knew to be superseded (a newer attempt), and the held attempt had not ended with its
+ *   worker's own result (WorkerLeases.resultRecorded).
+ */
+interface TermWatch {
+  services: LeaderServices;
+  /** Monotonic ms when the services were made (at or before their takeover adoption). */
+  startMono: number;
+  /** The last log index when this node became leader: tokens above it were granted in this term. */
+  lastIndexAtElection: number;
+  /** Hellos received since: worker id and the run ids listed. */
+  hellos: Array<{ workerId: string; listed: Set<string> }>;
 }
 
 const silent: Logger = pino({ level: 'silent' });
+
+const RESULT_OUTCOMES = new Set([AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED, AttemptOutcome.ATTEMPT_OUTCOME_FAILED, AttemptOutcome.ATTEMPT_OUTCOME_TIMED_OUT]);
 
 export class SchedSimNode {
   driver!: RaftDriver;
@@ -83,6 +115,8 @@ export class SchedSimNode {
   /** One metrics registry for every incarnation (prom-client registries are not cheap). */
   private readonly metrics: NodeMetrics;
   readonly counts = { ioErrors: 0, leaderTerms: 0 };
+  private watch: TermWatch | undefined;
+  private lastIndexAtElection = 0;
 
   constructor(
     readonly id: NodeId,
@@ -126,7 +160,7 @@ export class SchedSimNode {
     const loaded = loadSimLog(this.logDisk, bootstrap);
     const fsm = await SchedulerStateMachine.openOn(this.store.asDb(), { unsafe: p.unsafe, recordCacheBytes: 1 << 20 });
     const feed = new AppliedResultsFeed(fsm);
-    const sm = new OneChunkSnapshots(feed);
+    const sm = new OneChunkSnapshots(feed, this.hooks.applying);
     const base = loaded.storage.firstIndex() - 1;
     if ((await fsm.appliedIndex()) < base) {
       const snap = loaded.storage.snapshot();
@@ -194,7 +228,10 @@ export class SchedSimNode {
     const node: LeaderNode = {
       clusterClock: p.leaderUsesLocalWallClock ? ({ nowMs: () => wall.nowMs() } as unknown as ClusterClock) : clock,
       driver,
-      propose: (command, o) => driver.propose(command, { timeoutMs: o?.timeoutMs }),
+      propose: (command, o) => {
+        this.proposing(command, timers);
+        return driver.propose(command, { timeoutMs: o?.timeoutMs });
+      },
       proposeBackToBack: (commands, o) => driver.proposeAll(commands, o),
       readIndex: (o) => driver.readIndex(o),
     };
@@ -203,6 +240,7 @@ export class SchedSimNode {
       if (this.quiet) return;
       const s = new LeaderServices({ node, feed, config: p.scheduler, metrics: this.metrics, log: silent, term, timers });
       this.services = s;
+      this.watch = { services: s, startMono: timers.nowMs(), lastIndexAtElection: this.lastIndexAtElection, hellos: [] };
       this.counts.leaderTerms++;
       const attempt = () => {
         s.start().catch(() => {
@@ -216,6 +254,7 @@ export class SchedSimNode {
     };
     driver.events.on('becameLeader', ({ term }) => {
       if (!live()) return;
+      this.lastIndexAtElection = driver.status().lastIndex;
       startServices(term);
       this.hooks.becameLeader(this, term);
     });
@@ -255,6 +294,7 @@ export class SchedSimNode {
   private stopServices(): void {
     const s = this.services;
     this.services = undefined;
+    this.watch = undefined;
     if (!s) return;
     const sessions = s.stop();
     // As scheduler-node.ts does once the new leader is known; here at once (the worker asks around).
@@ -269,7 +309,64 @@ export class SchedSimNode {
     }
     this.streams.add(stream);
     stream.once('close', () => this.streams.delete(stream));
+    this.tap(stream);
     this.workerService.connect(stream as never);
+  }
+
+  /** Watches a worker stream's hello and the welcome answering it (TermWatch). */
+  private tap(stream: SimWorkerStream): void {
+    let hello: { workerId: string; held: HeldRun[] } | undefined;
+    stream.on('data', (msg: ConnectRequest) => {
+      if (msg.message?.$case !== 'hello') return;
+      const h = msg.message.hello;
+      hello = { workerId: h.workerId, held: h.heldRuns };
+      this.watch?.hellos.push({ workerId: h.workerId, listed: new Set(h.heldRuns.map((r) => r.runId)) });
+    });
+    const write = stream.write.bind(stream);
+    stream.write = (msg: ConnectResponse) => {
+      if (msg.message?.$case === 'welcome' && hello) {
+        const rejected = new Set(msg.message.welcome.rejected.map((r) => `${r.runId}#${r.fencingToken}`));
+        const adopted = hello.held.filter((h) => !rejected.has(`${h.runId}#${h.fencingToken}`));
+        if (adopted.length > 0) void this.checkAdopted(hello.workerId, adopted);
+      }
+      return write(msg);
+    };
+  }
+
+  private async checkAdopted(workerId: string, adopted: HeldRun[]): Promise<void> {
+    const fsm = this.fsm;
+    for (const h of adopted) {
+      const run = await fsm.getRun(h.runId);
+      if (!run) continue;
+      const newer = run.attempts.find((a) => a.fencingToken > h.fencingToken);
+      if (!newer) continue;
+      const own = run.attempts.find((a) => a.fencingToken === h.fencingToken);
+      const ownResult = own && own.workerId === workerId && RESULT_OUTCOMES.has(own.outcome);
+      if (ownResult) continue;
+      this.hooks.violation(this, 'stale-adoption', `${this.id} re-attached ${h.runId}#${h.fencingToken} for ${workerId}, though its applied state holds attempt ${newer.number} under token ${newer.fencingToken}`);
+    }
+  }
+
+  /** A leader proposal: an expiry of a lease adopted at takeover must wait out the grace. */
+  private proposing(command: Uint8Array, timers: SimTimers): void {
+    const w = this.watch;
+    if (!w || this.services !== w.services) return;
+    const cmd = decodeCommand(command);
+    if (cmd.type !== 'expireLeases') return;
+    this.hooks.note?.(this, `${this.id} proposes lease expiry of ${cmd.items.map((i) => `${i.runId}#${i.fencingToken}`).join(' ')}`);
+    const now = timers.nowMs();
+    for (const item of cmd.items) {
+      if (item.fencingToken > w.lastIndexAtElection) continue; // granted in this term
+      const lease = w.services.leases.get(item.runId);
+      if (!lease || lease.fencingToken !== item.fencingToken) continue;
+      if (now >= w.startMono + lease.durationMs) continue;
+      if (w.hellos.some((h) => h.workerId === lease.workerId && !h.listed.has(item.runId))) continue; // releaseUnheld
+      this.hooks.violation(
+        this,
+        'lease-grace-denied',
+        `${this.id} expires ${item.runId}#${item.fencingToken} (held by ${lease.workerId}) ${Math.round(now - w.startMono)} ms into its term, before the takeover grace of ${lease.durationMs} ms`,
+      );
+    }
   }
 
   /** The process dies: timers, services, streams and unlanded log writes vanish. */

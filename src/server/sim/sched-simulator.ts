@@ -26,6 +26,9 @@ import type { SchedMutation } from './sched-mutations.js';
 import { SchedSimNode, type SchedNodeHooks } from './sched-sim-node.js';
 import { MS_PER_UNIT, SimWallClock, trueMs } from './sim-wall-clock.js';
 import { SIM_TASK_TYPE, SimWorker } from './sim-worker.js';
+import { JobChangeLog, SimControlClient, type ControlShared } from './sim-control-client.js';
+import { checkLinearizable } from './sched-linearizability.js';
+import type { Prng } from '../../raft/sim/prng.js';
 
 const TICK_UNITS = 5;
 const SIM: Owner = { alive: true };
@@ -40,6 +43,11 @@ export interface SchedSimOptions {
   profile?: FaultProfile;
   mutations?: ReadonlySet<SchedMutation>;
   trace?: boolean;
+  /**
+   * The fault set: v2 (default) adds worker cut-offs and the control-plane client's pauses and
+   * resumes; v1 leaves them out, so a seed recorded before them replays the run it failed in.
+   */
+  faults?: 'v1' | 'v2';
 }
 
 export interface SchedSimResult extends SchedCheckResult {
@@ -52,6 +60,9 @@ export interface SchedSimResult extends SchedCheckResult {
   clockJumps: number;
   /** Results workers sent with a token already superseded (the server must refuse every one). */
   staleReports: number;
+  /** Control-plane operations the linearizability check judged, and jobs it gave up on (bounded search). */
+  controlOps: number;
+  linearizabilityUnchecked: number;
   /** Simulated ms the run covered. */
   simulatedMs: number;
   violations: SchedViolation[];
@@ -84,9 +95,15 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const rng = createPrng(opts.seed);
   const n = opts.nodes;
   const mutations = opts.mutations ?? new Set<SchedMutation>();
-  const unsafe = { skipSlotCheck: mutations.has('skip-slot-check'), acceptStaleTokens: mutations.has('accept-stale-tokens') };
+  const unsafe = {
+    skipSlotCheck: mutations.has('skip-slot-check'),
+    acceptStaleTokens: mutations.has('accept-stale-tokens'),
+    forgetMissedOnPause: mutations.has('forget-missed-on-pause'),
+    adoptWithoutTokenCheck: mutations.has('adopt-without-token-check'),
+    dropClaimLeaseOnFailover: mutations.has('drop-claim-lease-on-failover'),
+  };
   // The state machine refuses its unsafe switches without the opt-in; a mutation run is one.
-  if (unsafe.skipSlotCheck || unsafe.acceptStaleTokens) process.env[UNSAFE_ENV] = '1';
+  if (Object.values(unsafe).some((v) => v)) process.env[UNSAFE_ENV] = '1';
   const plan = drawFaultPlan(rng.fork(`sched-plan-${n}`), opts.profile);
   const calm = plan.dropRate === 0 && plan.crashRate === 0 && plan.partitionRate === 0 && plan.leaderCrashRate === 0;
   const runtime = drawRuntimeOptions(rng.fork(`sched-runtime-${n}`), calm);
@@ -115,7 +132,9 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   for (const id of badClocks) walls.get(id)!.offsetMs = clockRng.int(-5_000, 5_001);
   const jumpRate = badClocks.size > 0 ? clockRng.pick([0, 0.0005, 0.002, 0.01]) : 0;
 
+  const jobChanges = new JobChangeLog();
   const hooks: SchedNodeHooks = {
+    applying: (entries) => jobChanges.observe(entries),
     becameLeader: (node, term) => log?.(`t=${sched.now} ${node.id} leader term ${term}`),
     fatal(node, err) {
       log?.(`t=${sched.now} ${node.id} FATAL ${err.message}: exits, restarts`);
@@ -123,6 +142,11 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       sched.at(sched.now + faultRng.int(1, 4 * TICK_UNITS), SIM, () => restart(node));
     },
     broken: (_node, detail) => violations.push({ kind: 'node-broken', detail }),
+    note: log && ((_node, line) => log(`t=${sched.now} ${line}`)),
+    violation: (_node, kind, detail) => {
+      log?.(`t=${sched.now} VIOLATION ${kind}: ${detail}`);
+      if (violations.filter((v) => v.kind === kind).length < 3) violations.push({ kind, detail });
+    },
   };
   const violations: SchedViolation[] = [];
   const nodes = new Map<string, SchedSimNode>();
@@ -220,6 +244,13 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       ),
   );
   const workerFaultRate = workerRng.pick([0, 0.002, 0.005, 0.01]);
+  // Workers cut off from the cluster past their leases while their handlers run (sim-worker.ts
+  // cutOff), drawn from a stream of their own so the other faults of a seed stay as they were:
+  // a hello on reconnecting lists runs whose leases were lost and maybe claimed again.
+  const cutRng = rng.fork('worker-cuts');
+  const v2 = opts.faults !== 'v1';
+  const cutChance = v2 ? cutRng.pick([0, 0.05, 0.1, 0.2]) : 0;
+  for (const w of workers) w.cuts = { chance: cutChance, rng: cutRng.fork(w.id) };
 
   // Jobs: created once the first leader knows cluster time.
   const jobRng = rng.fork('jobs');
@@ -238,7 +269,35 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     }),
   }));
   let jobsCreated = false;
-  /** When the create in flight was proposed (a crashed proposer's promise never settles: retried after a while). */
+  // The control-plane clients (their own stream of draws, so the other faults of a seed stay as
+  // they were): creates, CAS updates, pauses, resumes, deletes and triggers during the chaos.
+  const controlRng = rng.fork('control');
+  const specOf = (r: Prng) =>
+    JobSpec.fromPartial({
+      taskType: SIM_TASK_TYPE,
+      schedule: { kind: { $case: 'every', every: { intervalMs: r.pick([1000, 2000, 3000]), anchorUnixMs: 0 } } },
+      leaseDurationMs: r.pick([1000, 2000, 3000]),
+      retry: { maxAttempts: r.int(1, 4), initialBackoffMs: 100, maxBackoffMs: 500, backoffMultiplier: 2 },
+      misfirePolicy: r.pick([MisfirePolicy.MISFIRE_POLICY_SKIP, MisfirePolicy.MISFIRE_POLICY_RUN_ONCE, MisfirePolicy.MISFIRE_POLICY_RUN_ALL]),
+      overlapPolicy: r.pick([OverlapPolicy.OVERLAP_POLICY_ALLOW, OverlapPolicy.OVERLAP_POLICY_FORBID, OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE, OverlapPolicy.OVERLAP_POLICY_REPLACE]),
+      retention: { maxRuns: 10_000, maxAgeMs: 0 },
+    });
+  const setupSpecs = new Map(jobItems.map((j) => [j.jobId, j.spec]));
+  const controlShared: ControlShared = { jobIds: jobItems.map((j) => j.jobId), history: [], knownVersion: new Map(), nextCreate: 1 };
+  const opRate = controlRng.pick([0, 0.01, 0.03, 0.06]);
+  const clients = Array.from({ length: controlRng.int(1, 4) }, (_, i) =>
+    new SimControlClient(i + 1, {
+      sched,
+      rng: controlRng.fork(`client-${i + 1}`),
+      shared: controlShared,
+      leader: () => currentLeader(),
+      nodes: all,
+      opRate,
+      spec: specOf,
+      casFromStaleReplica: mutations.has('cas-from-stale-replica'),
+      log,
+    }),
+  );
   let creatingSince = -Infinity;
   const createJobs = () => {
     if (jobsCreated || sched.now - creatingSince < 300) return;
@@ -277,6 +336,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     if (!jobsCreated && now % TICK_UNITS === 0) createJobs();
     await sched.runDue();
     if (!chaos) return;
+    if (jobsCreated && v2) for (const c of clients) c.tick();
     for (const node of all) {
       if (node.up && faultRng.chance(plan.crashRate)) crash(node);
       else if (!node.up && faultRng.chance(plan.restartRate)) restart(node);
@@ -330,6 +390,10 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   net.setDefaultFaults({ dropRate: 0, duplicateRate: 0, reorderRate: 0 });
   for (const node of all) node.setIoErrorRate(0);
   for (const node of all) restart(node);
+  for (const w of workers) {
+    w.cuts = undefined;
+    w.healCut();
+  }
   const healedAtMs = trueMs(sched);
   log?.(`t=${sched.now} SETTLE: healed, all nodes up`);
   const settleEnd = sched.now + settleUnits;
@@ -368,13 +432,31 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   // monotonic clock; with drift drawn (Raft timing: ±20 %, far beyond real clocks' ppm) that
   // extrapolation may run ahead by that share of a sample's age.
   const startTolerance = MS_PER_UNIT + (plan.clockDrift ? Math.ceil(0.25 * 2 * plan.electionTicks * TICK_UNITS * MS_PER_UNIT) : 0);
+  let controlOps = 0;
+  let linUnchecked = 0;
   let checked: SchedCheckResult = { slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0 };
   if (!jobsCreated) violations.push({ kind: 'liveness', detail: 'jobs were never created (no leader with cluster time)' });
   else if (!settled || !leader) violations.push({ kind: 'liveness', detail: `no settled cluster ${settleUnits} units after healing (leader ${leader?.id ?? 'none'})` });
   else {
-    const res = await checkScheduler({ nodes: all, leader, sink, windowEndMs: healedAtMs, startToleranceMs: startTolerance });
+    const res = await checkScheduler({
+      nodes: all,
+      leader,
+      sink,
+      windowEndMs: healedAtMs,
+      startToleranceMs: startTolerance,
+      deletedJobs: jobChanges.deleted,
+      segmentsOf: (job) =>
+        jobChanges.segments(job.id, setupSpecs.get(job.id), job.createdUnixMs, (version) => {
+          const op = controlShared.history.find((o) => o.jobId === job.id && (o.kind === 'update' || o.kind === 'resume') && o.outcome === 'ok' && o.version === version);
+          return op?.nextFireMs;
+        }),
+    });
     violations.push(...res.violations);
     checked = res;
+    const lin = checkLinearizable(controlShared.history, new Set(jobItems.map((j) => j.jobId)));
+    controlOps = lin.opsChecked;
+    linUnchecked = lin.unchecked;
+    for (const v of lin.violations.slice(0, 3)) violations.push({ kind: 'control-not-linearizable', detail: `${v.jobId}: ${v.detail}` });
   }
   for (const node of all) if (node.up) node.crash();
   for (const w of workers) w.crash(1);
@@ -394,6 +476,8 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     effects: checked.effects,
     reExecutions: checked.reExecutions,
     staleReports: sink.supersededReports,
+    controlOps,
+    linearizabilityUnchecked: linUnchecked,
     violations,
     plan,
     trace,

@@ -1,9 +1,10 @@
 // `npm run sim -- --system scheduler --seeds N [--start-seed S] [--nodes 3|5] [--profile P] [--mutation M]`
-// `npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] --trace`
+// `npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] [--faults v1] --trace`
 // `npm run sim -- --system scheduler --list-mutations`
 // Runs scheduler simulation seeds (sched-simulator.ts) and prints one JSON summary as the last
 // line: { seeds, steps, faults, violations, seedsPerSecond, simulatedPerWallSecond, failingSeeds,
-// slotsChecked, runsChecked, effects, reExecutions, mutationsCaught }.
+// slotsChecked, runsChecked, effects, reExecutions, controlOps, linearizabilityUnchecked,
+// mutationsCaught }.
 import { FAULT_PROFILES, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { isSchedMutation, SCHED_MUTATIONS, type SchedMutation } from './sched-mutations.js';
 import { runSchedulerSimulation } from './sched-simulator.js';
@@ -19,6 +20,7 @@ interface Args {
   listMutations: boolean;
   /** Length of the chaos phase in units (the tests' short runs use 500). */
   chaosUnits?: number;
+  faults?: 'v1' | 'v2';
 }
 
 function parseArgs(argv: string[]): Args {
@@ -52,6 +54,12 @@ function parseArgs(argv: string[]): Args {
         a.profile = p as FaultProfile;
         break;
       }
+      case '--faults': {
+        const f = val();
+        if (f !== 'v1' && f !== 'v2') throw new Error(`--faults is v1 (before worker cut-offs and the control-plane client) or v2`);
+        a.faults = f;
+        break;
+      }
       case '--chaos-units':
         a.chaosUnits = Number(val());
         break;
@@ -81,7 +89,7 @@ async function main(): Promise<void> {
     for (const m of SCHED_MUTATIONS) console.log(m);
     return;
   }
-  const sim = { profile: args.profile, mutations: args.mutations, chaosUnits: args.chaosUnits };
+  const sim = { profile: args.profile, mutations: args.mutations, chaosUnits: args.chaosUnits, faults: args.faults };
   if (args.seed !== undefined) {
     let failed = 0;
     for (const nodes of args.nodes) {
@@ -98,7 +106,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0 };
+  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0, controlOps: 0, linearizabilityUnchecked: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -115,6 +123,8 @@ async function main(): Promise<void> {
       t.staleReports += r.staleReports;
       t.workerFaults += r.workerFaults;
       t.clockJumps += r.clockJumps;
+      t.controlOps += r.controlOps;
+      t.linearizabilityUnchecked += r.linearizabilityUnchecked;
       if (r.violations.length > 0) {
         t.violations++;
         failingSeeds.push({ seed: s, nodes, kind: r.violations[0]!.kind });

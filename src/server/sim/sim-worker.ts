@@ -44,10 +44,12 @@ export class SimWorker {
   private readonly supersededReports = new Set<string>();
   private readonly sentResults = new Set<string>();
   private pausedUntil = 0;
+  /** Cut off from the cluster until then (cutOff). */
+  private cutUntil = 0;
   private seq = 0;
   private incarnation = 0;
   private preferred: string | undefined;
-  readonly counts = { assignments: 0, results: 0, crashes: 0, pauses: 0, leaseLost: 0, reconnects: 0, duplicates: 0 };
+  readonly counts = { assignments: 0, results: 0, crashes: 0, pauses: 0, leaseLost: 0, reconnects: 0, duplicates: 0, cuts: 0 };
 
   constructor(
     readonly id: string,
@@ -61,6 +63,22 @@ export class SimWorker {
 
   get up(): boolean {
     return this.owner.alive;
+  }
+
+  /**
+   * Chance that an assignment is followed by a cut-off (cutOff) while its handler runs, drawn
+   * from its own stream so the worker's other draws stay as they were. 0 outside the chaos.
+   */
+  cuts: { chance: number; rng: Prng } | undefined;
+
+  /** Neither paused nor cut off. */
+  get reachable(): boolean {
+    return this.owner.alive && !this.paused() && this.sched.now >= this.cutUntil;
+  }
+
+  /** How many runs it holds now. */
+  get holding(): number {
+    return this.held.size;
   }
 
   start(): void {
@@ -93,6 +111,29 @@ export class SimWorker {
     this.log?.(`t=${this.sched.now} worker ${this.id} PAUSE for ${units} units`);
   }
 
+  /**
+   * Cut off from the cluster for `units` (a network partition on the worker's side, which also
+   * holds up its handlers' downstream): its stream drops, it cannot dial until the cut heals, and
+   * its running handlers finish only after that. Its leases run out meanwhile; its hello on
+   * reconnecting lists runs that may have been claimed again under newer tokens.
+   */
+  cutOff(units: number): void {
+    if (!this.owner.alive || this.paused()) return;
+    this.cutUntil = Math.max(this.cutUntil, this.sched.now + units);
+    this.counts.cuts++;
+    this.log?.(`t=${this.sched.now} worker ${this.id} CUT OFF for ${units} units (held ${this.held.size})`);
+    this.stream?.close();
+  }
+
+  /** The cluster heals: a cut-off worker reaches it again now. */
+  healCut(): void {
+    if (!this.owner.alive || this.sched.now >= this.cutUntil) return;
+    this.cutUntil = this.sched.now;
+    this.sched.at(this.sched.now, this.owner, () => {
+      if (!this.stream) this.connect();
+    });
+  }
+
   /** Hangs up and dials another node. */
   reconnect(): void {
     if (!this.owner.alive || this.paused()) return;
@@ -109,9 +150,21 @@ export class SimWorker {
     this.sched.at(this.pausedUntil, this.owner, () => this.whenAwake(fn));
   }
 
+  /** Runs `fn` now, or a little after a cut heals (the handler's downstream was cut off too). */
+  private whenReachable(fn: () => void): void {
+    if (this.sched.now >= this.cutUntil) return fn();
+    this.sched.at(this.cutUntil + this.rng.int(5, 30), this.owner, () => this.whenReachable(fn));
+  }
+
   private connect(): void {
     const owner = this.owner;
     if (!owner.alive) return;
+    if (this.sched.now < this.cutUntil) {
+      this.sched.at(this.cutUntil, owner, () => {
+        if (!this.stream) this.connect();
+      });
+      return;
+    }
     const ids = this.dial.nodeIds;
     const target = this.preferred && this.rng.chance(0.8) ? this.preferred : ids[this.rng.int(0, ids.length)]!;
     this.preferred = undefined;
@@ -123,6 +176,7 @@ export class SimWorker {
     this.counts.reconnects++;
     this.dial.connect(target, stream);
     const heldRuns = [...this.held].filter(([, h]) => !h.lost || this.opts.rogue).map(([runId, h]) => ({ runId, fencingToken: h.token }));
+    if (heldRuns.length > 0) this.log?.(`t=${this.sched.now} worker ${this.id} hello to ${target} holding ${heldRuns.map((r) => `${r.runId}#${r.fencingToken}`).join(' ')}`);
     stream.send({
       message: {
         $case: 'hello',
@@ -232,13 +286,20 @@ export class SimWorker {
     this.held.set(a.runId, { token, slotMs: a.slotUnixMs, effect: false, lost: false });
     this.sink.assigned(a.runId, token);
     const startAt = this.sched.now + Math.ceil(Math.max(0, a.startDelayMs) / MS_PER_UNIT);
+    const cuts = this.cuts;
+    if (cuts && cuts.chance > 0 && cuts.rng.chance(cuts.chance)) {
+      // Long enough to lose the lease, and mostly short enough to come back while the run's next
+      // attempt (after the expiry sweep, the retry backoff and a dispatch) still holds it.
+      const units = Math.ceil(a.leaseDurationMs / MS_PER_UNIT) + cuts.rng.int(15, 70);
+      this.sched.at(startAt + 1, owner, () => this.cutOff(units));
+    }
     this.sched.at(startAt, owner, () =>
       this.whenAwake(() => {
         const h = this.held.get(a.runId);
         if (!h || h.token !== token || (h.lost && !this.opts.rogue)) return;
         this.sink.started(a.runId, token, trueMs(this.sched), a.scheduledUnixMs);
         const runFor = this.rng.int(1, this.opts.maxRunUnits + 1);
-        this.sched.at(this.sched.now + runFor, owner, () => this.whenAwake(() => this.finish(a.runId, token)));
+        this.sched.at(this.sched.now + runFor, owner, () => this.whenAwake(() => this.whenReachable(() => this.finish(a.runId, token))));
       }),
     );
   }

@@ -57,6 +57,7 @@ export class WorkerLeases {
       const outcome = this.deps.leases.renew(h.runId, h.fencingToken, session.workerId);
       if (outcome === 'renewed' || (outcome === 'unknown-run' && (await this.resultRecorded(h, session.workerId)))) adopted.push(ref);
       else if (staleTolerated(outcome, this.deps.reads.unsafe.acceptStaleTokens)) adopted.push(ref); // negative control: the stale holder keeps going
+      else if (outcome === 'stale-token' && this.deps.reads.unsafe.adoptWithoutTokenCheck) adopted.push(ref); // negative control: matched by run id alone
       else rejected.push(ref);
     }
     return { adopted, rejected };
@@ -124,6 +125,8 @@ export class WorkerLeases {
       // The execution timeout counts from the attempt's start, not from the takeover.
       const left = remainingExecutionMs(run, job, now);
       if (left !== undefined) leases.limitExecution(lease, left);
+      // The drop-claim-lease-on-failover negative control (unsafe-switches.ts): no grace at all.
+      if (reads.unsafe.dropClaimLeaseOnFailover) lease.deadlineMs = 0;
     }
     return runs.length;
   }
