@@ -55,6 +55,7 @@ const UNSAFE_FLAGS = [
 export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, , help] of FLAGS) cmd.option(flag, `scheduler: ${help}`);
   cmd.option('--metrics-addr <host:port>', 'serve Prometheus /metrics here (scheduler)');
+  cmd.option('--metrics-token-file <file>', 'require `Authorization: Bearer <token>` on /metrics, the token read from this file on every scrape (replace the file to rotate it)');
   cmd.option('--http-addr <host:port>', 'serve the API as JSON over HTTP and the web dashboard here (plaintext: loopback only unless --allow-insecure-network)');
   cmd.option('--auth', 'scheduler: require a credential (bearer token or client certificate) on every client-port call, with roles (README "Secure a cluster")');
   cmd.option('--auth-bootstrap-file <file>', 'scheduler: implies --auth; a file holding the admin token the first leader puts once per cluster, named bootstrap-admin (`herald auth bootstrap-token --out FILE` writes one)');
@@ -181,6 +182,7 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
       ...(auth ? { auth } : {}),
       clientLimits: clientLimitOverrides(f),
       metricsListen: typeof f.metricsAddr === 'string' ? f.metricsAddr : undefined,
+      ...(typeof f.metricsTokenFile === 'string' ? { metricsTokenFile: f.metricsTokenFile } : {}),
       httpListen: httpListenOf(f),
       ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),
       ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: unsafe.skipFsync } : {}),

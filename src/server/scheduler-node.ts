@@ -56,6 +56,8 @@ export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' |
   fsm?: SchedulerFsmOptions;
   /** host:port for GET /metrics (Prometheus); none when absent. */
   metricsListen?: string;
+  /** A file with the bearer token /metrics requires (read per scrape); open when absent. */
+  metricsTokenFile?: string;
   /** host:port for the HTTP port (the API as JSON and the dashboard, server/http/); none when absent. */
   httpListen?: string;
   /** Extra services for the client port (tests, tools). */
@@ -273,7 +275,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
   if (o.metricsListen) {
     const i = o.metricsListen.lastIndexOf(':');
-    metricsServer = await startMetricsServer(metrics.registry, o.metricsListen.slice(0, i), Number(o.metricsListen.slice(i + 1)));
+    metricsServer = await startMetricsServer(metrics.registry, o.metricsListen.slice(0, i), Number(o.metricsListen.slice(i + 1)), { tokenFile: o.metricsTokenFile });
   }
   let httpServer: HttpPort | undefined;
   if (o.httpListen) {

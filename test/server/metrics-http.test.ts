@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeMetrics } from '../../src/server/node/metrics.js';
 import { startMetricsServer } from '../../src/server/node/metrics-http.js';
@@ -39,5 +42,34 @@ describe('metrics endpoint', () => {
     expect(body).toMatch(/herald_fire_lateness_seconds_bucket\{le="0.025",node="n1"\} 1/);
     const missing = await fetch(`http://127.0.0.1:${srv.port}/other`);
     expect(missing.status).toBe(404);
+  });
+
+  it('with a token file, refuses a scrape without the token or with another, and reads the file per scrape (rotation)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-metrics-token-'));
+    const file = join(dir, 'metrics.token');
+    writeFileSync(file, 'first-token\n');
+    const m = createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false });
+    const srv = await startMetricsServer(m.registry, '127.0.0.1', 0, { tokenFile: file });
+    close = async () => {
+      await srv.close();
+      rmSync(dir, { recursive: true, force: true });
+    };
+    const scrape = (token?: string) => fetch(`http://127.0.0.1:${srv.port}/metrics`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    const none = await scrape();
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(await none.text()).toMatch(/--metrics-token-file/);
+    expect((await scrape('wrong')).status).toBe(401);
+    const ok = await scrape('first-token');
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain('# TYPE herald_raft_term ');
+    writeFileSync(file, 'second-token\n');
+    expect((await scrape('first-token')).status).toBe(401);
+    expect((await scrape('second-token')).status).toBe(200);
+    // An empty or missing file refuses everyone rather than opening up.
+    writeFileSync(file, '');
+    expect((await scrape('')).status).toBe(401);
+    rmSync(file);
+    expect((await scrape('second-token')).status).toBe(401);
   });
 });
