@@ -9,6 +9,7 @@ import type { ErrorCode } from '../herald-error.js';
 export const LEADER_ID_KEY = 'herald-leader-id';
 export const LEADER_ADDRESS_KEY = 'herald-leader-address';
 export const ERROR_CODE_KEY = 'herald-error-code';
+export const RETRY_AFTER_MS_KEY = 'herald-retry-after-ms';
 
 /** gRPC status names, e.g. "NOT_FOUND", as used in `HeraldClientError.code`. */
 export type GrpcCodeName = keyof typeof status;
@@ -24,6 +25,8 @@ export interface HeraldClientErrorInit {
   heraldCode?: ErrorCode | string | undefined;
   leaderId?: string | undefined;
   leaderAddress?: string | undefined;
+  /** The server's hint of when a retry will pass (a rate limit), in ms. */
+  retryAfterMs?: number | undefined;
   /** The node that answered, when known. */
   address?: string | undefined;
   cause?: unknown;
@@ -37,6 +40,7 @@ export class HeraldClientError extends Error {
   readonly heraldCode: ErrorCode | string | undefined;
   readonly leaderId: string | undefined;
   readonly leaderAddress: string | undefined;
+  readonly retryAfterMs: number | undefined;
   readonly address: string | undefined;
 
   constructor(init: HeraldClientErrorInit) {
@@ -46,6 +50,7 @@ export class HeraldClientError extends Error {
     this.heraldCode = init.heraldCode;
     this.leaderId = init.leaderId;
     this.leaderAddress = init.leaderAddress;
+    this.retryAfterMs = init.retryAfterMs;
     this.address = init.address;
   }
 }
@@ -113,6 +118,7 @@ export function fromServiceError(err: ServiceError, address?: string): HeraldCli
     heraldCode: firstString(md, ERROR_CODE_KEY),
     leaderId: firstString(md, LEADER_ID_KEY),
     leaderAddress: firstString(md, LEADER_ADDRESS_KEY),
+    retryAfterMs: retryAfterOf(firstString(md, RETRY_AFTER_MS_KEY)),
     address,
     cause: err,
   });
@@ -133,4 +139,9 @@ export class InvalidSpecError extends Error {
   ) {
     super(message);
   }
+}
+
+function retryAfterOf(v: string | undefined): number | undefined {
+  const n = v === undefined ? NaN : Number(v);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }

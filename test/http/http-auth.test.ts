@@ -12,6 +12,7 @@ import { JobServiceClient, ListJobsRequest, PauseJobRequest, ResumeJobRequest } 
 import { FORWARDED_PRINCIPAL_KEY } from '../../src/server/auth/authenticator.js';
 import { ERROR_CODE_KEY } from '../../src/server/grpc/grpc-status-map.js';
 import { httpStatusOf } from '../../src/server/http/http-status.js';
+import { fromServiceError } from '../../src/client/errors.js';
 import { newTokenSecret } from '../../src/server/auth/token-secret.js';
 import { createSchedulerNode, type SchedulerNode } from '../../src/server/scheduler-node.js';
 import { freePort } from '../api/helpers/free-port.js';
@@ -150,4 +151,46 @@ describe('the HTTP port authenticates and authorizes exactly as the gRPC port', 
     const h = await post('herald.v1.JobService/PauseJob', {}, forged);
     expect([401, 403]).toContain(h.status);
   });
+
+  it('a principal over its rate limit gets RESOURCE_EXHAUSTED with when to retry, on both transports', async () => {
+    const d = await mkdtemp(join(tmpdir(), 'herald-http-rate-'));
+    const [peer, api] = [await freePort(), await freePort()];
+    const limited = await createSchedulerNode({
+      id: 'r1',
+      members: [{ id: 'r1', peerAddress: `127.0.0.1:${peer}`, clientAddress: `127.0.0.1:${api}` }],
+      dataDir: join(d, 'r1'),
+      logger: pino({ level: 'silent' }),
+      tickMs: 20,
+      httpListen: '127.0.0.1:0',
+      auth: { bootstrapToken: admin, ratePerSecond: 1 },
+    });
+    const authClient = new AuthServiceClient(`127.0.0.1:${api}`, credentials.createInsecure());
+    try {
+      const url = `http://127.0.0.1:${limited.httpPort}/herald.v1.AuthService/WhoAmI`;
+      // The bucket holds two calls and refills one a second: the next quick call is refused.
+      let refused: Response | undefined;
+      for (let i = 0; i < 10 && !refused; i++) {
+        const r = await fetch(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', ...bearer(admin) } });
+        if (r.status === 429) refused = r;
+      }
+      expect(refused, 'no call was refused').toBeDefined();
+      const body = (await refused!.json()) as { code: string; heraldCode: string; retryAfterMs: number };
+      expect(body).toMatchObject({ code: 'RESOURCE_EXHAUSTED', heraldCode: 'LIMIT_EXCEEDED' });
+      expect(body.retryAfterMs).toBeGreaterThan(0);
+      expect(body.retryAfterMs).toBeLessThanOrEqual(1000);
+      expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // gRPC: the same hint in a trailer, which the SDK reads into HeraldClientError.retryAfterMs.
+      let g: ServiceError | undefined;
+      for (let i = 0; i < 10 && !g; i++) {
+        g = await grpcError(authClient, 'whoAmI', WhoAmIRequest.fromPartial({}), bearer(admin)).catch(() => undefined);
+      }
+      expect(g?.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect(Number(g!.metadata.get('herald-retry-after-ms')[0])).toBeGreaterThan(0);
+      expect(fromServiceError(g!).retryAfterMs).toBeGreaterThan(0);
+    } finally {
+      authClient.close();
+      await limited.stop({ transfer: false, graceMs: 500 });
+      await rm(d, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

@@ -45,3 +45,5 @@ export const grpcStatusOf: Record<ErrorCode, status> = {
 export const LEADER_ID_KEY = 'herald-leader-id';
 export const LEADER_ADDRESS_KEY = 'herald-leader-address';
 export const ERROR_CODE_KEY = 'herald-error-code';
+/** How long to wait before retrying (ms), on a refusal that knows (a rate limit). */
+export const RETRY_AFTER_MS_KEY = 'herald-retry-after-ms';

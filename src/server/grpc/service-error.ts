@@ -1,6 +1,6 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { HeraldError, isHeraldError } from '../../herald-error.js';
-import { ERROR_CODE_KEY, LEADER_ADDRESS_KEY, LEADER_ID_KEY, grpcStatusOf } from './grpc-status-map.js';
+import { ERROR_CODE_KEY, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RETRY_AFTER_MS_KEY, grpcStatusOf } from './grpc-status-map.js';
 
 /**
  * Turns anything a handler threw into a gRPC error a client can act on. HeraldErrors keep their
@@ -14,6 +14,7 @@ export function toServiceError(err: unknown): ServiceError {
     metadata.set(ERROR_CODE_KEY, err.code);
     if (err.details.leaderId) metadata.set(LEADER_ID_KEY, err.details.leaderId);
     if (err.details.leaderAddress) metadata.set(LEADER_ADDRESS_KEY, err.details.leaderAddress);
+    if (typeof err.details.retryAfterMs === 'number') metadata.set(RETRY_AFTER_MS_KEY, String(Math.max(0, Math.ceil(err.details.retryAfterMs))));
     const message = capped(withField(err));
     return Object.assign(new Error(message), { code: grpcStatusOf[err.code], details: message, metadata });
   }

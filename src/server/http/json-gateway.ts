@@ -11,7 +11,7 @@ import { status, type MethodDefinition, type ServiceError } from '@grpc/grpc-js'
 import type { Logger } from 'pino';
 import { HeraldError } from '../../herald-error.js';
 import { toServiceError } from '../grpc/service-error.js';
-import { ERROR_CODE_KEY, LEADER_ADDRESS_KEY, LEADER_ID_KEY } from '../grpc/grpc-status-map.js';
+import { ERROR_CODE_KEY, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RETRY_AFTER_MS_KEY } from '../grpc/grpc-status-map.js';
 import type { RegisteredService } from '../grpc/recording-server.js';
 import { CLIENT_SERVER_OPTIONS } from '../grpc/server-conventions.js';
 import { HttpCall, HttpStreamCall, deadlineOf, metadataOf } from './grpc-call-adapter.js';
@@ -38,6 +38,8 @@ export interface HttpErrorBody {
   heraldCode?: string;
   leaderId?: string;
   leaderAddress?: string;
+  /** Wait this long before retrying (a rate limit); also sent as the Retry-After header. */
+  retryAfterMs?: number;
 }
 
 export function errorBody(se: ServiceError): HttpErrorBody {
@@ -48,12 +50,14 @@ export function errorBody(se: ServiceError): HttpErrorBody {
   const heraldCode = first(ERROR_CODE_KEY);
   const leaderId = first(LEADER_ID_KEY);
   const leaderAddress = first(LEADER_ADDRESS_KEY);
+  const retryAfter = first(RETRY_AFTER_MS_KEY);
   return {
     code: status[se.code] ?? 'UNKNOWN',
     message: se.details || se.message,
     ...(heraldCode ? { heraldCode } : {}),
     ...(leaderId ? { leaderId } : {}),
     ...(leaderAddress ? { leaderAddress } : {}),
+    ...(retryAfter !== undefined && Number.isFinite(Number(retryAfter)) ? { retryAfterMs: Number(retryAfter) } : {}),
   };
 }
 
@@ -88,7 +92,11 @@ export function createJsonGateway(services: readonly RegisteredService[], regist
     if (res.headersSent) return;
     res.writeHead(code, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(JSON.stringify(body));
   };
-  const sendError = (res: ServerResponse, se: ServiceError): void => sendJson(res, httpStatusOf[se.code] ?? 500, errorBody(se));
+  const sendError = (res: ServerResponse, se: ServiceError): void => {
+    const body = errorBody(se);
+    if (body.retryAfterMs !== undefined) res.setHeader('retry-after', String(Math.max(1, Math.ceil(body.retryAfterMs / 1000))));
+    sendJson(res, httpStatusOf[se.code] ?? 500, body);
+  };
   const toJsonMessage = (m: GatewayMethod, message: unknown): JsonValue =>
     toJson(m.output, fromBinary(m.output, m.definition.responseSerialize(message)), { alwaysEmitImplicit: true });
 
