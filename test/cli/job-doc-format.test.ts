@@ -84,6 +84,20 @@ describe('job documents', () => {
     }
   });
 
+  it('show who created and last changed the job (output only): read back, those keys are ignored', () => {
+    const job = { id: 'nightly', version: 4, spec: fullSpec(), createdBy: 'alice', updatedBy: 'deploy-bot' };
+    for (const format of ['yaml', 'json'] as const) {
+      const text = formatDocument(codec.jobToDoc(job as never), format);
+      expect(text).toContain('alice');
+      const [raw] = parseDocuments(text, `x.${format}`);
+      expect(raw!.value).toMatchObject({ createdBy: 'alice', updatedBy: 'deploy-bot' });
+      const back = codec.docToJob(raw!.value);
+      expect({ ...back.spec, payload: Buffer.from(back.spec.payload) }).toEqual(job.spec);
+    }
+    // Nobody recorded (auth off): the document is as before, without the keys.
+    expect(Object.keys(codec.jobToDoc({ ...job, createdBy: '', updatedBy: '' } as never))).not.toContain('createdBy');
+  });
+
   it('leave defaults out, and keep every payload byte (text, non-canonical JSON, binary)', () => {
     const base: JobSpec = { ...codec.docToSpec({ taskType: 't', schedule: { every: { interval: '5m' } } }) };
     expect(codec.specToDoc(base)).toEqual({ taskType: 't', schedule: { every: { interval: '5m' } } });

@@ -29,6 +29,13 @@ const command: fc.Arbitrary<FsmCommand> = fc.oneof(
   fc.record({ type: fc.constant('deleteJob' as const), nowMs: time, jobId: id, expectedVersion: uint }),
   fc.record({ type: fc.constant('pauseJob' as const), nowMs: time, jobId: id, note: str }),
   fc.record({ type: fc.constant('resumeJob' as const), nowMs: time, jobId: id }),
+  // With the caller's principal (auth on): a trailing field of the job commands.
+  fc.record({ type: fc.constant('putJob' as const), nowMs: time, jobId: id, spec: jobSpec, idempotencyKey: str, principal: id }),
+  fc.record({ type: fc.constant('putJobs' as const), nowMs: time, items: fc.array(fc.record({ jobId: id, spec: jobSpec, idempotencyKey: str }), { maxLength: 3 }), principal: id }),
+  fc.record({ type: fc.constant('updateJob' as const), nowMs: time, jobId: id, spec: jobSpec, expectedVersion: uint, principal: id }),
+  fc.record({ type: fc.constant('deleteJob' as const), nowMs: time, jobId: id, expectedVersion: uint, principal: id }),
+  fc.record({ type: fc.constant('pauseJob' as const), nowMs: time, jobId: id, note: str, principal: id }),
+  fc.record({ type: fc.constant('resumeJob' as const), nowMs: time, jobId: id, principal: id }),
   fc.record({ type: fc.constant('triggerJob' as const), nowMs: time, jobId: id, idempotencyKey: str, ignoreOverlap: fc.boolean() }),
   fc.record({ type: fc.constant('backfillJob' as const), nowMs: time, jobId: id, fromMs: time, toMs: time, maxRuns: uint, ignoreOverlap: fc.boolean() }),
   fc.record({ type: fc.constant('fireRuns' as const), nowMs: time, misfireThresholdMs: uint, items: fc.array(fc.record({ jobId: id, slotMs: time })) }),

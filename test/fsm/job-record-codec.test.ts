@@ -26,10 +26,12 @@ const withoutRetention: JobRecord = { ...rec, terminalRuns: 0, trimDueMs: 0 };
 describe('job record codec', () => {
   it('covers every field of Job', () => {
     expect(Object.keys(Job.fromPartial({}))).toEqual([
-      'id', 'spec', 'state', 'version', 'createdUnixMs', 'updatedUnixMs', 'nextFireUnixMs', 'lastSlotUnixMs', 'pauseNote', 'activeRuns', 'consecutiveDeadRuns',
+      'id', 'spec', 'state', 'version', 'createdUnixMs', 'updatedUnixMs', 'nextFireUnixMs', 'lastSlotUnixMs', 'pauseNote', 'activeRuns', 'consecutiveDeadRuns', 'createdBy', 'updatedBy',
     ]);
-    // Except consecutiveDeadRuns: carried in the record header of format 5 (the test below).
-    for (const [k, v] of Object.entries(Job.fromPartial({}))) if (k !== 'consecutiveDeadRuns') expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
+    // Except consecutiveDeadRuns (in the record header of format 5, the test below) and
+    // createdBy / updatedBy (format 6's header, job-principals.test.ts).
+    const inHeader = new Set(['consecutiveDeadRuns', 'createdBy', 'updatedBy']);
+    for (const [k, v] of Object.entries(Job.fromPartial({}))) if (!inHeader.has(k)) expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
   });
 
   it('a job with DEAD runs counted or a watchdog alert writes format 5 and round-trips them', () => {

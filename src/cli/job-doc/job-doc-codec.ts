@@ -35,6 +35,12 @@ export interface JobDocument {
 /** The keys a document has besides the JobSpec fields. */
 export const DOC_ID_KEY = 'id';
 export const DOC_VERSION_KEY = 'version';
+/**
+ * Who created / last changed the job (Job.created_by / updated_by): output only, shown when
+ * recorded (auth on). Read back they are ignored, so `job get -o yaml` applies unchanged.
+ */
+export const DOC_CREATED_BY_KEY = 'createdBy';
+export const DOC_UPDATED_BY_KEY = 'updatedBy';
 
 // Fields the server sets and a request does not choose; documents neither show nor accept them.
 const SERVER_SET = new Set(['herald.v1.DstPolicy.fold_auto']);
@@ -133,9 +139,12 @@ export class JobDocCodec {
 
   // ---- JobSpec → document ------------------------------------------------------------------
 
-  /** A job as a document: id, version, then its spec's fields that are not zero. */
+  /** A job as a document: id, version, who (when recorded), then its spec's fields that are not zero. */
   jobToDoc(job: Job): Record<string, DocValue> {
-    return { [DOC_ID_KEY]: job.id, [DOC_VERSION_KEY]: job.version, ...(job.spec ? this.specToDoc(job.spec) : {}) };
+    const who: Record<string, DocValue> = {};
+    if (job.createdBy !== '') who[DOC_CREATED_BY_KEY] = job.createdBy;
+    if (job.updatedBy !== '') who[DOC_UPDATED_BY_KEY] = job.updatedBy;
+    return { [DOC_ID_KEY]: job.id, [DOC_VERSION_KEY]: job.version, ...who, ...(job.spec ? this.specToDoc(job.spec) : {}) };
   }
 
   specToDoc(spec: JobSpec): Record<string, DocValue> {
@@ -208,7 +217,8 @@ export class JobDocCodec {
   /** Reads one document; throws DocFieldError naming the first bad field. */
   docToJob(value: unknown): JobDocument {
     if (!isMapping(value)) throw new DocFieldError('(document)', `expected a mapping of job fields, got ${describeValue(value)}`);
-    const { [DOC_ID_KEY]: id, [DOC_VERSION_KEY]: version, ...specFields } = value;
+    // The output-only keys are dropped whatever they hold: the server records who, not the document.
+    const { [DOC_ID_KEY]: id, [DOC_VERSION_KEY]: version, [DOC_CREATED_BY_KEY]: _createdBy, [DOC_UPDATED_BY_KEY]: _updatedBy, ...specFields } = value;
     if (typeof id !== 'string' || id === '') throw new DocFieldError(DOC_ID_KEY, `required: the job id (a string), got ${id === undefined ? 'nothing' : describeValue(id)}`);
     if (version !== undefined && (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1)) {
       throw new DocFieldError(DOC_VERSION_KEY, `expected a whole number >= 1 (the version the job must still be at), got ${describeValue(version)}`);

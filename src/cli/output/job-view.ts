@@ -67,8 +67,13 @@ export function jobFields(job: Job, nowMs = Date.now()): Array<[string, string]>
       ['alerts', alertsText(s)],
     );
   }
-  fields.push(['created', formatInstant(job.createdUnixMs)], ['updated', formatInstant(job.updatedUnixMs)]);
+  // Who: shown only when recorded (auth on), so clusters without auth keep their output.
+  fields.push(['created', formatInstant(job.createdUnixMs) + byText(job.createdBy)], ['updated', formatInstant(job.updatedUnixMs) + byText(job.updatedBy)]);
   return fields;
+}
+
+function byText(name: string): string {
+  return name === '' ? '' : ` by ${name}`;
 }
 
 function scheduleJson(schedule: Schedule | undefined): Record<string, unknown> | null {
@@ -143,5 +148,7 @@ export function jobJson(job: Job): Record<string, unknown> {
     pauseNote: job.pauseNote,
     activeRuns: job.activeRuns,
     consecutiveDeadRuns: job.consecutiveDeadRuns,
+    createdBy: job.createdBy,
+    updatedBy: job.updatedBy,
   };
 }

@@ -74,6 +74,8 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     pauseNote: '',
     activeRuns: 0,
     consecutiveDeadRuns: 0,
+    createdBy: cmd.principal ?? '',
+    updatedBy: cmd.principal ?? '',
   };
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0, txn.schedule));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
@@ -123,6 +125,7 @@ export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limit
   job.spec = cmd.spec;
   job.version += 1;
   job.updatedUnixMs = cmd.nowMs;
+  job.updatedBy = cmd.principal ?? '';
   if (scheduleChanged) {
     // A new schedule starts from now (no catch-up for slots of a schedule that did not exist),
     // but never re-fires a slot at or before the last one handled.
@@ -163,6 +166,7 @@ export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand): Promis
   rec.job.pauseNote = cmd.note;
   rec.job.version += 1;
   rec.job.updatedUnixMs = cmd.nowMs;
+  rec.job.updatedBy = cmd.principal ?? '';
   txn.putJob(rec);
   return { type: 'job', job: jobOut(rec), created: false };
 }
@@ -179,6 +183,7 @@ export async function applyResumeJob(txn: ApplyTxn, cmd: ResumeJobCommand): Prom
   job.pauseNote = '';
   job.version += 1;
   job.updatedUnixMs = cmd.nowMs;
+  job.updatedBy = cmd.principal ?? '';
   // Slots that came due while paused are not caught up: the pause is their record (I2).
   if (!job.spec) throw new HeraldError('INTERNAL', `job ${job.id} has no spec`);
   withSchedule(job, nextSlotAfter(job.spec, Math.max(cmd.nowMs - 1, job.lastSlotUnixMs), job.createdUnixMs, txn.schedule));

@@ -63,27 +63,48 @@ function decodeConfig(bytes: Uint8Array): TaskTypeConfig {
   }
 }
 
+/**
+ * The job commands' principal: trailing and only when set, so a command without one (auth off)
+ * keeps the bytes it had before the field existed, and those entries decode without one.
+ */
+function writePrincipal(w: ByteWriter, principal: string | undefined): void {
+  if (principal) w.str(principal);
+}
+function readPrincipal(r: ByteReader): string | undefined {
+  if (!r.more) return undefined;
+  const principal = r.str();
+  // Never written empty: one entry has one encoding (re-encoding gives the same bytes).
+  if (principal === '') throw new FsmDecodeError('trailing bytes after the command: an empty principal');
+  return principal;
+}
+
 export function encodeCommand(cmd: FsmCommand): Uint8Array {
   const w = new ByteWriter();
   w.u8(COMMAND_FORMAT_VERSION).u8(TAGS[cmd.type]).int(cmd.nowMs);
   switch (cmd.type) {
     case 'putJob':
       w.str(cmd.jobId).bytes(specBytes(cmd.spec)).str(cmd.idempotencyKey);
+      writePrincipal(w, cmd.principal);
       break;
     case 'putJobs':
       w.list(cmd.items, (w, i) => w.str(i.jobId).bytes(specBytes(i.spec)).str(i.idempotencyKey));
+      writePrincipal(w, cmd.principal);
       break;
     case 'updateJob':
       w.str(cmd.jobId).bytes(specBytes(cmd.spec)).uint(cmd.expectedVersion);
+      writePrincipal(w, cmd.principal);
       break;
     case 'deleteJob':
       w.str(cmd.jobId).uint(cmd.expectedVersion);
+      writePrincipal(w, cmd.principal);
       break;
     case 'pauseJob':
       w.str(cmd.jobId).str(cmd.note);
+      writePrincipal(w, cmd.principal);
       break;
     case 'resumeJob':
       w.str(cmd.jobId);
+      writePrincipal(w, cmd.principal);
       break;
     case 'triggerJob':
       // The overlap flag is trailing and always written: an entry without it predates the rule.
@@ -155,22 +176,22 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
   let cmd: FsmCommand;
   switch (type) {
     case 'putJob':
-      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() };
+      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str(), principal: readPrincipal(r) };
       break;
     case 'putJobs':
-      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() })) };
+      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() })), principal: readPrincipal(r) };
       break;
     case 'updateJob':
-      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), expectedVersion: r.uint() };
+      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), expectedVersion: r.uint(), principal: readPrincipal(r) };
       break;
     case 'deleteJob':
-      cmd = { type, nowMs, jobId: r.str(), expectedVersion: r.uint() };
+      cmd = { type, nowMs, jobId: r.str(), expectedVersion: r.uint(), principal: readPrincipal(r) };
       break;
     case 'pauseJob':
-      cmd = { type, nowMs, jobId: r.str(), note: r.str() };
+      cmd = { type, nowMs, jobId: r.str(), note: r.str(), principal: readPrincipal(r) };
       break;
     case 'resumeJob':
-      cmd = { type, nowMs, jobId: r.str() };
+      cmd = { type, nowMs, jobId: r.str(), principal: readPrincipal(r) };
       break;
     case 'triggerJob':
       cmd = { type, nowMs, jobId: r.str(), idempotencyKey: r.str(), ignoreOverlap: r.more ? r.bool() : true };

@@ -13,6 +13,11 @@ export interface PutJobCommand {
   readonly spec: JobSpec;
   /** Empty for none. A repeat within 24 h (from the first command's time) returns the first job. */
   readonly idempotencyKey: string;
+  /**
+   * The caller's principal name (auth/principal.ts), put in by the leader before proposing so
+   * apply records it without reading any call state. Absent or '' while auth is off.
+   */
+  readonly principal?: string;
 }
 
 export interface PutJobsItem {
@@ -31,6 +36,8 @@ export interface PutJobsCommand {
   readonly type: 'putJobs';
   readonly nowMs: number;
   readonly items: readonly PutJobsItem[];
+  /** Every item's creator: as PutJobCommand.principal. */
+  readonly principal?: string;
 }
 
 export interface UpdateJobCommand {
@@ -40,6 +47,8 @@ export interface UpdateJobCommand {
   readonly spec: JobSpec;
   /** 0 = unconditional. */
   readonly expectedVersion: number;
+  /** As PutJobCommand.principal: recorded as the job's updated_by. */
+  readonly principal?: string;
 }
 
 export interface DeleteJobCommand {
@@ -48,6 +57,8 @@ export interface DeleteJobCommand {
   readonly jobId: string;
   /** 0 = unconditional. */
   readonly expectedVersion: number;
+  /** As PutJobCommand.principal: who deleted it, in the log (the record goes). */
+  readonly principal?: string;
 }
 
 export interface PauseJobCommand {
@@ -55,12 +66,16 @@ export interface PauseJobCommand {
   readonly nowMs: number;
   readonly jobId: string;
   readonly note: string;
+  /** As PutJobCommand.principal: recorded as the job's updated_by. */
+  readonly principal?: string;
 }
 
 export interface ResumeJobCommand {
   readonly type: 'resumeJob';
   readonly nowMs: number;
   readonly jobId: string;
+  /** As PutJobCommand.principal: recorded as the job's updated_by. */
+  readonly principal?: string;
 }
 
 export interface TriggerJobCommand {

@@ -53,18 +53,21 @@ function readError(r: ByteReader): ItemError | undefined {
 // Jobs and runs in results use the stored records' positional codecs: a result is decoded only
 // by this build's server (results are never replicated or stored), and a claim or create batch
 // carries thousands of them.
-// A job's consecutive DEAD count follows it: stored records carry it in their header instead.
+// A job's consecutive DEAD count and who created / changed it follow it: stored records carry
+// them in their header instead.
 function writeOptJob(w: ByteWriter, j: Job | undefined): void {
   if (j === undefined) w.bool(false);
   else {
     writeJob(w.bool(true), j);
-    w.uint(j.consecutiveDeadRuns);
+    w.uint(j.consecutiveDeadRuns).str(j.createdBy).str(j.updatedBy);
   }
 }
 function readOptJob(r: ByteReader): Job | undefined {
   if (!r.bool()) return undefined;
   const job = readJob(r);
   job.consecutiveDeadRuns = r.uint();
+  job.createdBy = r.str();
+  job.updatedBy = r.str();
   return job;
 }
 function writeOptRun(w: ByteWriter, x: Run | undefined): void {

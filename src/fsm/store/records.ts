@@ -75,6 +75,12 @@ const JOB_RECORD_QUEUE_FORMAT_VERSION = 4;
  * header, not in the positional Job, so job records of every other job do not change.
  */
 const JOB_RECORD_ALERTS_FORMAT_VERSION = 5;
+/**
+ * Format 6 (who): format 5's fields, then [created_by][updated_by] before the positional Job.
+ * Written only for a job with either (one created or changed with auth on): every other job keeps
+ * the bytes of format 3 / 4 / 5, and Job.created_by / updated_by travel in this header only.
+ */
+const JOB_RECORD_WHO_FORMAT_VERSION = 6;
 
 /** How many runs of the job are held (JobRecord.heldRuns, with its default). */
 export function heldRunsOf(rec: JobRecord): number {
@@ -88,11 +94,13 @@ export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Ar
   const queued = held !== (rec.heldRunId === '' ? 0 : 1);
   const dead = rec.job.consecutiveDeadRuns;
   const watchdog = rec.watchdogSlotMs ?? 0;
-  const alerts = dead > 0 || watchdog > 0;
-  const version = alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
+  const who = rec.job.createdBy !== '' || rec.job.updatedBy !== '';
+  const alerts = who || dead > 0 || watchdog > 0;
+  const version = who ? JOB_RECORD_WHO_FORMAT_VERSION : alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
   w.u8(version).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
   if (queued || alerts) w.uint(held);
   if (alerts) w.uint(dead).int(watchdog);
+  if (who) w.str(rec.job.createdBy).str(rec.job.updatedBy);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -106,18 +114,23 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION) {
+  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION || v === JOB_RECORD_WHO_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
     const terminalRuns = v === JOB_RECORD_FORMAT_2 ? 0 : r.uint();
     const trimDueMs = v === JOB_RECORD_FORMAT_2 ? 0 : r.int();
-    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION ? r.uint() : undefined;
-    if (v === JOB_RECORD_ALERTS_FORMAT_VERSION) {
+    const alerts = v === JOB_RECORD_ALERTS_FORMAT_VERSION || v === JOB_RECORD_WHO_FORMAT_VERSION;
+    const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION || alerts ? r.uint() : undefined;
+    if (alerts) {
       const dead = r.uint();
       const watchdogSlotMs = r.int();
+      const createdBy = v === JOB_RECORD_WHO_FORMAT_VERSION ? r.str() : '';
+      const updatedBy = v === JOB_RECORD_WHO_FORMAT_VERSION ? r.str() : '';
       const job = readJob(r, specs);
       r.end();
       job.consecutiveDeadRuns = dead;
+      job.createdBy = createdBy;
+      job.updatedBy = updatedBy;
       const rec: JobRecord = { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns: heldRuns! };
       if (watchdogSlotMs > 0) rec.watchdogSlotMs = watchdogSlotMs;
       return rec;

@@ -34,6 +34,7 @@ import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
 import { LeaderForwarder } from './leader-forwarder.js';
 import { forwardingMetadata } from '../auth/forwarding-metadata.js';
+import { recordedName } from '../auth/principal.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
@@ -163,7 +164,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
 
   async function createOne(item: CreateJobRequest, nowMs: number, call: CallContext): Promise<CreateJobResponse> {
     const result = await propose(
-      { type: 'putJob', nowMs, jobId: item.jobId, spec: withResolvedFold(item.spec!, nowMs, schedule), idempotencyKey: item.idempotencyKey },
+      { type: 'putJob', nowMs, jobId: item.jobId, spec: withResolvedFold(item.spec!, nowMs, schedule), idempotencyKey: item.idempotencyKey, principal: recordedName(call.principal) },
       call,
     );
     const r = expectType(result, 'job');
@@ -219,7 +220,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
                 const it = prepared[i]!.item!;
                 return { jobId: it.jobId, spec: withResolvedFold(it.spec!, nowMs, schedule), idempotencyKey: it.idempotencyKey };
               });
-              const r = expectType(await propose({ type: 'putJobs', nowMs, items }, call), 'jobs');
+              const r = expectType(await propose({ type: 'putJobs', nowMs, items, principal: recordedName(call.principal) }, call), 'jobs');
               if (r.items.length !== chunk.length) throw new HeraldError('INTERNAL', `putJobs answered ${r.items.length} items for ${chunk.length}`);
               chunk.forEach((i, k) => {
                 const item = r.items[k]!;
@@ -282,7 +283,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       validateUserJobId(req.jobId, 'job_id');
       validateJobSpec(req.spec, schedule, { maxPayloadBytes: ctx.maxPayloadBytes });
       return onLeader('updateJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs, schedule), expectedVersion: req.expectedVersion }, call), 'job');
+        const r = expectType(await propose({ type: 'updateJob', nowMs, jobId: req.jobId, spec: withResolvedFold(req.spec!, nowMs, schedule), expectedVersion: req.expectedVersion, principal: recordedName(call.principal) }, call), 'job');
         if (r.error) throw itemError(r.error);
         return { job: r.job };
       });
@@ -291,7 +292,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     deleteJob: unary('DeleteJob', deps, async (req, call) => {
       validateUserJobId(req.jobId, 'job_id');
       return onLeader('deleteJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'deleteJob', nowMs, jobId: req.jobId, expectedVersion: req.expectedVersion }, call), 'delete');
+        const r = expectType(await propose({ type: 'deleteJob', nowMs, jobId: req.jobId, expectedVersion: req.expectedVersion, principal: recordedName(call.principal) }, call), 'delete');
         if (r.error) throw itemError(r.error);
         return { cancelledRuns: r.cancelledRuns };
       });
@@ -301,7 +302,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       validateUserJobId(req.jobId, 'job_id');
       validateNote(req.note, 'note');
       return onLeader('pauseJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'pauseJob', nowMs, jobId: req.jobId, note: req.note }, call), 'job');
+        const r = expectType(await propose({ type: 'pauseJob', nowMs, jobId: req.jobId, note: req.note, principal: recordedName(call.principal) }, call), 'job');
         if (r.error) throw itemError(r.error);
         return { job: r.job };
       });
@@ -310,7 +311,7 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     resumeJob: unary('ResumeJob', deps, async (req, call) => {
       validateUserJobId(req.jobId, 'job_id');
       return onLeader('resumeJob', req, call, async (nowMs) => {
-        const r = expectType(await propose({ type: 'resumeJob', nowMs, jobId: req.jobId }, call), 'job');
+        const r = expectType(await propose({ type: 'resumeJob', nowMs, jobId: req.jobId, principal: recordedName(call.principal) }, call), 'job');
         if (r.error) throw itemError(r.error);
         return { job: r.job };
       });

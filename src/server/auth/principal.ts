@@ -16,6 +16,14 @@ export interface Principal {
 /** The principal of every call while auth is off: no checks, everything allowed. */
 export const UNAUTHENTICATED_ADMIN: Principal = Object.freeze({ name: 'anonymous', role: Role.ROLE_ADMIN, taskTypes: new Set<string>(), via: 'none' as const });
 
+/**
+ * The name a job records as created_by / updated_by: the principal's, '' while auth is off (the
+ * anonymous admin is nobody in particular). Put into the command by the leader before proposing.
+ */
+export function recordedName(principal: Principal): string {
+  return principal.via === 'none' ? '' : principal.name;
+}
+
 const NAMES: Record<number, string> = {
   [Role.ROLE_ADMIN]: 'admin',
   [Role.ROLE_OPERATOR]: 'operator',

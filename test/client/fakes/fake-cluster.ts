@@ -212,6 +212,8 @@ export class FakeCluster {
       pauseNote: '',
       activeRuns: 0,
       consecutiveDeadRuns: 0,
+      createdBy: '',
+      updatedBy: '',
     };
     s.jobs.set(id, job);
     if (req.idempotencyKey) s.keys.set(req.idempotencyKey, id);

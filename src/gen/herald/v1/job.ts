@@ -279,6 +279,16 @@ export interface Job {
   activeRuns: number;
   /** DEAD runs since the last SUCCEEDED one (JobSpec.pause_after_dead counts these). */
   consecutiveDeadRuns: number;
+  /**
+   * Who created the job: the name of the caller's token or certificate. Empty while auth is off
+   * and for jobs created before it was recorded. Output only (ignored by `herald apply`).
+   */
+  createdBy: string;
+  /**
+   * Who made the last change through the API (update, pause, resume); the scheduler's own changes
+   * (fires, DEAD counts) leave it. Empty as created_by is.
+   */
+  updatedBy: string;
 }
 
 function createBaseSchedule(): Schedule {
@@ -1324,6 +1334,8 @@ function createBaseJob(): Job {
     pauseNote: "",
     activeRuns: 0,
     consecutiveDeadRuns: 0,
+    createdBy: "",
+    updatedBy: "",
   };
 }
 
@@ -1361,6 +1373,12 @@ export const Job: MessageFns<Job> = {
     }
     if (message.consecutiveDeadRuns !== 0) {
       writer.uint32(96).int32(message.consecutiveDeadRuns);
+    }
+    if (message.createdBy !== "") {
+      writer.uint32(106).string(message.createdBy);
+    }
+    if (message.updatedBy !== "") {
+      writer.uint32(114).string(message.updatedBy);
     }
     return writer;
   },
@@ -1466,6 +1484,22 @@ export const Job: MessageFns<Job> = {
             message.consecutiveDeadRuns = reader.int32();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.createdBy = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.updatedBy = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1494,6 +1528,8 @@ export const Job: MessageFns<Job> = {
     message.pauseNote = object.pauseNote ?? "";
     message.activeRuns = object.activeRuns ?? 0;
     message.consecutiveDeadRuns = object.consecutiveDeadRuns ?? 0;
+    message.createdBy = object.createdBy ?? "";
+    message.updatedBy = object.updatedBy ?? "";
     return message;
   },
 };
