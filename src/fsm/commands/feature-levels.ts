@@ -71,3 +71,16 @@ export function decodeFeatureLevel(bytes: Uint8Array | undefined): number {
   if (!Number.isSafeInteger(n) || n < FEATURE_LEVEL.BASE) throw new Error(`corrupt feature level record: ${new TextDecoder().decode(bytes)}`);
   return n;
 }
+
+/**
+ * `cmd` as the leader may propose it at cluster level `level`: the parts of a higher level left
+ * out (a job command's principal below PRINCIPALS), so the bytes are those of that level. The
+ * leader calls it with the level its own state machine applied (never ahead of the committed one).
+ */
+export function atFeatureLevel<C extends FsmCommand>(cmd: C, level: number): C {
+  if (level < FEATURE_LEVEL.PRINCIPALS && 'principal' in cmd && cmd.principal !== undefined) {
+    const { principal: _dropped, ...rest } = cmd;
+    return rest as C;
+  }
+  return cmd;
+}

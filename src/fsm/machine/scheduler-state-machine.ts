@@ -23,7 +23,7 @@ import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-c
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
 import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
 import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
-import { decodeFeatureLevel, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
+import { decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
 import { META_APPLIED, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
@@ -138,8 +138,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private changes: StoreChangeListener | undefined;
   /** Apply's parsed cron expressions and zone rules, this machine's own. */
   private readonly scheduleCaches = new ScheduleCaches();
-  /** The stored cluster feature level as last read (undefined: read it again). */
-  private knownLevel: number | undefined;
+  /** The stored cluster feature level, mirrored (read again after whatever may change it). */
+  private level: number = FEATURE_LEVEL.BASE;
 
   private constructor(
     private readonly store: Db,
@@ -179,6 +179,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
     fsm.applied = applied;
     try {
+      fsm.level = await fsm.featureLevel();
       await loadCounts(db, fsm.counts);
       await fsm.rebuildReady();
     } catch (e) {
@@ -196,7 +197,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private async resync(): Promise<void> {
     if (await restoreInterrupted(this.store)) throw new HeraldError('CORRUPT_STORAGE', 'a snapshot restore broke off: the store must be opened again');
     this.recordCache?.clear();
-    this.knownLevel = undefined;
+    this.level = await this.featureLevel();
     this.applied = await readAppliedIndex(this.store);
     await loadCounts(this.store, this.counts);
     await this.rebuildReady();
@@ -293,7 +294,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // almost nothing back (it evaluates only the entries it got no effects for), so it is
       // emptied rather than checked key by key (which took a string per key).
       this.recordCache?.clear();
-      this.knownLevel = undefined;
+      this.level = await this.featureLevel().catch(() => this.level);
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
         if (after) this.ready.add(after);
@@ -330,10 +331,13 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
    * was raised, a snapshot from such a cluster) is not applied to: the entries after it may be of
    * that level.
    */
+  /** The cluster feature level as this replica applied it (sync: the leader's job service asks per write). */
+  get appliedFeatureLevel(): number {
+    return this.level;
+  }
+
   private async checkStoredLevel(): Promise<void> {
-    // Read once, again only after what may change it (a setFeatureLevel applied, effects, restore).
-    this.knownLevel ??= await this.featureLevel();
-    const level = this.knownLevel;
+    const level = this.level;
     if (level > SUPPORTED_FEATURE_LEVEL) {
       throw new FsmUnsupportedError(level, `the cluster feature level is ${level} (applied index ${this.applied}); this node supports ${SUPPORTED_FEATURE_LEVEL}: upgrade this node`);
     }
@@ -420,7 +424,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       txn.publishToCache();
       txn.publishReady(this.ready);
-      if (decoded.some((c) => c !== undefined && 'type' in c && c.type === 'setFeatureLevel')) this.knownLevel = undefined;
+      if (decoded.some((c) => c !== undefined && 'type' in c && c.type === 'setFeatureLevel')) this.level = await this.featureLevel().catch(() => this.level);
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       collector?.finish(last);
@@ -443,7 +447,6 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   restore(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
     return this.exclusive(async () => {
       await markRestoring(this.store, meta);
-      this.knownLevel = undefined;
       this.applied = 0;
       this.recordCache?.clear();
       this.ready.clear();
@@ -451,6 +454,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.stale = true;
       await writeSnapshot(this.store, meta, chunks);
+      this.level = await this.featureLevel();
       this.applied = meta.index;
       await loadCounts(this.store, this.counts);
       await this.rebuildReady();

@@ -35,6 +35,7 @@ import { grpcStatusOf } from '../grpc/grpc-status-map.js';
 import { LeaderForwarder } from './leader-forwarder.js';
 import { forwardingMetadata } from '../auth/forwarding-metadata.js';
 import { recordedName } from '../auth/principal.js';
+import { atFeatureLevel } from '../../fsm/commands/feature-levels.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
@@ -118,7 +119,8 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   }
 
   async function propose(command: FsmCommand, call: CallContext): Promise<FsmResult> {
-    const outcome = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs: timeoutFor(call) });
+    // Job principals are feature level 2: written only once every voter reads them (feature-levels.ts).
+    const outcome = await ctx.node.propose(encodeCommand(atFeatureLevel(command, ctx.fsm.appliedFeatureLevel)), { forward: false, timeoutMs: timeoutFor(call) });
     const result = decodeResult(outcome.result);
     if (result.type === 'rejected') throw itemError(result.error);
     return result;
