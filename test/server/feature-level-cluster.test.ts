@@ -53,7 +53,11 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
 
   it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2', async () => {
     // Every node has heard from the others (the reports travel on every peer batch).
-    await waitFor('reports from every peer', () => nodes.every((n) => ['n1', 'n2', 'n3'].every((id) => id === n.node.id || n.node.reportedFeatureLevels.get(id) !== undefined)) || undefined, 10_000, 20);
+    // The leader has heard from every follower (reports travel on every peer batch).
+    await waitFor('reports from every follower at the leader', () => {
+      const l = nodes.find((n) => n.node.driver.isLeader());
+      return (l && ['n1', 'n2', 'n3'].every((id) => id === l.node.id || l.node.reportedFeatureLevels.get(id) !== undefined)) || undefined;
+    }, 10_000, 20);
     // Several raise checks pass.
     await new Promise((r) => setTimeout(r, 600));
     for (const n of nodes) expect(n.fsm.appliedFeatureLevel).toBe(1);
