@@ -14,7 +14,10 @@ import { WorkerServiceService } from '../gen/herald/v1/worker_service.js';
 import { TaskTypeServiceService } from '../gen/herald/v1/task_type_service.js';
 import { createTaskTypeService } from './api/task-type-service.js';
 import { RunState } from '../gen/herald/v1/run.js';
-import { SchedulerStateMachine, type SchedulerFsmOptions } from '../fsm/index.js';
+import { decodeCommand, SchedulerStateMachine, type SchedulerFsmOptions } from '../fsm/index.js';
+import { commandFeatureLevel, SUPPORTED_FEATURE_LEVEL } from '../fsm/commands/feature-levels.js';
+import { createRaiser } from './node/feature-level-raise.js';
+import { proposeCommand } from './leader/leader-term.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../fsm/commands/validation.js';
 import { createJobService } from './api/job-service.js';
 import { LeaderServices } from './leader/leader-services.js';
@@ -72,6 +75,13 @@ export interface SchedulerNodeOptions extends Omit<NodeOptions, 'stateMachine' |
     /** Per-principal calls per second (0 = no limit; default DEFAULT_AUTH_RATE_PER_SECOND), burst twice that. */
     ratePerSecond?: number;
   };
+  /**
+   * Tests only: the feature level this node reports supporting (default SUPPORTED_FEATURE_LEVEL),
+   * read at every batch, so a test can play a node of an older build and then "upgrade" it.
+   */
+  supportedFeatureLevel?: () => number;
+  /** How often the leader checks whether every voter supports a higher feature level (default 500 ms). */
+  featureLevelCheckMs?: number;
   /** Watch streams (watch/): the change log's size in changes (0 turns WatchService off), progress interval, backlog bound. */
   watch?: { logEvents?: number; progressIntervalMs?: number; maxBacklog?: number };
 }
@@ -120,6 +130,19 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
       authenticator = new Authenticator({ getToken: (id) => feed!.fsm.getToken(id) }, () => n.readIndex({ timeoutMs: AUTH_BARRIER_TIMEOUT_MS }));
       const rate = o.auth.ratePerSecond ?? DEFAULT_AUTH_RATE_PER_SECOND;
       return limitServer(guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) }), caps);
+    },
+    featureLevel: o.supportedFeatureLevel ?? (() => SUPPORTED_FEATURE_LEVEL),
+    clusterFeatureLevel: () => feed?.fsm.appliedFeatureLevel ?? 0,
+    // A forwarded command must decode here (and be of a level this node writes), or it never reaches the log.
+    checkCommand: (bytes) => {
+      try {
+        const cmd = decodeCommand(bytes);
+        const need = commandFeatureLevel(cmd);
+        const level = feed?.fsm.appliedFeatureLevel ?? 1;
+        return need > level && cmd.type !== 'setFeatureLevel' ? `needs feature level ${need}; the cluster is at ${level}` : undefined;
+      } catch (e) {
+        return e instanceof Error ? e.message : String(e);
+      }
     },
     // The state machine behind the applied-results feed, which the leader services listen to.
     unservedTaskTypes: () => services?.watchdog.lastUnserved ?? [],
@@ -241,6 +264,24 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   };
 
   node.events.on('becameLeader', ({ term }) => startServices(term));
+  const raiser = createRaiser({
+    selfId: node.id,
+    isLeader: () => !stopping && node.driver.isLeader(),
+    clusterLevel: () => feed!.fsm.appliedFeatureLevel,
+    selfLevel: () => node.supportedFeatureLevel(),
+    conf: () => node.driver.confState(),
+    reported: (id) => node.reportedFeatureLevels.get(id),
+    proposeRaise: async (level) => {
+      const nowMs = node.clusterClock.nowMs();
+      if (nowMs === undefined) throw new HeraldError('NOT_READY', 'no cluster time yet');
+      await proposeCommand(node, { type: 'setFeatureLevel', nowMs, level }, 'empty', 5_000);
+    },
+    log: log.child({ c: 'feature-level' }),
+  });
+  const raiseTimer = setInterval(() => {
+    raiser.check().catch((e: unknown) => log.debug({ err: e }, 'feature level raise not done yet; retrying'));
+  }, o.featureLevelCheckMs ?? 500);
+  raiseTimer.unref();
   const bootstrap = o.auth?.bootstrapToken;
   if (bootstrap !== undefined) {
     const secret = tokenFromString(bootstrap.trim());
@@ -323,6 +364,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
       for (const session of s.stop()) session.redirect(other ? l.leaderId : '', other ? l.leaderAddress : '');
     }
     clearInterval(gauges);
+    clearInterval(raiseTimer);
     conventions?.stop();
     for (const s of apiServices) s.close();
     watchService?.close();

@@ -56,10 +56,10 @@ describe('SchedulerStateMachine contract', () => {
     }
   });
 
-  it('garbage and bad commands are rejected per entry; the other entries apply', async () => {
+  it('bad commands are rejected per entry and the other entries apply; an obsolete tag is rejected alike', async () => {
     const t = await fresh();
     const entries: Entry[] = [
-      { term: 1, index: 1, type: 'normal', data: Uint8Array.of(1, 99) },
+      { term: 1, index: 1, type: 'normal', data: new ByteWriter().u8(1).u8(17).int(T0).finish() },
       { term: 1, index: 2, type: 'normal', data: encodeCommand({ type: 'putJob', nowMs: T0, jobId: 'ok', spec: everySpec(1000), idempotencyKey: '' }) },
       { term: 1, index: 3, type: 'normal', data: new ByteWriter().u8(1).u8(1).int(-5).str('x').bytes(new Uint8Array()).str('').finish() },
     ];

@@ -9,7 +9,7 @@ import type { ConfState, Message, MessageType } from '../../src/raft/types.js';
 
 const conf: ConfState = { voters: ['n1', 'n2', 'n3'], incarnations: { n1: 'i1', n2: 'i2' } };
 const check = incarnationCheck('n1', 'i1', () => conf, pino({ level: 'silent' }));
-const req = (sender: string, target: string): StreamRequest => ({ clusterId: 'c', messages: [], effects: [], effectsFrom: '', senderIncarnation: sender, targetIncarnation: target });
+const req = (sender: string, target: string): StreamRequest => ({ clusterId: 'c', messages: [], effects: [], effectsFrom: '', senderIncarnation: sender, targetIncarnation: target, featureLevel: 0 });
 const msg = (type: MessageType, from: string): Message => ({ type, from, to: 'n1', term: 2, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0, rejectHintTerm: 0 }) as unknown as Message;
 
 describe('incarnations on the peer stream', () => {

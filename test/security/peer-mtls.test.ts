@@ -49,7 +49,7 @@ function sendVote(target: string, from: string, creds: ChannelCredentials, clust
       effects: [],
       effectsFrom: '',
       senderIncarnation: '',
-      targetIncarnation: '',
+      targetIncarnation: '', featureLevel: 0,
     };
     call.on('error', () => undefined);
     call.write(req);

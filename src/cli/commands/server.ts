@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
+import { FsmUnsupportedError } from '../../fsm/commands/feature-levels.js';
 import { KvStateMachine } from '../../raft/kv/kv-state-machine.js';
 import { createNode } from '../../server/node/create-node.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, MAX_FOLLOWER_APPLY_WINDOW_MS, type HeraldNode, type StateMachineFactory } from '../../server/node/herald-node.js';
@@ -272,6 +273,15 @@ async function runServer(flags: ServerFlags): Promise<void> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   node.events.on('fatal', (e) => {
     fatal = true;
+    if (e instanceof FsmUnsupportedError) {
+      // A committed entry of a newer format (rolling upgrade): the node stays up, NOT_SERVING
+      // (health and readiness report the failure), applying nothing, until it is restarted on a
+      // build that understands the entry. Exiting would only make a supervisor restart it into
+      // the same entry.
+      log.fatal({ neededLevel: e.neededLevel }, e.message);
+      process.stderr.write(`herald server: fatal: ${e.message}\n`);
+      return;
+    }
     if (exiting) return;
     exiting = true;
     process.stderr.write(`herald server: fatal: ${e.message}\n`);

@@ -3,7 +3,7 @@
 import { MemberRole, NodeRole, ReplicationState, type GetStatusResponse, type Member, type UnservedTaskType } from '../../gen/herald/v1/cluster_service.js';
 import { enumName, formatInstant } from './format.js';
 
-export const MEMBER_HEADERS = ['id', 'member', 'role', 'term', 'commit', 'applied', 'match', 'last contact', 'health', 'replication', 'client address'];
+export const MEMBER_HEADERS = ['id', 'member', 'role', 'term', 'commit', 'applied', 'match', 'last contact', 'health', 'replication', 'supports', 'client address'];
 
 export interface MemberView {
   id: string;
@@ -57,6 +57,14 @@ function health(v: MemberView): string {
   return v.fromLeader.healthy ? 'healthy' : 'lagging';
 }
 
+/**
+ * The highest feature level the member's build supports: as the member says of itself, else as
+ * the leader heard it on the peer stream (0: unknown, or a build from before feature levels).
+ */
+function supportedLevel(v: MemberView): number {
+  return v.own?.members.find((m) => m.id === v.id)?.supportedFeatureLevel || v.fromLeader?.supportedFeatureLevel || 0;
+}
+
 export function memberRow(v: MemberView): string[] {
   const l = v.fromLeader;
   return [
@@ -70,13 +78,15 @@ export function memberRow(v: MemberView): string[] {
     l ? (v.isLeader ? 'self' : l.lastContactMs < 0 ? 'never' : `${l.lastContactMs}ms ago`) : '-',
     health(v),
     l && l.replicationState ? enumName(ReplicationState, l.replicationState, 'REPLICATION_STATE_') : '-',
+    supportedLevel(v) ? `level ${supportedLevel(v)}` : '-',
     v.clientAddress || '-',
   ];
 }
 
 export function statusHeadline(base: GetStatusResponse): string {
   const leader = base.leaderId ? `leader ${base.leaderId} (${base.leaderAddress || 'address unknown'})` : 'NO LEADER';
-  return `cluster ${base.clusterId}  ${leader}  term ${base.term}  cluster time ${formatInstant(base.clusterTimeUnixMs)}`;
+  const level = base.featureLevel > 0 ? `  feature level ${base.featureLevel}` : '';
+  return `cluster ${base.clusterId}  ${leader}  term ${base.term}${level}  cluster time ${formatInstant(base.clusterTimeUnixMs)}`;
 }
 
 /** The leader's unserved task types (its watchdog's), from whichever status the leader answered. */
@@ -99,11 +109,13 @@ export function statusJson(base: GetStatusResponse, views: MemberView[]): Record
     leaderAddress: base.leaderAddress,
     term: base.term,
     clusterTimeUnixMs: base.clusterTimeUnixMs,
+    featureLevel: base.featureLevel,
     members: views.map((v) => ({
       id: v.id,
       role: role(v),
       member: memberRoleName(v.listed),
       incarnation: v.listed.incarnation,
+      supportedFeatureLevel: supportedLevel(v) || null,
       lag: v.fromLeader ? v.fromLeader.lag : null,
       reachable: v.own !== undefined,
       error: v.error ?? null,

@@ -18,6 +18,7 @@ import { applyRetryRuns } from './apply-retry-runs.js';
 import { applyRaiseAlerts, applyRunEvents } from './apply-alerts.js';
 import { applyDeleteTaskType, applyPutTaskType } from './apply-task-types.js';
 import { applyDeleteToken, applyPutToken } from './apply-tokens.js';
+import { applySetFeatureLevel } from './apply-feature-level.js';
 import type { FsmCommand } from '../commands/commands.js';
 import type { FsmResult } from '../commands/results.js';
 import { itemError } from './item-errors.js';
@@ -114,5 +115,7 @@ async function applyOne(txn: ApplyTxn, cmd: FsmCommand, entryIndex: number, limi
       return applyPutToken(txn, cmd);
     case 'deleteToken':
       return applyDeleteToken(txn, cmd);
+    case 'setFeatureLevel':
+      return applySetFeatureLevel(txn, cmd);
   }
 }

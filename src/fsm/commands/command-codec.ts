@@ -7,6 +7,7 @@ import { ByteReader, ByteWriter, FsmDecodeError } from './binary-codec.js';
 import { specOf } from './spec-bytes.js';
 import { readTokenRecord, writeTokenRecord } from './token-record.js';
 import type { FsmCommand, FsmCommandType, MarkItem } from './commands.js';
+import { FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL } from './feature-levels.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
 
@@ -36,7 +37,14 @@ const TAGS: Record<FsmCommandType, number> = {
   deleteTaskType: 21,
   putToken: 22,
   deleteToken: 23,
+  // 24 and 25 are reserved (other branches).
+  setFeatureLevel: 26,
 };
+/**
+ * Tags no build proposes any more, whose entries every build since answers alike with a rejected
+ * result (older logs may hold them). Any other unknown tag is a newer format: not a result.
+ */
+const OBSOLETE_TAGS: ReadonlySet<number> = new Set([11, 17]);
 const TYPE_OF_TAG = new Map<number, FsmCommandType>(
   Object.entries(TAGS).map(([k, v]) => [v, k as FsmCommandType]),
 );
@@ -158,20 +166,34 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
     case 'deleteToken':
       w.str(cmd.nameOrId);
       break;
+    case 'setFeatureLevel':
+      w.uint(cmd.level);
+      break;
   }
   // Own buffer: the leader's in-memory Raft log keeps every command until the next compaction,
   // and a slab slice would keep its whole slab (and the records beside it) alive that long.
   return w.finish(true);
 }
 
-/** Throws FsmDecodeError on anything malformed (apply turns that into a rejected result). */
+/** An obsolete tag (OBSOLETE_TAGS): the one decode failure apply still answers with 'rejected'. */
+export class FsmObsoleteCommandError extends FsmDecodeError {}
+
+/**
+ * Throws FsmUnsupportedError for a newer format (unknown version or tag, a setFeatureLevel above
+ * SUPPORTED_FEATURE_LEVEL), FsmObsoleteCommandError for an obsolete tag, FsmDecodeError on
+ * anything else malformed. Apply answers only the obsolete tags with a result; for the others
+ * it stops (feature-levels.ts): bytes past what this build knows may be a newer format.
+ */
 export function decodeCommand(bytes: Uint8Array): FsmCommand {
   const r = new ByteReader(bytes);
   const version = r.u8();
-  if (version !== COMMAND_FORMAT_VERSION) throw new FsmDecodeError(`unknown command format version ${version}`);
+  if (version !== COMMAND_FORMAT_VERSION) throw new FsmUnsupportedError(undefined, `unknown command format version ${version}`);
   const tag = r.u8();
   const type = TYPE_OF_TAG.get(tag);
-  if (type === undefined) throw new FsmDecodeError(`unknown command tag ${tag}`);
+  if (type === undefined) {
+    if (OBSOLETE_TAGS.has(tag)) throw new FsmObsoleteCommandError(`obsolete command tag ${tag}`);
+    throw new FsmUnsupportedError(undefined, `unknown command tag ${tag}`);
+  }
   const nowMs = r.int();
   let cmd: FsmCommand;
   switch (type) {
@@ -276,6 +298,12 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
     case 'deleteToken':
       cmd = { type, nowMs, nameOrId: r.str() };
       break;
+    case 'setFeatureLevel': {
+      const level = r.uint();
+      if (level > SUPPORTED_FEATURE_LEVEL) throw new FsmUnsupportedError(level, `setFeatureLevel ${level}`);
+      cmd = { type, nowMs, level };
+      break;
+    }
   }
   r.end();
   return cmd;

@@ -302,7 +302,18 @@ export type FsmCommand =
   | PutTaskTypeCommand
   | DeleteTaskTypeCommand
   | PutTokenCommand
-  | DeleteTokenCommand;
+  | DeleteTokenCommand
+  | SetFeatureLevelCommand;
+
+/**
+ * Raises the cluster feature level (feature-levels.ts) to `level`; a no-op at or below the
+ * current level (it never lowers). Proposed by the leader once every voter reports `level`.
+ */
+export interface SetFeatureLevelCommand {
+  readonly type: 'setFeatureLevel';
+  readonly nowMs: number;
+  readonly level: number;
+}
 
 export type FsmCommandType = FsmCommand['type'];
 

@@ -3,12 +3,16 @@
 //
 // apply: every entry of one call is applied into one transaction and written — with the new
 // applied index — in ONE LevelDB batch, so a crash leaves either all of the call or none of it.
-// Time comes only from commands (I5). A command that fails to decode, or whose handler throws a
+// Time comes only from commands (I5). A command of an obsolete tag, or whose handler throws a
 // deterministic rejection (item-errors.ts rejectionOf: bad input, not found, conflicts), gets a
 // 'rejected' result and changes nothing; the other entries of the call still apply. Anything else
 // thrown — an I/O error, a corrupt record, a bug — may happen on this replica only, so it is never
 // a result: apply throws, nothing of the call is written, and the runtime stops the node (a
-// restart applies again from the applied index in the store). Reads are served straight from
+// restart applies again from the applied index in the store). An entry this build cannot decode
+// (a newer format, a feature level above SUPPORTED_FEATURE_LEVEL: feature-levels.ts) is never a
+// result either: replicas of a newer build understand it, so a 'rejected' here would diverge.
+// Apply throws FsmUnsupportedError before writing anything of the call, and the node stops
+// applying until it runs a build that understands the entry. Reads are served straight from
 // LevelDB (see fsm-reads.ts).
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
 import type { EffectsOutcome, EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
@@ -18,9 +22,10 @@ import { putJobIdemKeys } from '../apply/apply-put-jobs.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-codec.js';
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
 import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
-import { decodeCommand } from '../commands/command-codec.js';
+import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
+import { decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
-import { META_APPLIED } from '../store/key-layout.js';
+import { META_APPLIED, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
 import type { FsmResult, ItemError } from '../commands/results.js';
@@ -80,9 +85,19 @@ function isAppliedKey(key: Uint8Array): boolean {
   return key.length === APPLIED_KEY_BYTES.length && Buffer.compare(key, APPLIED_KEY_BYTES) === 0;
 }
 
+const FEATURE_LEVEL_KEY_BYTES = enc.encode(META_FEATURE_LEVEL);
+
+function isFeatureLevelKey(key: Uint8Array): boolean {
+  return key.length === FEATURE_LEVEL_KEY_BYTES.length && Buffer.compare(key, FEATURE_LEVEL_KEY_BYTES) === 0;
+}
+
 /**
- * Decodes the command entries once (undefined for no-op/config and already applied entries). The
- * decoder throws only FsmDecodeError on bad bytes (command-codec tests): anything else propagates.
+ * Decodes the command entries once (undefined for no-op/config and already applied entries). An
+ * obsolete tag is answered alike by every build ('rejected'). Any other entry that does not
+ * decode throws FsmUnsupportedError naming it: a newer format and corrupt bytes look the same
+ * here, and neither may become a result. (Bad bytes cannot reach the log: every proposal is
+ * encoded from a typed command by the leader, and a Forward from a peer is decoded by the leader
+ * before it is proposed — peer-server.ts.) Anything else thrown propagates.
  */
 function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
   return entries.map((e) => {
@@ -90,7 +105,9 @@ function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
     try {
       return decodeCommand(e.data);
     } catch (err) {
-      if (err instanceof FsmDecodeError) return { undecodable: err.message };
+      if (err instanceof FsmObsoleteCommandError) return { undecodable: err.message };
+      if (err instanceof FsmUnsupportedError) throw new FsmUnsupportedError(err.neededLevel, unsupportedEntryMessage(e.index, err.neededLevel, err.detail));
+      if (err instanceof FsmDecodeError) throw new FsmUnsupportedError(undefined, unsupportedEntryMessage(e.index, undefined, `undecodable: ${err.message}`));
       throw err;
     }
   });
@@ -121,6 +138,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private changes: StoreChangeListener | undefined;
   /** Apply's parsed cron expressions and zone rules, this machine's own. */
   private readonly scheduleCaches = new ScheduleCaches();
+  /** The stored cluster feature level, mirrored (read again after whatever may change it). */
+  private level: number = FEATURE_LEVEL.BASE;
 
   private constructor(
     private readonly store: Db,
@@ -160,6 +179,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
     fsm.applied = applied;
     try {
+      fsm.level = await fsm.featureLevel();
       await loadCounts(db, fsm.counts);
       await fsm.rebuildReady();
     } catch (e) {
@@ -177,6 +197,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private async resync(): Promise<void> {
     if (await restoreInterrupted(this.store)) throw new HeraldError('CORRUPT_STORAGE', 'a snapshot restore broke off: the store must be opened again');
     this.recordCache?.clear();
+    this.level = await this.featureLevel();
     this.applied = await readAppliedIndex(this.store);
     await loadCounts(this.store, this.counts);
     await this.rebuildReady();
@@ -231,6 +252,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   applyEffects(bytes: Uint8Array): Promise<EffectsOutcome> {
     return this.exclusive(async () => {
       if (this.stale) await this.resync();
+      await this.checkStoredLevel();
       let range: { fromApplied: number; toApplied: number };
       try {
         range = readEffectsRange(bytes);
@@ -246,6 +268,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       try {
         fx = readApplyEffects(bytes, (key, value) => {
           if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
+          // A raise above this build: the entries are evaluated instead, and the setFeatureLevel
+          // entry among them stops apply with the operator's message.
+          if (isFeatureLevelKey(key) && value !== null && decodeFeatureLevel(value) > SUPPORTED_FEATURE_LEVEL) {
+            throw new FsmDecodeError('apply effects raise the feature level above this build');
+          }
           if (value === null) batch.delKeyBytes(key);
           else batch.putKeyBytes(key, value);
           collector?.effect(key, value);
@@ -267,6 +294,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // almost nothing back (it evaluates only the entries it got no effects for), so it is
       // emptied rather than checked key by key (which took a string per key).
       this.recordCache?.clear();
+      this.level = await this.featureLevel().catch(() => this.level);
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
         if (after) this.ready.add(after);
@@ -293,8 +321,31 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     }
   }
 
+  /** The cluster feature level (feature-levels.ts) in the store: 1 when it was never raised. */
+  async featureLevel(): Promise<number> {
+    return decodeFeatureLevel(await this.store.get(META_FEATURE_LEVEL));
+  }
+
+  /**
+   * A store whose cluster level is above what this build supports (a downgrade after the level
+   * was raised, a snapshot from such a cluster) is not applied to: the entries after it may be of
+   * that level.
+   */
+  /** The cluster feature level as this replica applied it (sync: the leader's job service asks per write). */
+  get appliedFeatureLevel(): number {
+    return this.level;
+  }
+
+  private async checkStoredLevel(): Promise<void> {
+    const level = this.level;
+    if (level > SUPPORTED_FEATURE_LEVEL) {
+      throw new FsmUnsupportedError(level, `the cluster feature level is ${level} (applied index ${this.applied}); this node supports ${SUPPORTED_FEATURE_LEVEL}: upgrade this node`);
+    }
+  }
+
   private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined, capture: { effects?: Uint8Array } | undefined): Promise<Uint8Array[]> {
     if (this.stale) await this.resync();
+    await this.checkStoredLevel();
     // Entries whose handler threw a deterministic rejection midway are re-run as 'rejected' from
     // a fresh transaction, so they never leave half of their changes behind.
     const rejected = new Map<number, ItemError>();
@@ -373,6 +424,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       txn.publishToCache();
       txn.publishReady(this.ready);
+      if (decoded.some((c) => c !== undefined && 'type' in c && c.type === 'setFeatureLevel')) this.level = await this.featureLevel().catch(() => this.level);
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       collector?.finish(last);
@@ -402,6 +454,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.stale = true;
       await writeSnapshot(this.store, meta, chunks);
+      this.level = await this.featureLevel();
       this.applied = meta.index;
       await loadCounts(this.store, this.counts);
       await this.rebuildReady();

@@ -9,6 +9,7 @@
 //
 //   m\0applied                                 applied Raft index (decimal), written in every batch
 //   m\0schema                                  schema version
+//   m\0feature_level                           cluster feature level (decimal; absent = 1, feature-levels.ts)
 //   m\0restoring                               present only while a restore is half done
 //   c\0<state:2>                               count of runs in a RunState (metrics)
 //   j\0<jobId>                                 job record (records.ts)
@@ -63,6 +64,7 @@ export const DROPPED_INDEX_PREFIXES = [`a${SEP}`, `l${SEP}`, `q${SEP}`, `t${SEP}
 
 export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
+export const META_FEATURE_LEVEL = `m${SEP}feature_level`;
 export const META_RESTORING = `m${SEP}restoring`;
 
 export function padTime(ms: number): string {

@@ -35,6 +35,7 @@ import type { HeraldNode } from '../node/herald-node.js';
 import { grpcStatusOf } from '../grpc/grpc-status-map.js';
 import { LeaderRoute } from './leader-route.js';
 import { recordedName } from '../auth/principal.js';
+import { atFeatureLevel } from '../../fsm/commands/feature-levels.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
@@ -94,7 +95,8 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   }
 
   async function propose(command: FsmCommand, call: CallContext): Promise<FsmResult> {
-    const outcome = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs: timeoutFor(call) });
+    // Job principals are feature level 2: written only once every voter reads them (feature-levels.ts).
+    const outcome = await ctx.node.propose(encodeCommand(atFeatureLevel(command, ctx.fsm.appliedFeatureLevel)), { forward: false, timeoutMs: timeoutFor(call) });
     const result = decodeResult(outcome.result);
     if (result.type === 'rejected') throw itemError(result.error);
     return result;

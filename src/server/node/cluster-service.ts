@@ -49,6 +49,7 @@ function nodeStatus(node: HeraldNode, unserved: () => UnservedTaskType[]): GetSt
     snapshotIndex: d.snapshotIndex(),
     incarnation: node.incarnation,
     confChangePending: d.confChangePending(),
+    featureLevel: node.clusterFeatureLevel(),
     unservedTaskTypes: st.role === 'leader' ? unserved() : [],
   };
 }

@@ -7,6 +7,7 @@
 // flight apply, hands leadership over, waits briefly for what the new leader commits for it, then
 // closes everything (leadership-handover.ts).
 
+import { ReportedFeatureLevels } from './feature-level-raise.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -144,7 +145,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       ...(o.tls ? { channelCredentials: (peer: string) => o.tls!.peerChannelCredentials(peer) } : {}),
       incarnation,
       conf: () => driver?.confState(),
+      featureLevel: () => o.featureLevel?.() ?? 0,
     });
+    const reportedFeatureLevels = new ReportedFeatureLevels();
     driver = new RaftDriver(
       {
         id: o.id,
@@ -208,6 +211,8 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         logger: log.child({ c: 'peer' }),
         propose: (command, timeoutMs, mayForward) => propose(command, { timeoutMs, forward: mayForward }),
         incarnation,
+        onFeatureLevel: (from, level) => reportedFeatureLevels.report(from, level),
+        ...(o.checkCommand ? { checkCommand: o.checkCommand } : {}),
         // A joining node knows no member yet: it takes any member of the peer CA (a leader reaching it).
         ...(o.tls ? { peerIdentity: callerMemberIds, memberIds: () => (membersOf(driver.confState()).length > 0 ? membersInForce(driver.confState(), o.members).map((m) => m.id) : o.members.map((m) => m.id)) } : {}),
       }),
@@ -227,6 +232,9 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         return membersInForce(driver.confState(), o.members);
       },
       incarnation,
+      supportedFeatureLevel: () => o.featureLevel?.() ?? 0,
+      clusterFeatureLevel: () => o.clusterFeatureLevel?.() ?? 0,
+      reportedFeatureLevels,
       driver,
       transport,
       stateMachine,

@@ -14,6 +14,7 @@ import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
 import type { PeerInfo, PeerTransport } from '../peer/peer-transport.js';
 import type { ClusterClock } from './cluster-clock.js';
 import type { NodeTls } from '../grpc/tls/node-tls.js';
+import type { ReportedFeatureLevels } from './feature-level-raise.js';
 
 /** Builds the state machine in its own directory (the scheduler FSM plugs in here). */
 export type StateMachineFactory = (dir: string) => Promise<StateMachine>;
@@ -62,6 +63,15 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   wrapClientServer?: (server: Server, node: HeraldNode) => Server;
   /** TLS handshake and idle timeouts, HTTP/2 stream backstop of the client port (auth/client-limits.ts; defaults there). */
   clientLimits?: ClientLimits;
+  /**
+   * The highest cluster feature level this node's build supports, reported to peers on every
+   * batch (default 0: a state machine without feature levels). A function so a test can change it.
+   */
+  featureLevel?: () => number;
+  /** The cluster feature level the state machine applied (GetStatus; default 0: none). */
+  clusterFeatureLevel?: () => number;
+  /** Checks a command a peer forwards before it is proposed (undefined: fine; else why not). */
+  checkCommand?: (command: Uint8Array) => string | undefined;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
   registerClientServices?: (server: Server, node: HeraldNode) => void;
   /** For ClusterService status: task types waiting with no worker, as this node's leader watchdog saw them. */
@@ -99,6 +109,12 @@ export interface HeraldNode {
   readonly members: readonly PeerInfo[];
   /** This node's incarnation, chosen at its first start ('' in data dirs from before incarnations). */
   readonly incarnation: string;
+  /** The feature level this node's build supports (NodeOptions.featureLevel; 0 without). */
+  supportedFeatureLevel(): number;
+  /** The cluster feature level this node's state machine applied (NodeOptions.clusterFeatureLevel; 0 without). */
+  clusterFeatureLevel(): number;
+  /** What each peer last reported supporting on its peer stream. */
+  readonly reportedFeatureLevels: ReportedFeatureLevels;
   readonly driver: RaftDriver;
   readonly transport: PeerTransport;
   readonly stateMachine: StateMachine;

@@ -29,6 +29,7 @@ export function memberViews(node: HeraldNode): Member[] {
       replicationState: pr ? (REPL[pr.state] ?? ReplicationState.REPLICATION_STATE_UNSPECIFIED) : ReplicationState.REPLICATION_STATE_UNSPECIFIED,
       memberRole: isVoter(conf, m.id) ? MemberRole.MEMBER_ROLE_VOTER : isLearner(conf, m.id) ? MemberRole.MEMBER_ROLE_LEARNER : MemberRole.MEMBER_ROLE_UNSPECIFIED,
       incarnation: self ? node.incarnation : incarnationOf(conf, m.id),
+      supportedFeatureLevel: self ? node.supportedFeatureLevel() : (node.reportedFeatureLevels.get(m.id) ?? 0),
       lag: st.role === 'leader' ? (pr ? Math.max(0, st.lastIndex - pr.match) : self ? 0 : st.lastIndex) : 0,
     };
   });

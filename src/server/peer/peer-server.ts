@@ -47,6 +47,13 @@ export interface PeerServiceDeps {
   memberIds?: () => readonly string[];
   /** This node's incarnation ('' in a data dir from before incarnations: nothing is checked). */
   incarnation?: string;
+  /** A peer's batch reported the feature level its build supports (0 from builds before feature levels). */
+  onFeatureLevel?: (from: string, level: number) => void;
+  /**
+   * Checks a forwarded command before it is proposed (undefined: fine; else why not): the peer
+   * port never puts bytes into the log that the state machine would not decode.
+   */
+  checkCommand?: (command: Uint8Array) => string | undefined;
 }
 
 /** Why a caller may not speak as `claimed` (undefined: it may). */
@@ -114,7 +121,11 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
           finish(toServiceError(wrongTarget));
           return;
         }
-        d.driver.step(incarnations.filter(req, d.transport.receive(req)));
+        const messages = incarnations.filter(req, d.transport.receive(req));
+        // The sender's build (not from an incarnation the configuration does not list).
+        const from = messages[0]?.from ?? (req.messages.length === 0 && req.effects.length > 0 ? req.effectsFrom : undefined);
+        if (from !== undefined) d.onFeatureLevel?.(from, req.featureLevel);
+        d.driver.step(messages);
         const effects = d.transport.receiveEffects(req);
         if (effects.length > 0) d.driver.receiveEffects(effects);
       });
@@ -176,6 +187,11 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
       }
       if (req.clusterId !== d.clusterId) {
         callback(mismatch(req.clusterId));
+        return;
+      }
+      const bad = d.checkCommand?.(req.command);
+      if (bad !== undefined) {
+        callback(toServiceError(new HeraldError('INVALID_ARGUMENT', `forwarded command refused: ${bad}`)));
         return;
       }
       const mayForward = call.metadata.get(FORWARDED_KEY).length === 0;

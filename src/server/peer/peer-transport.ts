@@ -51,6 +51,11 @@ export interface PeerTransportOptions {
   /** This node's incarnation, stamped on every batch ('' in data dirs from before incarnations). */
   incarnation?: string;
   /**
+   * The highest cluster feature level this node's build supports, stamped on every batch
+   * (StreamRequest.feature_level; 0 when absent: a node without feature levels).
+   */
+  featureLevel?: () => number;
+  /**
    * The configuration in force here: members it adds are dialled at the addresses it records
    * (runtime changes), and each batch names the receiver's incarnation as it lists it.
    */
@@ -312,7 +317,11 @@ export class PeerTransport implements RaftTransport {
       return;
     }
     const queue = coalesceMessages(l.queue);
-    const stamp = { senderIncarnation: this.opts.incarnation ?? '', targetIncarnation: incarnationOf(this.opts.conf?.() ?? { voters: [] }, l.info.id) };
+    const stamp = {
+      senderIncarnation: this.opts.incarnation ?? '',
+      targetIncarnation: incarnationOf(this.opts.conf?.() ?? { voters: [] }, l.info.id),
+      featureLevel: this.opts.featureLevel?.() ?? 0,
+    };
     const empty = (): StreamRequest => ({ clusterId: this.opts.clusterId, messages: [], effects: [], effectsFrom: '', ...stamp });
     let batch = empty();
     let bytes = 0;

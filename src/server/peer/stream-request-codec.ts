@@ -53,7 +53,7 @@ export function encodeStreamRequest(req: StreamRequest): Buffer {
 
 export function decodeStreamRequest(input: Buffer): StreamRequest {
   const reader = new BinaryReader(input);
-  const req: StreamRequest = { clusterId: '', messages: [], effects: [], effectsFrom: '', senderIncarnation: '', targetIncarnation: '' };
+  const req: StreamRequest = { clusterId: '', messages: [], effects: [], effectsFrom: '', senderIncarnation: '', targetIncarnation: '', featureLevel: 0 };
   while (reader.pos < reader.len) {
     const tag = reader.uint32();
     switch (tag) {
@@ -76,6 +76,9 @@ export function decodeStreamRequest(input: Buffer): StreamRequest {
         continue;
       case (6 << 3) | 2:
         req.targetIncarnation = reader.string();
+        continue;
+      case 7 << 3: // field 7, varint
+        req.featureLevel = reader.uint32();
         continue;
     }
     if ((tag & 7) === 4 || tag === 0) break;

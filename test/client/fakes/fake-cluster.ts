@@ -86,7 +86,7 @@ export class FakeNode {
       nodeId: this.id,
       clusterId: 'fake',
       incarnation: '',
-      confChangePending: false,
+      confChangePending: false, featureLevel: 2,
       role: leader === this ? NodeRole.NODE_ROLE_LEADER : NodeRole.NODE_ROLE_FOLLOWER,
       term: this.cluster.term,
       leaderId: leader?.id ?? '',

@@ -84,6 +84,11 @@ export interface Member {
   incarnation: string;
   /** Entries this member's log trails the leader's last index by (leader's view; 0 elsewhere). */
   lag: number;
+  /**
+   * The highest feature level this member's build supports, as it reported it on the peer stream
+   * (this node's own for itself; 0 = not reported yet, or a build from before feature levels).
+   */
+  supportedFeatureLevel: number;
 }
 
 /** Response of ClusterService.GetStatus. */
@@ -114,6 +119,11 @@ export interface GetStatusResponse {
   incarnation: string;
   /** Whether a configuration change is appended but not committed yet. */
   confChangePending: boolean;
+  /**
+   * The cluster feature level in this node's state machine (1 until the leader raised it; see the
+   * README's upgrade procedure): command formats above it are not written yet.
+   */
+  featureLevel: number;
   /**
    * --- Bounded backlog (issue 30). Numbered from 30 to leave room for fields added alongside. ---
    * Task types with runs waiting and no connected worker serving them, as the leader's watchdog
@@ -285,6 +295,7 @@ function createBaseMember(): Member {
     memberRole: 0,
     incarnation: "",
     lag: 0,
+    supportedFeatureLevel: 0,
   };
 }
 
@@ -319,6 +330,9 @@ export const Member: MessageFns<Member> = {
     }
     if (message.lag !== 0) {
       writer.uint32(80).uint64(message.lag);
+    }
+    if (message.supportedFeatureLevel !== 0) {
+      writer.uint32(88).uint32(message.supportedFeatureLevel);
     }
     return writer;
   },
@@ -416,6 +430,14 @@ export const Member: MessageFns<Member> = {
             message.lag = longToNumber(reader.uint64());
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.supportedFeatureLevel = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -443,6 +465,7 @@ export const Member: MessageFns<Member> = {
     message.memberRole = object.memberRole ?? 0;
     message.incarnation = object.incarnation ?? "";
     message.lag = object.lag ?? 0;
+    message.supportedFeatureLevel = object.supportedFeatureLevel ?? 0;
     return message;
   },
 };
@@ -462,6 +485,7 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     snapshotIndex: 0,
     incarnation: "",
     confChangePending: false,
+    featureLevel: 0,
     unservedTaskTypes: [],
   };
 }
@@ -506,6 +530,9 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     }
     if (message.confChangePending !== false) {
       writer.uint32(104).bool(message.confChangePending);
+    }
+    if (message.featureLevel !== 0) {
+      writer.uint32(112).uint32(message.featureLevel);
     }
     for (const v of message.unservedTaskTypes) {
       UnservedTaskType.encode(v!, writer.uint32(242).fork()).join();
@@ -630,6 +657,14 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             message.confChangePending = reader.bool();
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.featureLevel = reader.uint32();
+            continue;
+          }
           case 30: {
             if (tag !== 242) {
               break;
@@ -668,6 +703,7 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     message.snapshotIndex = object.snapshotIndex ?? 0;
     message.incarnation = object.incarnation ?? "";
     message.confChangePending = object.confChangePending ?? false;
+    message.featureLevel = object.featureLevel ?? 0;
     message.unservedTaskTypes = object.unservedTaskTypes?.map((e) => UnservedTaskType.fromPartial(e)) || [];
     return message;
   },

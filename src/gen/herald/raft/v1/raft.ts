@@ -177,6 +177,12 @@ export interface StreamRequest {
    * a receiver of another incarnation (a wiped node restarted under the same id) drops the batch.
    */
   targetIncarnation: string;
+  /**
+   * The highest cluster feature level the sender's build supports (src/fsm/commands/
+   * feature-levels.ts; 0 from builds before feature levels). The leader raises the cluster's
+   * level only once every voter reports it.
+   */
+  featureLevel: number;
 }
 
 /** Sent when the stream ends. */
@@ -1004,7 +1010,15 @@ export const RaftMessage: MessageFns<RaftMessage> = {
 };
 
 function createBaseStreamRequest(): StreamRequest {
-  return { clusterId: "", messages: [], effects: [], effectsFrom: "", senderIncarnation: "", targetIncarnation: "" };
+  return {
+    clusterId: "",
+    messages: [],
+    effects: [],
+    effectsFrom: "",
+    senderIncarnation: "",
+    targetIncarnation: "",
+    featureLevel: 0,
+  };
 }
 
 export const StreamRequest: MessageFns<StreamRequest> = {
@@ -1026,6 +1040,9 @@ export const StreamRequest: MessageFns<StreamRequest> = {
     }
     if (message.targetIncarnation !== "") {
       writer.uint32(50).string(message.targetIncarnation);
+    }
+    if (message.featureLevel !== 0) {
+      writer.uint32(56).uint32(message.featureLevel);
     }
     return writer;
   },
@@ -1091,6 +1108,14 @@ export const StreamRequest: MessageFns<StreamRequest> = {
             message.targetIncarnation = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.featureLevel = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1114,6 +1139,7 @@ export const StreamRequest: MessageFns<StreamRequest> = {
     message.effectsFrom = object.effectsFrom ?? "";
     message.senderIncarnation = object.senderIncarnation ?? "";
     message.targetIncarnation = object.targetIncarnation ?? "";
+    message.featureLevel = object.featureLevel ?? 0;
     return message;
   },
 };

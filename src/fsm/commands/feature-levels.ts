@@ -1,0 +1,86 @@
+// Cluster feature levels (rolling upgrades, issue 28). A feature level names a set of command and
+// record formats. Every node supports the levels up to SUPPORTED_FEATURE_LEVEL and reports it to
+// its peers (raft.proto StreamRequest.feature_level); the cluster's level is state-machine state
+// (META_FEATURE_LEVEL), raised only by a committed setFeatureLevel entry that the leader proposes
+// once every voter reports at least that level. The leader writes a command part of level L only
+// while the cluster level is >= L, so a node of an older binary never meets one until it was
+// upgraded. A replica that meets an entry it cannot decode never turns it into a result (that
+// would diverge from replicas that understand it): apply throws FsmUnsupportedError and the node
+// stops applying until it runs a binary that understands the entry.
+import type { FsmCommand, FsmCommandType } from './commands.js';
+import { FsmDecodeError } from './binary-codec.js';
+
+export const FEATURE_LEVEL = {
+  /** Every command and record as they were before job principals (a store without the key reads as this). */
+  BASE: 1,
+  /** Job commands carry the caller's principal (created_by / updated_by); setFeatureLevel exists. */
+  PRINCIPALS: 2,
+} as const;
+
+/** The highest level this binary reads and writes. */
+export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.PRINCIPALS;
+
+/** The optional command parts (and commands) above BASE and the level each needs. Append only. */
+export const FEATURE_PARTS: readonly { readonly part: string; readonly level: number }[] = [
+  { part: 'setFeatureLevel command (tag 26)', level: FEATURE_LEVEL.PRINCIPALS },
+  { part: 'principal on putJob/putJobs/updateJob/deleteJob/pauseJob/resumeJob (Job.created_by/updated_by)', level: FEATURE_LEVEL.PRINCIPALS },
+];
+
+/** Commands that exist only from a level above BASE. */
+const COMMAND_LEVEL: Partial<Record<FsmCommandType, number>> = {
+  setFeatureLevel: FEATURE_LEVEL.PRINCIPALS,
+};
+
+/** The lowest cluster level at which every replica understands `cmd`'s bytes. */
+export function commandFeatureLevel(cmd: FsmCommand): number {
+  let level: number = COMMAND_LEVEL[cmd.type] ?? FEATURE_LEVEL.BASE;
+  if ('principal' in cmd && cmd.principal) level = Math.max(level, FEATURE_LEVEL.PRINCIPALS);
+  if (cmd.type === 'setFeatureLevel') level = Math.max(level, cmd.level);
+  return level;
+}
+
+/**
+ * An entry this binary cannot read: a newer format (unknown command tag or version, bytes past
+ * what it knows) or a level above the one it supports. Never a result: apply stops here.
+ */
+export class FsmUnsupportedError extends FsmDecodeError {
+  constructor(
+    /** The level the entry needs, when known (undefined: some level above SUPPORTED_FEATURE_LEVEL). */
+    readonly neededLevel: number | undefined,
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** The fatal line of a node that meets such an entry (the operator's instruction). */
+export function unsupportedEntryMessage(index: number, needed: number | undefined, detail: string, supported = SUPPORTED_FEATURE_LEVEL): string {
+  const level = needed === undefined ? `${supported + 1} or higher` : String(needed);
+  return `entry ${index} needs feature level ${level}; this node supports ${supported}: upgrade this node (${detail})`;
+}
+
+/** The stored level's bytes (decimal, like the applied index). */
+export function encodeFeatureLevel(level: number): Uint8Array {
+  return new TextEncoder().encode(String(level));
+}
+
+/** A store or snapshot without the key is at BASE. */
+export function decodeFeatureLevel(bytes: Uint8Array | undefined): number {
+  if (bytes === undefined) return FEATURE_LEVEL.BASE;
+  const n = Number(new TextDecoder().decode(bytes));
+  if (!Number.isSafeInteger(n) || n < FEATURE_LEVEL.BASE) throw new Error(`corrupt feature level record: ${new TextDecoder().decode(bytes)}`);
+  return n;
+}
+
+/**
+ * `cmd` as the leader may propose it at cluster level `level`: the parts of a higher level left
+ * out (a job command's principal below PRINCIPALS), so the bytes are those of that level. The
+ * leader calls it with the level its own state machine applied (never ahead of the committed one).
+ */
+export function atFeatureLevel<C extends FsmCommand>(cmd: C, level: number): C {
+  if (level < FEATURE_LEVEL.PRINCIPALS && 'principal' in cmd && cmd.principal !== undefined) {
+    const { principal: _dropped, ...rest } = cmd;
+    return rest as C;
+  }
+  return cmd;
+}
