@@ -30,10 +30,11 @@ describe('generated code stays current with proto/', () => {
   it('fails with a message naming the fix when a .proto is edited without regenerating', () => {
     dir = copyProject();
     const file = join(dir, 'proto/herald/v1/job.proto');
-    const text = readFileSync(file, 'utf8').replace(
-      '  int32 consecutive_dead_runs = 12;\n}',
-      '  int32 consecutive_dead_runs = 12;\n  // A field added without regenerating.\n  string extra_field = 11;\n}',
-    );
+    const before = readFileSync(file, 'utf8');
+    // A field appended to the last message of the file.
+    const end = before.lastIndexOf('\n}');
+    const text = `${before.slice(0, end)}\n  // A field added without regenerating.\n  string extra_field_for_test = 99;${before.slice(end)}`;
+    expect(text).not.toBe(before);
     writeFileSync(file, text);
     const res = spawnSync('node', ['scripts/gen-proto.mjs', '--check'], { cwd: dir, encoding: 'utf8' });
     expect(res.status).toBe(1);
