@@ -93,4 +93,18 @@ describe('auth: client certificates carry a role', () => {
       details: expect.stringMatching(/member:n2/),
     });
   }, 30_000);
+
+  it('AddMember without an incarnation: the leader reads it from the new node with its member certificate (a token could not)', async () => {
+    // Pointed at n2's client port under another id: the leader got n2's status (as a member, on
+    // this TLS + auth cluster) and refuses the mismatch rather than failing to read it.
+    await expect(cluster.client.addMember({ id: 'n9', peerAddress: '127.0.0.1:1', clientAddress: followerAddr, incarnation: '' })).rejects.toMatchObject({
+      grpcCode: status.INVALID_ARGUMENT,
+      message: expect.stringMatching(/the node at 127\.0\.0\.1:\d+ is n\d, not n9/),
+    });
+    // Nobody there: a precondition, saying what to do.
+    await expect(cluster.client.addMember({ id: 'n9', peerAddress: '127.0.0.1:1', clientAddress: '127.0.0.1:1', incarnation: '' })).rejects.toMatchObject({
+      grpcCode: status.FAILED_PRECONDITION,
+      message: expect.stringMatching(/cannot read n9's incarnation at 127\.0\.0\.1:1 .*herald server --join/),
+    });
+  }, 30_000);
 });

@@ -3,7 +3,6 @@ import type { GetStatusResponse } from '../../gen/herald/v1/cluster_service.js';
 import { addClientOptions, resolveTimeoutMs } from '../client-options.js';
 import { commandAction, withClient } from '../command-action.js';
 import { EXIT } from '../exit-codes.js';
-import { HeraldError } from '../../herald-error.js';
 import { MEMBER_HEADERS, memberJson, joinMembers, memberRow, statusHeadline, statusJson, unservedLine, unservedOf } from '../output/cluster-view.js';
 import { print, printJson } from '../output/print.js';
 import { renderTable } from '../output/table.js';
@@ -50,11 +49,12 @@ export function registerClusterCommands(program: Command): void {
         const [id] = cmd.processedArgs as [string];
         const o = cmd.opts<{ peerAddr: string; clientAddr: string }>();
         // The new node's incarnation (chosen at its first start) is what the cluster will let in.
-        const fresh = await client.status({ address: o.clientAddr, deadlineMs: Math.min(resolveTimeoutMs(flags), 5_000) });
-        if (fresh.nodeId !== id) throw new HeraldError('INVALID_ARGUMENT', `the node at ${o.clientAddr} is ${fresh.nodeId}, not ${id}`);
-        const members = await client.addMember({ id, peerAddress: o.peerAddr, clientAddress: o.clientAddr, incarnation: fresh.incarnation });
-        if (flags.json) printJson({ added: id, incarnation: fresh.incarnation, members: members.map(memberJson) });
-        else print(`${id} added as a learner (incarnation ${fresh.incarnation}); promote it once it caught up: herald cluster promote ${id}\n`);
+        // The leader reads it from the new node as a member (a joining node holds no tokens, so
+        // this CLI's token could not); the answer lists it.
+        const members = await client.addMember({ id, peerAddress: o.peerAddr, clientAddress: o.clientAddr, incarnation: '' });
+        const incarnation = members.find((m) => m.id === id)?.incarnation ?? '';
+        if (flags.json) printJson({ added: id, incarnation, members: members.map(memberJson) });
+        else print(`${id} added as a learner (incarnation ${incarnation}); promote it once it caught up: herald cluster promote ${id}\n`);
       }),
     ),
   );

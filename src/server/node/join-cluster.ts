@@ -26,7 +26,7 @@ export async function fetchCluster(endpoints: readonly string[], creds: ChannelC
   throw new HeraldError('NO_LEADER', `no --join endpoint answered with the cluster's members (${errors.join('; ')})`);
 }
 
-function getStatus(address: string, creds: ChannelCredentials, timeoutMs: number): Promise<GetStatusResponse> {
+export function getStatus(address: string, creds: ChannelCredentials, timeoutMs: number): Promise<GetStatusResponse> {
   const client = new ClusterServiceClient(address, creds);
   return new Promise<GetStatusResponse>((resolve, reject) => {
     client.getStatus({}, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, resp) => {

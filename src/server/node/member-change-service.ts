@@ -21,6 +21,7 @@ import type { MemberAddresses, NodeId } from '../../raft/types.js';
 import { fromServiceError } from '../grpc/grpc-errors.js';
 import { toServiceError } from '../grpc/service-error.js';
 import { memberViews } from './member-views.js';
+import { getStatus } from './join-cluster.js';
 import type { HeraldNode } from './herald-node.js';
 import { isHostPort, isMemberId } from './node-config.js';
 
@@ -35,17 +36,17 @@ export function memberChangeHandlers(node: HeraldNode): Handlers {
       const r = call.request;
       const bad = checkId(r.id) ?? checkAddr('peer_address', r.peerAddress) ?? checkAddr('client_address', r.clientAddress);
       if (bad) return callback(toServiceError(bad));
-      if (!r.incarnation) {
-        return callback(
-          toServiceError(new HeraldError('INVALID_ARGUMENT', `incarnation is required: start ${r.id} with \`herald server --join\` first; \`herald cluster add\` reads it from the new node`, { field: 'incarnation' })),
-        );
-      }
-      serve(node, 'addMember', r, call, callback, () => ({
-        kind: 'addLearner',
-        id: r.id,
-        incarnation: r.incarnation,
-        addresses: { ...knownAddresses(node), [r.id]: { peer: r.peerAddress, client: r.clientAddress } },
-      }));
+      const add = (incarnation: string) =>
+        serve(node, 'addMember', r, call, callback, () => ({
+          kind: 'addLearner',
+          id: r.id,
+          incarnation,
+          addresses: { ...knownAddresses(node), [r.id]: { peer: r.peerAddress, client: r.clientAddress } },
+        }));
+      if (r.incarnation || !node.driver.isLeader()) return add(r.incarnation);
+      // No incarnation given: the leader asks the new node itself, as a member (its certificate
+      // on a TLS cluster): a joining node holds no tokens, so a token-only operator cannot.
+      incarnationOf(node, r.id, r.clientAddress).then(add, (e: unknown) => callback(toServiceError(e)));
     },
     promoteMember(call: ServerUnaryCall<PromoteMemberRequest, PromoteMemberResponse>, callback: sendUnaryData<PromoteMemberResponse>) {
       const bad = checkId(call.request.id);
@@ -66,6 +67,20 @@ export function memberChangeHandlers(node: HeraldNode): Handlers {
       });
     },
   };
+}
+
+/** The incarnation of the node `id` serving at `clientAddress`, read from its GetStatus. */
+async function incarnationOf(node: HeraldNode, id: string, clientAddress: string): Promise<string> {
+  let st;
+  try {
+    st = await getStatus(clientAddress, node.forwardingCredentials, 5_000);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    throw new HeraldError('INVALID_STATE', `cannot read ${id}'s incarnation at ${clientAddress} (${why}): start it with \`herald server --join\` first, or give the incarnation`, { field: 'incarnation' });
+  }
+  if (st.nodeId !== id) throw new HeraldError('INVALID_ARGUMENT', `the node at ${clientAddress} is ${st.nodeId}, not ${id}`, { field: 'id' });
+  if (!st.incarnation) throw new HeraldError('INVALID_STATE', `${id} at ${clientAddress} reports no incarnation (an older build?); give it explicitly`, { field: 'incarnation' });
+  return st.incarnation;
 }
 
 function checkId(id: string): HeraldError | undefined {
