@@ -45,4 +45,15 @@ describe('control-plane linearizability checker', () => {
     // Without the unknown resume the last update's answer has no explanation.
     expect(checkLinearizable(h.filter((o) => o.kind !== 'resume'), existing).violations).toHaveLength(1);
   });
+
+  it('counts an operation still unanswered when the run ended as one that may have taken effect', () => {
+    // Scheduler simulator seed 950960690 (3 nodes, 500 units): a pause sent at 414 had no answer
+    // when the run ended; it applied (v3) before the other client's pause answered v4.
+    const h = [
+      op({ kind: 'update', expectedVersion: 1, invokedAt: 378, answeredAt: 389, outcome: 'ok', version: 2 }),
+      op({ kind: 'pause', invokedAt: 414, client: 3 }),
+      op({ kind: 'pause', invokedAt: 493, answeredAt: 499, outcome: 'ok', version: 4, paused: true }),
+    ];
+    expect(checkLinearizable(h, existing).violations).toEqual([]);
+  });
 });

@@ -95,6 +95,16 @@ describe('auth: client certificates carry a role', () => {
   }, 30_000);
 
   it('AddMember without an incarnation: the leader reads it from the new node with its member certificate (a token could not)', async () => {
+    // The bootstrap admin token is put by the first leader shortly after the election.
+    for (const end = Date.now() + 15_000; ; ) {
+      try {
+        await cluster.client.listTokens();
+        break;
+      } catch (e) {
+        if (Date.now() > end) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     // Pointed at n2's client port under another id: the leader got n2's status (as a member, on
     // this TLS + auth cluster) and refuses the mismatch rather than failing to read it.
     await expect(cluster.client.addMember({ id: 'n9', peerAddress: '127.0.0.1:1', clientAddress: followerAddr, incarnation: '' })).rejects.toMatchObject({

@@ -70,8 +70,10 @@ function judgeable(op: ControlOp): boolean {
 
 export function checkLinearizable(history: readonly ControlOp[], initiallyExisting: ReadonlySet<string>): LinearizabilityResult {
   const byJob = new Map<string, ControlOp[]>();
-  for (const op of history) {
-    if (op.outcome === undefined || !judgeable(op)) continue;
+  for (const sent of history) {
+    // Still unanswered when the run ended: it may have taken effect, as an unknown outcome may.
+    const op: ControlOp = sent.outcome === undefined ? { ...sent, outcome: 'unknown' } : sent;
+    if (!judgeable(op)) continue;
     const list = byJob.get(op.jobId) ?? [];
     list.push(op);
     byJob.set(op.jobId, list);
