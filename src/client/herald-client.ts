@@ -9,7 +9,7 @@ import type { TaskTypeConfig, TaskTypeServiceClient } from '../gen/herald/v1/tas
 import { Role, type AuthServiceClient, type TokenInfo } from '../gen/herald/v1/auth_service.js';
 
 const ROLE_BY_NAME: Record<string, Role> = { admin: Role.ROLE_ADMIN, operator: Role.ROLE_OPERATOR, viewer: Role.ROLE_VIEWER, worker: Role.ROLE_WORKER };
-import { JobState, type Job, type JobSpec } from '../gen/herald/v1/job.js';
+import { JobState, type Job } from '../gen/herald/v1/job.js';
 import {
   ReadConsistency,
   type CreateJobRequest,
@@ -21,88 +21,18 @@ import {
   type ValidateJobResponse,
 } from '../gen/herald/v1/job_service.js';
 import { RunState, type Run } from '../gen/herald/v1/run.js';
-import { ConnectionPool, type ConnectionOptions } from './connection-pool.js';
+import { ConnectionPool } from './connection-pool.js';
 import { CreateBatcher } from './create-batcher.js';
 import { clientError, fromServiceError, HeraldClientError, InvalidSpecError, isServiceError } from './errors.js';
-import { jobSpec as buildJobSpec, type JobSpecInput, type Instant } from './job-spec-builders.js';
+import type { Instant } from './job-spec-builders.js';
 import { LeaderRouter } from './leader-router.js';
 import { silentLogger, type ClientLogger } from './logger.js';
 import { watchJobs, watchRuns, type JobChange, type WatchItem, type WatchJobsFilter, type WatchOptions, type WatchRunsFilter } from './watch-stream.js';
 import { instant, JOB_STATES, named, RUN_STATES, type ListJobsFilter, type ListRunsFilter, type Page, type RetryRunsFilter, type RunStateName, type TaskTypeLimits, taskTypeConfigOf } from './request-filters.js';
 export type { JobStateName, ListJobsFilter, ListRunsFilter, Page, RetryRunsFilter, RunStateName, TaskTypeLimits } from './request-filters.js';
+import { toSpec, type CallOptions, type CreateJobOptions, type CreateJobsItem, type CreateJobsItemResult, type HeraldClientOptions, type ReadOptions, type SpecInput } from './herald-client-options.js';
+export type { CallOptions, CreateJobOptions, CreateJobsItem, CreateJobsItemResult, HeraldClientOptions, ReadOptions, SpecInput } from './herald-client-options.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
-
-export interface HeraldClientOptions extends ConnectionOptions {
-  /** Client addresses (host:port) of some or all cluster nodes. */
-  endpoints: string[];
-  /** Deadline of one call including all its retries; default 10 s. */
-  defaultDeadlineMs?: number;
-  /** Retry policy; `perAttemptTimeoutMs` bounds one attempt so a hung node does not eat the deadline. */
-  retry?: Partial<RetryOptions> & { perAttemptTimeoutMs?: number };
-  /** How long leader discovery waits for GetStatus answers; default 1 s. */
-  discoveryTimeoutMs?: number;
-  /**
-   * How long a call waits for a connection to a node before it moves to the next endpoint (the
-   * call was never sent, so this is safe for writes too); default 1 s. A node the network went
-   * silent on answers no SYN: without this bound the call would hang until its deadline.
-   */
-  connectTimeoutMs?: number;
-  /**
-   * How long an attempt of a read or keyed write (createJob, createJobs, triggerJob) waits for
-   * the first byte of the node's answer before it is abandoned and the call moves to another
-   * node (within the call's deadline); default 3 s. For a node whose connection is up but which
-   * never answers: its network went silent after the connection was made, so no SYN bound helps.
-   * Each further abandonment within one call doubles the bound, so a node that is merely slow
-   * (a large batch under load) still gets to answer. Plain writes (updateJob, deleteJob,
-   * pauseJob, cancelRun, retryRun, …) are NOT bounded this way: a write that was sent may have
-   * applied, and repeating it elsewhere could apply it twice, so such an attempt runs until the
-   * call's deadline and then fails DEADLINE_EXCEEDED (outcome unknown). An explicit
-   * `retry.perAttemptTimeoutMs` takes precedence (then this bound is not used).
-   */
-  firstByteTimeoutMs?: number;
-  /**
-   * createJob calls made in the same turn of the event loop go out as one CreateJobs call
-   * (create-batcher.ts; each item keeps its own key, deadline and exact errors); default true.
-   * Only calls with an idempotency key and without an abort signal are batched.
-   */
-  batchCreates?: boolean;
-  logger?: ClientLogger;
-}
-
-export interface CallOptions {
-  /** Overrides the default deadline for this call (all attempts together). */
-  deadlineMs?: number;
-  /** Aborts the call (and its retries). */
-  signal?: AbortSignal;
-}
-
-export interface ReadOptions extends CallOptions {
-  /** 'linearizable' (default) reads through the leader; 'stale' reads the answering replica. */
-  consistency?: 'linearizable' | 'stale';
-}
-
-/** A job spec as built by jobSpec(), or the friendly input jobSpec() takes. */
-export type SpecInput = JobSpec | JobSpecInput;
-
-export interface CreateJobOptions extends CallOptions {
-  /** The job id; generated by the server when omitted. */
-  id?: string;
-  /** Makes retries safe; generated when omitted (so the SDK's own retries are safe). */
-  idempotencyKey?: string;
-}
-
-export interface CreateJobsItem {
-  spec: SpecInput;
-  id?: string;
-  idempotencyKey?: string;
-}
-
-export interface CreateJobsItemResult {
-  job: Job | undefined;
-  created: boolean;
-  /** Set when this item failed. */
-  error: HeraldClientError | undefined;
-}
 
 type Unary<Req, Res> = (
   request: Req,
@@ -114,17 +44,6 @@ type Unary<Req, Res> = (
 // An attempt abandoned because the node sent nothing within the first-byte bound.
 class SilentAttempt {
   constructor(readonly boundMs: number) {}
-}
-
-function isJobSpec(spec: SpecInput): spec is JobSpec {
-  // Generated JobSpecs always carry every field; friendly inputs never have the *_ms names.
-  if ('startUnixMs' in spec || 'executionTimeoutMs' in spec) return true;
-  const schedule = (spec as { schedule?: unknown }).schedule;
-  return typeof schedule === 'object' && schedule !== null && 'kind' in schedule;
-}
-
-function toSpec(spec: SpecInput): JobSpec {
-  return isJobSpec(spec) ? spec : buildJobSpec(spec);
 }
 
 function consistency(opts: ReadOptions): ReadConsistency {

@@ -16,11 +16,6 @@ export interface AddNodeContext {
   withHttp: boolean;
   /** Makes the new node's certificate, when the cluster runs TLS. */
   prepare(node: DevNodePorts): Promise<void>;
-  /**
-   * The new node's own status (its incarnation). Asked with its member certificate: it holds no
-   * tokens yet and knows no leader, so it cannot check a bearer token.
-   */
-  statusOf(node: DevNodePorts): Promise<{ nodeId: string; incarnation: string }>;
   /** Records the node in dev.json once it runs (the next `herald dev` starts it too). */
   record(): void;
   progress(line: string): void;
@@ -41,10 +36,10 @@ export async function addDevNode(ctx: AddNodeContext): Promise<{ id: string; cli
   ctx.progress(`starting ${id} (client ${clientAddress}, peer ${peerAddress}); it joins the running cluster`);
   await ctx.cluster.addNode(ports, ctx.timeoutMs);
   ctx.record();
-  const fresh = await ctx.statusOf(ports);
-  if (fresh.nodeId !== id) throw new Error(`the node at ${clientAddress} is ${fresh.nodeId}, not ${id}`);
-  await ctx.client.addMember({ id, peerAddress, clientAddress, incarnation: fresh.incarnation });
-  ctx.progress(`${id} added as a learner (incarnation ${fresh.incarnation}); it receives the log and a snapshot`);
+  // No incarnation: the leader reads it from the new node (as a member) and checks its id.
+  const added = await ctx.client.addMember({ id, peerAddress, clientAddress, incarnation: '' });
+  const incarnation = added.find((m) => m.id === id)?.incarnation ?? '';
+  ctx.progress(`${id} added as a learner (incarnation ${incarnation}); it receives the log and a snapshot`);
   const deadline = Date.now() + ctx.timeoutMs;
   for (;;) {
     try {

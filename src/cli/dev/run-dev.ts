@@ -236,16 +236,6 @@ export async function runDev(o: DevOptions): Promise<number> {
         prepare: async (n) => {
           if (typeof certs !== 'string') certs = await ensureDevCerts(dataDir, [...cluster.nodes.map((x) => x.id), n.id]);
         },
-        statusOf: async (n) => {
-          if (typeof certs === 'string') throw new Error(`adding a node needs the dev certificates (${certs})`);
-          const m = certs.member[n.id]!;
-          const asMember = new HeraldClient({ endpoints: [`127.0.0.1:${n.clientPort}`], tls: { ca: readFileSync(certs.ca), cert: readFileSync(m.cert), key: readFileSync(m.key) } });
-          try {
-            return await asMember.status({ address: `127.0.0.1:${n.clientPort}`, deadlineMs: 10_000 });
-          } finally {
-            asMember.close();
-          }
-        },
         record: () => (layout = recordJoined(dataDir, layout)),
         progress: line,
         timeoutMs: o.startTimeoutMs,
