@@ -15,6 +15,7 @@ const about: Record<string, string> = {
   failover: 'kill -9 the leader under steady load: new-leader time, fire gap, lost/doubled',
   scale: 'N jobs stored (--jobs): create rate, leader RSS, disk, due-window reads, restart to SERVING, snapshot install',
   compare: 'ours vs etcd and BullMQ (../shared/peers), interleaved, with ours/peer ratios (--rounds, --pairs)',
+  'secure-cost': 'herd and steady with TLS + auth (--secure) vs plaintext, interleaved: drain-rate and p99 cost against the issue 29 targets',
   retention: 'N unserved 1 s jobs (--jobs 1000) for M minutes (--minutes 10): stored runs and leader RSS at start and end',
 };
 const name = process.argv[2];

@@ -8,6 +8,7 @@
 // Run: npx tsx bench/herd.ts [--runs 100000] [--workers 2] [--capacity 1000] [--handler-ms 0] [--warmup 0] [--fire-batch N (server default)]
 //      [--server-flags "--follower-apply-window-ms 0 ..."] (extra `herald server` flags for every node)
 //      [--watchers N] (N WatchRuns streams, unfiltered, spread over the nodes, attached through the herd)
+//      [--secure] (TLS on both ports and auth: the creating client an operator token, workers a worker token)
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
@@ -32,6 +33,8 @@ const HANDLER_MS = arg('handler-ms', 0);
 const WARMUP = arg('warmup', 0);
 const BATCH = 1000;
 const WATCHERS = arg('watchers', 0);
+const SECURE = process.argv.includes('--secure');
+if (SECURE && WATCHERS > 0) throw new Error('--secure with --watchers is not supported (the watchers connect without credentials)');
 
 function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
@@ -45,12 +48,13 @@ const c = await SchedulerCluster.start({
   misfireThresholdMs: 600_000,
   watchdogGraceMs: 600_000,
   heartbeatMs: 5000,
+  secure: SECURE,
   extraArgs: [...(FIRE_BATCH > 0 ? ['--fire-batch', String(FIRE_BATCH)] : []), ...strArg('server-flags', '').split(' ').filter((f) => f !== '')],
 });
 let workers: BenchWorkers | undefined;
 let watchers: BenchWatchers | undefined;
 try {
-  workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'hw' });
+  workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'hw', ...(c.workerAuth ? { auth: c.workerAuth } : {}) });
   watchers = await BenchWatchers.start(c.endpoints, WATCHERS);
   const spec = (at: number) => JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
   if (WARMUP > 0) {
@@ -116,6 +120,7 @@ try {
   console.log(
     JSON.stringify({
       bench: 'herd',
+      secure: SECURE,
       runs: N,
       workers: WORKERS,
       capacityPerWorker: CAPACITY,

@@ -1,6 +1,7 @@
 // Steady-load fire lateness on a real 3-node cluster with worker processes.
 // Run: npx tsx bench/steady.ts [--jobs 1000] [--seconds 60] [--workers 2] [--capacity 200] [--handler-ms 0]
 //      [--server-flags "--fires-in-flight 2 ..."] [--watchers N] (N WatchRuns streams spread over the nodes)
+//      [--secure] (TLS on both ports and auth: the creating client an operator token, workers a worker token)
 // Jobs fire every second, their slots spread evenly over the second. After a warm-up, every slot
 // in the measured window is checked: latenessMs = handler start (a Worker-library process whose
 // handler is a no-op, bench-worker-process.ts) − slot time, and claimLatenessMs = claim time −
@@ -27,6 +28,8 @@ const CAPACITY = arg('capacity', 200);
 const HANDLER_MS = arg('handler-ms', 0);
 const WARMUP_MS = 5_000;
 const WATCHERS = arg('watchers', 0);
+const SECURE = process.argv.includes('--secure');
+if (SECURE && WATCHERS > 0) throw new Error('--secure with --watchers is not supported (the watchers connect without credentials)');
 
 function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
@@ -34,11 +37,11 @@ function pct(sorted: number[], p: number): number {
 
 // --server-flags "<flags>": extra `herald server` flags for every node (scheduler tuning).
 const SERVER_FLAGS = strArg('server-flags', '').split(' ').filter((f) => f !== '');
-const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000, extraArgs: SERVER_FLAGS });
+const c = await SchedulerCluster.start({ leaseMs: 30_000, misfireThresholdMs: 60_000, heartbeatMs: 2000, extraArgs: SERVER_FLAGS, secure: SECURE });
 let workers: BenchWorkers | undefined;
 let watchers: BenchWatchers | undefined;
 try {
-  workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'sw' });
+  workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'sw', ...(c.workerAuth ? { auth: c.workerAuth } : {}) });
   watchers = await BenchWatchers.start(c.endpoints, WATCHERS);
   const base = Math.ceil(Date.now() / 1000) * 1000 + 2000;
   for (let i = 0; i < JOBS; i += 500) {
@@ -110,6 +113,7 @@ try {
   console.log(
     JSON.stringify({
       bench: 'steady',
+      secure: SECURE,
       jobs: JOBS,
       seconds: SECONDS,
       workers: WORKERS,

@@ -1,7 +1,7 @@
 // `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
 //   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
 //   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check|skip-fsync]
-//   [--netns]`
+//   [--netns] [--secure]`
 // Prints progress on stderr, a human summary on stdout, and as the last stdout line the JSON
 // summary; exits 1 when a check fails, 2 on bad flags, 3 when the run could not be carried out,
 // 4 when --netns was asked for where kernel network faults cannot be made (the reason printed).
@@ -53,6 +53,7 @@ try {
     rogueWorkers: Number(flag('rogue-workers') ?? '0'),
     sdkRetries: !process.argv.includes('--no-sdk-retries'),
     netns: process.argv.includes('--netns'),
+    secure: process.argv.includes('--secure'),
     ...(flag('kinds') ? { kinds: flag('kinds')!.split(',') as FaultKind[] } : {}),
     scale: Number(flag('scale') ?? '1'),
     reportDir: flag('report-dir') ?? join(tmpdir(), 'herald-chaos-reports'),

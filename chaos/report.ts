@@ -15,6 +15,8 @@ export interface ChaosReport {
   durationS: number;
   /** proxy: faults through TCP proxies; netns: kernel network faults (`--netns`). */
   network: 'proxy' | 'netns';
+  /** TLS on both ports and auth on (`--secure`). */
+  secure: boolean;
   faultFamilies: string[];
   /** Kinds selected but not available on this cluster, with the reason. */
   unavailableFaults: Record<string, string>;
@@ -47,6 +49,7 @@ export interface ChaosSummary {
   nodes: number;
   durationS: number;
   network: 'proxy' | 'netns';
+  secure: boolean;
   faults: number;
   operations: number;
   slotsChecked: number;
@@ -72,6 +75,7 @@ export function summarize(r: ChaosReport, reportPath?: string): ChaosSummary {
     nodes: r.nodes,
     durationS: r.durationS,
     network: r.network,
+    secure: r.secure,
     faults: r.faults,
     operations: r.operations.total,
     slotsChecked: s.slotsChecked,
@@ -98,7 +102,7 @@ export function humanSummary(r: ChaosReport): string {
   const s = c.slots;
   const f = c.fencing;
   const lines = [
-    `chaos run: seed ${r.seed}, ${r.nodes} nodes, ${r.durationS} s of faults (${r.faultFamilies.join(',') || 'none'}; ${r.network === 'netns' ? 'kernel network faults in namespaces' : 'proxy network faults'}) — ${r.ok ? 'PASSED' : 'FAILED'}`,
+    `chaos run: seed ${r.seed}, ${r.nodes} nodes, ${r.durationS} s of faults (${r.faultFamilies.join(',') || 'none'}; ${r.network === 'netns' ? 'kernel network faults in namespaces' : 'proxy network faults'}${r.secure ? '; TLS + auth' : ''}) — ${r.ok ? 'PASSED' : 'FAILED'}`,
     `  faults injected: ${r.faults} ${JSON.stringify(r.faultsByKind)}`,
     ...(Object.keys(r.unavailableFaults).length ? [`  not available: ${Object.entries(r.unavailableFaults).map(([k, v]) => `${k} (${v})`).join('; ')}`] : []),
     `  leader recovery: ${r.leaderRecoveryMs.samples} samples, p50 ${r.leaderRecoveryMs.p50} / max ${r.leaderRecoveryMs.max} ms, ${r.leaderRecoveryMs.none} without a new leader within the fault`,

@@ -28,6 +28,8 @@ import { checkRecovery } from './checkers/recovery-checker.js';
 import { checkConvergence } from './checkers/convergence-checker.js';
 import { percentile } from './checkers/interval-set.js';
 import { kernelFaultsUnavailable, NetnsLab } from './net/netns.js';
+import { createRoleTokens, makeSecureCluster, type SecureCluster } from './orchestrator/secure-cluster.js';
+import { CHAOS_TASK_TYPE } from './worker/task-type.js';
 import { humanSummary, summarize, type ChaosReport, type ChaosSummary } from './report.js';
 
 export interface ChaosOptions {
@@ -49,6 +51,13 @@ export interface ChaosOptions {
    * where they are missing the run throws KernelFaultsUnavailableError with the reason.
    */
   netns?: boolean;
+  /**
+   * TLS and auth (`--secure`): the nodes serve TLS on the client port and mutual TLS on the peer
+   * port with certificates made as `herald dev` makes them, auth on with a bootstrap admin token;
+   * the workload writes with an operator token, the checkers read with a viewer token, the workers
+   * connect with a worker token for the chaos task type, status reads use a viewer certificate.
+   */
+  secure?: boolean;
   /** Restricts the fault kinds (after the families); default every available kind. */
   kinds?: FaultKind[];
   /** Extra environment for every node (test-only unsafe switches). */
@@ -142,6 +151,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await rm(root, { recursive: true, force: true }).catch(() => undefined);
     throw e;
   }
+  const nodeIds = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+  let sec: SecureCluster | undefined;
+  try {
+    if (o.secure) sec = await makeSecureCluster(root, nodeIds, (id) => (lab ? [lab.address(nodeIds.indexOf(id))] : []));
+  } catch (e) {
+    await lab?.destroy().catch(() => undefined);
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    throw e;
+  }
   const ledger = new LedgerProcess(root, lab?.hostAddress);
   let cluster: ClusterProcesses | undefined;
   let workers: WorkerPool | undefined;
@@ -166,18 +184,32 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       env: nodeEnv,
       extraArgs: ['--lease-ms', String(leaseMs), '--heartbeat-interval-ms', '500', '--watchdog-grace-ms', '5000', '--log-level', o.nodeLogLevel ?? 'warn', ...unsafeArgs],
       ...(lab ? { netns: lab } : {}),
+      ...(sec ? { security: sec.serverFlags, statusCredentials: sec.observerCredentials } : {}),
     });
     const c = cluster;
     await c.startAll();
     await c.waitLeader(30_000);
-    log(`cluster of ${o.nodes} up in ${root}${lab ? ` (kernel network: namespaces ${lab.prefix}-n*, bridge ${lab.bridge}, ${lab.hostAddress}/24)` : ''}`);
-    workers = new WorkerPool(workerCount, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0, (slot) => c.network.workerPrefix(slot));
+    log(`${sec ? 'secure (TLS, mTLS peers, auth) ' : ''}cluster of ${o.nodes} up in ${root}${lab ? ` (kernel network: namespaces ${lab.prefix}-n*, bridge ${lab.bridge}, ${lab.hostAddress}/24)` : ''}`);
+    // Secure: one token per role the run needs, made with the bootstrap admin token.
+    const tokens = sec
+      ? await createRoleTokens(c.clientEndpoints(), sec, [
+          { name: 'chaos-workload', role: 'operator' },
+          { name: 'chaos-checkers', role: 'viewer' },
+          { name: 'chaos-workers', role: 'worker', taskTypes: [CHAOS_TASK_TYPE] },
+        ])
+      : {};
+    const as = (name: string) => (sec ? { tls: sec.clientTls, token: tokens[name]! } : {});
+    const workerEnv: NodeJS.ProcessEnv = sec ? { CHAOS_CA: sec.caFile, CHAOS_TOKEN: tokens['chaos-workers']! } : {};
+    workers = new WorkerPool(workerCount, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0, (slot) => c.network.workerPrefix(slot), workerEnv);
     await workers.startAll();
-    client = new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 } });
+    client = new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 }, ...as('chaos-workload') });
+    // The checkers' reads (run histories): a viewer's, when the run is secure.
+    const reader = sec ? new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { perAttemptTimeoutMs: 2_000 }, ...as('chaos-checkers') }) : client;
+    closers.push(() => reader.close());
     // The control plane's own client: with retries off, every failure is reported as it happened.
     const controlClient =
       o.sdkRetries === false
-        ? new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { maxAttempts: 1 } })
+        ? new HeraldClient({ endpoints: c.clientEndpoints(), defaultDeadlineMs: 5_000, retry: { maxAttempts: 1 }, ...as('chaos-workload') })
         : client;
     closers.push(() => controlClient.close());
 
@@ -233,7 +265,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (;;) {
       let pending = 0;
       for (const t of scheduled.timelines) {
-        const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(client!, t.jobId), 30_000);
+        const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(reader, t.jobId), 30_000);
         pending += (runs ?? []).filter((r) => r.slotUnixMs <= windowEndMs && !TERMINAL.has(r.state)).length;
       }
       if (pending === 0 || Date.now() > settleEnd) break;
@@ -251,7 +283,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const readErrors: Record<string, string> = {};
     for (const t of scheduled.timelines) {
       try {
-        const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(client!, t.jobId), 30_000);
+        const runs = await retry(`list runs of ${t.jobId}`, () => listRunsOf(reader, t.jobId), 30_000);
         if (runs) runsByJob.set(t.jobId, runs);
       } catch (e) {
         readErrors[t.jobId] = e instanceof Error ? e.message : String(e);
@@ -278,6 +310,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       nodes: o.nodes,
       durationS: Math.round(o.durationMs / 1000),
       network: c.network.mode,
+      secure: !!sec,
       faultFamilies: o.families,
       unavailableFaults,
       faults: nemesis.records.filter((r) => r.applied).length,

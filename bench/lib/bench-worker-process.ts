@@ -5,9 +5,11 @@
 // so the bench's own bookkeeping does not compete with the cluster for the machine's cores.
 //
 // Forked by bench-workers.ts from the compiled file (dist/bench/lib/bench-worker-process.js):
-//   --endpoints a,b,c --id w1 --capacity 500 [--handler-ms 0] [--task-type test]
+//   --endpoints a,b,c --id w1 --capacity 500 [--handler-ms 0] [--task-type test] [--ca file]
+// (a secure cluster: --ca its CA file, the worker token in HERALD_BENCH_WORKER_TOKEN)
 // IPC: bench → worker {cmd: 'progress' | 'finish'}; worker → bench {type: 'connected'},
 // {type: 'progress', started, settled}, {type: 'records', ...BenchWorkerRecords} (then it exits).
+import { readFileSync } from 'node:fs';
 import { Worker } from '../../src/client/worker/worker.js';
 import { numArg, strArg } from './args.js';
 
@@ -44,6 +46,8 @@ function main(): void {
     });
   const worker = new Worker({
     endpoints: strArg('endpoints', '').split(','),
+    ...(strArg('ca', '') ? { tls: { ca: readFileSync(strArg('ca', '')) } } : {}),
+    ...(process.env.HERALD_BENCH_WORKER_TOKEN ? { token: process.env.HERALD_BENCH_WORKER_TOKEN } : {}),
     workerId,
     concurrency: numArg('capacity', 100),
     handlers: {

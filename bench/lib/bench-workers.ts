@@ -17,6 +17,8 @@ export interface BenchWorkerOptions {
   /** Simulated work per run; 0 (default) is a no-op handler. */
   handlerMs?: number;
   idPrefix?: string;
+  /** A secure cluster's CA file and worker token (the token travels in the environment, not argv). */
+  auth?: { caFile: string; token: string };
 }
 
 /** One handler start as a worker saw it. */
@@ -87,8 +89,9 @@ export class BenchWorkers {
     // output then goes to this process's stderr, as the workers' own stderr does).
     const nodeArgs = (process.env.HERALD_BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
     const procs = Array.from({ length: o.count }, (_, i) => {
-      const args = ['--endpoints', o.endpoints.join(','), '--id', `${o.idPrefix ?? 'bw'}${i}`, '--capacity', String(o.capacity), '--handler-ms', String(o.handlerMs ?? 0)];
+      const args = ['--endpoints', o.endpoints.join(','), '--id', `${o.idPrefix ?? 'bw'}${i}`, '--capacity', String(o.capacity), '--handler-ms', String(o.handlerMs ?? 0), ...(o.auth ? ['--ca', o.auth.caFile] : [])];
       const proc = fork(SCRIPT, args, {
+        env: { ...process.env, ...(o.auth ? { HERALD_BENCH_WORKER_TOKEN: o.auth.token } : {}) },
         execArgv: [...nodeArgs, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])],
         serialization: 'advanced',
         stdio: ['ignore', nodeArgs.length > 0 ? process.stderr : 'ignore', 'inherit', 'ipc'],

@@ -10,7 +10,7 @@
 // --cluster-id.
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../../src/gen/herald/v1/cluster_service.js';
 import type { LinkProxy } from '../net/link-proxy.js';
 import type { ChaosNetwork, NodePorts } from '../net/chaos-network.js';
@@ -45,6 +45,8 @@ export interface ClusterOptions {
    * `--allow-insecure-network` on a kernel network (the nodes listen on the lab's bridge addresses).
    */
   security?: (id: string) => string[];
+  /** How the orchestrator's status reads dial the client ports (with `security`); default plaintext. */
+  statusCredentials?: ChannelCredentials;
   /** Extra environment for every node (test-only switches). */
   env?: NodeJS.ProcessEnv;
   /** The herald.mjs to run (default: the repo's; a run passes its own copy, see build-snapshot.ts). */
@@ -223,7 +225,7 @@ export class ClusterProcesses {
   status(id: string, timeoutMs = 1_000): Promise<GetStatusResponse> {
     let c = this.statusClients.get(id);
     if (!c) {
-      c = new ClusterServiceClient(this.directEndpoint(id), credentials.createInsecure());
+      c = new ClusterServiceClient(this.directEndpoint(id), this.o.statusCredentials ?? credentials.createInsecure());
       this.statusClients.set(id, c);
     }
     const client = c;

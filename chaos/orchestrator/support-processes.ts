@@ -59,6 +59,8 @@ export class WorkerProcess {
     readonly slot = 0,
     /** Command prefix (e.g. `ip netns exec <ns>`; it execs in place, so the pid is the worker's). */
     prefix: string[] = [],
+    /** Extra environment (a secure run's CHAOS_CA and CHAOS_TOKEN). */
+    extraEnv: NodeJS.ProcessEnv = {},
   ) {
     const [command, ...args] = [...prefix, process.execPath, ...TSX, join(REPO_ROOT, 'chaos', 'worker', rogue ? 'rogue-worker-main.ts' : 'chaos-worker-main.ts')];
     this.process = new ManagedProcess({
@@ -66,7 +68,7 @@ export class WorkerProcess {
       command: command!,
       args,
       cwd: REPO_ROOT,
-      env: { ...process.env, CHAOS_ENDPOINTS: endpoints.join(','), CHAOS_LEDGER: ledgerUrl, CHAOS_WORKER_ID: id, CHAOS_CONCURRENCY: String(concurrency) },
+      env: { ...process.env, CHAOS_ENDPOINTS: endpoints.join(','), CHAOS_LEDGER: ledgerUrl, CHAOS_WORKER_ID: id, CHAOS_CONCURRENCY: String(concurrency), ...extraEnv },
       logFile: join(root, `worker-${id}.log`),
     });
   }

@@ -18,6 +18,8 @@ export class WorkerPool {
     private readonly rogue = 0,
     /** The command prefix a slot's worker runs under (a network namespace of its own), or []. */
     private readonly prefix: (slot: number) => string[] = () => [],
+    /** Extra environment of every worker (a secure run's CA file and worker token). */
+    private readonly env: NodeJS.ProcessEnv = {},
   ) {
     this.slots = new Array(size).fill(undefined);
     this.generations = new Array(size).fill(0);
@@ -30,7 +32,7 @@ export class WorkerPool {
   private async startSlot(i: number): Promise<void> {
     this.generations[i]! += 1;
     const rogue = i < this.rogue;
-    const w = new WorkerProcess(`${rogue ? 'r' : 'w'}${i + 1}.${this.generations[i]}`, this.root, this.endpoints(), this.ledgerUrl(), this.concurrency, rogue, i, this.prefix(i));
+    const w = new WorkerProcess(`${rogue ? 'r' : 'w'}${i + 1}.${this.generations[i]}`, this.root, this.endpoints(), this.ledgerUrl(), this.concurrency, rogue, i, this.prefix(i), this.env);
     this.slots[i] = w;
     this.all.push(w);
     await w.start();

@@ -6,7 +6,9 @@
 // the effect" / "after the effect, before the ack"): the process then SIGKILLs itself there.
 //
 // Run: node --import tsx chaos/worker/chaos-worker-main.ts   (configuration in the environment:
-// CHAOS_ENDPOINTS a,b,c  CHAOS_LEDGER http://127.0.0.1:p  CHAOS_WORKER_ID  CHAOS_CONCURRENCY)
+// CHAOS_ENDPOINTS a,b,c  CHAOS_LEDGER http://127.0.0.1:p  CHAOS_WORKER_ID  CHAOS_CONCURRENCY;
+// a secure run adds CHAOS_CA, the cluster's CA file, and CHAOS_TOKEN, a worker-role token)
+import { readFileSync } from 'node:fs';
 import { Worker } from '../../src/client/worker/worker.js';
 import { HandlerError } from '../../src/client/worker/handler-errors.js';
 import type { RunContext } from '../../src/client/worker/run-context.js';
@@ -66,6 +68,8 @@ async function handle(ctx: RunContext): Promise<unknown> {
 
 const worker = new Worker({
   endpoints: env('CHAOS_ENDPOINTS').split(','),
+  ...(process.env.CHAOS_CA ? { tls: { ca: readFileSync(process.env.CHAOS_CA) } } : {}),
+  ...(process.env.CHAOS_TOKEN ? { token: process.env.CHAOS_TOKEN } : {}),
   workerId,
   concurrency: Number(process.env.CHAOS_CONCURRENCY ?? '4'),
   handlers: { [CHAOS_TASK_TYPE]: handle },

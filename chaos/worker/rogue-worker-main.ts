@@ -2,7 +2,10 @@
 // like a buggy client, ignores lease loss — it keeps executing, writes its effect whatever the
 // ledger says, and reports success with its old fencing token. The server's fencing must refuse
 // those reports; with the FSM's accept-stale-tokens switch on, the chaos checkers must notice.
-// Same ledger records and payload conventions as chaos-worker-main.ts; same environment.
+// Same ledger records and payload conventions as chaos-worker-main.ts; same environment (a secure
+// run's CHAOS_CA and CHAOS_TOKEN included).
+import { readFileSync } from 'node:fs';
+import { credentials } from '@grpc/grpc-js';
 import { RawWorker } from '../../test/dispatch/fixtures/raw-worker.js';
 import { CHAOS_TASK_TYPE } from './task-type.js';
 import { exitWithParent } from '../orchestrator/exit-with-parent.js';
@@ -23,6 +26,8 @@ const post = async (path: string, body: unknown) => {
 
 const worker = new RawWorker({
   endpoints: env('CHAOS_ENDPOINTS').split(','),
+  ...(process.env.CHAOS_CA ? { credentials: credentials.createSsl(readFileSync(process.env.CHAOS_CA)) } : {}),
+  ...(process.env.CHAOS_TOKEN ? { token: process.env.CHAOS_TOKEN } : {}),
   workerId,
   taskTypes: [CHAOS_TASK_TYPE],
   capacity: Number(process.env.CHAOS_CONCURRENCY ?? '4'),

@@ -27,10 +27,12 @@ describe('job record codec', () => {
   it('covers every field of Job', () => {
     expect(Object.keys(Job.fromPartial({}))).toEqual([
       'id', 'spec', 'state', 'version', 'createdUnixMs', 'updatedUnixMs', 'nextFireUnixMs', 'lastSlotUnixMs', 'pauseNote', 'activeRuns', 'consecutiveDeadRuns', 'createdBy', 'updatedBy',
+      'createdRequestId', 'updatedRequestId',
     ]);
-    // Except consecutiveDeadRuns (in the record header of format 5, the test below) and
-    // createdBy / updatedBy (format 6's header, job-principals.test.ts).
-    const inHeader = new Set(['consecutiveDeadRuns', 'createdBy', 'updatedBy']);
+    // Except consecutiveDeadRuns (in the record header of format 5, the test below),
+    // createdBy / updatedBy (format 6's header, job-principals.test.ts) and the request ids
+    // (format 7's, request-ids.test.ts).
+    const inHeader = new Set(['consecutiveDeadRuns', 'createdBy', 'updatedBy', 'createdRequestId', 'updatedRequestId']);
     for (const [k, v] of Object.entries(Job.fromPartial({}))) if (!inHeader.has(k)) expect((full as unknown as Record<string, unknown>)[k], k).not.toEqual(v);
   });
 

@@ -1,7 +1,8 @@
 // Rolling upgrade in process: one node of a 3-node cluster plays an older build (it reports
 // supporting feature level 1 on its peer streams). The leader does not raise the cluster level and
 // writes level-1 job commands (no principal: created_by stays empty) until that node reports 2;
-// then it raises the level and job commands carry the caller's principal.
+// then it raises the level and job commands carry the caller's principal. Once it reports 3 the
+// level is raised again and commands carry the call's request id (runs a person acts on, the caller).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,8 @@ import { every } from '../../src/client/index.js';
 import { newTokenSecret } from '../../src/server/auth/token-secret.js';
 import { createSchedulerNode, type SchedulerNode } from '../../src/server/scheduler-node.js';
 import { freePort, waitFor } from '../raft-runtime/helpers/cluster.js';
+import { PauseJobRequest } from '../../src/gen/herald/v1/job_service.js';
+import { rawClient, rawUnary } from '../security/helpers/raw-calls.js';
 
 describe('cluster feature level across a rolling upgrade (in process)', () => {
   const admin = newTokenSecret().token;
@@ -20,11 +23,13 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
   let client: HeraldClient;
   /** What n3 reports supporting: 1 plays a node not upgraded yet. */
   let n3Level = 1;
+  const clientAddress: Record<string, string> = {};
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'herald-feature-level-'));
     const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
     const members = [0, 1, 2].map((i) => ({ id: `n${i + 1}`, peerAddress: `127.0.0.1:${ports[i * 2]}`, clientAddress: `127.0.0.1:${ports[i * 2 + 1]}` }));
+    for (const m of members) clientAddress[m.id] = m.clientAddress;
     const logger = pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
     for (const m of members) {
       nodes.push(
@@ -73,8 +78,34 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     const after = await client.createJob({ taskType: 'upgrade', schedule: every('1h') }, { id: 'after' });
     expect(after.job.createdBy).toBe('bootstrap-admin');
     expect((await client.getJob('before')).createdBy).toBe('');
+    expect(after.job.createdRequestId).toBe('');
     const st = await client.status();
     expect(st.featureLevel).toBe(2);
-    expect(st.members.every((m) => m.supportedFeatureLevel === 2)).toBe(true);
+    expect(Object.fromEntries(st.members.map((m) => [m.id, m.supportedFeatureLevel]))).toEqual({ n1: 3, n2: 3, n3: 2 });
+
+    n3Level = 3;
+    await waitFor('cluster feature level 3 on every node', () => nodes.every((n) => n.fsm.appliedFeatureLevel === 3) || undefined, 10_000, 20);
+    const at3 = await client.createJob({ taskType: 'upgrade', schedule: every('1h') }, { id: 'at3' });
+    expect(at3.job.createdBy).toBe('bootstrap-admin');
+    expect(at3.job.createdRequestId).not.toBe('');
+    // A caller's own request id (x-request-id) is the one recorded, also through a follower.
+    const leader = nodes.find((n) => n.node.driver.isLeader())!;
+    const follower = nodes.find((n) => n !== leader)!;
+    const raw = rawClient(clientAddress[follower.node.id]!);
+    try {
+      const body = Buffer.from(PauseJobRequest.encode(PauseJobRequest.fromPartial({ jobId: 'at3', note: 'audit' })).finish());
+      const got = await rawUnary(raw, '/herald.v1.JobService/PauseJob', { token: admin, metadata: { 'x-request-id': 'audit-req-29' } }, body);
+      expect(got.code).toBe(0);
+    } finally {
+      raw.close();
+    }
+    expect(await client.getJob('at3')).toMatchObject({ createdRequestId: at3.job.createdRequestId, updatedBy: 'bootstrap-admin', updatedRequestId: 'audit-req-29' });
+    const run = await client.triggerJob('at3', { ignoreOverlap: true });
+    expect(run).toMatchObject({ requestedBy: 'bootstrap-admin' });
+    expect(run.requestId).not.toBe('');
+    // Jobs written at the lower levels keep what they had.
+    expect(await client.getJob('before')).toMatchObject({ createdBy: '', createdRequestId: '' });
+    expect(await client.getJob('after')).toMatchObject({ createdBy: 'bootstrap-admin', createdRequestId: '' });
+    expect((await client.status()).featureLevel).toBe(3);
   }, 60_000);
 });

@@ -44,8 +44,12 @@ export function ensureDevToken(dataDir: string): string {
   return f;
 }
 
-/** Makes (or reuses) the dev certificates; a string says why there are none (no openssl). */
-export async function ensureDevCerts(dataDir: string, ids: readonly string[]): Promise<DevCerts | string> {
+/**
+ * Makes (or reuses) the dev certificates; a string says why there are none (no openssl).
+ * `extraHosts`: addresses a member is dialled at besides loopback (the chaos suite's network
+ * namespaces put nodes on a bridge).
+ */
+export async function ensureDevCerts(dataDir: string, ids: readonly string[], extraHosts: (id: string) => string[] = () => []): Promise<DevCerts | string> {
   const dir = devCertsDir(dataDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   try {
@@ -54,7 +58,7 @@ export async function ensureDevCerts(dataDir: string, ids: readonly string[]): P
     const member: DevCerts['member'] = {};
     for (const id of ids) {
       const files = { cert: join(dir, `${id}.crt`), key: join(dir, `${id}.key`) };
-      member[id] = existsSync(files.cert) && existsSync(files.key) ? files : await issueCert({ caDir: dir, name: id, member: id, hosts: ['127.0.0.1', 'localhost'], days: 3650 });
+      member[id] = existsSync(files.cert) && existsSync(files.key) ? files : await issueCert({ caDir: dir, name: id, member: id, hosts: ['127.0.0.1', 'localhost', ...extraHosts(id)], days: 3650 });
     }
     return { ca: ca.cert, member };
   } catch (e) {

@@ -68,12 +68,16 @@ export function jobFields(job: Job, nowMs = Date.now()): Array<[string, string]>
     );
   }
   // Who: shown only when recorded (auth on), so clusters without auth keep their output.
-  fields.push(['created', formatInstant(job.createdUnixMs) + byText(job.createdBy)], ['updated', formatInstant(job.updatedUnixMs) + byText(job.updatedBy)]);
+  fields.push(
+    ['created', formatInstant(job.createdUnixMs) + byText(job.createdBy, job.createdRequestId)],
+    ['updated', formatInstant(job.updatedUnixMs) + byText(job.updatedBy, job.updatedRequestId)],
+  );
   return fields;
 }
 
-function byText(name: string): string {
-  return name === '' ? '' : ` by ${name}`;
+/** " by <name> (request <id>)": each part only when recorded (auth on; feature level 3 for the id). */
+function byText(name: string, requestId: string): string {
+  return (name === '' ? '' : ` by ${name}`) + (requestId === '' ? '' : ` (request ${requestId})`);
 }
 
 function scheduleJson(schedule: Schedule | undefined): Record<string, unknown> | null {
@@ -150,5 +154,7 @@ export function jobJson(job: Job): Record<string, unknown> {
     consecutiveDeadRuns: job.consecutiveDeadRuns,
     createdBy: job.createdBy,
     updatedBy: job.updatedBy,
+    createdRequestId: job.createdRequestId,
+    updatedRequestId: job.updatedRequestId,
   };
 }

@@ -51,6 +51,8 @@ export function runFields(run: Run, nowMs = Date.now()): Array<[string, string]>
   if (run.state === RunState.RUN_STATE_RUNNING) fields.push(['lease until', formatWhen(run.leaseDeadlineUnixMs, nowMs)]);
   if (run.state === RunState.RUN_STATE_PENDING && run.notBeforeUnixMs) fields.push(['not before', formatWhen(run.notBeforeUnixMs, nowMs)]);
   if (run.redriveCount > 0) fields.push(['re-driven', `${run.redriveCount} time(s), last at ${formatInstant(run.redrivenUnixMs)}`]);
+  // Who last acted on the run by hand (trigger, backfill, retry, cancel): only when recorded.
+  if (run.requestedBy || run.requestId) fields.push(['requested by', [run.requestedBy || '-', run.requestId ? `(request ${run.requestId})` : ''].join(' ').trim()]);
   fields.push(
     ['created', formatInstant(run.createdUnixMs)],
     ['finished', formatInstant(run.finishedUnixMs)],
@@ -98,6 +100,8 @@ export function runJson(run: Run): Record<string, unknown> {
     latenessMs: run.latenessMs,
     redriveCount: run.redriveCount,
     redrivenUnixMs: run.redrivenUnixMs,
+    requestedBy: run.requestedBy,
+    requestId: run.requestId,
     attempts: run.attempts.map((a) => ({
       number: a.number,
       workerId: a.workerId,

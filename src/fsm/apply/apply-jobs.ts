@@ -76,6 +76,8 @@ export async function applyPutJob(txn: ApplyTxn, cmd: PutJobCommand, limits: Spe
     consecutiveDeadRuns: 0,
     createdBy: cmd.principal ?? '',
     updatedBy: cmd.principal ?? '',
+    createdRequestId: cmd.requestId ?? '',
+    updatedRequestId: cmd.requestId ?? '',
   };
   withSchedule(job, firstSlotFrom(cmd.spec, cmd.nowMs, cmd.nowMs, 0, txn.schedule));
   const rec: JobRecord = { job, manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 };
@@ -126,6 +128,7 @@ export async function applyUpdateJob(txn: ApplyTxn, cmd: UpdateJobCommand, limit
   job.version += 1;
   job.updatedUnixMs = cmd.nowMs;
   job.updatedBy = cmd.principal ?? '';
+  job.updatedRequestId = cmd.requestId ?? '';
   if (scheduleChanged) {
     // A new schedule starts from now (no catch-up for slots of a schedule that did not exist),
     // but never re-fires a slot at or before the last one handled.
@@ -168,6 +171,7 @@ export async function applyPauseJob(txn: ApplyTxn, cmd: PauseJobCommand, forgetM
   rec.job.version += 1;
   rec.job.updatedUnixMs = cmd.nowMs;
   rec.job.updatedBy = cmd.principal ?? '';
+  rec.job.updatedRequestId = cmd.requestId ?? '';
   txn.putJob(rec);
   return { type: 'job', job: jobOut(rec), created: false };
 }
@@ -185,6 +189,7 @@ export async function applyResumeJob(txn: ApplyTxn, cmd: ResumeJobCommand): Prom
   job.version += 1;
   job.updatedUnixMs = cmd.nowMs;
   job.updatedBy = cmd.principal ?? '';
+  job.updatedRequestId = cmd.requestId ?? '';
   // Slots that came due while paused are not caught up: the pause is their record (I2).
   if (!job.spec) throw new HeraldError('INTERNAL', `job ${job.id} has no spec`);
   withSchedule(job, nextSlotAfter(job.spec, Math.max(cmd.nowMs - 1, job.lastSlotUnixMs), job.createdUnixMs, txn.schedule));

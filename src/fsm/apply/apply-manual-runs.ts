@@ -65,7 +65,7 @@ export async function applyTriggerJob(txn: ApplyTxn, cmd: TriggerJobCommand): Pr
   }
   rec.manualSeq += 1;
   await txn.getRun(parseRunId(id)!);
-  const run = newRun(rec, { id, slotMs: cmd.nowMs, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, manual: true, held });
+  const run = newRun(rec, { id, slotMs: cmd.nowMs, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, manual: true, held, requestedBy: cmd.principal, requestId: cmd.requestId });
   txn.putRun(run);
   addActive(rec);
   if (held) {
@@ -129,7 +129,7 @@ export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): 
     if (await txn.getRun(parseRunId(id)!)) continue;
     // The first of an idle job's queue starts at once; every later one waits its turn.
     const held = queue && job.activeRuns > 0;
-    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, backfilled: true, held }));
+    txn.putRun(newRun(rec, { id, slotMs: slot, scheduledMs: cmd.nowMs, nowMs: cmd.nowMs, state: RunState.RUN_STATE_PENDING, backfilled: true, held, requestedBy: cmd.principal, requestId: cmd.requestId }));
     addActive(rec);
     if (held) addHeld(rec);
     runIds.push(id);

@@ -39,7 +39,7 @@ export async function applyPutJobs(txn: ApplyTxn, cmd: PutJobsCommand, limits: S
   await txn.prefetchRaw(cmd.items.filter((i) => validKey(i.idempotencyKey)).map((i) => createIdemKey(i.idempotencyKey)));
   const items: JobItemResult[] = [];
   for (const item of cmd.items) {
-    const r = await applyPutJob(txn, { type: 'putJob', nowMs: cmd.nowMs, jobId: item.jobId, spec: item.spec, idempotencyKey: item.idempotencyKey, principal: cmd.principal }, limits);
+    const r = await applyPutJob(txn, { type: 'putJob', nowMs: cmd.nowMs, jobId: item.jobId, spec: item.spec, idempotencyKey: item.idempotencyKey, principal: cmd.principal, requestId: cmd.requestId }, limits);
     // Only the fields that are set (as before), without the spreads' temporary objects.
     items.push(r.error ? (r.job ? { error: r.error, job: r.job, created: r.created } : { error: r.error, created: r.created }) : r.job ? { job: r.job, created: r.created } : { created: r.created });
   }

@@ -83,6 +83,8 @@ async function retryOne(txn: ApplyTxn, cmd: RetryRunsCommand, runId: string): Pr
   run.leaseDeadlineUnixMs = 0;
   run.redriveCount += 1;
   run.redrivenUnixMs = cmd.nowMs;
+  run.requestedBy = cmd.principal ?? '';
+  run.requestId = cmd.requestId ?? '';
   rec.attemptBase = run.attempt;
   rec.held = held;
   txn.putRun(rec);

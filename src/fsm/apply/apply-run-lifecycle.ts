@@ -284,6 +284,8 @@ export async function applyCancelRuns(txn: ApplyTxn, cmd: CancelRunsCommand): Pr
     }
     const wasHeld = rec.held;
     const signal = endRun(rec, RunState.RUN_STATE_CANCELLED, cmd.nowMs, item.reason || 'cancelled');
+    rec.run.requestedBy = cmd.principal ?? '';
+    rec.run.requestId = cmd.requestId ?? '';
     await storeEndedRun(txn, rec, wasHeld);
     if (signal) signals.push(signal);
     items.push({ run: rec.run });

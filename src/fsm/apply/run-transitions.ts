@@ -18,6 +18,9 @@ export interface NewRunFields {
   readonly manual?: boolean;
   readonly backfilled?: boolean;
   readonly held?: boolean;
+  /** The caller of a trigger / backfill (Run.requested_by / request_id); '' for scheduled runs. */
+  readonly requestedBy?: string;
+  readonly requestId?: string;
 }
 
 /** A new run record of `job`; terminal records (MISSED/SKIPPED) are finished at creation. */
@@ -50,6 +53,8 @@ export function newRun(job: JobRecord, f: NewRunFields): RunRecord {
     redrivenUnixMs: 0,
     payload: NO_OUTPUT,
     waitingFor: '',
+    requestedBy: f.requestedBy ?? '',
+    requestId: f.requestId ?? '',
   };
   return { run, held: f.held ?? false };
 }

@@ -72,18 +72,41 @@ function decodeConfig(bytes: Uint8Array): TaskTypeConfig {
 }
 
 /**
- * The job commands' principal: trailing and only when set, so a command without one (auth off)
- * keeps the bytes it had before the field existed, and those entries decode without one.
+ * The job commands' principal (level 2) and request id (level 3): trailing and only when set, so
+ * a command without them keeps the bytes it had before the fields existed, and those entries
+ * decode without them. [principal] alone (never empty), or [principal, possibly empty][request id]
+ * (never empty): one command has one encoding. A level-2 build meets bytes after the principal
+ * (or an empty one) and stops applying (feature-levels.ts) rather than drop the request id.
  */
-function writePrincipal(w: ByteWriter, principal: string | undefined): void {
-  if (principal) w.str(principal);
+function writeJobWho(w: ByteWriter, principal: string | undefined, requestId: string | undefined): void {
+  if (requestId) w.str(principal ?? '').str(requestId);
+  else if (principal) w.str(principal);
 }
-function readPrincipal(r: ByteReader): string | undefined {
-  if (!r.more) return undefined;
+function readJobWho(r: ByteReader): { principal?: string; requestId?: string } {
+  if (!r.more) return {};
   const principal = r.str();
-  // Never written empty: one entry has one encoding (re-encoding gives the same bytes).
-  if (principal === '') throw new FsmDecodeError('trailing bytes after the command: an empty principal');
-  return principal;
+  if (!r.more) {
+    if (principal === '') throw new FsmDecodeError('trailing bytes after the command: an empty principal');
+    return { principal };
+  }
+  const requestId = r.str();
+  if (requestId === '') throw new FsmDecodeError('trailing bytes after the command: an empty request id');
+  return principal === '' ? { requestId } : { principal, requestId };
+}
+
+/**
+ * The run commands' caller (trigger, backfill, retry, cancel; level 3): [principal][request id]
+ * trailing, written when either is set (not both empty), absent otherwise.
+ */
+function writeRunWho(w: ByteWriter, principal: string | undefined, requestId: string | undefined): void {
+  if (principal || requestId) w.str(principal ?? '').str(requestId ?? '');
+}
+function readRunWho(r: ByteReader): { principal?: string; requestId?: string } {
+  if (!r.more) return {};
+  const principal = r.str();
+  const requestId = r.str();
+  if (principal === '' && requestId === '') throw new FsmDecodeError('trailing bytes after the command: an empty caller');
+  return { ...(principal !== '' ? { principal } : {}), ...(requestId !== '' ? { requestId } : {}) };
 }
 
 export function encodeCommand(cmd: FsmCommand): Uint8Array {
@@ -92,34 +115,36 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
   switch (cmd.type) {
     case 'putJob':
       w.str(cmd.jobId).bytes(specBytes(cmd.spec)).str(cmd.idempotencyKey);
-      writePrincipal(w, cmd.principal);
+      writeJobWho(w, cmd.principal, cmd.requestId);
       break;
     case 'putJobs':
       w.list(cmd.items, (w, i) => w.str(i.jobId).bytes(specBytes(i.spec)).str(i.idempotencyKey));
-      writePrincipal(w, cmd.principal);
+      writeJobWho(w, cmd.principal, cmd.requestId);
       break;
     case 'updateJob':
       w.str(cmd.jobId).bytes(specBytes(cmd.spec)).uint(cmd.expectedVersion);
-      writePrincipal(w, cmd.principal);
+      writeJobWho(w, cmd.principal, cmd.requestId);
       break;
     case 'deleteJob':
       w.str(cmd.jobId).uint(cmd.expectedVersion);
-      writePrincipal(w, cmd.principal);
+      writeJobWho(w, cmd.principal, cmd.requestId);
       break;
     case 'pauseJob':
       w.str(cmd.jobId).str(cmd.note);
-      writePrincipal(w, cmd.principal);
+      writeJobWho(w, cmd.principal, cmd.requestId);
       break;
     case 'resumeJob':
       w.str(cmd.jobId);
-      writePrincipal(w, cmd.principal);
+      writeJobWho(w, cmd.principal, cmd.requestId);
       break;
     case 'triggerJob':
       // The overlap flag is trailing and always written: an entry without it predates the rule.
       w.str(cmd.jobId).str(cmd.idempotencyKey).bool(cmd.ignoreOverlap);
+      writeRunWho(w, cmd.principal, cmd.requestId);
       break;
     case 'backfillJob':
       w.str(cmd.jobId).int(cmd.fromMs).int(cmd.toMs).uint(cmd.maxRuns).bool(cmd.ignoreOverlap);
+      writeRunWho(w, cmd.principal, cmd.requestId);
       break;
     case 'fireRuns':
       w.uint(cmd.misfireThresholdMs).list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs));
@@ -141,6 +166,7 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'cancelRuns':
       w.list(cmd.items, (w, i) => w.str(i.runId).str(i.reason));
+      writeRunWho(w, cmd.principal, cmd.requestId);
       break;
     case 'markRuns':
       w.list(cmd.items, (w, i) => w.str(i.runId).u8(i.outcome === 'missed' ? 1 : 2).str(i.reason));
@@ -150,6 +176,7 @@ export function encodeCommand(cmd: FsmCommand): Uint8Array {
       break;
     case 'retryRuns':
       w.list(cmd.runIds, (w, id) => w.str(id)).uint(cmd.onlyState).bool(cmd.ignoreOverlap);
+      writeRunWho(w, cmd.principal, cmd.requestId);
       break;
     case 'raiseAlerts':
       w.list(cmd.items, (w, i) => w.str(i.jobId).int(i.slotMs).str(i.reason));
@@ -198,28 +225,28 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
   let cmd: FsmCommand;
   switch (type) {
     case 'putJob':
-      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str(), principal: readPrincipal(r) };
+      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str(), ...readJobWho(r) };
       break;
     case 'putJobs':
-      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() })), principal: readPrincipal(r) };
+      cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), spec: decodeSpec(r.bytes()), idempotencyKey: r.str() })), ...readJobWho(r) };
       break;
     case 'updateJob':
-      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), expectedVersion: r.uint(), principal: readPrincipal(r) };
+      cmd = { type, nowMs, jobId: r.str(), spec: decodeSpec(r.bytes()), expectedVersion: r.uint(), ...readJobWho(r) };
       break;
     case 'deleteJob':
-      cmd = { type, nowMs, jobId: r.str(), expectedVersion: r.uint(), principal: readPrincipal(r) };
+      cmd = { type, nowMs, jobId: r.str(), expectedVersion: r.uint(), ...readJobWho(r) };
       break;
     case 'pauseJob':
-      cmd = { type, nowMs, jobId: r.str(), note: r.str(), principal: readPrincipal(r) };
+      cmd = { type, nowMs, jobId: r.str(), note: r.str(), ...readJobWho(r) };
       break;
     case 'resumeJob':
-      cmd = { type, nowMs, jobId: r.str(), principal: readPrincipal(r) };
+      cmd = { type, nowMs, jobId: r.str(), ...readJobWho(r) };
       break;
     case 'triggerJob':
-      cmd = { type, nowMs, jobId: r.str(), idempotencyKey: r.str(), ignoreOverlap: r.more ? r.bool() : true };
+      cmd = { type, nowMs, jobId: r.str(), idempotencyKey: r.str(), ignoreOverlap: r.more ? r.bool() : true, ...readRunWho(r) };
       break;
     case 'backfillJob':
-      cmd = { type, nowMs, jobId: r.str(), fromMs: r.int(), toMs: r.int(), maxRuns: r.uint(), ignoreOverlap: r.more ? r.bool() : true };
+      cmd = { type, nowMs, jobId: r.str(), fromMs: r.int(), toMs: r.int(), maxRuns: r.uint(), ignoreOverlap: r.more ? r.bool() : true, ...readRunWho(r) };
       break;
     case 'fireRuns':
       cmd = {
@@ -263,7 +290,7 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), fencingToken: r.uint() })) };
       break;
     case 'cancelRuns':
-      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), reason: r.str() })) };
+      cmd = { type, nowMs, items: r.list((r) => ({ runId: r.str(), reason: r.str() })), ...readRunWho(r) };
       break;
     case 'markRuns':
       cmd = {
@@ -281,7 +308,7 @@ export function decodeCommand(bytes: Uint8Array): FsmCommand {
       cmd = { type, nowMs, jobIds: r.list((r) => r.str()), maxIdempotencyKeys: r.uint() };
       break;
     case 'retryRuns':
-      cmd = { type, nowMs, runIds: r.list((r) => r.str()), onlyState: r.uint(), ignoreOverlap: r.bool() };
+      cmd = { type, nowMs, runIds: r.list((r) => r.str()), onlyState: r.uint(), ignoreOverlap: r.bool(), ...readRunWho(r) };
       break;
     case 'raiseAlerts':
       cmd = { type, nowMs, items: r.list((r) => ({ jobId: r.str(), slotMs: r.int(), reason: r.str() })) };

@@ -18,6 +18,11 @@ export interface PutJobCommand {
    * apply records it without reading any call state. Absent or '' while auth is off.
    */
   readonly principal?: string;
+  /**
+   * The call's request id (the audit log line's), recorded as the job's created / updated
+   * request id. Feature level 3 (feature-levels.ts); absent below it.
+   */
+  readonly requestId?: string;
 }
 
 export interface PutJobsItem {
@@ -38,6 +43,8 @@ export interface PutJobsCommand {
   readonly items: readonly PutJobsItem[];
   /** Every item's creator: as PutJobCommand.principal. */
   readonly principal?: string;
+  /** As PutJobCommand.requestId. */
+  readonly requestId?: string;
 }
 
 export interface UpdateJobCommand {
@@ -49,6 +56,8 @@ export interface UpdateJobCommand {
   readonly expectedVersion: number;
   /** As PutJobCommand.principal: recorded as the job's updated_by. */
   readonly principal?: string;
+  /** As PutJobCommand.requestId: recorded as the job's updated request id. */
+  readonly requestId?: string;
 }
 
 export interface DeleteJobCommand {
@@ -59,6 +68,8 @@ export interface DeleteJobCommand {
   readonly expectedVersion: number;
   /** As PutJobCommand.principal: who deleted it, in the log (the record goes). */
   readonly principal?: string;
+  /** As PutJobCommand.requestId: in the log only. */
+  readonly requestId?: string;
 }
 
 export interface PauseJobCommand {
@@ -68,6 +79,8 @@ export interface PauseJobCommand {
   readonly note: string;
   /** As PutJobCommand.principal: recorded as the job's updated_by. */
   readonly principal?: string;
+  /** As PutJobCommand.requestId: recorded as the job's updated request id. */
+  readonly requestId?: string;
 }
 
 export interface ResumeJobCommand {
@@ -76,6 +89,8 @@ export interface ResumeJobCommand {
   readonly jobId: string;
   /** As PutJobCommand.principal: recorded as the job's updated_by. */
   readonly principal?: string;
+  /** As PutJobCommand.requestId: recorded as the job's updated request id. */
+  readonly requestId?: string;
 }
 
 export interface TriggerJobCommand {
@@ -89,6 +104,12 @@ export interface TriggerJobCommand {
    * applied to triggers decode as true, so replaying them gives the results they had.
    */
   readonly ignoreOverlap: boolean;
+  /**
+   * The caller's principal name and request id, recorded on the runs it acts on (Run.requested_by
+   * / request_id). Feature level 3 (feature-levels.ts); absent below it and for the leader's own.
+   */
+  readonly principal?: string;
+  readonly requestId?: string;
 }
 
 export interface BackfillJobCommand {
@@ -101,6 +122,12 @@ export interface BackfillJobCommand {
   readonly maxRuns: number;
   /** Start the runs together even under FORBID / BUFFER_ONE; decoded as true as for triggers. */
   readonly ignoreOverlap: boolean;
+  /**
+   * The caller's principal name and request id, recorded on the runs it acts on (Run.requested_by
+   * / request_id). Feature level 3 (feature-levels.ts); absent below it and for the leader's own.
+   */
+  readonly principal?: string;
+  readonly requestId?: string;
 }
 
 export interface FireItem {
@@ -190,6 +217,12 @@ export interface CancelRunsCommand {
   readonly type: 'cancelRuns';
   readonly nowMs: number;
   readonly items: readonly CancelItem[];
+  /**
+   * The caller's principal name and request id, recorded on the runs it acts on (Run.requested_by
+   * / request_id). Feature level 3 (feature-levels.ts); absent below it and for the leader's own.
+   */
+  readonly principal?: string;
+  readonly requestId?: string;
 }
 
 export interface MarkItem {
@@ -228,6 +261,12 @@ export interface RetryRunsCommand {
   readonly onlyState: number;
   /** Start them whatever their jobs' overlap policy (else FORBID / BUFFER_ONE queue them). */
   readonly ignoreOverlap: boolean;
+  /**
+   * The caller's principal name and request id, recorded on the runs it acts on (Run.requested_by
+   * / request_id). Feature level 3 (feature-levels.ts); absent below it and for the leader's own.
+   */
+  readonly principal?: string;
+  readonly requestId?: string;
 }
 
 export interface RaiseAlertItem {

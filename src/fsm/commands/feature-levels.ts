@@ -15,16 +15,27 @@ export const FEATURE_LEVEL = {
   BASE: 1,
   /** Job commands carry the caller's principal (created_by / updated_by); setFeatureLevel exists. */
   PRINCIPALS: 2,
+  /**
+   * Job commands carry the call's request id (Job.created_request_id / updated_request_id); run
+   * commands a person makes (trigger, backfill, retry, cancel) its principal and request id
+   * (Run.requested_by / request_id).
+   */
+  REQUEST_IDS: 3,
 } as const;
 
 /** The highest level this binary reads and writes. */
-export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.PRINCIPALS;
+export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.REQUEST_IDS;
 
 /** The optional command parts (and commands) above BASE and the level each needs. Append only. */
 export const FEATURE_PARTS: readonly { readonly part: string; readonly level: number }[] = [
   { part: 'setFeatureLevel command (tag 26)', level: FEATURE_LEVEL.PRINCIPALS },
   { part: 'principal on putJob/putJobs/updateJob/deleteJob/pauseJob/resumeJob (Job.created_by/updated_by)', level: FEATURE_LEVEL.PRINCIPALS },
+  { part: 'request id on putJob/putJobs/updateJob/deleteJob/pauseJob/resumeJob (Job.created_request_id/updated_request_id)', level: FEATURE_LEVEL.REQUEST_IDS },
+  { part: 'principal and request id on triggerJob/backfillJob/retryRuns/cancelRuns (Run.requested_by/request_id)', level: FEATURE_LEVEL.REQUEST_IDS },
 ];
+
+/** Commands whose principal is a level-3 part (on job commands it is level 2). */
+const RUN_CALLER_COMMANDS: ReadonlySet<FsmCommandType> = new Set(['triggerJob', 'backfillJob', 'retryRuns', 'cancelRuns']);
 
 /** Commands that exist only from a level above BASE. */
 const COMMAND_LEVEL: Partial<Record<FsmCommandType, number>> = {
@@ -34,7 +45,8 @@ const COMMAND_LEVEL: Partial<Record<FsmCommandType, number>> = {
 /** The lowest cluster level at which every replica understands `cmd`'s bytes. */
 export function commandFeatureLevel(cmd: FsmCommand): number {
   let level: number = COMMAND_LEVEL[cmd.type] ?? FEATURE_LEVEL.BASE;
-  if ('principal' in cmd && cmd.principal) level = Math.max(level, FEATURE_LEVEL.PRINCIPALS);
+  if ('principal' in cmd && cmd.principal) level = Math.max(level, RUN_CALLER_COMMANDS.has(cmd.type) ? FEATURE_LEVEL.REQUEST_IDS : FEATURE_LEVEL.PRINCIPALS);
+  if ('requestId' in cmd && cmd.requestId) level = Math.max(level, FEATURE_LEVEL.REQUEST_IDS);
   if (cmd.type === 'setFeatureLevel') level = Math.max(level, cmd.level);
   return level;
 }
@@ -74,13 +86,20 @@ export function decodeFeatureLevel(bytes: Uint8Array | undefined): number {
 
 /**
  * `cmd` as the leader may propose it at cluster level `level`: the parts of a higher level left
- * out (a job command's principal below PRINCIPALS), so the bytes are those of that level. The
- * leader calls it with the level its own state machine applied (never ahead of the committed one).
+ * out (a job command's principal below PRINCIPALS, request ids and a run command's principal
+ * below REQUEST_IDS), so the bytes are those of that level. The leader calls it with the level
+ * its own state machine applied (never ahead of the committed one).
  */
 export function atFeatureLevel<C extends FsmCommand>(cmd: C, level: number): C {
-  if (level < FEATURE_LEVEL.PRINCIPALS && 'principal' in cmd && cmd.principal !== undefined) {
-    const { principal: _dropped, ...rest } = cmd;
-    return rest as C;
+  let out: C = cmd;
+  if (level < FEATURE_LEVEL.REQUEST_IDS && 'requestId' in out && out.requestId !== undefined) {
+    const { requestId: _dropped, ...rest } = out;
+    out = rest as C;
   }
-  return cmd;
+  const principalLevel = RUN_CALLER_COMMANDS.has(cmd.type) ? FEATURE_LEVEL.REQUEST_IDS : FEATURE_LEVEL.PRINCIPALS;
+  if (level < principalLevel && 'principal' in out && out.principal !== undefined) {
+    const { principal: _dropped, ...rest } = out;
+    out = rest as C;
+  }
+  return out;
 }

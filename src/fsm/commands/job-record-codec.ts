@@ -3,8 +3,8 @@
 // every replica on every fire and every finish. The spec stays protobuf, as bytes encoded once per
 // spec object (it changes only with updateJob). Every field of Job is written, in declaration
 // order; the codec test fails when the proto grows one. Except consecutive_dead_runs, which job
-// records carry in their header (records.ts, format 5) and results leave at 0, and created_by /
-// updated_by (format 6's header; results write them after the Job).
+// records carry in their header (records.ts, format 5) and results leave at 0, created_by /
+// updated_by (format 6's header; results write them after the Job) and the request ids (format 7's).
 import { JobState, type Job, type JobSpec } from '../../gen/herald/v1/job.js';
 import type { ByteReader, ByteWriter } from './binary-codec.js';
 import { dispatchHintOf } from './dispatch-hint.js';
@@ -71,5 +71,5 @@ export function readJob(r: ByteReader, specs?: SpecCache): Job {
   const lastSlotUnixMs = r.int();
   const pauseNote = r.str();
   const activeRuns = r.uint();
-  return { id, spec, state, version, createdUnixMs, updatedUnixMs, nextFireUnixMs, lastSlotUnixMs, pauseNote, activeRuns, consecutiveDeadRuns: 0, createdBy: '', updatedBy: '' };
+  return { id, spec, state, version, createdUnixMs, updatedUnixMs, nextFireUnixMs, lastSlotUnixMs, pauseNote, activeRuns, consecutiveDeadRuns: 0, createdBy: '', updatedBy: '', createdRequestId: '', updatedRequestId: '' };
 }

@@ -8,7 +8,7 @@ import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from './bin
 import { readJob, readJobHead, writeJob, type JobHead } from './job-record-codec.js';
 import type { SpecCache } from './spec-cache.js';
 import { readTokenRecord, writeTokenRecord } from './token-record.js';
-import { readRun, readRunRedrive, writeRun, writeRunRedrive } from './run-record-codec.js';
+import { readRun, readRunCaller, readRunRedrive, writeRun, writeRunCaller, writeRunRedrive } from './run-record-codec.js';
 import type { CancelSignal, ClaimedRun, ClaimItemResult, DispatchHint, FsmResult, ItemError } from './results.js';
 
 export const RESULT_FORMAT_VERSION = 1;
@@ -53,13 +53,13 @@ function readError(r: ByteReader): ItemError | undefined {
 // Jobs and runs in results use the stored records' positional codecs: a result is decoded only
 // by this build's server (results are never replicated or stored), and a claim or create batch
 // carries thousands of them.
-// A job's consecutive DEAD count and who created / changed it follow it: stored records carry
-// them in their header instead.
+// A job's consecutive DEAD count, who created / changed it and the request ids follow it: stored
+// records carry them in their header instead.
 function writeOptJob(w: ByteWriter, j: Job | undefined): void {
   if (j === undefined) w.bool(false);
   else {
     writeJob(w.bool(true), j);
-    w.uint(j.consecutiveDeadRuns).str(j.createdBy).str(j.updatedBy);
+    w.uint(j.consecutiveDeadRuns).str(j.createdBy).str(j.updatedBy).str(j.createdRequestId).str(j.updatedRequestId);
   }
 }
 function readOptJob(r: ByteReader): Job | undefined {
@@ -68,6 +68,8 @@ function readOptJob(r: ByteReader): Job | undefined {
   job.consecutiveDeadRuns = r.uint();
   job.createdBy = r.str();
   job.updatedBy = r.str();
+  job.createdRequestId = r.str();
+  job.updatedRequestId = r.str();
   return job;
 }
 function writeOptRun(w: ByteWriter, x: Run | undefined): void {
@@ -75,12 +77,14 @@ function writeOptRun(w: ByteWriter, x: Run | undefined): void {
   else {
     writeRun(w.bool(true), x);
     writeRunRedrive(w, x);
+    writeRunCaller(w, x);
   }
 }
 function readOptRun(r: ByteReader): Run | undefined {
   if (!r.bool()) return undefined;
   const run = readRun(r);
   readRunRedrive(r, run);
+  readRunCaller(r, run);
   return run;
 }
 function readClaimedRun(r: ByteReader): ClaimedRun | undefined {
@@ -239,7 +243,9 @@ export function decodeJobHeads(bytes: Uint8Array, dispatchBeforeMs = 0, specs?: 
     if (r.bool()) {
       heads.push(readJobHead(r, dispatchBeforeMs, specs));
       r.uint(); // consecutive DEAD runs
-      r.skipBytes(); // created_by, updated_by: strings are length-prefixed like bytes
+      r.skipBytes(); // created_by, updated_by, the request ids: strings are length-prefixed like bytes
+      r.skipBytes();
+      r.skipBytes();
       r.skipBytes();
     }
     r.bool(); // created

@@ -5,7 +5,8 @@
 // written, in declaration order; the test "covers every field" fails when the proto grows one.
 // The re-drive fields (21–22) come apart (writeRunRedrive): a run never re-driven keeps the
 // record format it had before they existed (records.ts).
-// Except Run.payload (alert runs only): records carry it after the rest (records.ts, formats 3 and 4).
+// Except Run.payload (alert runs only): records carry it after the rest (records.ts, formats 3 and 4),
+// and Run.requested_by / request_id (runs a person acted on: writeRunCaller, format 5 and results).
 import type { Attempt, AttemptOutcome, Run, RunError, RunState } from '../../gen/herald/v1/run.js';
 import type { ByteReader, ByteWriter } from './binary-codec.js';
 
@@ -43,6 +44,17 @@ export function writeRunRedrive(w: ByteWriter, run: Run): void {
 export function readRunRedrive(r: ByteReader, run: Run): void {
   run.redriveCount = r.uint();
   run.redrivenUnixMs = r.int();
+}
+
+/** Who last acted on the run by hand (Run.requested_by, request_id): run record format 5, results. */
+export function writeRunCaller(w: ByteWriter, run: Run): void {
+  w.str(run.requestedBy).str(run.requestId);
+}
+
+/** Reads what writeRunCaller wrote into `run`. */
+export function readRunCaller(r: ByteReader, run: Run): void {
+  run.requestedBy = r.str();
+  run.requestId = r.str();
 }
 
 /** The output of a run without one, shared (never written into: a finish replaces the buffer). */
@@ -97,5 +109,7 @@ export function readRun(r: ByteReader): Run {
     payload: NO_OUTPUT,
     // Never stored: filled on reads (job-service.ts) from the leader's dispatch limits.
     waitingFor: '',
+    requestedBy: '',
+    requestId: '',
   };
 }

@@ -7,7 +7,7 @@ import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { ByteReader, ByteWriter, FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
 import { dueKey, jobLimitKey, stateKeyOfRunKey, trimKey } from './key-layout.js';
 import type { ReadyEntry } from './ready-index.js';
-import { readRun, readRunRedrive, writeRun, writeRunRedrive } from '../commands/run-record-codec.js';
+import { readRun, readRunCaller, readRunRedrive, writeRun, writeRunCaller, writeRunRedrive } from '../commands/run-record-codec.js';
 import { readJob, writeJob } from '../commands/job-record-codec.js';
 import { specBytes, specOf } from '../commands/spec-bytes.js';
 import type { SpecCache } from '../commands/spec-cache.js';
@@ -81,6 +81,12 @@ const JOB_RECORD_ALERTS_FORMAT_VERSION = 5;
  * the bytes of format 3 / 4 / 5, and Job.created_by / updated_by travel in this header only.
  */
 const JOB_RECORD_WHO_FORMAT_VERSION = 6;
+/**
+ * Format 7 (request ids, feature level 3): format 6's fields, then [created request id][updated
+ * request id] before the positional Job. Written only for a job with either; every other job keeps
+ * the bytes of the formats above.
+ */
+const JOB_RECORD_REQUEST_FORMAT_VERSION = 7;
 
 /** How many runs of the job are held (JobRecord.heldRuns, with its default). */
 export function heldRunsOf(rec: JobRecord): number {
@@ -94,13 +100,15 @@ export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Ar
   const queued = held !== (rec.heldRunId === '' ? 0 : 1);
   const dead = rec.job.consecutiveDeadRuns;
   const watchdog = rec.watchdogSlotMs ?? 0;
-  const who = rec.job.createdBy !== '' || rec.job.updatedBy !== '';
+  const requests = rec.job.createdRequestId !== '' || rec.job.updatedRequestId !== '';
+  const who = requests || rec.job.createdBy !== '' || rec.job.updatedBy !== '';
   const alerts = who || dead > 0 || watchdog > 0;
-  const version = who ? JOB_RECORD_WHO_FORMAT_VERSION : alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
+  const version = requests ? JOB_RECORD_REQUEST_FORMAT_VERSION : who ? JOB_RECORD_WHO_FORMAT_VERSION : alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
   w.u8(version).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
   if (queued || alerts) w.uint(held);
   if (alerts) w.uint(dead).int(watchdog);
   if (who) w.str(rec.job.createdBy).str(rec.job.updatedBy);
+  if (requests) w.str(rec.job.createdRequestId).str(rec.job.updatedRequestId);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -114,23 +122,28 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION || v === JOB_RECORD_WHO_FORMAT_VERSION) {
+  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION || v === JOB_RECORD_WHO_FORMAT_VERSION || v === JOB_RECORD_REQUEST_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
     const terminalRuns = v === JOB_RECORD_FORMAT_2 ? 0 : r.uint();
     const trimDueMs = v === JOB_RECORD_FORMAT_2 ? 0 : r.int();
-    const alerts = v === JOB_RECORD_ALERTS_FORMAT_VERSION || v === JOB_RECORD_WHO_FORMAT_VERSION;
+    const who = v === JOB_RECORD_WHO_FORMAT_VERSION || v === JOB_RECORD_REQUEST_FORMAT_VERSION;
+    const alerts = v === JOB_RECORD_ALERTS_FORMAT_VERSION || who;
     const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION || alerts ? r.uint() : undefined;
     if (alerts) {
       const dead = r.uint();
       const watchdogSlotMs = r.int();
-      const createdBy = v === JOB_RECORD_WHO_FORMAT_VERSION ? r.str() : '';
-      const updatedBy = v === JOB_RECORD_WHO_FORMAT_VERSION ? r.str() : '';
+      const createdBy = who ? r.str() : '';
+      const updatedBy = who ? r.str() : '';
+      const createdRequestId = v === JOB_RECORD_REQUEST_FORMAT_VERSION ? r.str() : '';
+      const updatedRequestId = v === JOB_RECORD_REQUEST_FORMAT_VERSION ? r.str() : '';
       const job = readJob(r, specs);
       r.end();
       job.consecutiveDeadRuns = dead;
       job.createdBy = createdBy;
       job.updatedBy = updatedBy;
+      job.createdRequestId = createdRequestId;
+      job.updatedRequestId = updatedRequestId;
       const rec: JobRecord = { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns: heldRuns! };
       if (watchdogSlotMs > 0) rec.watchdogSlotMs = watchdogSlotMs;
       return rec;
@@ -159,17 +172,24 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
 const RUN_RECORD_FORMAT_VERSION = 2;
 const RUN_RECORD_REDRIVEN_FORMAT = 3;
 const RUN_RECORD_PAYLOAD_FORMAT_VERSION = 4;
+/**
+ * Format 5 (caller, feature level 3): format 3's fields, then [requested_by][request_id]. Written
+ * only for a run a person acted on (trigger, backfill, retry, cancel) at level 3.
+ */
+const RUN_RECORD_CALLER_FORMAT = 5;
 
 /** `buffers`: as for encodeJobRecord. */
 export function encodeRunRecord(rec: RunRecord, buffers?: WriteBuffers): Uint8Array {
   const run = rec.run;
   const payload = run.payload;
   const w = new ByteWriter(192 + run.output.length + payload.length + 64 * run.attempts.length, buffers);
-  if (run.redriveCount > 0 || (rec.attemptBase ?? 0) > 0) {
-    w.u8(RUN_RECORD_REDRIVEN_FORMAT).bool(rec.held).uint(rec.attemptBase ?? 0);
+  const caller = run.requestedBy !== '' || run.requestId !== '';
+  if (caller || run.redriveCount > 0 || (rec.attemptBase ?? 0) > 0) {
+    w.u8(caller ? RUN_RECORD_CALLER_FORMAT : RUN_RECORD_REDRIVEN_FORMAT).bool(rec.held).uint(rec.attemptBase ?? 0);
     writeRun(w, run);
     writeRunRedrive(w, run);
     w.bytes(payload);
+    if (caller) writeRunCaller(w, run);
   } else {
     w.u8(payload.length > 0 ? RUN_RECORD_PAYLOAD_FORMAT_VERSION : RUN_RECORD_FORMAT_VERSION).bool(rec.held);
     writeRun(w, run);
@@ -188,13 +208,14 @@ export function decodeRunRecord(bytes: Uint8Array): RunRecord {
     r.end();
     return { run, held };
   }
-  if (v === RUN_RECORD_REDRIVEN_FORMAT) {
+  if (v === RUN_RECORD_REDRIVEN_FORMAT || v === RUN_RECORD_CALLER_FORMAT) {
     const held = r.bool();
     const attemptBase = r.uint();
     const run = readRun(r);
     readRunRedrive(r, run);
     const payload = r.bytesView();
     if (payload.length > 0) run.payload = Buffer.from(payload);
+    if (v === RUN_RECORD_CALLER_FORMAT) readRunCaller(r, run);
     r.end();
     return { run, held, attemptBase };
   }

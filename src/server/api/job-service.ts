@@ -95,8 +95,9 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   }
 
   async function propose(command: FsmCommand, call: CallContext): Promise<FsmResult> {
-    // Job principals are feature level 2: written only once every voter reads them (feature-levels.ts).
-    const outcome = await ctx.node.propose(encodeCommand(atFeatureLevel(command, ctx.fsm.appliedFeatureLevel)), { forward: false, timeoutMs: timeoutFor(call) });
+    // Job principals are feature level 2, request ids and run callers 3: written only once every
+    // voter reads them (feature-levels.ts).
+    const outcome = await ctx.node.propose(encodeCommand(atFeatureLevel(withCaller(command, call), ctx.fsm.appliedFeatureLevel)), { forward: false, timeoutMs: timeoutFor(call) });
     const result = decodeResult(outcome.result);
     if (result.type === 'rejected') throw itemError(result.error);
     return result;
@@ -425,4 +426,15 @@ function validateEnum(value: number, enumObject: Record<string, string | number>
   if (value < 0 || !Object.values(enumObject).includes(value)) {
     throw new HeraldError('INVALID_ARGUMENT', `${field}: ${value} is not a valid value`, { field });
   }
+}
+
+/** Commands a caller makes that record who (principal) and which call (request id) made them. */
+const CALLER_COMMANDS: ReadonlySet<FsmCommand['type']> = new Set(['putJob', 'putJobs', 'updateJob', 'deleteJob', 'pauseJob', 'resumeJob', 'triggerJob', 'backfillJob', 'retryRuns', 'cancelRuns']);
+
+/** `command` with the call's request id, and its principal where the handler did not set one. */
+function withCaller(command: FsmCommand, call: CallContext): FsmCommand {
+  if (!CALLER_COMMANDS.has(command.type)) return command;
+  const given = 'principal' in command ? command.principal : undefined;
+  const principal = given ?? recordedName(call.principal);
+  return { ...command, ...(principal ? { principal } : {}), requestId: call.requestId } as FsmCommand;
 }

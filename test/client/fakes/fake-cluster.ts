@@ -214,6 +214,8 @@ export class FakeCluster {
       consecutiveDeadRuns: 0,
       createdBy: '',
       updatedBy: '',
+      createdRequestId: '',
+      updatedRequestId: '',
     };
     s.jobs.set(id, job);
     if (req.idempotencyKey) s.keys.set(req.idempotencyKey, id);
@@ -375,6 +377,8 @@ export function fakeRun(id: string, jobId: string, extra: Partial<Run> = {}): Ru
     redrivenUnixMs: 0,
     payload: Buffer.alloc(0),
     waitingFor: '',
+    requestedBy: '',
+    requestId: '',
     ...extra,
   };
 }

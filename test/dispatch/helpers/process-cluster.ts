@@ -2,12 +2,15 @@
 // (fixtures/worker-process.ts), for the multi-process dispatch tests and benches. Everything
 // started here is killed by cleanup(), even when a test fails.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HeraldClient } from '../../../src/client/herald-client.js';
 import { SchedulerStateMachine } from '../../../src/fsm/index.js';
 import type { JobSpec } from '../../../src/gen/herald/v1/job.js';
 import { TestCluster, waitFor } from '../../raft-runtime/helpers/cluster.js';
 import type { TimedEvent } from '../fixtures/raw-worker.js';
+import { createRoleTokens, makeSecureCluster, type SecureCluster } from '../../../chaos/orchestrator/secure-cluster.js';
 
 export interface SchedulerClusterOptions {
   size?: number;
@@ -21,6 +24,17 @@ export interface SchedulerClusterOptions {
   /** Where the nodes listen and how they are started (TestCluster's host / spawnPrefix). */
   host?: (id: string) => string;
   spawnPrefix?: (id: string) => string[];
+  /**
+   * TLS on both ports and auth on (chaos/orchestrator/secure-cluster.ts): `client` writes with an
+   * operator token, `workerAuth` holds a worker token for the task type `test`.
+   */
+  secure?: boolean;
+}
+
+/** What a worker process needs to connect to a secure cluster. */
+export interface WorkerAuth {
+  caFile: string;
+  token: string;
 }
 
 const WORKER_SCRIPT = join(import.meta.dirname, '..', 'fixtures', 'worker-process.ts');
@@ -60,10 +74,13 @@ export class WorkerProc {
 export class SchedulerCluster {
   readonly workers: WorkerProc[] = [];
   client!: HeraldClient;
+  /** Set on a secure cluster. */
+  workerAuth: WorkerAuth | undefined;
 
   private constructor(
     readonly raft: TestCluster,
     readonly opts: SchedulerClusterOptions,
+    private readonly secureDir?: string,
   ) {}
 
   static async start(opts: SchedulerClusterOptions = {}): Promise<SchedulerCluster> {
@@ -82,18 +99,37 @@ export class SchedulerCluster {
       'warn',
       ...(opts.extraArgs ?? []),
     ];
+    const size = opts.size ?? 3;
+    const secureDir = opts.secure ? await mkdtemp(join(tmpdir(), 'herald-secure-')) : undefined;
+    let sec: SecureCluster | undefined;
+    try {
+      if (secureDir) sec = await makeSecureCluster(secureDir, Array.from({ length: size }, (_, i) => `n${i + 1}`));
+    } catch (e) {
+      if (secureDir) await rm(secureDir, { recursive: true, force: true });
+      throw e;
+    }
     const raft = await TestCluster.create({
-      size: opts.size ?? 3,
+      size,
       tickMs: opts.tickMs ?? 100,
       electionTicks: opts.electionTicks ?? 10,
       extraArgs: args,
       host: opts.host,
       spawnPrefix: opts.spawnPrefix,
+      ...(sec ? { security: sec.serverFlags, clientCredentials: sec.observerCredentials } : {}),
     });
-    const c = new SchedulerCluster(raft, opts);
+    const c = new SchedulerCluster(raft, opts, secureDir);
     try {
       await raft.startAll();
-      c.client = new HeraldClient({ endpoints: c.endpoints, defaultDeadlineMs: 20_000 });
+      let auth = {};
+      if (sec) {
+        const t = await createRoleTokens(c.endpoints, sec, [
+          { name: 'test-client', role: 'operator' },
+          { name: 'test-workers', role: 'worker', taskTypes: ['test'] },
+        ]);
+        auth = { tls: sec.clientTls, token: t['test-client']! };
+        c.workerAuth = { caFile: sec.caFile, token: t['test-workers']! };
+      }
+      c.client = new HeraldClient({ endpoints: c.endpoints, defaultDeadlineMs: 20_000, ...auth });
       await raft.waitForLeader();
     } catch (e) {
       await c.cleanup();
@@ -169,6 +205,7 @@ export class SchedulerCluster {
     await Promise.all(this.workers.map((w) => w.exit));
     this.client?.close();
     await this.raft.cleanup();
+    if (this.secureDir) await rm(this.secureDir, { recursive: true, force: true });
   }
 }
 

@@ -289,6 +289,13 @@ export interface Job {
    * (fires, DEAD counts) leave it. Empty as created_by is.
    */
   updatedBy: string;
+  /**
+   * The request id (x-request-id, or the one the server made; audit log lines carry it too) of
+   * the call that created the job. Empty for jobs created before cluster feature level 3.
+   */
+  createdRequestId: string;
+  /** The request id of the call behind updated_by's change; empty as created_request_id is. */
+  updatedRequestId: string;
 }
 
 function createBaseSchedule(): Schedule {
@@ -1336,6 +1343,8 @@ function createBaseJob(): Job {
     consecutiveDeadRuns: 0,
     createdBy: "",
     updatedBy: "",
+    createdRequestId: "",
+    updatedRequestId: "",
   };
 }
 
@@ -1379,6 +1388,12 @@ export const Job: MessageFns<Job> = {
     }
     if (message.updatedBy !== "") {
       writer.uint32(114).string(message.updatedBy);
+    }
+    if (message.createdRequestId !== "") {
+      writer.uint32(122).string(message.createdRequestId);
+    }
+    if (message.updatedRequestId !== "") {
+      writer.uint32(130).string(message.updatedRequestId);
     }
     return writer;
   },
@@ -1500,6 +1515,22 @@ export const Job: MessageFns<Job> = {
             message.updatedBy = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.createdRequestId = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.updatedRequestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1530,6 +1561,8 @@ export const Job: MessageFns<Job> = {
     message.consecutiveDeadRuns = object.consecutiveDeadRuns ?? 0;
     message.createdBy = object.createdBy ?? "";
     message.updatedBy = object.updatedBy ?? "";
+    message.createdRequestId = object.createdRequestId ?? "";
+    message.updatedRequestId = object.updatedRequestId ?? "";
     return message;
   },
 };

@@ -143,6 +143,14 @@ export interface Run {
    * read; a STALE read (or one the leader cannot answer in time) leaves it empty.
    */
   waitingFor: string;
+  /**
+   * Who last acted on this run by hand — created it (TriggerJob, BackfillJob), re-drove it
+   * (RetryRun / RetryRuns) or cancelled it (CancelRun): the caller's principal name. Empty for runs
+   * only the schedule touched, while auth is off, and before cluster feature level 3.
+   */
+  requestedBy: string;
+  /** The request id of that call (as in the audit log line); empty when no call acted on the run. */
+  requestId: string;
 }
 
 function createBaseRunError(): RunError {
@@ -379,6 +387,8 @@ function createBaseRun(): Run {
     redrivenUnixMs: 0,
     payload: Buffer.alloc(0),
     waitingFor: "",
+    requestedBy: "",
+    requestId: "",
   };
 }
 
@@ -455,6 +465,12 @@ export const Run: MessageFns<Run> = {
     }
     if (message.waitingFor !== "") {
       writer.uint32(202).string(message.waitingFor);
+    }
+    if (message.requestedBy !== "") {
+      writer.uint32(210).string(message.requestedBy);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(218).string(message.requestId);
     }
     return writer;
   },
@@ -664,6 +680,22 @@ export const Run: MessageFns<Run> = {
             message.waitingFor = reader.string();
             continue;
           }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.requestedBy = reader.string();
+            continue;
+          }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -705,6 +737,8 @@ export const Run: MessageFns<Run> = {
     message.redrivenUnixMs = object.redrivenUnixMs ?? 0;
     message.payload = object.payload ?? Buffer.alloc(0);
     message.waitingFor = object.waitingFor ?? "";
+    message.requestedBy = object.requestedBy ?? "";
+    message.requestId = object.requestId ?? "";
     return message;
   },
 };
