@@ -17,6 +17,8 @@ export interface ChaosReport {
   network: 'proxy' | 'netns';
   /** TLS on both ports and auth on (`--secure`). */
   secure: boolean;
+  /** `--secure`: what a call without a token and a viewer's write got (both must be refused). */
+  authProbe?: { noToken: string; viewerWrite: string };
   faultFamilies: string[];
   /** Kinds selected but not available on this cluster, with the reason. */
   unavailableFaults: Record<string, string>;

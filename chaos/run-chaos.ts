@@ -28,7 +28,7 @@ import { checkRecovery } from './checkers/recovery-checker.js';
 import { checkConvergence } from './checkers/convergence-checker.js';
 import { percentile } from './checkers/interval-set.js';
 import { kernelFaultsUnavailable, NetnsLab } from './net/netns.js';
-import { createRoleTokens, makeSecureCluster, type SecureCluster } from './orchestrator/secure-cluster.js';
+import { createRoleTokens, makeSecureCluster, probeAuth, type AuthProbe, type SecureCluster } from './orchestrator/secure-cluster.js';
 import { CHAOS_TASK_TYPE } from './worker/task-type.js';
 import { humanSummary, summarize, type ChaosReport, type ChaosSummary } from './report.js';
 
@@ -198,6 +198,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
           { name: 'chaos-workers', role: 'worker', taskTypes: [CHAOS_TASK_TYPE] },
         ])
       : {};
+    // Auth must really be on: refusals, not just credentials that happen to be accepted.
+    const authProbe: AuthProbe | undefined = sec ? await probeAuth(c.clientEndpoints(), sec, tokens['chaos-checkers']!) : undefined;
+    if (authProbe) log(`auth probe: no token → ${authProbe.noToken}, viewer write → ${authProbe.viewerWrite}`);
     const as = (name: string) => (sec ? { tls: sec.clientTls, token: tokens[name]! } : {});
     const workerEnv: NodeJS.ProcessEnv = sec ? { CHAOS_CA: sec.caFile, CHAOS_TOKEN: tokens['chaos-workers']! } : {};
     workers = new WorkerPool(workerCount, root, () => c.clientEndpoints(), () => ledger.url, 4, o.rogueWorkers ?? 0, (slot) => c.network.workerPrefix(slot), workerEnv);
@@ -311,6 +314,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       durationS: Math.round(o.durationMs / 1000),
       network: c.network.mode,
       secure: !!sec,
+      ...(authProbe ? { authProbe } : {}),
       faultFamilies: o.families,
       unavailableFaults,
       faults: nemesis.records.filter((r) => r.applied).length,

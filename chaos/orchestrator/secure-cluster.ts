@@ -9,6 +9,7 @@ import { credentials, type ChannelCredentials } from '@grpc/grpc-js';
 import { devCertsDir, devTlsFlags, ensureDevCerts, ensureDevToken, type DevCerts } from '../../src/cli/dev/dev-certs.js';
 import { issueCert } from '../../src/cli/certs/openssl-certs.js';
 import { HeraldClient } from '../../src/client/herald-client.js';
+import { HeraldClientError } from '../../src/client/errors.js';
 import type { ClientTls } from '../../src/client/tls-options.js';
 import { sleep } from './free-port.js';
 
@@ -72,4 +73,29 @@ export async function createRoleTokens(endpoints: string[], s: SecureCluster, wa
   } finally {
     admin.close();
   }
+}
+
+/** What a secure cluster answered a call without a token and a write with the viewer's (gRPC code names). */
+export interface AuthProbe {
+  noToken: string;
+  viewerWrite: string;
+}
+
+/** Checks auth is really on: a call without a token and a write with a viewer token must be refused. */
+export async function probeAuth(endpoints: string[], s: SecureCluster, viewerToken: string): Promise<AuthProbe> {
+  const outcome = async (token: string | undefined, call: (c: HeraldClient) => Promise<unknown>): Promise<string> => {
+    const c = new HeraldClient({ endpoints, tls: s.clientTls, ...(token ? { token } : {}), defaultDeadlineMs: 10_000 });
+    try {
+      await call(c);
+      return 'OK';
+    } catch (e) {
+      return e instanceof HeraldClientError ? e.code : String(e);
+    } finally {
+      c.close();
+    }
+  };
+  return {
+    noToken: await outcome(undefined, (c) => c.listJobs({})),
+    viewerWrite: await outcome(viewerToken, (c) => c.pauseJob('auth-probe', 'a viewer may not write')),
+  };
 }

@@ -50,6 +50,8 @@ describe('chaos: short real run with TLS and auth (3 nodes)', () => {
       recovered: true,
       ok: true,
     });
+    // Auth was on: a call without a token and a viewer's write were refused.
+    expect(r.report.authProbe, detail).toEqual({ noToken: 'UNAUTHENTICATED', viewerWrite: 'PERMISSION_DENIED' });
     const applied = r.report.faultLog.filter((f) => f.applied).map((f) => f.kind);
     expect(applied, detail).toContain('kill-leader');
     expect(s.slotsChecked, detail).toBeGreaterThan(50);

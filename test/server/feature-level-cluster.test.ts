@@ -56,7 +56,7 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2', async () => {
+  it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2, to 3 (request ids) once it reports 3', async () => {
     // Every node has heard from the others (the reports travel on every peer batch).
     // The leader has heard from every follower (reports travel on every peer batch).
     await waitFor('reports from every follower at the leader', () => {
