@@ -16,6 +16,7 @@ import { fromServiceError } from '../../src/client/errors.js';
 import { newTokenSecret } from '../../src/server/auth/token-secret.js';
 import { createSchedulerNode, type SchedulerNode } from '../../src/server/scheduler-node.js';
 import { freePort } from '../api/helpers/free-port.js';
+import { SUPPORTED_FEATURE_LEVEL } from '../../src/fsm/commands/feature-levels.js';
 
 type Unary = (req: unknown, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res?: unknown) => void) => unknown;
 
@@ -94,7 +95,7 @@ describe('the HTTP port authenticates and authorizes exactly as the gRPC port', 
     // jobs record who made them from then on.
     for (const end = Date.now() + 10_000; ; ) {
       const st = await post('herald.v1.ClusterService/GetStatus', {}, bearer(admin));
-      if (st.body.featureLevel === 2) break;
+      if (st.body.featureLevel === SUPPORTED_FEATURE_LEVEL) break;
       if (Date.now() > end) throw new Error(`feature level not raised: ${JSON.stringify(st.body.featureLevel)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -145,6 +146,12 @@ describe('the HTTP port authenticates and authorizes exactly as the gRPC port', 
     expect(paused.status, JSON.stringify(paused.body)).toBe(200);
     const got = await post('herald.v1.JobService/GetJob', { jobId: 'http-auth-job' }, bearer(admin));
     expect(got.body.job).toMatchObject({ createdBy: 'grpc-operator', updatedBy: 'grpc-operator', state: 'JOB_STATE_PAUSED' });
+    // And the request ids of those calls (feature level 3): the create's, then the pause's.
+    const ids = got.body.job as { createdRequestId?: string; updatedRequestId?: string };
+    expect(ids.createdRequestId).toBe((created.body.job as { createdRequestId?: string }).createdRequestId);
+    expect(ids.createdRequestId).toMatch(/.+/);
+    expect(ids.updatedRequestId).toMatch(/.+/);
+    expect(ids.updatedRequestId).not.toBe(ids.createdRequestId);
     const listed = await grpcCall<{ tokens: { id: string; name: string }[] }>(auth, 'listTokens', ListTokensRequest.fromPartial({}), bearer(admin));
     const id = listed.tokens.find((t) => t.name === 'grpc-operator')!.id;
     const revoked = await post('herald.v1.AuthService/RevokeToken', { nameOrId: id }, bearer(admin));
