@@ -34,6 +34,10 @@ export interface ClientLimits {
   handshakeTimeoutMs: number;
   /** A connection without a call for this long is sent GOAWAY and closed (0 = never). */
   idleTimeoutMs: number;
+  /** TCP connections one remote address may hold open to the client port at once (0 = no cap). */
+  maxConnectionsPerAddress: number;
+  /** A connection that has sent no byte after this long is closed (plaintext or TLS; connection-guard.ts). */
+  firstByteTimeoutMs: number;
 }
 
 export const DEFAULT_CLIENT_LIMITS: Readonly<ClientLimits> = Object.freeze({
@@ -43,6 +47,8 @@ export const DEFAULT_CLIENT_LIMITS: Readonly<ClientLimits> = Object.freeze({
   maxCallsPerPrincipal: 5_000,
   handshakeTimeoutMs: 10_000,
   idleTimeoutMs: 300_000,
+  maxConnectionsPerAddress: 1_000,
+  firstByteTimeoutMs: 10_000,
 });
 
 /** The `herald server` flag of each limit (named in the refusal, so a caller knows what to change). */
@@ -53,6 +59,8 @@ export const CLIENT_LIMIT_FLAGS: ReadonlyArray<readonly [flag: string, key: keyo
   ['--max-calls-per-principal', 'maxCallsPerPrincipal', 'with auth: unary calls one principal may have in flight on this node'],
   ['--tls-handshake-timeout-ms', 'handshakeTimeoutMs', 'close a client connection whose TLS handshake has not finished after this long'],
   ['--idle-timeout-ms', 'idleTimeoutMs', 'close a client connection without a call for this long (GOAWAY; clients reconnect on their next call; 0 = never)'],
+  ['--max-connections-per-address', 'maxConnectionsPerAddress', 'TCP connections one remote address may hold open at once (more are closed at once)'],
+  ['--first-byte-timeout-ms', 'firstByteTimeoutMs', 'close a client connection that has sent nothing after this long (plaintext ports too)'],
 ];
 
 function flagOf(key: keyof ClientLimits): string {
@@ -64,7 +72,7 @@ export function clientLimitsOf(overrides: Partial<ClientLimits> = {}): ClientLim
   const out = { ...DEFAULT_CLIENT_LIMITS, ...overrides };
   for (const [flag, key] of CLIENT_LIMIT_FLAGS) {
     const v = out[key];
-    const min = key === 'handshakeTimeoutMs' ? 1 : 0;
+    const min = key === 'handshakeTimeoutMs' || key === 'firstByteTimeoutMs' ? 1 : 0;
     if (!Number.isSafeInteger(v) || v < min || v > 2 ** 31 - 1) {
       throw new HeraldError('INVALID_ARGUMENT', `${flag}: expected an integer in [${min}, ${2 ** 31 - 1}], got ${String(v)}`, { field: key });
     }

@@ -32,6 +32,7 @@ import { membersInForce } from './member-directory.js';
 import { enableNoDelay } from '../grpc/grpc-no-delay.js';
 import { CLIENT_SERVER_OPTIONS } from '../grpc/server-conventions.js';
 import { clientLimitsOf, clientServerOptions, withHandshakeTimeout } from '../auth/client-limits.js';
+import { guardConnections } from '../auth/connection-guard.js';
 import { callerMemberIds } from '../grpc/tls/node-tls.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, DEFAULT_PROPOSAL_TIMEOUT_MS, type HeraldNode, type NodeOptions } from './herald-node.js';
 import { createProposer } from './proposer.js';
@@ -265,6 +266,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     o.registerClientServices?.(services, node);
     const clientPort = await bind(clientServer, o.clientListen ?? (self.clientAddress || '127.0.0.1:0'), o.tls && withHandshakeTimeout(o.tls.clientServerCredentials(), limits.handshakeTimeoutMs));
     (node as { clientPort: number }).clientPort = clientPort;
+    if (!guardConnections(clientServer, limits)) log.warn({}, 'client port: cannot reach the listening sockets; the per-address connection cap and first-byte timeout are off');
 
     const sm = stateMachine;
     const shutdown = async ({ transfer = true, graceMs = DEFAULT_STOP_GRACE_MS }: { transfer?: boolean; graceMs?: number }) => {
