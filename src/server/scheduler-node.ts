@@ -42,6 +42,7 @@ import { guardServer } from './auth/grpc-call-guard.js';
 import type { Principal } from './auth/principal.js';
 import { tokenFromString } from './auth/token-secret.js';
 import { PrincipalRateLimit } from './auth/principal-rate-limit.js';
+import { decodeErrorsServer } from './grpc/undecodable-requests.js';
 import { CallCaps, clientLimitsOf, limitServer, type ClientLimits } from './auth/client-limits.js';
 import { systemMonotonicClock } from '../raft/monotonic-clock.js';
 import { HeraldError, isHeraldError } from '../herald-error.js';
@@ -124,12 +125,13 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     ...o,
     clientLimits,
     // Every client-port service is added through the abuse limits (streams and calls per
-    // connection and principal), and with auth on through the guard first.
+    // connection and principal), and with auth on through the guard first; bytes that do not
+    // decode are judged last (INVALID_ARGUMENT, undecodable-requests.ts).
     wrapClientServer: (server: Server, n: HeraldNode) => {
-      if (!o.auth) return limitServer(server, caps);
+      if (!o.auth) return decodeErrorsServer(limitServer(server, caps));
       authenticator = new Authenticator({ getToken: (id) => feed!.fsm.getToken(id) }, () => n.readIndex({ timeoutMs: AUTH_BARRIER_TIMEOUT_MS }));
       const rate = o.auth.ratePerSecond ?? DEFAULT_AUTH_RATE_PER_SECOND;
-      return limitServer(guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) }), caps);
+      return decodeErrorsServer(limitServer(guardServer(server, authenticator, { audit, ...(rate > 0 ? { rateLimit: new PrincipalRateLimit(rate, 2 * rate, systemMonotonicClock) } : {}) }), caps));
     },
     featureLevel: o.supportedFeatureLevel ?? (() => SUPPORTED_FEATURE_LEVEL),
     clusterFeatureLevel: () => feed?.fsm.appliedFeatureLevel ?? 0,

@@ -80,6 +80,7 @@ describe('auth: hostile input against every public RPC', () => {
       return [randomBytes, mutated, truncated, oversize];
     };
     const problems: string[] = [];
+    const undecodableSeen: string[] = [];
     for (const def of SERVICES) {
       for (const m of Object.values(def)) {
         for (const body of bodies()) {
@@ -88,18 +89,24 @@ describe('auth: hostile input against every public RPC', () => {
             const o = { token, deadlineMs: DEADLINE_MS };
             const got = m.requestStream ? await rawStream(c, m.path, 'bidi', o, body, 200) : m.responseStream ? await rawStream(c, m.path, 'server', o, body, 200) : await rawUnary(c, m.path, o, body);
             const took = Date.now() - started;
-            // grpc-js answers bytes that do not decode as the request message itself, before any
-            // handler or the auth guard runs: INTERNAL "Error deserializing request" (a known gap:
-            // INVALID_ARGUMENT would be the right status). Anything else INTERNAL is a handler bug.
-            const undecodable = got.code === status.INTERNAL && got.details === 'Error deserializing request';
-            if (token === undefined && got.code !== status.UNAUTHENTICATED && !undecodable) problems.push(`${m.path} without a credential: ${status[got.code]}`);
-            if ((got.code === status.INTERNAL && !undecodable) || got.code === status.UNKNOWN) problems.push(`${m.path}: ${status[got.code]} ${got.details}`);
+            // Bytes that do not decode as the request message are judged after the auth guard
+            // (undecodable-requests.ts): without a credential UNAUTHENTICATED like any call, with
+            // one INVALID_ARGUMENT. INTERNAL or UNKNOWN is a bug.
+            if (token === undefined && got.code !== status.UNAUTHENTICATED) problems.push(`${m.path} without a credential: ${status[got.code]}`);
+            if (got.code === status.INTERNAL || got.code === status.UNKNOWN) problems.push(`${m.path}: ${status[got.code]} ${got.details}`);
+            if (/do not decode/.test(got.details)) undecodableSeen.push(`${m.path}: ${status[got.code]}`);
             if (took > DEADLINE_MS + 1_000) problems.push(`${m.path}: answered after ${took} ms`);
           }
         }
       }
     }
     expect(problems, `seed ${seed}`).toEqual([]);
+    // Random bytes hit undecodable requests on unary, server-streaming and the bidi Connect
+    // methods alike, and every one of them was answered INVALID_ARGUMENT.
+    expect(undecodableSeen.length, `seed ${seed}`).toBeGreaterThan(10);
+    expect(undecodableSeen.filter((u) => !u.endsWith('INVALID_ARGUMENT'))).toEqual([]);
+    expect(undecodableSeen.some((u) => u.startsWith('/herald.v1.WorkerService/Connect')), undecodableSeen.join('\n')).toBe(true);
+    expect(undecodableSeen.some((u) => u.startsWith('/herald.v1.WatchService/')), undecodableSeen.join('\n')).toBe(true);
     // Still serving.
     expect((await cluster.client.status()).leaderId).not.toBe('');
   }, 120_000);
