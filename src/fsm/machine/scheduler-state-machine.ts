@@ -15,6 +15,7 @@
 // applying until it runs a build that understands the entry. Reads are served straight from
 // LevelDB (see fsm-reads.ts).
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
+import { levelMemoryBytes } from '../../raft/storage/level-memory.js';
 import type { EffectsOutcome, EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
 import { HeraldError } from '../../herald-error.js';
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
@@ -336,6 +337,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await this.resync().catch(() => undefined);
       throw e;
     }
+  }
+
+  /** The store's own estimate of the memory it holds (level-memory.ts). */
+  storeMemoryBytes(): number {
+    return levelMemoryBytes(this.store);
   }
 
   /** The cluster feature level (feature-levels.ts) in the store: 1 when it was never raised. */
