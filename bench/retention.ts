@@ -35,20 +35,26 @@ interface Sample {
   leaderFileMiB: number;
   /** V8 heap in use and memory held by buffers outside it (ArrayBuffers), from the leader's /metrics. */
   leaderHeapUsedMiB: number;
+  /** V8 heap committed (what the heap holds of RSS, used or not). */
+  leaderHeapTotalMiB: number;
   leaderExternalMiB: number;
+  /** LevelDB's own estimate of its memory, per store (log, fsm). */
+  leaderStoreMiB: Record<string, number>;
 }
 
 /**
  * The leader's own gauges: stored runs by state (the state machine's replicated counters, so no
  * paging through 100k runs under load) and its V8 heap, which tells heap growth from native memory.
  */
-async function scrape(port: number): Promise<{ total: number; byState: Record<string, number>; heapUsedMiB: number; externalMiB: number }> {
+async function scrape(port: number): Promise<{ total: number; byState: Record<string, number>; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number; storeMiB: Record<string, number> }> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(30_000) });
   const text = await res.text();
   const byState: Record<string, number> = {};
   let total = 0;
   let heapUsedMiB = NaN;
   let externalMiB = NaN;
+  let heapTotalMiB = NaN;
+  const storeMiB: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const runs = /^herald_runs\{state="([A-Z_]+)"[^}]*\} (\d+)/.exec(line);
     if (runs) {
@@ -59,8 +65,12 @@ async function scrape(port: number): Promise<{ total: number; byState: Record<st
     if (heap) heapUsedMiB = Math.round(Number(heap[1]) / 1048576);
     const ext = /^herald_process_nodejs_external_memory_bytes\{[^}]*\} (\S+)/.exec(line);
     if (ext) externalMiB = Math.round(Number(ext[1]) / 1048576);
+    const heapTotal = /^herald_process_nodejs_heap_size_total_bytes\{[^}]*\} (\S+)/.exec(line);
+    if (heapTotal) heapTotalMiB = Math.round(Number(heapTotal[1]) / 1048576);
+    const store = /^herald_store_memory_bytes\{store="(\w+)"[^}]*\} (\S+)/.exec(line);
+    if (store) storeMiB[store[1]!] = Math.round(Number(store[2]) / 1048576);
   }
-  return { total, byState, heapUsedMiB, externalMiB };
+  return { total, byState, heapUsedMiB, heapTotalMiB, externalMiB, storeMiB };
 }
 
 useBenchPortBlock();
@@ -84,7 +94,7 @@ try {
     const leader = c.raft.nodes.get(await c.raft.waitForLeader(30_000))!;
     const m = await scrape(leader.metricsPort!);
     const rss = rssMiB(leader.proc?.pid);
-    const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rss.rss, leaderAnonMiB: rss.anon, leaderFileMiB: rss.file, leaderHeapUsedMiB: m.heapUsedMiB, leaderExternalMiB: m.externalMiB };
+    const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rss.rss, leaderAnonMiB: rss.anon, leaderFileMiB: rss.file, leaderHeapUsedMiB: m.heapUsedMiB, leaderHeapTotalMiB: m.heapTotalMiB, leaderExternalMiB: m.externalMiB, leaderStoreMiB: m.storeMiB };
     log(JSON.stringify(s));
     samples.push(s);
     return s;
@@ -120,7 +130,7 @@ try {
       boundRuns: JOBS * (MAX_RUNS + slack + Math.ceil(DEADLINE_MS / 1000) + 2),
       // What apply itself holds, however far the trimmer falls behind (apply-run-bound.ts).
       hardBoundRuns: JOBS * (MAX_RUNS + hardRunSlack(MAX_RUNS) + Math.ceil(DEADLINE_MS / 1000) + 2),
-      samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderAnonMiB: s.leaderAnonMiB, leaderFileMiB: s.leaderFileMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB })),
+      samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderAnonMiB: s.leaderAnonMiB, leaderFileMiB: s.leaderFileMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB, leaderHeapTotalMiB: s.leaderHeapTotalMiB, leaderStoreMiB: s.leaderStoreMiB })),
       failedSamples,
       loadAtStart,
       loadAtEnd: machineLoad(),

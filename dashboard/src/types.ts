@@ -112,6 +112,16 @@ export interface Workers {
   unservedTaskTypes: Array<{ taskType: string; waitingRuns: number }>;
   stalledSlots: Array<{ jobId: string; slotUnixMs: Int64 }>;
 }
+/** JobService.CountRuns: stored runs per state that reached it since from_unix_ms. */
+export interface RunCounts {
+  fromUnixMs: Int64;
+  succeeded: Int64;
+  failed: Int64;
+  dead: Int64;
+  cancelled: Int64;
+  skipped: Int64;
+  missed: Int64;
+}
 export interface TaskTypeConfig {
   taskType: string;
   maxRunning: number;

@@ -12,6 +12,7 @@ const ROLE_BY_NAME: Record<string, Role> = { admin: Role.ROLE_ADMIN, operator: R
 import { JobState, type Job } from '../gen/herald/v1/job.js';
 import {
   ReadConsistency,
+  type CountRunsResponse,
   type CreateJobRequest,
   type JobServiceClient,
   type ListJobsResponse,
@@ -248,6 +249,11 @@ export class HeraldClient {
       opts,
     );
     return { items: res.runs, nextPageToken: res.nextPageToken };
+  }
+
+  /** Stored runs per state (FAILED, the terminal ones) that reached it since `since`, by minute, within 24 h (0: all). */
+  async countRuns(since: Instant = 0, opts: ReadOptions = {}): Promise<CountRunsResponse> {
+    return this.jobs((c) => c.countRuns.bind(c), { sinceUnixMs: instant(since), consistency: consistency(opts) }, 'read', opts);
   }
 
   async *listRunPages(filter: ListRunsFilter = {}, opts: ReadOptions = {}): AsyncGenerator<Page<Run>> {

@@ -338,6 +338,8 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     metrics.entriesApplied.inc({ path: 'evaluated' }, now.evaluated - appliedSeen.evaluated);
     metrics.entriesApplied.inc({ path: 'effects' }, now.effects - appliedSeen.effects);
     appliedSeen = now;
+    metrics.storeMemory.set({ store: 'log' }, node.logStore.memoryBytes());
+    metrics.storeMemory.set({ store: 'fsm' }, fsm.storeMemoryBytes());
     fsm.runCounts().then(
       (counts) => {
         for (const [state, n] of counts) metrics.runsByState.set({ state: RunState[state] ?? String(state) }, n);

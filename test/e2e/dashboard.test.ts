@@ -167,6 +167,9 @@ describe('the dashboard in a browser', () => {
     const deadId = triggered.run.id;
     await live.locator(`tr[data-run="${deadId}"][data-state="RUN_STATE_DEAD"]`).waitFor({ timeout: 20_000 });
     await shot(live, 'runs-live');
+    // The Overview counts it (CountRuns): one dead run in the last hour.
+    await page.goto(`${base}/#/`);
+    await expect.poll(() => page.locator('.stat', { hasText: 'dead runs, last hour' }).locator('.stat-value').textContent(), { timeout: 10_000 }).toBe('1');
 
     // Re-drive it from the dead-letter view.
     await page.getByRole('link', { name: 'Dead letters', exact: true }).click();

@@ -9,6 +9,7 @@ import type { FsmCommand, FsmResult } from '../../src/fsm/index.js';
 import type { Entry } from '../../src/raft/types.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
 import { ReferenceModel, type ModelJobSpec } from './reference-model.js';
+import { COUNTED_STATES } from '../../src/fsm/store/ended-runs-tally.js';
 
 const JOBS = ['a', 'b', 'c'];
 const THRESHOLD = 5000;
@@ -55,7 +56,13 @@ function toSpec(s: ModelJobSpec) {
   }, s.anchorMs);
 }
 
-async function observe(t: TestFsm, m: ReferenceModel): Promise<void> {
+/** CountRuns over everything kept, per counted state. */
+async function endedCounts(t: TestFsm): Promise<Record<number, number>> {
+  const { counts } = await t.fsm.countRuns(0);
+  return Object.fromEntries(COUNTED_STATES.map((s) => [s, counts.get(s) ?? 0]));
+}
+
+async function observe(t: TestFsm, m: ReferenceModel, counting: boolean): Promise<void> {
   const jobs = (await t.fsm.listJobs({ pageSize: 1000 })).items;
   expect(jobs.map((j) => j.id)).toEqual([...m.jobs.keys()].sort());
   for (const j of jobs) {
@@ -83,6 +90,9 @@ async function observe(t: TestFsm, m: ReferenceModel): Promise<void> {
   for (const s of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_RUNNING, RunState.RUN_STATE_SUCCEEDED, RunState.RUN_STATE_SKIPPED, RunState.RUN_STATE_MISSED, RunState.RUN_STATE_CANCELLED]) {
     expect(counts.get(s) ?? 0).toBe(runs.filter((r) => r.state === s).length);
   }
+  // The ended-runs tally, once it follows apply, agrees with the records too (every run here
+  // ended within its window: the times are years ahead of the clock).
+  if (counting) expect(await endedCounts(t)).toEqual(Object.fromEntries(COUNTED_STATES.map((s) => [s, runs.filter((r) => r.state === s).length])));
 }
 
 describe('FSM vs reference model', () => {
@@ -103,6 +113,9 @@ describe('FSM vs reference model', () => {
           // What each apply call wrote, for a replica that takes the writes instead of the commands
           // (a call that changed nothing but the applied index has none: its entries, evaluated).
           const effects: (Uint8Array | Entry[])[] = [];
+          // The ended-runs tally is seeded halfway (from what is stored then) and followed after.
+          let counting = false;
+          let step = 0;
           const flush = async () => {
             if (batch.length === 0) return;
             all.push(...batch);
@@ -123,9 +136,13 @@ describe('FSM vs reference model', () => {
               }
             }
             batch = [];
-            await observe(t, m);
+            await observe(t, m, counting);
           };
           for (const { op, dt, cut } of steps) {
+            if (step++ === steps.length >> 1 && batch.length === 0) {
+              await t.fsm.countRuns(0);
+              counting = true;
+            }
             now += dt;
             const token = t.nextIndex() + batch.length;
             const runIds = [...m.runs.keys()].sort();
@@ -201,6 +218,9 @@ describe('FSM vs reference model', () => {
           const copy = await openTestFsm();
           const written = await openTestFsm();
           try {
+            // Tallies that follow from an empty store: through effects, and across a restore.
+            await written.fsm.countRuns(0);
+            await copy.fsm.countRuns(0);
             await one.apply(...all);
             const hash = await t.fsm.stateHash();
             expect(await one.fsm.stateHash()).toBe(hash);
@@ -214,6 +234,11 @@ describe('FSM vs reference model', () => {
             expect(await written.fsm.appliedIndex()).toBe(await t.fsm.appliedIndex());
             expect(await written.fsm.runCounts()).toEqual(await t.fsm.runCounts());
             expect(written.fsm.readyEntries({ limit: 10_000 })).toEqual(t.fsm.readyEntries({ limit: 10_000 }));
+            // Ended-runs tallies: followed through effects, seeded from a store applied in one
+            // call, and kept live on the original all agree.
+            const live = await endedCounts(t);
+            expect(await endedCounts(written)).toEqual(live);
+            expect(await endedCounts(one)).toEqual(live);
             const snap = await t.fsm.snapshot();
             try {
               await copy.fsm.restore({ index: snap.appliedIndex, term: 1, conf: { voters: [] } }, snap.chunks());
@@ -226,6 +251,8 @@ describe('FSM vs reference model', () => {
             const ready = t.fsm.readyEntries({ limit: 10_000 });
             expect(one.fsm.readyEntries({ limit: 10_000 })).toEqual(ready);
             expect(copy.fsm.readyEntries({ limit: 10_000 })).toEqual(ready);
+            // A restore drops the tally the copy kept of its empty store: it counts the snapshot's runs.
+            expect(await endedCounts(copy)).toEqual(live);
             // The replica that wrote effects carries on like the original (its in-memory counts, which
             // apply adds to, are right too): one more evaluated call on both gives the same bytes.
             const later = now + 7 * 86_400_000;
@@ -238,6 +265,7 @@ describe('FSM vs reference model', () => {
             const a = await t.fsm.apply(entries);
             expect(await written.fsm.apply(entries)).toEqual(a);
             expect(await written.fsm.stateHash()).toBe(await t.fsm.stateHash());
+            expect(await endedCounts(written)).toEqual(await endedCounts(t));
           } finally {
             await one.close();
             await copy.close();

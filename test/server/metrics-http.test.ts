@@ -17,6 +17,7 @@ describe('metrics endpoint', () => {
     m.raftTerm.set(3);
     m.fireLateness.observe(0.012);
     m.runsByState.set({ state: 'RUNNING' }, 4);
+    m.storeMemory.set({ store: 'fsm' }, 1234);
     const srv = await startMetricsServer(m.registry, '127.0.0.1', 0);
     close = srv.close;
     const res = await fetch(`http://127.0.0.1:${srv.port}/metrics`);
@@ -34,11 +35,13 @@ describe('metrics endpoint', () => {
       'herald_lease_expiries_total',
       'herald_workers_connected',
       'herald_missed_slots_total',
+      'herald_store_memory_bytes',
     ]) {
       expect(body).toContain(`# TYPE ${name} `);
     }
     expect(body).toContain('herald_raft_term{node="n1"} 3');
     expect(body).toContain('herald_runs{state="RUNNING",node="n1"} 4');
+    expect(body).toContain('herald_store_memory_bytes{store="fsm",node="n1"} 1234');
     expect(body).toMatch(/herald_fire_lateness_seconds_bucket\{le="0.025",node="n1"\} 1/);
     const missing = await fetch(`http://127.0.0.1:${srv.port}/other`);
     expect(missing.status).toBe(404);

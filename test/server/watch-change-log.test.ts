@@ -129,6 +129,32 @@ describe('change log and watcher', () => {
     ]);
   });
 
+
+  it('decodes a mixed batch\'s runs and jobs separately, in either order, to the same events', () => {
+    const job = (id: string) =>
+      encodeJobRecord({ job: Job.fromPartial({ id, version: 2, spec: JobSpec.fromPartial({ taskType: 'report' }) }), manualSeq: 0, heldRunId: '', terminalRuns: 0, trimDueMs: 0 });
+    const fill = (log: ChangeLog) =>
+      log.append(4, [run('a@1', RunState.RUN_STATE_RUNNING, 'a'), run('b@1', RunState.RUN_STATE_PENDING, 'b')], [{ jobId: 'a', value: job('a') }, { jobId: 'c', value: null }]);
+    const runsOf = (log: ChangeLog) => WatchRunsResponse.decode(Buffer.concat(log.batch(log.startBatchNo)!.runs().map((r) => r.frame))).events.map((e) => [e.index, e.run!.id, e.run!.state]);
+    const jobsOf = (log: ChangeLog) => WatchJobsResponse.decode(Buffer.concat(log.batch(log.startBatchNo)!.jobs().map((j) => j.frame))).events.map((e) => [e.index, e.jobId, e.deleted, e.job?.version]);
+    const wantRuns = [
+      [4, 'a@1', RunState.RUN_STATE_RUNNING],
+      [4, 'b@1', RunState.RUN_STATE_PENDING],
+    ];
+    const wantJobs = [
+      [4, 'a', false, 2],
+      [4, 'c', true, undefined],
+    ];
+    const runsFirst = new ChangeLog(0);
+    fill(runsFirst);
+    expect(runsOf(runsFirst)).toEqual(wantRuns);
+    expect(jobsOf(runsFirst)).toEqual(wantJobs);
+    expect(runsOf(runsFirst)).toEqual(wantRuns); // decoded once, read again
+    const jobsFirst = new ChangeLog(0);
+    fill(jobsFirst);
+    expect(jobsOf(jobsFirst)).toEqual(wantJobs);
+    expect(runsOf(jobsFirst)).toEqual(wantRuns);
+  });
   it('rejects a bad filter with a precise error', () => {
     expect(() => runSelector({ jobId: '', taskType: '', states: [99 as RunState], fromIndex: 0, labels: {} })).toThrow(/states: 99 is not a run state/);
     const labels = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']));

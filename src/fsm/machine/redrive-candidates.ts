@@ -6,6 +6,7 @@ import { RunState, type Run } from '../../gen/herald/v1/run.js';
 import type { Db } from '../store/apply-txn.js';
 import { jobStatePrefix, prefixEnd, runIdOfTail, runKeyOfStateKey, statePrefix } from '../store/key-layout.js';
 import { decodeRunRecord } from '../store/records.js';
+import { runEndedAtMs } from '../store/ended-runs-tally.js';
 import { decodeToken, encodeToken } from './page-token.js';
 
 /** Index keys one call examines at most. */
@@ -31,16 +32,11 @@ export interface RedriveCandidates {
   readonly nextPageToken: string;
 }
 
-/** When a run in a re-drivable state ended: its finish, or for a FAILED run its last attempt's end. */
-export function endedAtMs(run: Run): number {
-  if (run.state !== RunState.RUN_STATE_FAILED) return run.finishedUnixMs;
-  return run.attempts[run.attempts.length - 1]?.endedUnixMs ?? 0;
-}
 
 function matches(run: Run, q: RedriveQuery): boolean {
   if (run.state !== q.state) return false;
   if (q.taskType && run.taskType !== q.taskType) return false;
-  const ended = endedAtMs(run);
+  const ended = runEndedAtMs(run);
   return (q.fromMs <= 0 || ended >= q.fromMs) && (q.toMs <= 0 || ended < q.toMs);
 }
 

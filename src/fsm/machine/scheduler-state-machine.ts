@@ -15,6 +15,7 @@
 // applying until it runs a build that understands the entry. Reads are served straight from
 // LevelDB (see fsm-reads.ts).
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
+import { levelMemoryBytes } from '../../raft/storage/level-memory.js';
 import type { EffectsOutcome, EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
 import { HeraldError } from '../../herald-error.js';
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
@@ -40,6 +41,8 @@ import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js'
 import { loadCounts, openStore, prepareStore, readAppliedIndex, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
 import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from './machine-snapshot.js';
 import { ChangeCollector, effectsCollector, type StoreChangeListener } from './store-changes.js';
+import { EffectsRunChanges, RunCounts } from './run-counts.js';
+import type { RunCountsAnswer, TallyChanges } from '../store/ended-runs-tally.js';
 
 const UNWANTED = new Uint8Array(0);
 
@@ -140,6 +143,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private readonly scheduleCaches = new ScheduleCaches();
   /** The stored cluster feature level, mirrored (read again after whatever may change it). */
   private level: number = FEATURE_LEVEL.BASE;
+  /** Runs per counted state by when they reached it, once someone asks (run-counts.ts). */
+  private readonly endedCounts: RunCounts;
 
   private constructor(
     private readonly store: Db,
@@ -149,6 +154,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
     super(store, new ReadyIndex(), cache, new SpecCache());
     this.recordCache = cache;
+    this.endedCounts = new RunCounts(store, (fn) => this.exclusive(fn));
   }
 
   /** The negative controls this machine applies with; the leader's services obey the same ones. */
@@ -197,6 +203,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private async resync(): Promise<void> {
     if (await restoreInterrupted(this.store)) throw new HeraldError('CORRUPT_STORAGE', 'a snapshot restore broke off: the store must be opened again');
     this.recordCache?.clear();
+    this.endedCounts.reset();
     this.level = await this.featureLevel();
     this.applied = await readAppliedIndex(this.store);
     await loadCounts(this.store, this.counts);
@@ -264,6 +271,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (range.fromApplied !== this.applied) return 'gap';
       const batch = new DirectBatch(this.store);
       const collector = this.changes ? effectsCollector(this.changes) : undefined;
+      const counting = this.endedCounts.following ? new EffectsRunChanges() : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
@@ -276,6 +284,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           if (value === null) batch.delKeyBytes(key);
           else batch.putKeyBytes(key, value);
           collector?.effect(key, value);
+          counting?.op(key, value);
         });
       } catch (e) {
         await batch.close();
@@ -284,12 +293,21 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         if (e instanceof FsmDecodeError || e instanceof TypeError) return 'malformed';
         throw e;
       }
+      let counted: TallyChanges | undefined;
+      try {
+        // Read before the batch is written: runs that left a counted state say when they reached it.
+        counted = counting ? await counting.changes(this.store) : undefined;
+      } catch {
+        // A derived count never fails apply: dropped, the next CountRuns seeds it again.
+        this.endedCounts.reset();
+      }
       try {
         await this.writeApplied(batch, fx.toApplied);
       } catch (e) {
         collector?.finish(undefined);
         throw e;
       }
+      if (counted) this.endedCounts.written(counted);
       // The cache may hold older bytes of keys just written. A replica writing effects reads
       // almost nothing back (it evaluates only the entries it got no effects for), so it is
       // emptied rather than checked key by key (which took a string per key).
@@ -319,6 +337,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       await this.resync().catch(() => undefined);
       throw e;
     }
+  }
+
+  /** The store's own estimate of the memory it holds (level-memory.ts). */
+  storeMemoryBytes(): number {
+    return levelMemoryBytes(this.store);
   }
 
   /** The cluster feature level (feature-levels.ts) in the store: 1 when it was never raised. */
@@ -402,6 +425,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
       const batch = new DirectBatch(this.store);
+      if (this.endedCounts.following) txn.endedChanges = [];
       const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
       const collector = this.changes ? new ChangeCollector(this.changes, recorder ?? batch) : undefined;
       try {
@@ -424,12 +448,22 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       txn.publishToCache();
       txn.publishReady(this.ready);
+      if (txn.endedChanges) this.endedCounts.written(txn.endedChanges);
       if (decoded.some((c) => c !== undefined && 'type' in c && c.type === 'setFeatureLevel')) this.level = await this.featureLevel().catch(() => this.level);
       this.applied = last;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       collector?.finish(last);
       return results;
     }
+  }
+
+  /**
+   * Stored runs per counted state (FAILED and the terminal ones) that reached it at or after
+   * `sinceMs`, by minute, over the last 24 hours (ended-runs-tally.ts). The first call on a node
+   * scans its run records once.
+   */
+  countRuns(sinceMs: number): Promise<RunCountsAnswer> {
+    return this.endedCounts.count(sinceMs);
   }
 
   async appliedIndex(): Promise<number> {
@@ -451,6 +485,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.recordCache?.clear();
       this.ready.clear();
       this.counts.clear(); // matches the store being cleared until the restore completes
+      this.endedCounts.reset();
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.stale = true;
       await writeSnapshot(this.store, meta, chunks);

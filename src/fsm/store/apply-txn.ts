@@ -30,6 +30,7 @@ import {
 import type { CacheUpdate, RecordCache } from './record-cache.js';
 import { RunEvents } from './run-events.js';
 import { jobIdOfRunKey, TerminalTally } from './terminal-tally.js';
+import { noteRunChange, runEndedAtMs, type TallyChanges } from './ended-runs-tally.js';
 import type { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
@@ -54,6 +55,8 @@ interface Tracked<T> {
   readonly originalIndex: readonly string[];
   /** Run state of the stored version, for the per-state counters (-1 when none / a job). */
   readonly originalState: number;
+  /** When the stored version reached its state (runs only; ended-runs-tally.ts). */
+  readonly originalEnded: number;
   /** The stored version's ready-index entry (runs only; undefined when not dispatchable). */
   readonly originalReady: ReadyEntry | undefined;
   value: T | undefined;
@@ -112,6 +115,11 @@ export class ApplyTxn {
   readonly runEvents = new RunEvents();
   /** Terminal runs the current command added or removed, folded into job records after it (foldRetention). */
   readonly terminalTally = new TerminalTally();
+  /**
+   * Set by the caller when a node's run-count tally follows apply (run-counts.ts): writeBatch
+   * appends each written run's change of counted state or end time here.
+   */
+  endedChanges: TallyChanges | undefined;
   /** Ready-index changes of the batch (writeBatch), published with publishReady once it is stored. */
   private readyChanges: { before: ReadyEntry | undefined; after: ReadyEntry | undefined }[] = [];
 
@@ -239,6 +247,7 @@ export class ApplyTxn {
     const t: Tracked<JobRecord> = {
       originalIndex: value ? jobIndexKeys(value) : NO_KEYS,
       originalState: -1,
+      originalEnded: 0,
       originalReady: undefined,
       value,
       dirty: false,
@@ -321,6 +330,7 @@ export class ApplyTxn {
     const t: Tracked<RunRecord> = {
       originalIndex: NO_KEYS, // a run's one index key follows from originalState (runIndexKey)
       originalState: value ? value.run.state : -1,
+      originalEnded: value ? runEndedAtMs(value.run) : 0,
       originalReady: value ? readyEntryOf(value) : undefined,
       value,
       dirty: false,
@@ -522,8 +532,10 @@ export class ApplyTxn {
     const bump = (state: number, d: number): void => {
       if (state >= 0) counterDelta.set(state, (counterDelta.get(state) ?? 0) + d);
     };
+    const ended = this.endedChanges;
     this.runs.forEach((t, key) => {
       if (!t.dirty) return;
+      if (ended) noteRunChange(ended, t.originalState, t.originalEnded, t.value ? t.value.run.state : -1, t.value ? runEndedAtMs(t.value.run) : 0);
       bump(t.originalState, -1);
       if (t.value) {
         const value = encodeRunRecord(t.value, this.writeBuffers);

@@ -12,6 +12,7 @@ import { MemoryStorage } from '../core/memory-storage.js';
 import type { LogSink, PersistInput } from '../ports.js';
 import type { ConfState, Entry, HardState, NodeId, SnapshotMeta } from '../types.js';
 import { writeLevelBatch } from './level-batch-write.js';
+import { levelMemoryBytes } from './level-memory.js';
 import {
   ENTRY_KEY_END,
   ENTRY_PREFIX,
@@ -57,6 +58,11 @@ export class LogStore implements LogSink {
   private closed = false;
 
   private constructor(private readonly db: Db) {}
+
+  /** LevelDB's own estimate of the memory it holds (memtables and table cache); 0 once closed. */
+  memoryBytes(): number {
+    return this.closed ? 0 : levelMemoryBytes(this.db);
+  }
 
   static async open(dir: string): Promise<LogStore> {
     // A larger memtable means fewer table flushes and compactions (each ends with its own

@@ -368,6 +368,23 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
       });
     }),
 
+    countRuns: unary('CountRuns', deps, async (req, call) => {
+      if (!Number.isSafeInteger(req.sinceUnixMs) || req.sinceUnixMs < 0) {
+        throw new HeraldError('INVALID_ARGUMENT', 'since_unix_ms: an instant in ms since the epoch (0: the last 24 hours)', { field: 'since_unix_ms' });
+      }
+      const { fromMs, counts } = await read(req.consistency, call, () => ctx.fsm.countRuns(req.sinceUnixMs));
+      const n = (s: RunState): number => counts.get(s) ?? 0;
+      return {
+        fromUnixMs: fromMs,
+        succeeded: n(RunState.RUN_STATE_SUCCEEDED),
+        failed: n(RunState.RUN_STATE_FAILED),
+        dead: n(RunState.RUN_STATE_DEAD),
+        cancelled: n(RunState.RUN_STATE_CANCELLED),
+        skipped: n(RunState.RUN_STATE_SKIPPED),
+        missed: n(RunState.RUN_STATE_MISSED),
+      };
+    }),
+
     ...createRedriveHandlers({ deps, onLeader, propose, timeoutFor, node: ctx.node, fsm: ctx.fsm }),
   };
 

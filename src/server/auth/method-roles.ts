@@ -26,6 +26,7 @@ export const METHOD_ROLES: Readonly<Record<string, readonly Role[]>> = {
   '/herald.v1.JobService/BackfillJob': WRITE,
   '/herald.v1.JobService/ListRuns': READ,
   '/herald.v1.JobService/GetRun': READ,
+  '/herald.v1.JobService/CountRuns': READ,
   '/herald.v1.JobService/CancelRun': WRITE,
   '/herald.v1.JobService/RetryRun': WRITE,
   '/herald.v1.JobService/RetryRuns': WRITE,

@@ -17,6 +17,7 @@ export interface NodeMetrics {
   fsyncs: Counter;
   entriesApplied: Counter<'path'>;
   runsByState: Gauge<'state'>;
+  storeMemory: Gauge<'store'>;
   fireLateness: Histogram;
   firedSlots: Counter<'outcome'>;
   leaseExpiries: Counter;
@@ -60,6 +61,7 @@ export function createNodeMetrics(labels: { nodeId: string }, options: { default
       ...reg,
     }),
     runsByState: new Gauge({ name: 'herald_runs', help: 'Runs stored, by state', labelNames: ['state'] as const, ...reg }),
+    storeMemory: new Gauge({ name: 'herald_store_memory_bytes', help: "LevelDB's estimate of the memory a store holds (memtables, table cache): raft log and state machine", labelNames: ['store'] as const, ...reg }),
     fireLateness: new Histogram({
       name: 'herald_fire_lateness_seconds',
       help: 'Run start (claim) minus its scheduled time',

@@ -87,30 +87,30 @@ export class ChangeArena implements ChangeRecorder {
   }
 }
 
-/** Calls `onRun` / `onJob` for each change of a region, in the order they were recorded. */
+/** Calls `onRun` / `onJob` (either may be left out) for each change of a region, in the order they were recorded. */
 export function readRegion(
   bytes: Buffer,
-  onRun: (value: Uint8Array) => void,
-  onJob: (jobId: string, value: Uint8Array | null) => void,
+  onRun: ((value: Uint8Array) => void) | undefined,
+  onJob?: (jobId: string, value: Uint8Array | null) => void,
 ): void {
   let p = 0;
   while (p < bytes.length) {
     const tag = bytes[p]!;
     if (tag === RUN_CHANGE) {
       const len = bytes.readUInt32LE(p + 1);
-      onRun(bytes.subarray(p + 5, p + 5 + len));
+      onRun?.(bytes.subarray(p + 5, p + 5 + len));
       p += 5 + len;
       continue;
     }
     const idLen = bytes.readUInt16LE(p + 1);
-    const jobId = bytes.toString('utf8', p + 3, p + 3 + idLen);
+    const idAt = p + 3;
     p += 3 + idLen;
     if (tag === JOB_DELETED) {
-      onJob(jobId, null);
+      onJob?.(bytes.toString('utf8', idAt, idAt + idLen), null);
       continue;
     }
     const len = bytes.readUInt32LE(p);
-    onJob(jobId, bytes.subarray(p + 4, p + 4 + len));
+    onJob?.(bytes.toString('utf8', idAt, idAt + idLen), bytes.subarray(p + 4, p + 4 + len));
     p += 4 + len;
   }
 }

@@ -1,5 +1,5 @@
 // One apply call's changes as watch events. The stored records are decoded, and each event
-// encoded, once — the first time any watcher reaches the batch; every watcher then sends the same
+// encoded, once — the first time a watcher that needs that kind of change reaches the batch; every watcher then sends the same
 // bytes (a length-delimited `events` field, ready to concatenate into a stream message).
 import { decodeJobRecord, decodeRunRecord } from '../../fsm/index.js';
 import { readRegion } from './change-arena.js';
@@ -25,7 +25,7 @@ export interface JobChange {
 }
 
 export class ChangeBatch {
-  /** The batch's region of the change arena, until it is decoded. */
+  /** The batch's region of the change arena, until both kinds of change are decoded. */
   private raw: Buffer | undefined;
   private runList: RunChange[] | undefined;
   private jobList: JobChange[] | undefined;
@@ -43,54 +43,58 @@ export class ChangeBatch {
     this.raw = region;
   }
 
+  // Runs and jobs decode separately: run watchers without a labels filter never need the job
+  // records (a herd rewrites a job per run, and its spec is the costliest record to decode).
   runs(): readonly RunChange[] {
-    if (!this.runList) this.decode();
-    return this.runList!;
+    if (!this.runList) {
+      const runs: RunChange[] = [];
+      readRegion(this.raw!, (bytes) => {
+        let run;
+        try {
+          run = decodeRunRecord(bytes).run;
+        } catch {
+          return; // a record this build cannot read is not an event it can describe
+        }
+        runs.push({ jobId: run.jobId, taskType: run.taskType, state: run.state, frame: RunEvent.encode({ index: this.index, run }, frameWriter()).join().finish() });
+      });
+      this.runList = runs;
+      this.release();
+    }
+    return this.runList;
   }
 
   jobs(): readonly JobChange[] {
-    if (!this.jobList) this.decode();
-    return this.jobList!;
+    if (!this.jobList) {
+      const jobs: JobChange[] = [];
+      readRegion(this.raw!, undefined, (jobId, value) => {
+        if (value === null) {
+          const frame = JobEvent.encode({ index: this.index, jobId, job: undefined, deleted: true }, frameWriter()).join().finish();
+          jobs.push({ jobId, taskType: '', labels: undefined, deleted: true, frame });
+          return;
+        }
+        let job;
+        try {
+          job = decodeJobRecord(value).job;
+        } catch {
+          return;
+        }
+        const frame = JobEvent.encode({ index: this.index, jobId, job, deleted: false }, frameWriter()).join().finish();
+        jobs.push({ jobId, taskType: job.spec?.taskType ?? '', labels: job.spec?.labels, deleted: false, frame });
+      });
+      this.jobList = jobs;
+      this.release();
+    }
+    return this.jobList;
   }
 
-  private decode(): void {
-    const runs: RunChange[] = [];
-    const jobs: JobChange[] = [];
-    readRegion(this.raw!, (bytes) => {
-      let run;
-      try {
-        run = decodeRunRecord(bytes).run;
-      } catch {
-        return; // a record this build cannot read is not an event it can describe
-      }
-      const body = RunEvent.encode({ index: this.index, run }).finish();
-      runs.push({ jobId: run.jobId, taskType: run.taskType, state: run.state, frame: frameOf(body) });
-    }, (jobId, value) => {
-      if (value === null) {
-        const body = JobEvent.encode({ index: this.index, jobId, job: undefined, deleted: true }).finish();
-        jobs.push({ jobId, taskType: '', labels: undefined, deleted: true, frame: frameOf(body) });
-        return;
-      }
-      let job;
-      try {
-        job = decodeJobRecord(value).job;
-      } catch {
-        return;
-      }
-      const body = JobEvent.encode({ index: this.index, jobId, job, deleted: false }).finish();
-      jobs.push({ jobId, taskType: job.spec?.taskType ?? '', labels: job.spec?.labels, deleted: false, frame: frameOf(body) });
-    });
-    this.raw = undefined;
-    this.runList = runs;
-    this.jobList = jobs;
+  private release(): void {
+    if (this.runList && this.jobList) this.raw = undefined;
   }
 }
 
-/** Field 1, length-delimited: the bytes of one element of a response's `events`. */
-function frameOf(body: Uint8Array): Uint8Array {
-  const w = new BinaryWriter();
-  w.uint32(10).bytes(body);
-  return w.finish();
+/** A writer positioned inside field 1 (length-delimited) of a response: `join()` closes the event's frame. */
+function frameWriter(): BinaryWriter {
+  return new BinaryWriter().uint32(10).fork();
 }
 
 /** Field 2 (progress_index, varint) of a response. */

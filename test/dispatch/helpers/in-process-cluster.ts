@@ -23,7 +23,7 @@ export interface InProcessCluster {
 export async function startInProcessCluster(
   size: number,
   scheduler: Partial<SchedulerConfig> = {},
-  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string }; tls?: (id: string) => NodeTls; clientLimits?: Partial<ClientLimits> } = {},
+  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string }; tls?: (id: string) => NodeTls; clientLimits?: Partial<ClientLimits>; http?: boolean } = {},
   clientToken?: string,
   clientTls?: ClientTls,
 ): Promise<InProcessCluster> {
@@ -57,6 +57,7 @@ export async function startInProcessCluster(
           ...(node.auth ? { auth: node.auth } : {}),
           ...(node.tls ? { tls: node.tls(m.id) } : {}),
           ...(node.clientLimits ? { clientLimits: node.clientLimits } : {}),
+          ...(node.http ? { httpListen: '127.0.0.1:0' } : {}),
         }),
       );
     }

@@ -387,6 +387,45 @@ export interface ValidateJobResponse {
   upcomingFires: UpcomingFire[];
 }
 
+/**
+ * Request of JobService.CountRuns. Counts cover all jobs: a node keeps them per minute only,
+ * not per job or task type (ListRuns with job_id lists one job's runs).
+ */
+export interface CountRunsRequest {
+  /**
+   * Count runs that reached their state at or after this instant (ms since the epoch), rounded
+   * down to its minute. Nodes keep the last 24 hours: 0 or an earlier instant counts from then.
+   */
+  sinceUnixMs: number;
+  /** Read consistency (a follower answers after the same read barrier as other reads). */
+  consistency: ReadConsistency;
+}
+
+/**
+ * Response of JobService.CountRuns. A run counts in the state it is stored in now, by when it
+ * reached it: finished_unix_ms for a terminal state, its last attempt's end for FAILED. A run
+ * re-driven or trimmed since no longer counts there, as ListRuns would no longer show it.
+ */
+export interface CountRunsResponse {
+  /**
+   * The instant counted from: since_unix_ms rounded down to its minute, no earlier than 24 hours
+   * before the answering node's clock.
+   */
+  fromUnixMs: number;
+  /** Runs in RUN_STATE_SUCCEEDED. */
+  succeeded: number;
+  /** Runs in RUN_STATE_FAILED (a failed attempt, retry due). */
+  failed: number;
+  /** Runs in RUN_STATE_DEAD. */
+  dead: number;
+  /** Runs in RUN_STATE_CANCELLED. */
+  cancelled: number;
+  /** Runs in RUN_STATE_SKIPPED. */
+  skipped: number;
+  /** Runs in RUN_STATE_MISSED. */
+  missed: number;
+}
+
 function createBaseCreateJobRequest(): CreateJobRequest {
   return { jobId: "", spec: undefined, idempotencyKey: "" };
 }
@@ -3003,6 +3042,200 @@ export const ValidateJobResponse: MessageFns<ValidateJobResponse> = {
   },
 };
 
+function createBaseCountRunsRequest(): CountRunsRequest {
+  return { sinceUnixMs: 0, consistency: 0 };
+}
+
+export const CountRunsRequest: MessageFns<CountRunsRequest> = {
+  encode(message: CountRunsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sinceUnixMs !== 0) {
+      writer.uint32(8).int64(message.sinceUnixMs);
+    }
+    if (message.consistency !== 0) {
+      writer.uint32(16).int32(message.consistency);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountRunsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountRunsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.sinceUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.consistency = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CountRunsRequest>, I>>(base?: I): CountRunsRequest {
+    return CountRunsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountRunsRequest>, I>>(object: I): CountRunsRequest {
+    const message = createBaseCountRunsRequest();
+    message.sinceUnixMs = object.sinceUnixMs ?? 0;
+    message.consistency = object.consistency ?? 0;
+    return message;
+  },
+};
+
+function createBaseCountRunsResponse(): CountRunsResponse {
+  return { fromUnixMs: 0, succeeded: 0, failed: 0, dead: 0, cancelled: 0, skipped: 0, missed: 0 };
+}
+
+export const CountRunsResponse: MessageFns<CountRunsResponse> = {
+  encode(message: CountRunsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromUnixMs !== 0) {
+      writer.uint32(8).int64(message.fromUnixMs);
+    }
+    if (message.succeeded !== 0) {
+      writer.uint32(16).int64(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      writer.uint32(24).int64(message.failed);
+    }
+    if (message.dead !== 0) {
+      writer.uint32(32).int64(message.dead);
+    }
+    if (message.cancelled !== 0) {
+      writer.uint32(40).int64(message.cancelled);
+    }
+    if (message.skipped !== 0) {
+      writer.uint32(48).int64(message.skipped);
+    }
+    if (message.missed !== 0) {
+      writer.uint32(56).int64(message.missed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountRunsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountRunsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.fromUnixMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.succeeded = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.failed = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.dead = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cancelled = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.skipped = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.missed = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CountRunsResponse>, I>>(base?: I): CountRunsResponse {
+    return CountRunsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountRunsResponse>, I>>(object: I): CountRunsResponse {
+    const message = createBaseCountRunsResponse();
+    message.fromUnixMs = object.fromUnixMs ?? 0;
+    message.succeeded = object.succeeded ?? 0;
+    message.failed = object.failed ?? 0;
+    message.dead = object.dead ?? 0;
+    message.cancelled = object.cancelled ?? 0;
+    message.skipped = object.skipped ?? 0;
+    message.missed = object.missed ?? 0;
+    return message;
+  },
+};
+
 /**
  * Jobs and their runs. Served by every node: writes are forwarded to the leader (or answered with
  * UNAVAILABLE carrying the leader's address in the "herald-leader-address" trailer).
@@ -3183,6 +3416,20 @@ export const JobServiceService = {
     responseSerialize: (value: ValidateJobResponse): Buffer => viewAsBuffer(ValidateJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ValidateJobResponse => ValidateJobResponse.decode(value),
   },
+  /**
+   * Counts the stored runs in FAILED and in each terminal state that reached it since an instant
+   * (the dashboard's "failed / dead runs in the last hour"), without listing them. Served by
+   * any node from a tally it keeps in memory; the first call on a node scans its runs once.
+   */
+  countRuns: {
+    path: "/herald.v1.JobService/CountRuns" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CountRunsRequest): Buffer => viewAsBuffer(CountRunsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CountRunsRequest => CountRunsRequest.decode(value),
+    responseSerialize: (value: CountRunsResponse): Buffer => viewAsBuffer(CountRunsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CountRunsResponse => CountRunsResponse.decode(value),
+  },
 } as const;
 
 export interface JobServiceServer extends UntypedServiceImplementation {
@@ -3228,6 +3475,12 @@ export interface JobServiceServer extends UntypedServiceImplementation {
    * next fire instants, without creating anything.
    */
   validateJob: handleUnaryCall<ValidateJobRequest, ValidateJobResponse>;
+  /**
+   * Counts the stored runs in FAILED and in each terminal state that reached it since an instant
+   * (the dashboard's "failed / dead runs in the last hour"), without listing them. Served by
+   * any node from a tally it keeps in memory; the first call on a node scans its runs once.
+   */
+  countRuns: handleUnaryCall<CountRunsRequest, CountRunsResponse>;
 }
 
 export interface JobServiceClient extends Client {
@@ -3496,6 +3749,26 @@ export interface JobServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Counts the stored runs in FAILED and in each terminal state that reached it since an instant
+   * (the dashboard's "failed / dead runs in the last hour"), without listing them. Served by
+   * any node from a tally it keeps in memory; the first call on a node scans its runs once.
+   */
+  countRuns(
+    request: CountRunsRequest,
+    callback: (error: ServiceError | null, response: CountRunsResponse) => void,
+  ): ClientUnaryCall;
+  countRuns(
+    request: CountRunsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CountRunsResponse) => void,
+  ): ClientUnaryCall;
+  countRuns(
+    request: CountRunsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CountRunsResponse) => void,
   ): ClientUnaryCall;
 }
 
