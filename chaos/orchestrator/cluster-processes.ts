@@ -166,11 +166,11 @@ export class ClusterProcesses {
     const endpoints = this.clientEndpoints();
     const n: ClusterNode = { id, ...ports, dataDir, join: endpoints, control: new NodeControl(join(this.o.root, `${id}.control.json`)), process: undefined as unknown as ManagedProcess };
     this.nodes.set(id, n);
+    n.process = this.processOf(id);
     const free = this.slots.findIndex((s) => s === undefined);
     if (free >= 0) this.slots[free] = id;
     else this.slots.push(id);
     this.syncRoutes();
-    n.process = this.processOf(id);
     return n;
   }
 
@@ -228,7 +228,7 @@ export class ClusterProcesses {
   args(id: string): string[] {
     const self = this.nodes.get(id)!;
     const host = this.network.listenHost(id);
-    const peers = this.initialIds.map((other) => `${other}=${this.network.peerAddress(id, other)}/${this.network.clientAddress(other)}`).join(',');
+    const peers = () => this.initialIds.map((other) => `${other}=${this.network.peerAddress(id, other)}/${this.network.clientAddress(other)}`).join(',');
     const o = this.o;
     return [
       ...SERVER_NODE_FLAGS,
@@ -238,7 +238,7 @@ export class ClusterProcesses {
       'server',
       '--id',
       id,
-      ...(self.join ? ['--join', self.join.join(',')] : ['--peers', peers]),
+      ...(self.join ? ['--join', self.join.join(',')] : ['--peers', peers()]),
       '--peer-addr',
       `${host}:${self.peerPort}`,
       '--client-addr',
