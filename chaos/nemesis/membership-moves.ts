@@ -85,16 +85,15 @@ export class MembershipMoves {
   /** replace-node, the fault: the node's disk dies. Returns the operator's procedure (the heal). */
   async killAndWipe(id: string, sameId: boolean): Promise<{ heal: () => Promise<{ detail: string; newId: string }>; detail: string }> {
     const before = await this.view();
-    const oldInc = before.members.find((m) => m.id === id)?.incarnation ?? '?';
+    const oldInc = before.members.find((m) => m.id === id)?.incarnation || 'not recorded: a bootstrap member';
     await this.c.wipe(id);
     if (sameId) {
-      // Whatever starts it from now on joins: a bootstrap start on an empty dir would be a new
-      // cluster's voter under an old name.
-      this.c.rejoin(id);
       return {
         detail: `${id} (incarnation ${oldInc}) killed and wiped; it comes back under its id`,
         heal: async () => {
+          // Removed before its new incarnation starts: a configuration lists an id once.
           await this.remove(id);
+          this.c.rejoin(id);
           await this.bringIn(id);
           const inc = (await this.view()).members.find((m) => m.id === id)?.incarnation ?? '?';
           return { detail: `${id} removed, rejoined as incarnation ${inc}, added, promoted`, newId: id };
@@ -158,8 +157,16 @@ export class MembershipMoves {
       const machines = new Set(this.c.ids);
       const listed = new Map(v.members.map((m) => [m.id, m]));
       const own = await this.c.statuses(2_000);
-      // A member with no machine, or whose machine runs another incarnation (wiped since).
-      const isStale = (m: { id: string; incarnation: string }) => !machines.has(m.id) || (own.get(m.id)?.incarnation ?? m.incarnation) !== m.incarnation;
+      // Why a member cannot stay: no machine, a parked (wiped) one, or a machine running another
+      // incarnation than the configuration lists (bootstrap members are listed without one: '').
+      const staleWhy = (m: { id: string; incarnation: string }): string | undefined => {
+        if (!machines.has(m.id)) return 'no machine';
+        if (this.c.node(m.id).parked) return 'its machine was wiped';
+        const runs = own.get(m.id)?.incarnation;
+        if (m.incarnation && runs && runs !== m.incarnation) return `its machine runs incarnation ${runs}, the configuration lists ${m.incarnation}`;
+        return undefined;
+      };
+      const isStale = (m: { id: string; incarnation: string }) => staleWhy(m) !== undefined;
       const stale = v.members.find(isStale);
       const voters = v.members.filter((m) => m.member === 'voter');
       const learners = v.members.filter((m) => m.member === 'learner');
@@ -170,7 +177,7 @@ export class MembershipMoves {
         step = `promote ${ready.id}`;
         await this.promote(ready.id);
       } else if (stale) {
-        step = `remove ${stale.id} (no machine of that incarnation)`;
+        step = `remove ${stale.id} (${staleWhy(stale)})`;
         await this.remove(stale.id);
       } else if (voters.length + learners.length > target) {
         const extra = [...learners, ...voters.filter((m) => m.id !== v.leaderId).reverse()][0]!;
@@ -181,6 +188,7 @@ export class MembershipMoves {
         const id = outside[0]!;
         if (voters.length + learners.length < target) {
           step = `bring ${id} in`;
+          if (this.c.node(id).parked) this.c.rejoin(id);
           if (!this.c.node(id).process.running) await this.c.start(id);
           await this.add(id);
         } else {

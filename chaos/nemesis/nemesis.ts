@@ -122,7 +122,7 @@ export class Nemesis {
       if (n.process.paused) c.resume(id);
     }
     await this.d.ledger.disarm().catch(() => 0);
-    await Promise.all(c.ids.filter((id) => !c.node(id).process.running).map((id) => this.tryStart(id)));
+    await Promise.all(c.ids.filter((id) => !c.node(id).process.running && !c.node(id).parked).map((id) => this.tryStart(id)));
     await this.d.workers.healAll();
     if (this.d.membership) {
       // A move that failed half way: back to the cluster's size, every machine a voter.

@@ -70,6 +70,12 @@ export interface ClusterNode {
   control: NodeControl;
   /** Started with `--join` these client endpoints (a member added at runtime), not `--peers`. */
   join?: string[];
+  /**
+   * Wiped and waiting for the operator (replace-node keeping the id): never started until
+   * `rejoin`, since the configuration may still list its old self (a bootstrap member is listed
+   * without an incarnation, so a restart on the empty dir would pass for it).
+   */
+  parked?: boolean;
 }
 
 export class ClusterProcesses {
@@ -175,11 +181,12 @@ export class ClusterProcesses {
   }
 
   /**
-   * The node's disk died: kill -9 and an empty data dir. What comes back on it is a new
-   * incarnation: `rejoin` makes its process one that joins (same id, same ports).
+   * The node's disk died: kill -9 and an empty data dir; it stays down (parked) until `rejoin`
+   * makes it a new incarnation that joins (same id, same ports).
    */
   async wipe(id: string): Promise<void> {
     const n = this.node(id);
+    n.parked = true;
     await n.process.kill();
     rmSync(n.dataDir, { recursive: true, force: true });
     mkdirSync(n.dataDir, { recursive: true });
@@ -190,6 +197,7 @@ export class ClusterProcesses {
     const n = this.node(id);
     if (n.process.running) throw new Error(`${id} is running; wipe it first`);
     n.join = this.clientEndpoints().filter((e) => e !== this.network.clientAddress(id));
+    n.parked = false;
     this.replaced.push(n.process);
     n.process = this.processOf(id);
   }
@@ -268,7 +276,9 @@ export class ClusterProcesses {
 
   /** Starts a node (fresh or restart); resolves when it announced its ports. */
   async start(id: string): Promise<void> {
-    await this.node(id).process.start((j) => j.event === 'listening', 60_000);
+    const n = this.node(id);
+    if (n.parked) throw new Error(`${id} was wiped and waits for the operator (rejoin)`);
+    await n.process.start((j) => j.event === 'listening', 60_000);
   }
 
   async startAll(): Promise<void> {
