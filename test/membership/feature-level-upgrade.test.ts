@@ -47,9 +47,11 @@ describe('a learner of an older build halts at a newer entry and resumes once up
     expect(leaderStatus.members.find((m) => m.id === 'n3')?.supportedFeatureLevel).toBe(1);
 
     // Promoting it is refused, by name, with both levels and the remedy (FAILED_PRECONDITION: exit 4).
-    const refused = await runCli(['cluster', 'promote', 'n3', '--endpoints', addr('n2')]);
+    const refused = await runCli(['cluster', 'promote', 'n3', '--endpoints', addr('n2'), '--json']);
     expect(refused.code).toBe(4);
-    expect(refused.stderr).toMatch(/LEARNER_FEATURE_LEVEL: the learner n3 supports feature level 1, below the cluster's level 2: .*upgrade n3 to a build that supports level 2/);
+    const err = (JSON.parse(refused.stderr) as { error: { code: string; heraldCode: string; message: string } }).error;
+    expect(err).toMatchObject({ code: 'FAILED_PRECONDITION', heraldCode: 'LEARNER_FEATURE_LEVEL' });
+    expect(err.message).toMatch(/^the learner n3 supports feature level 1, below the cluster's level 2: .*upgrade n3 to a build that supports level 2/);
     expect((await client.status()).members.find((m) => m.id === 'n3')?.memberRole).toBe(2);
 
     // The upgrade: the same data dir, the current build. It resumes, catches up and is promoted.
