@@ -4,6 +4,9 @@
 // it halts apply there and stays up NOT_SERVING, saying which level it needs; promoting it is
 // refused, naming it, both levels and what to do. Restarted on the current build (same data dir)
 // it resumes from where it stopped, catches up, is promoted, and converges with the others.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SUPPORTED_FEATURE_LEVEL } from '../../src/fsm/commands/feature-levels.js';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
@@ -19,6 +22,17 @@ describe('a learner of an older build halts at a newer entry and resumes once up
     await c?.cleanup();
     if (optIn === undefined) delete process.env.HERALD_UNSAFE_TEST_SWITCHES;
     else process.env.HERALD_UNSAFE_TEST_SWITCHES = optIn;
+  });
+
+  it('the "older build" switch is refused without the test-only opt-in', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'herald-unsafe-level-'));
+    try {
+      const r = await runCli(['server', '--id', 'n1', '--peers', 'n1=127.0.0.1:1', '--data-dir', join(dir, 'n1'), '--insecure', '--unsafe-feature-level', '1'], { env: { HERALD_UNSAFE_TEST_SWITCHES: '' } });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/--unsafe-feature-level: a test-only switch .*refusing to start/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('halts, is refused promotion by name, resumes after a restart on the new build, converges', { timeout: 120_000 }, async () => {
