@@ -26,6 +26,7 @@ describe('chaos: membership moves under load (3 nodes)', () => {
     const lines: string[] = [];
     const r = await runChaos({ nodes: 3, durationMs: DURATION_MS, families: ['membership'], seed: SEED, keep: 'never', log: (l) => lines.push(l) });
     const s = r.summary;
+    process.stderr.write(`chaos membership run: ${JSON.stringify({ ...s, finalMembers: r.report.finalMembers, moves: r.report.faultLog.map((f) => `${f.kind}: ${f.detail}`), wallTimeS: r.report.wallTimeS })}\n`);
     const detail = `${r.human}\n${lines.join('\n')}\n${JSON.stringify(r.report.faultLog, null, 1)}`;
     expect(s, detail).toMatchObject({
       lost: 0,
