@@ -1,4 +1,4 @@
-// `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints
+// `npm run chaos -- --nodes 3|5 --duration 10m --faults all|kill|pause|partition|clock|crashpoints|membership
 //   --seed N [--workers N] [--scale N] [--report-dir DIR] [--keep always|on-failure|never]
 //   [--snapshot-entries N] [--no-sdk-retries] [--kinds kind,...] [--rogue-workers N] [--unsafe accept-stale-tokens|skip-slot-check|skip-fsync]
 //   [--netns] [--secure]`

@@ -25,6 +25,8 @@ export interface ChaosReport {
   faults: number;
   faultsByKind: Record<string, number>;
   faultLog: FaultRecord[];
+  /** The members at the end as the cluster reports them (the nodes convergence compares). */
+  finalMembers: string[];
   /** Leader recovery after leader faults (ms from the fault) and after kill-majority/all (from the restart). */
   leaderRecoveryMs: { samples: number; p50: number; max: number; none: number };
   /** Nodes that refused to restart during the run (each one fails the run). */

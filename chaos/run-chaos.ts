@@ -18,6 +18,8 @@ import { sleep } from './orchestrator/free-port.js';
 import { ALL_FAULT_KINDS, availableKinds, familyOf, type FaultFamily, type FaultKind } from './nemesis/fault-kinds.js';
 import { countByKind, faultSchedule } from './nemesis/fault-schedule.js';
 import { Nemesis } from './nemesis/nemesis.js';
+import { MembershipMoves } from './nemesis/membership-moves.js';
+import { OperatorCli } from './orchestrator/operator-cli.js';
 import { jobMix } from './workload/job-mix.js';
 import { ScheduledWorkload } from './workload/scheduled-workload.js';
 import { ControlPlaneWorkload } from './workload/control-plane-workload.js';
@@ -216,7 +218,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         : client;
     closers.push(() => controlClient.close());
 
-    const networkCannot = c.network.unavailableKinds();
+    const networkCannot: Record<string, string> = { ...c.network.unavailableKinds() };
+    // A machine added at runtime would need a member certificate (and the operator CLI a token)
+    // that a secure run does not make: membership moves run on plaintext runs only, for now.
+    if (sec) for (const k of ['replace-node', 'grow-shrink']) networkCannot[k] ??= 'not with --secure (new machines get no member certificate)';
     const kinds = availableKinds(o.families, { workers: true, nodes: o.nodes, clock: true, crashpoints: true }, o.kinds).filter((k) => (!o.kinds || o.kinds.includes(k)) && !(k in networkCannot));
     const unavailableFaults: Record<string, string> = {};
     for (const k of ALL_FAULT_KINDS) {
@@ -239,14 +244,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     control.start();
     log(`${plan.length} jobs created; ${steps.length} faults planned over ${Math.round(o.durationMs / 1000)} s`);
 
-    nemesis = new Nemesis({ cluster: c, workers, ledger, log });
+    // The operator's CLI, for membership moves and for reading the final membership.
+    const operator = new OperatorCli(heraldBin, () => c.clientEndpoints());
+    const membership = new MembershipMoves({ cluster: c, operator, log });
+    nemesis = new Nemesis({ cluster: c, workers, ledger, log, membership });
     await sleep(Math.max(0, phaseStart - Date.now()));
     await Promise.race([nemesis.run(steps), sleep(o.durationMs + 30_000)]);
     const remaining = phaseStart + o.durationMs - Date.now();
     if (remaining > 0) await sleep(remaining);
 
     // Heal, then look.
-    nemesis.stop();
+    await nemesis.stopAndWait();
     await scheduled.stop();
     await control.stop();
     await nemesis.healAll();
@@ -295,7 +303,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
     const readable = scheduled.timelines.filter((t) => !(t.jobId in readErrors));
     const snapshot = await ledger.snapshot();
-    const nodeStates = await collectNodeStates(c, root, { timeoutMs: o.convergenceWaitMs });
+    // Convergence is over the final membership as the cluster reports it (removed nodes are out;
+    // a member without a machine shows as a node that did not report).
+    const finalMembers = await membership
+      .view()
+      .then((v) => v.members.map((m) => m.id))
+      .catch((e: unknown) => {
+        log(`final membership not read (${e instanceof Error ? e.message : String(e)}); comparing the machines in service`);
+        return c.ids;
+      });
+    const nodeStates = await collectNodeStates(c, root, { timeoutMs: o.convergenceWaitMs, ids: finalMembers.filter((id) => c.ids.includes(id)) });
     log(`histories, ledger and node states read (${Math.round((Date.now() - healMs) / 1000)} s after the heal); checking`);
 
     const allRuns = [...runsByJob.values()].flat();
@@ -304,7 +321,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const fencing = checkFencing(allRuns, snapshot, { deletedJobs });
     const controlPlane = checkControlPlane(control.history, { timeLimitMs: o.linearizabilityTimeLimitMs });
     const recovery = checkRecovery({ healMs, leaderSeenMs, runs: allRuns, windowEndMs: recoveryEndMs, bounds: { leaderMs: 10_000, fireMs: 3_000 } });
-    const convergence = checkConvergence(nodeStates, o.nodes);
+    const convergence = checkConvergence(nodeStates, finalMembers.length);
     log(`checked (${Math.round((Date.now() - healMs) / 1000)} s after the heal)`);
     ok = slots.ok && fencing.ok && controlPlane.ok && recovery.ok && convergence.ok && nemesis.startFailures.length === 0 && Object.keys(readErrors).length === 0;
     const jobActions = scheduled.timelines.reduce((n, t) => n + t.events.length, 0);
@@ -320,6 +337,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       faults: nemesis.records.filter((r) => r.applied).length,
       faultsByKind: countByKind(nemesis.records.filter((r) => r.applied) as Array<{ kind: (typeof steps)[number]['kind'] }>),
       faultLog: nemesis.records,
+      finalMembers,
       nodeStartFailures: nemesis.startFailures,
       readErrors,
       leaderRecoveryMs: (() => {

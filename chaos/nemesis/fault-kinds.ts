@@ -1,9 +1,9 @@
 // The fault vocabulary of the nemesis: kinds, the families `--faults` selects, and which kinds
 // need a server hook that may not exist yet (those are left out of a schedule and reported).
 
-export type FaultFamily = 'kill' | 'pause' | 'partition' | 'clock' | 'crashpoints';
+export type FaultFamily = 'kill' | 'pause' | 'partition' | 'clock' | 'crashpoints' | 'membership';
 
-export const FAULT_FAMILIES: readonly FaultFamily[] = ['kill', 'pause', 'partition', 'clock', 'crashpoints'];
+export const FAULT_FAMILIES: readonly FaultFamily[] = ['kill', 'pause', 'partition', 'clock', 'crashpoints', 'membership'];
 
 export const FAULT_KINDS = {
   // kill -9, then restart after the fault's duration
@@ -40,6 +40,15 @@ export const FAULT_KINDS = {
   'crash-snapshot-save': 'crashpoints',
   'crash-snapshot-install': 'crashpoints',
   'crash-compaction': 'crashpoints',
+  // configuration changes made the operator's way, `herald server --join` and `herald cluster
+  // add|promote|remove` (chaos/nemesis/membership-moves.ts):
+  // - replace-node: kill -9 a node and wipe its data dir (a dead disk); then a new incarnation
+  //   joins, is added as a learner, promoted once caught up, and the old one removed (or, keeping
+  //   the member id, the old one removed first and the new incarnation added under its id)
+  // - grow-shrink: n → n+2 → n: two nodes join and are promoted, later two voters (the leader
+  //   sometimes) are removed and their machines retired
+  'replace-node': 'membership',
+  'grow-shrink': 'membership',
 } as const satisfies Record<string, FaultFamily>;
 
 /**
@@ -71,7 +80,7 @@ export function familyOf(kind: FaultKind): FaultFamily {
   return kind in OPT_IN_FAULT_KINDS ? OPT_IN_FAULT_KINDS[kind as keyof typeof OPT_IN_FAULT_KINDS] : FAULT_KINDS[kind as keyof typeof FAULT_KINDS];
 }
 
-/** Parses `--faults all|kill|pause|partition|clock|crashpoints` (comma-separated list allowed). */
+/** Parses `--faults all|kill|pause|partition|clock|crashpoints|membership` (comma-separated list allowed). */
 export function parseFaultFamilies(text: string): FaultFamily[] {
   const parts = text
     .split(',')

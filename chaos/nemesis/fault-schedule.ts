@@ -22,6 +22,10 @@ export interface FaultParams {
   to?: string;
   /** For crash points: which persistence point. */
   crashPoint?: string;
+  /** replace-node: the new incarnation keeps the old member id (removed first, then added back). */
+  sameId?: boolean;
+  /** grow-shrink: the shrink removes the leader as one of the two. */
+  removeLeader?: boolean;
 }
 
 export interface FaultStep {
@@ -78,6 +82,12 @@ function duration(rng: Rng, kind: FaultKind, o: FaultScheduleOptions): number {
     case 'crash-snapshot-install':
     case 'crash-compaction':
       return rng.int(3_000, 6_000);
+    case 'replace-node':
+      // How long the node stays dead before its replacement starts joining.
+      return rng.int(2_000, 5_000);
+    case 'grow-shrink':
+      // How long the cluster runs grown before it shrinks.
+      return rng.int(4_000, 10_000);
     default:
       return rng.int(2_000, 5_000);
   }
@@ -124,6 +134,10 @@ function params(rng: Rng, kind: FaultKind, nodes: readonly string[]): { targets:
       return { targets: [rng.pick(nodes)], params: { crashPoint: 'snapshot-install' } };
     case 'crash-compaction':
       return { targets: [rng.pick(nodes)], params: { crashPoint: 'compaction' } };
+    case 'replace-node':
+      return { targets: [rng.pick(nodes)], params: { sameId: rng.chance(0.3) } };
+    case 'grow-shrink':
+      return { targets: [], params: { removeLeader: rng.chance(0.4) } };
     default:
       return { targets: [], params: {} };
   }
@@ -155,12 +169,22 @@ export function faultSchedule(o: FaultScheduleOptions): FaultStep[] {
   for (;;) {
     const kind = deal();
     const d = duration(rng, kind, o);
-    if (t + d > o.durationMs) break;
+    if (t + d + procedureMs(kind) > o.durationMs) break;
     const p = params(rng, kind, o.nodeIds);
     steps.push({ index: steps.length, atMs: t, kind, durationMs: d, targets: p.targets, choice: rng.next(), params: p.params });
-    t += d + rng.int(gapMin, gapMax);
+    t += d + procedureMs(kind) + rng.int(gapMin, gapMax);
   }
   return steps;
+}
+
+/**
+ * Time a step takes beyond its hold, planned for so the schedule stays near the clock: a
+ * membership step's heal is a procedure (join, catch up, promote, remove), not an instant.
+ */
+function procedureMs(kind: FaultKind): number {
+  if (kind === 'replace-node') return 8_000;
+  if (kind === 'grow-shrink') return 12_000;
+  return 0;
 }
 
 /** Fault counts by kind (for reports). */

@@ -9,6 +9,7 @@ import { sleep } from '../orchestrator/free-port.js';
 import type { FaultStep } from './fault-schedule.js';
 import { oneWay, ring, split } from './partition-shapes.js';
 import type { CrashControl } from '../orchestrator/node-control.js';
+import type { MembershipMoves } from './membership-moves.js';
 
 export interface FaultRecord {
   index: number;
@@ -33,6 +34,8 @@ export interface NemesisDeps {
   workers: WorkerPool;
   ledger: LedgerProcess;
   log: (line: string) => void;
+  /** The membership faults' operator (replace-node, grow-shrink); without it they fail. */
+  membership?: MembershipMoves;
 }
 
 const CRASH: Record<string, Pick<CrashControl, 'point' | 'phase'>> = {
@@ -58,6 +61,8 @@ export class Nemesis {
   private t0 = 0;
   /** Runs whose holder pause-worker-busy already paused. */
   private readonly pausedRuns = new Set<string>();
+  /** The run in progress (resolves after the step under way, if any, healed once stopped). */
+  private running: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: NemesisDeps) {}
 
@@ -66,7 +71,21 @@ export class Nemesis {
   }
 
   /** Runs the steps from now; resolves after the last one healed (or stop()). */
-  async run(steps: readonly FaultStep[]): Promise<void> {
+  run(steps: readonly FaultStep[]): Promise<void> {
+    this.running = this.runSteps(steps);
+    return this.running;
+  }
+
+  /**
+   * Stops, and waits (bounded) for the step under way to heal: a membership move's heal is a
+   * procedure that must not overlap the final heal.
+   */
+  async stopAndWait(boundMs = 180_000): Promise<void> {
+    this.stop();
+    await Promise.race([this.running, sleep(boundMs)]);
+  }
+
+  private async runSteps(steps: readonly FaultStep[]): Promise<void> {
     this.t0 = Date.now();
     for (const step of steps) {
       const wait = this.t0 + step.atMs - Date.now();
@@ -103,8 +122,17 @@ export class Nemesis {
       if (n.process.paused) c.resume(id);
     }
     await this.d.ledger.disarm().catch(() => 0);
-    await Promise.all(c.ids.filter((id) => !c.node(id).process.running).map((id) => this.tryStart(id)));
+    await Promise.all(c.ids.filter((id) => !c.node(id).process.running && !c.node(id).parked).map((id) => this.tryStart(id)));
     await this.d.workers.healAll();
+    if (this.d.membership) {
+      // A move that failed half way: back to the cluster's size, every machine a voter.
+      try {
+        const steps = await this.d.membership.reconcile();
+        if (steps.length > 0) this.d.log(`membership reconciled: ${steps.join('; ')}`);
+      } catch (e) {
+        this.d.log(`membership not reconciled: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
   }
 
   /** (Re)starts a node; a node that refuses is recorded once per attempt, not thrown. */
@@ -138,6 +166,11 @@ export class Nemesis {
     while (!this.stopped && Date.now() < end) await sleep(Math.min(100, end - Date.now()));
   }
 
+  private membership(): MembershipMoves {
+    if (!this.d.membership) throw new Error('membership moves are not wired to this nemesis');
+    return this.d.membership;
+  }
+
   private async leaderOr(step: FaultStep, rec: FaultRecord): Promise<string> {
     const l = await this.d.cluster.leader();
     if (l) return l;
@@ -148,8 +181,22 @@ export class Nemesis {
   }
 
   /** Applies a step; returns its heal. */
-  private async apply(step: FaultStep, rec: FaultRecord): Promise<() => Promise<void>> {
+  private async apply(scheduled: FaultStep, rec: FaultRecord): Promise<() => Promise<void>> {
     const c = this.d.cluster;
+    // The schedule names the machines of the start; membership moves may have replaced them.
+    const r = (id: string) => c.resolve(id);
+    const p = scheduled.params;
+    const step: FaultStep = {
+      ...scheduled,
+      targets: scheduled.targets.map(r),
+      params: {
+        ...p,
+        ...(p.minority ? { minority: p.minority.map(r) } : {}),
+        ...(p.ring ? { ring: p.ring.map(r) } : {}),
+        ...(p.from ? { from: r(p.from) } : {}),
+        ...(p.to ? { to: r(p.to) } : {}),
+      },
+    };
     const restart = (ids: string[]) => async () => {
       await Promise.all(ids.map((id) => this.tryStart(id)));
     };
@@ -298,6 +345,29 @@ export class Nemesis {
         rec.targets = [w.id];
         w.process.signal('SIGSTOP');
         return async () => w.process.signal('SIGCONT');
+      }
+      case 'replace-node': {
+        const m = this.membership();
+        const id = step.targets[0]!;
+        rec.targets = [id];
+        const move = await m.killAndWipe(id, step.params.sameId === true);
+        rec.detail = move.detail;
+        return async () => {
+          const done = await move.heal();
+          rec.detail = `${rec.detail}; ${done.detail}`;
+          if (done.newId !== id) rec.targets = [id, done.newId];
+        };
+      }
+      case 'grow-shrink': {
+        const m = this.membership();
+        const added = await m.grow();
+        rec.targets = added;
+        rec.detail = `grew to ${c.ids.length} voters (${added.join(', ')} joined, added, promoted)`;
+        return async () => {
+          const leader = await c.leader().catch(() => undefined);
+          const removed = await m.shrink(step.params.removeLeader === true, step.choice);
+          rec.detail = `${rec.detail}; removed ${removed.map((x) => (x === leader ? `${x} (the leader)` : x)).join(', ')}`;
+        };
       }
     }
   }

@@ -18,8 +18,14 @@ export interface ChaosNetwork {
   readonly mode: 'proxy' | 'netns';
   /** The host node `id` binds its peer and client ports to. */
   listenHost(id: string): string;
-  /** host:port at which node `from` dials its peer `to`. */
+  /** host:port at which node `from` names its peer `to` (--peers, `herald cluster add`). */
   peerAddress(from: string, to: string): string;
+  /** Where node `id`'s dials to a peer address really go (its link proxies), or {} (see node-faults.mjs). */
+  routes(id: string): Record<string, string>;
+  /** Puts a node added at runtime on the network; refused where the network cannot grow. */
+  addNode(id: string, ports: NodePorts): Promise<void>;
+  /** Takes a retired node off the network. */
+  removeNode(id: string): Promise<void>;
   /** host:port of node `id`'s client port as clients, workers and leader redirects name it. */
   clientAddress(id: string): string;
   /** host:port the orchestrator reads a node's status at (never behind a fault of its own making). */

@@ -15,6 +15,8 @@ import type { FaultKind } from '../nemesis/fault-kinds.js';
 import type { NetnsLab } from './netns.js';
 import type { ChaosNetwork, NodePorts } from './chaos-network.js';
 
+const MEMBERSHIP_UNAVAILABLE = 'kernel mode (--netns) has a namespace per node of the start only; membership faults add nodes: run without --netns for them';
+
 export class KernelNetwork implements ChaosNetwork {
   readonly mode = 'netns';
 
@@ -50,6 +52,18 @@ export class KernelNetwork implements ChaosNetwork {
     return `${this.listenHost(to)}:${this.ports.get(to)!.peerPort}`;
   }
 
+  routes(): Record<string, string> {
+    return {};
+  }
+
+  async addNode(id: string): Promise<void> {
+    throw new Error(`cannot add ${id}: ${MEMBERSHIP_UNAVAILABLE}`);
+  }
+
+  async removeNode(): Promise<void> {
+    // The namespace stays until the lab is destroyed.
+  }
+
   clientAddress(id: string): string {
     return `${this.listenHost(id)}:${this.ports.get(id)!.clientPort}`;
   }
@@ -67,7 +81,11 @@ export class KernelNetwork implements ChaosNetwork {
   }
 
   unavailableKinds(): Partial<Record<FaultKind, string>> {
-    return { 'link-delay': 'kernel mode (--netns) makes no delay: tc netem is not used; run without --netns for link-delay' };
+    return {
+      'link-delay': 'kernel mode (--netns) makes no delay: tc netem is not used; run without --netns for link-delay',
+      'replace-node': MEMBERSHIP_UNAVAILABLE,
+      'grow-shrink': MEMBERSHIP_UNAVAILABLE,
+    };
   }
 
   async isolate(id: string): Promise<void> {

@@ -5,11 +5,16 @@
 // - kernel (`netns`): every node in a network namespace of its own on a bridge, faults made by
 //   the kernel (chaos/net/kernel-network.ts).
 // Every node runs with chaos/preload/node-faults.mjs and its own control file (clock offsets,
-// crash points). Ports are fixed at creation, so a killed node restarts on the same ports (behind
-// the same proxies). Each node may see its peers at different addresses, hence the explicit
-// --cluster-id.
+// crash points, the routes through its link proxies). Ports are fixed when a node is created, so a
+// killed node restarts on the same ports (behind the same proxies).
+// Membership moves (chaos/nemesis/membership-moves.ts) add machines at runtime — a node that
+// starts with `herald server --join` — and retire them. The machines are kept in slots: the first
+// n are the cluster's size at the start, a machine added to replace one takes its slot, and
+// extras (a cluster grown past n) move into the slots of the machines retired when it shrinks.
+// So a fault schedule drawn over n1..nN (fault-schedule.ts) still names one machine per id as
+// the cluster moves: `resolve(id)`.
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { credentials, Metadata, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { ClusterServiceClient, NodeRole, type GetStatusResponse } from '../../src/gen/herald/v1/cluster_service.js';
 import type { LinkProxy } from '../net/link-proxy.js';
@@ -65,17 +70,49 @@ export interface ClusterNode {
   dataDir: string;
   process: ManagedProcess;
   control: NodeControl;
+  /** Started with `--join` these client endpoints (a member added at runtime), not `--peers`. */
+  join?: string[];
+  /**
+   * Wiped and waiting for the operator (replace-node keeping the id): never started until
+   * `rejoin`, since the configuration may still list its old self (a bootstrap member is listed
+   * without an incarnation, so a restart on the empty dir would pass for it).
+   */
+  parked?: boolean;
 }
 
 export class ClusterProcesses {
+  /** Every node ever created, retired ones included (their logs stay in the root). */
   readonly nodes = new Map<string, ClusterNode>();
-  readonly ids: string[];
+  /** The ids of the start (what a fault schedule names). */
+  readonly initialIds: readonly string[];
+  /** The machines in service by slot (see the header); undefined: a slot between machines. */
+  private readonly slots: Array<string | undefined>;
+  private nextNumber: number;
   /** Set by create(): where nodes listen and are dialled, and the network faults. */
   network!: ChaosNetwork;
   private readonly statusClients = new Map<string, ClusterServiceClient>();
+  /** Old processes of nodes whose process was replaced (a rejoin), closed with the rest. */
+  private readonly replaced: ManagedProcess[] = [];
 
   private constructor(readonly o: ClusterOptions) {
-    this.ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+    this.initialIds = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+    this.slots = [...this.initialIds];
+    this.nextNumber = o.nodes + 1;
+  }
+
+  /** The machines in service (not retired), in slot order. */
+  get ids(): string[] {
+    return this.slots.filter((id): id is string => id !== undefined);
+  }
+
+  /** The machine in service that stands for schedule id `id` (the one in its slot). */
+  resolve(id: string): string {
+    const i = this.initialIds.indexOf(id);
+    const current = i >= 0 ? this.slots[i] : undefined;
+    if (current !== undefined) return current;
+    if (this.slots.includes(id)) return id;
+    const up = this.ids;
+    return up[Math.max(0, i) % up.length] ?? id;
   }
 
   get tickMs(): number {
@@ -108,22 +145,100 @@ export class ClusterProcesses {
       });
     }
     c.network = o.netns ? new KernelNetwork(o.netns, ports) : await ProxyNetwork.create(ports, o.seed);
-    for (const n of c.nodes.values()) {
-      const [command, ...prefix] = [...c.network.nodePrefix(n.id), process.execPath];
-      n.process = new ManagedProcess({ name: `node ${n.id}`, command: command!, args: [...prefix, ...c.args(n.id)], env: c.env(n.id), cwd: REPO_ROOT, logFile: join(o.root, `${n.id}.log`) });
-    }
+    c.syncRoutes();
+    for (const n of c.nodes.values()) n.process = c.processOf(n.id);
     return c;
+  }
+
+  private processOf(id: string): ManagedProcess {
+    const [command, ...prefix] = [...this.network.nodePrefix(id), process.execPath];
+    return new ManagedProcess({ name: `node ${id}`, command: command!, args: [...prefix, ...this.args(id)], env: this.env(id), cwd: REPO_ROOT, logFile: join(this.o.root, `${id}.log`) });
+  }
+
+  /** Every node's routes as the network is now (a node's dials follow within its control poll). */
+  private syncRoutes(): void {
+    for (const id of this.ids) this.node(id).control.setRoutes(this.network.routes(id));
+  }
+
+  /**
+   * A new machine (not started): a fresh id, ports, a data dir and links to every machine in
+   * service; its process runs `herald server --join <the machines' client endpoints>`. It takes
+   * the first free slot, else an extra one.
+   */
+  async addMachine(): Promise<ClusterNode> {
+    const id = `n${this.nextNumber++}`;
+    const dataDir = join(this.o.root, id);
+    mkdirSync(dataDir, { recursive: true });
+    const ports = { peerPort: await freePort(), clientPort: await freePort() };
+    await this.network.addNode(id, ports);
+    const endpoints = this.clientEndpoints();
+    const n: ClusterNode = { id, ...ports, dataDir, join: endpoints, control: new NodeControl(join(this.o.root, `${id}.control.json`)), process: undefined as unknown as ManagedProcess };
+    this.nodes.set(id, n);
+    n.process = this.processOf(id);
+    const free = this.slots.findIndex((s) => s === undefined);
+    if (free >= 0) this.slots[free] = id;
+    else this.slots.push(id);
+    this.syncRoutes();
+    return n;
+  }
+
+  /**
+   * The node's disk died: kill -9 and an empty data dir; it stays down (parked) until `rejoin`
+   * makes it a new incarnation that joins (same id, same ports).
+   */
+  async wipe(id: string): Promise<void> {
+    const n = this.node(id);
+    n.parked = true;
+    await n.process.kill();
+    rmSync(n.dataDir, { recursive: true, force: true });
+    mkdirSync(n.dataDir, { recursive: true });
+  }
+
+  /** A wiped node's next start joins the cluster (`--join`), as a new incarnation. */
+  rejoin(id: string): void {
+    const n = this.node(id);
+    if (n.process.running) throw new Error(`${id} is running; wipe it first`);
+    n.join = this.clientEndpoints().filter((e) => e !== this.network.clientAddress(id));
+    n.parked = false;
+    this.replaced.push(n.process);
+    n.process = this.processOf(id);
+  }
+
+  /**
+   * Takes a machine out of service for good: kill -9, its data dir deleted, off the network. Its
+   * slot goes to an extra machine if there is one (a shrink), else stays free for a replacement.
+   */
+  async retire(id: string): Promise<void> {
+    const i = this.slots.indexOf(id);
+    if (i < 0) return;
+    const n = this.node(id);
+    await n.process.kill();
+    this.slots[i] = undefined;
+    const extra = this.slots.findIndex((s, k) => k >= this.o.nodes && s !== undefined);
+    if (i < this.o.nodes && extra >= 0) {
+      this.slots[i] = this.slots[extra];
+      this.slots[extra] = undefined;
+    }
+    while (this.slots.length > this.o.nodes && this.slots[this.slots.length - 1] === undefined) this.slots.pop();
+    this.statusClients.get(id)?.close();
+    this.statusClients.delete(id);
+    await this.network.removeNode(id);
+    this.syncRoutes();
+    rmSync(n.dataDir, { recursive: true, force: true });
   }
 
   private env(id: string): NodeJS.ProcessEnv {
     return { ...process.env, ...this.o.env, CHAOS_CONTROL_FILE: this.nodes.get(id)!.control.file };
   }
 
-  /** `herald server` arguments of one node: peers as this node dials them (through proxies or not). */
+  /**
+   * `herald server` arguments of one node: a bootstrap member lists its peers (as it names them),
+   * a member added at runtime joins through the given client endpoints.
+   */
   args(id: string): string[] {
     const self = this.nodes.get(id)!;
     const host = this.network.listenHost(id);
-    const peers = this.ids.map((other) => `${other}=${this.network.peerAddress(id, other)}/${this.network.clientAddress(other)}`).join(',');
+    const peers = () => this.initialIds.map((other) => `${other}=${this.network.peerAddress(id, other)}/${this.network.clientAddress(other)}`).join(',');
     const o = this.o;
     return [
       ...SERVER_NODE_FLAGS,
@@ -133,8 +248,7 @@ export class ClusterProcesses {
       'server',
       '--id',
       id,
-      '--peers',
-      peers,
+      ...(self.join ? ['--join', self.join.join(',')] : ['--peers', peers()]),
       '--peer-addr',
       `${host}:${self.peerPort}`,
       '--client-addr',
@@ -164,7 +278,9 @@ export class ClusterProcesses {
 
   /** Starts a node (fresh or restart); resolves when it announced its ports. */
   async start(id: string): Promise<void> {
-    await this.node(id).process.start((j) => j.event === 'listening', 60_000);
+    const n = this.node(id);
+    if (n.parked) throw new Error(`${id} was wiped and waits for the operator (rejoin)`);
+    await n.process.start((j) => j.event === 'listening', 60_000);
   }
 
   async startAll(): Promise<void> {
@@ -210,9 +326,14 @@ export class ClusterProcesses {
     return this.network.heal();
   }
 
-  /** Client addresses (what SDK clients and workers use; through the proxies on a proxy network). */
+  /** Client addresses of the machines in service (what SDK clients and workers use; through the proxies on a proxy network). */
   clientEndpoints(): string[] {
     return this.ids.map((id) => this.network.clientAddress(id));
+  }
+
+  /** The address the cluster records for a node's peer port (`herald cluster add --peer-addr`). */
+  peerAddress(id: string): string {
+    return this.network.peerAddress(id, id);
   }
 
   /** The address the orchestrator's own status reads use (unaffected by proxies). */
@@ -290,6 +411,7 @@ export class ClusterProcesses {
     for (const c of this.statusClients.values()) c.close();
     this.statusClients.clear();
     await Promise.all([...this.nodes.values()].map((n) => n.process.close()));
+    await Promise.all(this.replaced.map((p) => p.close()));
     await this.network?.close();
   }
 }

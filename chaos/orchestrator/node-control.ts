@@ -32,6 +32,8 @@ export interface NodeControlState {
   clock: ClockControl;
   crash?: CrashControl;
   ioError?: IoErrorControl;
+  /** Where this node's outgoing connections to a peer address go instead (its link proxies). */
+  routes?: Record<string, string>;
 }
 
 export class NodeControl {
@@ -60,8 +62,14 @@ export class NodeControl {
     this.write();
   }
 
+  /** Routes are wiring, not a fault: set when links come and go, kept by reset(). */
+  setRoutes(routes: Record<string, string>): void {
+    this.state = { ...this.state, routes };
+    this.write();
+  }
+
   reset(): void {
-    this.state = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 } };
+    this.state = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 }, ...(this.state.routes ? { routes: this.state.routes } : {}) };
     this.write();
   }
 

@@ -32,26 +32,28 @@ export async function hashLevelDir(dir: string): Promise<string> {
   }
 }
 
-/** Polls until every running node answers with the same applied index (or the timeout passes). */
-export async function waitAppliedEqual(cluster: ClusterProcesses, timeoutMs: number): Promise<Map<string, number>> {
+/** Polls until every running node of `ids` answers with the same applied index (or the timeout passes). */
+export async function waitAppliedEqual(cluster: ClusterProcesses, timeoutMs: number, ids: readonly string[] = cluster.ids): Promise<Map<string, number>> {
   const end = Date.now() + timeoutMs;
   let last = new Map<string, number>();
   for (;;) {
-    const st = await cluster.statuses(2_000);
+    const st = new Map([...(await cluster.statuses(2_000))].filter(([id]) => ids.includes(id)));
     last = new Map([...st].map(([id, s]) => [id, s.appliedIndex]));
-    const up = cluster.ids.filter((id) => cluster.isUp(id)).length;
+    const up = ids.filter((id) => cluster.isUp(id)).length;
     if (st.size === up && new Set(last.values()).size === 1) return last;
     if (Date.now() > end) return last;
     await sleep(200);
   }
 }
 
-export async function collectNodeStates(cluster: ClusterProcesses, scratch: string, opts: { attempts?: number; timeoutMs?: number } = {}): Promise<NodeState[]> {
+/** The state of each node of `opts.ids` (default: every machine in service). */
+export async function collectNodeStates(cluster: ClusterProcesses, scratch: string, opts: { attempts?: number; timeoutMs?: number; ids?: readonly string[] } = {}): Promise<NodeState[]> {
+  const members = opts.ids ?? cluster.ids;
   let states: NodeState[] = [];
   let lastApplied = '';
   for (let attempt = 1; attempt <= (opts.attempts ?? 5); attempt++) {
-    const applied = await waitAppliedEqual(cluster, opts.timeoutMs ?? 20_000);
-    const ids = cluster.ids.filter((id) => cluster.isUp(id));
+    const applied = await waitAppliedEqual(cluster, opts.timeoutMs ?? 20_000, members);
+    const ids = members.filter((id) => cluster.isUp(id));
     const copies = new Map<string, string>();
     for (const id of ids) cluster.pause(id);
     try {
@@ -64,7 +66,7 @@ export async function collectNodeStates(cluster: ClusterProcesses, scratch: stri
       for (const id of ids) cluster.resume(id);
     }
     states = [];
-    for (const id of cluster.ids) {
+    for (const id of members) {
       const dir = copies.get(id);
       let stateHash: string | undefined;
       if (dir) {

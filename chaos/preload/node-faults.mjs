@@ -15,6 +15,11 @@
 // - ioError: { id, op, nth } — the nth read ('read': getMany) or batch write ('write': a chained
 //   batch's write, what every apply writes) of the STATE MACHINE store (<data-dir>/sm) after
 //   arming fails with an injected LevelDB I/O error, once per id (a write fails without writing).
+// - routes: { "host:port": "host:port" } — an outgoing TCP connection (net.connect, what gRPC
+//   dials with) to a key goes to its value instead. On the proxy network every member is known by
+//   one peer address (its real port: what --peers, the configuration's address book and
+//   `herald cluster add` record, so membership changes see one address per member), and each
+//   node's routes send its own dials through its directed-link proxies (chaos/net/proxy-network.ts).
 // Without CHAOS_CONTROL_FILE this module does nothing.
 import { readFileSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
@@ -23,7 +28,7 @@ const file = process.env.CHAOS_CONTROL_FILE;
 if (file) {
   const require = createRequire(import.meta.url);
   const realNow = Date.now.bind(Date);
-  let control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 }, crash: undefined, ioError: undefined };
+  let control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0 }, crash: undefined, ioError: undefined, routes: {} };
   let armedId;
   let matches = 0;
   let ioArmedId;
@@ -32,7 +37,7 @@ if (file) {
   const read = () => {
     try {
       const next = JSON.parse(readFileSync(file, 'utf8'));
-      control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0, ...(next.clock ?? {}) }, crash: next.crash, ioError: next.ioError };
+      control = { clock: { offsetMs: 0, driftMsPerS: 0, sinceMs: 0, ...(next.clock ?? {}) }, crash: next.crash, ioError: next.ioError, routes: next.routes ?? {} };
       if (control.crash && control.crash.id !== armedId) {
         armedId = control.crash.id;
         matches = 0;
@@ -132,6 +137,21 @@ if (file) {
   } catch (e) {
     process.stderr.write(`chaos: could not hook classic-level: ${e}\n`);
   }
+
+  const net = require('node:net');
+  const connect = net.connect;
+  const routed = (args) => {
+    const o = args[0];
+    if (!o || typeof o !== 'object' || o.port === undefined) return args;
+    const to = control.routes[`${o.host ?? 'localhost'}:${o.port}`];
+    if (!to) return args;
+    const i = to.lastIndexOf(':');
+    return [{ ...o, host: to.slice(0, i), port: Number(to.slice(i + 1)) }, ...args.slice(1)];
+  };
+  net.connect = function (...args) {
+    return connect.apply(this, routed(args));
+  };
+  net.createConnection = net.connect;
 
   const fsp = require('node:fs/promises');
   const rename = fsp.rename;

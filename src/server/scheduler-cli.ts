@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { MAX_CLAIM_AHEAD_MS, MAX_ITEMS_PER_COMMAND, SchedulerStateMachine } from '../fsm/index.js';
 import { UNSAFE_ENV, type UnsafeSwitches } from '../fsm/apply/unsafe-switches.js';
+import { FEATURE_LEVEL, SUPPORTED_FEATURE_LEVEL } from '../fsm/commands/feature-levels.js';
 import type { HeraldNode, NodeOptions, StateMachineFactory } from './node/herald-node.js';
 import { createSchedulerNode } from './scheduler-node.js';
 import { HeraldError } from '../herald-error.js';
@@ -63,7 +64,25 @@ export function addSchedulerFlags(cmd: Command): Command {
   for (const [flag, key, help] of CLIENT_LIMIT_FLAGS) cmd.option(`${flag} <n>`, `client port: ${help} (${key.endsWith('Ms') ? '' : '0 = no cap; '}default ${DEFAULT_CLIENT_LIMITS[key]})`);
   cmd.option('--watch-log-events <n>', 'scheduler: run and job changes the node keeps for watch streams to resume from (0 = WatchService off)');
   for (const [flag, , help] of UNSAFE_FLAGS) cmd.option(flag, `TEST ONLY, scheduler: ${help}; refused unless ${UNSAFE_ENV}=1`);
+  cmd.option('--unsafe-feature-level <n>', `TEST ONLY, scheduler: play an older build — report and apply feature levels up to n only (it stops applying at the first entry above); refused unless ${UNSAFE_ENV}=1`);
   return cmd;
+}
+
+/** --unsafe-feature-level: the level an "older build" supports; exits 2 without the opt-in or out of range. */
+function unsafeFeatureLevelOf(flags: Record<string, unknown>): number | undefined {
+  const v = flags.unsafeFeatureLevel;
+  if (v === undefined) return undefined;
+  if (process.env[UNSAFE_ENV] !== '1') {
+    process.stderr.write(`herald server: --unsafe-feature-level: a test-only switch (it plays an older build); refusing to start (set ${UNSAFE_ENV}=1 only in tests)\n`);
+    process.exit(2);
+  }
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < FEATURE_LEVEL.BASE || n > SUPPORTED_FEATURE_LEVEL) {
+    process.stderr.write(`herald server: --unsafe-feature-level must be an integer from ${FEATURE_LEVEL.BASE} to ${SUPPORTED_FEATURE_LEVEL} (got "${String(v)}")\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`herald server: WARNING: unsafe test switch on: --unsafe-feature-level ${n}\n`);
+  return n;
 }
 
 /** The unsafe switches asked for; exits 2 with a message when any is on without the opt-in. */
@@ -175,6 +194,7 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
     const { stateMachine: _ignored, ...rest } = o;
     const scheduler = schedulerOverrides(f);
     const unsafe = unsafeSwitchesOf(f);
+    const level = unsafeFeatureLevelOf(f);
     const auth = authOf(f);
     const s = await createSchedulerNode({
       ...rest,
@@ -185,7 +205,9 @@ export function schedulerNodeCreator(flags: object): (o: NodeOptions) => Promise
       ...(typeof f.metricsTokenFile === 'string' ? { metricsTokenFile: f.metricsTokenFile } : {}),
       httpListen: httpListenOf(f),
       ...(f.watchLogEvents !== undefined ? { watch: { logEvents: watchLogEvents(f.watchLogEvents) } } : {}),
-      ...(unsafe ? { fsm: { unsafe: unsafe.fsm }, unsafeSkipFsync: unsafe.skipFsync } : {}),
+      ...(unsafe || level ? { fsm: { ...(unsafe ? { unsafe: unsafe.fsm } : {}), ...(level ? { supportedFeatureLevel: level } : {}) } } : {}),
+      ...(unsafe ? { unsafeSkipFsync: unsafe.skipFsync } : {}),
+      ...(level ? { supportedFeatureLevel: () => level } : {}),
     });
     if (s.metricsPort) process.stdout.write(JSON.stringify({ event: 'metrics', id: o.id, metricsPort: s.metricsPort }) + '\n');
     if (s.httpPort) process.stdout.write(JSON.stringify({ event: 'http', id: o.id, httpPort: s.httpPort }) + '\n');

@@ -7,6 +7,8 @@
 // too; kill-majority and kill-all are in the deck; the control-plane clients retry through the
 // SDK. (Each was kept out while a bug it found was open: the FSM restore of a re-chunked snapshot,
 // cluster time jumping ahead after an outage, the SDK retrying a write that may have applied.)
+// Membership moves have their own short run (chaos-membership-run.test.ts): this one keeps the
+// five process and network families, so its seed's schedule is the one it always was.
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,15 +19,16 @@ import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
 import { FAULT_FAMILIES, familyOf, type FaultKind } from '../../chaos/nemesis/fault-kinds.js';
 
 const SEED = 11;
+const FAMILIES = FAULT_FAMILIES.filter((f) => f !== 'membership');
 
-describe('chaos: short real run (3 nodes, all fault families)', () => {
+describe('chaos: short real run (3 nodes, every process and network fault family)', () => {
   it('loses nothing, doubles nothing, stays linearizable and converges', { timeout: 300_000 }, async () => {
     expect(existsSync(join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))).toBe(true);
     const lines: string[] = [];
     const r = await runChaos({
       nodes: 3,
       durationMs: 40_000,
-      families: [...FAULT_FAMILIES],
+      families: [...FAMILIES],
       seed: SEED,
       snapshotEntries: 300,
       // One of the three workers is rogue: it ignores lease loss and reports with stale tokens;
@@ -53,7 +56,7 @@ describe('chaos: short real run (3 nodes, all fault families)', () => {
     });
     expect(s.faults, detail).toBeGreaterThanOrEqual(5);
     const families = new Set(r.report.faultLog.map((f) => familyOf(f.kind as FaultKind)));
-    expect([...families].sort(), detail).toEqual([...FAULT_FAMILIES].sort());
+    expect([...families].sort(), detail).toEqual([...FAMILIES].sort());
     expect(s.slotsChecked, detail).toBeGreaterThan(150);
     expect(s.operations, detail).toBeGreaterThan(200);
     expect(r.report.checks.fencing.invocations).toBeGreaterThan(150);

@@ -66,7 +66,7 @@ export class FsmUnsupportedError extends FsmDecodeError {
 }
 
 /** The fatal line of a node that meets such an entry (the operator's instruction). */
-export function unsupportedEntryMessage(index: number, needed: number | undefined, detail: string, supported = SUPPORTED_FEATURE_LEVEL): string {
+export function unsupportedEntryMessage(index: number, needed: number | undefined, detail: string, supported: number = SUPPORTED_FEATURE_LEVEL): string {
   const level = needed === undefined ? `${supported + 1} or higher` : String(needed);
   return `entry ${index} needs feature level ${level}; this node supports ${supported}: upgrade this node (${detail})`;
 }

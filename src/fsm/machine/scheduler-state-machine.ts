@@ -24,7 +24,7 @@ import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-c
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
 import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
 import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
-import { decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
+import { commandFeatureLevel, decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
 import { META_APPLIED, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
@@ -60,6 +60,11 @@ export interface SchedulerFsmOptions {
   readonly recordCacheBytes?: number;
   /** LevelDB memtable size (default 16 MiB). */
   readonly writeBufferBytes?: number;
+  /**
+   * Tests only: the highest feature level this machine applies (default SUPPORTED_FEATURE_LEVEL);
+   * a lower one plays an older build, which stops at the first entry above it.
+   */
+  readonly supportedFeatureLevel?: number;
 }
 
 /**
@@ -102,12 +107,16 @@ function isFeatureLevelKey(key: Uint8Array): boolean {
  * encoded from a typed command by the leader, and a Forward from a peer is decoded by the leader
  * before it is proposed — peer-server.ts.) Anything else thrown propagates.
  */
-function decodeEntries(entries: readonly Entry[], applied: number): Decoded[] {
+function decodeEntries(entries: readonly Entry[], applied: number, supported: number): Decoded[] {
   return entries.map((e) => {
     if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
     try {
-      return decodeCommand(e.data);
+      const cmd = decodeCommand(e.data);
+      const need = supported < SUPPORTED_FEATURE_LEVEL ? commandFeatureLevel(cmd) : 0;
+      if (need > supported) throw new FsmUnsupportedError(need, unsupportedEntryMessage(e.index, need, cmd.type, supported));
+      return cmd;
     } catch (err) {
+      if (err instanceof FsmUnsupportedError && err.message.startsWith(`entry ${e.index} `)) throw err;
       if (err instanceof FsmObsoleteCommandError) return { undecodable: err.message };
       if (err instanceof FsmUnsupportedError) throw new FsmUnsupportedError(err.neededLevel, unsupportedEntryMessage(e.index, err.neededLevel, err.detail));
       if (err instanceof FsmDecodeError) throw new FsmUnsupportedError(undefined, unsupportedEntryMessage(e.index, undefined, `undecodable: ${err.message}`));
@@ -148,7 +157,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   private constructor(
     private readonly store: Db,
-    private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number },
+    private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number; readonly supportedFeatureLevel: number },
     recordCacheBytes: number,
   ) {
     const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
@@ -181,6 +190,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       snapshotChunkBytes: options.snapshotChunkBytes ?? 1 << 20,
       unsafe: checkUnsafeSwitches(options.unsafe),
+      supportedFeatureLevel: Math.min(options.supportedFeatureLevel ?? SUPPORTED_FEATURE_LEVEL, SUPPORTED_FEATURE_LEVEL),
     };
     const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
     fsm.applied = applied;
@@ -278,7 +288,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
           // A raise above this build: the entries are evaluated instead, and the setFeatureLevel
           // entry among them stops apply with the operator's message.
-          if (isFeatureLevelKey(key) && value !== null && decodeFeatureLevel(value) > SUPPORTED_FEATURE_LEVEL) {
+          if (isFeatureLevelKey(key) && value !== null && decodeFeatureLevel(value) > this.opts.supportedFeatureLevel) {
             throw new FsmDecodeError('apply effects raise the feature level above this build');
           }
           if (value === null) batch.delKeyBytes(key);
@@ -361,8 +371,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   private async checkStoredLevel(): Promise<void> {
     const level = this.level;
-    if (level > SUPPORTED_FEATURE_LEVEL) {
-      throw new FsmUnsupportedError(level, `the cluster feature level is ${level} (applied index ${this.applied}); this node supports ${SUPPORTED_FEATURE_LEVEL}: upgrade this node`);
+    const supported = this.opts.supportedFeatureLevel;
+    if (level > supported) {
+      throw new FsmUnsupportedError(level, `the cluster feature level is ${level} (applied index ${this.applied}); this node supports ${supported}: upgrade this node`);
     }
   }
 
@@ -372,7 +383,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     // Entries whose handler threw a deterministic rejection midway are re-run as 'rejected' from
     // a fresh transaction, so they never leave half of their changes behind.
     const rejected = new Map<number, ItemError>();
-    const decoded = decodeEntries(entries, this.applied);
+    const decoded = decodeEntries(entries, this.applied, this.opts.supportedFeatureLevel);
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {

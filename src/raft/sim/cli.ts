@@ -5,7 +5,8 @@
 // `npm run sim -- --seed N [--nodes 3|5] --trace`
 // `npm run sim -- --list-mutations`
 // Runs simulation seeds and prints one JSON summary as the last line:
-// { seeds, steps, faults, violations, seedsPerSecond, failingSeeds, crashes, ioErrors, options, ... }.
+// { seeds, steps, faults, violations, seedsPerSecond, failingSeeds, crashes, ioErrors, options,
+// membership (runs that drew configuration changes; changes made, refused, disks wiped), ... }.
 
 import { ALL_MUTATIONS, type CoreMutation } from '../core/mutations.js';
 import { ALL_DRIVER_MUTATIONS, type DriverMutation } from '../driver/mutations.js';
@@ -131,6 +132,8 @@ async function main(): Promise<void> {
   let ioErrors = 0;
   // How many runs drew each runtime option (every combination production can run with).
   const options = { applyWindow: 0, effects: 0, writeBehind: 0, snapshotByBytes: 0, compactionKeepZero: 0, ioErrorsOn: 0 };
+  // Runs that drew configuration changes, and the changes made, refused and disks wiped in them.
+  const membership = { runs: 0, changes: 0, refused: 0, wipes: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -146,6 +149,12 @@ async function main(): Promise<void> {
       if (rt.snapshotBy === 'bytes') options.snapshotByBytes++;
       if ((rt.snapshotBy === 'bytes' ? rt.compactionKeepBytes : rt.compactionKeepEntries) === 0) options.compactionKeepZero++;
       if (rt.ioErrorRate > 0) options.ioErrorsOn++;
+      if (r.membership.enabled) {
+        membership.runs++;
+        membership.changes += r.membership.changes;
+        membership.refused += r.membership.refused;
+        membership.wipes += r.membership.wipes;
+      }
       if (r.linearizability === 'unknown') linearizabilityUnknown++;
       if (r.livenessTicks >= 0) {
         liveRuns++;
@@ -177,6 +186,7 @@ async function main(): Promise<void> {
       crashes,
       ioErrors,
       options,
+      membership,
       linearizabilityUnknown,
       livenessTicks: { mean: liveRuns ? Math.round((sumLivenessTicks / liveRuns) * 10) / 10 : 0, max: maxLivenessTicks },
     };

@@ -35,6 +35,8 @@ export const grpcStatusOf: Record<ErrorCode, status> = {
   MEMBER_NOT_FOUND: status.NOT_FOUND,
   // A learner too far behind the leader's log to be promoted yet; retry once it caught up.
   LEARNER_BEHIND: status.FAILED_PRECONDITION,
+  // A learner whose build supports less than the cluster's feature level: upgrade it first.
+  LEARNER_FEATURE_LEVEL: status.FAILED_PRECONDITION,
   // A peer message from an incarnation of its sender the configuration does not list.
   WRONG_INCARNATION: status.FAILED_PRECONDITION,
   EMPTY_DATA_DIR: status.FAILED_PRECONDITION,

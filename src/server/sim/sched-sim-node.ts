@@ -4,6 +4,10 @@
 // LeaderServices started when this node becomes leader (on simulated time through the leader
 // timers port), and the real WorkerService handler taking simulated worker streams.
 //
+// The leader runs the production feature-level raise loop (node/feature-level-raise.ts: the
+// same rule and proposal as scheduler-node.ts); every simulated node runs this build, and reports
+// its level with every Raft packet it sends, as the peer stream does.
+//
 // A crash is a process crash: timers, leader services, worker streams and unlanded log writes
 // vanish; what was written to the store stays (it was in the OS page cache). A restart loads the
 // log, opens the machine on the store (finishing a staged snapshot's restore), and starts a new
@@ -32,6 +36,9 @@ import { LeaderServices } from '../leader/leader-services.js';
 import type { LeaderNode } from '../leader/leader-term.js';
 import type { WorkerServiceServer } from '../../gen/herald/v1/worker_service.js';
 import { OneChunkSnapshots } from './one-chunk-snapshots.js';
+import { createRaiser, ReportedFeatureLevels } from '../node/feature-level-raise.js';
+import { SUPPORTED_FEATURE_LEVEL } from '../../fsm/commands/feature-levels.js';
+import { proposeCommand } from '../leader/leader-term.js';
 import type { SimWallClock } from './sim-wall-clock.js';
 import type { SimWorkerStream } from './sim-worker-stream.js';
 
@@ -117,6 +124,8 @@ export class SchedSimNode {
   readonly counts = { ioErrors: 0, leaderTerms: 0 };
   private watch: TermWatch | undefined;
   private lastIndexAtElection = 0;
+  /** The levels peers reported to this process (gone with it, as in production). */
+  private reported = new ReportedFeatureLevels();
 
   constructor(
     readonly id: NodeId,
@@ -263,6 +272,26 @@ export class SchedSimNode {
       if (live()) this.stopServices();
     });
     driver.events.on('fatal', (err) => live() && this.hooks.fatal(this, err));
+    const reported = new ReportedFeatureLevels();
+    this.reported = reported;
+    const raiser = createRaiser({
+      selfId: this.id,
+      isLeader: () => live() && !this.quiet && driver.isLeader(),
+      clusterLevel: () => fsm.appliedFeatureLevel,
+      selfLevel: () => SUPPORTED_FEATURE_LEVEL,
+      conf: () => driver.confState(),
+      reported: (id) => reported.get(id),
+      proposeRaise: async (level) => {
+        const nowMs = node.clusterClock.nowMs();
+        if (nowMs === undefined) throw new Error('no cluster time yet');
+        await proposeCommand(node, { type: 'setFeatureLevel', nowMs, level }, 'empty', 40 * p.tickMs);
+      },
+      log: silent,
+    });
+    // As scheduler-node.ts: every 100 ms and at once on election.
+    const checkRaise = () => void raiser.check().catch(() => undefined);
+    timers.every(100, checkRaise);
+    driver.events.on('becameLeader', () => live() && checkRaise());
     this.workerService = createWorkerService({
       nodeId: this.id,
       leaderServices: () => (live() ? this.services : undefined),
@@ -386,6 +415,7 @@ export class SchedSimNode {
     const driver = this.driver;
     switch (p.kind) {
       case 'raft':
+        this.reported.report(from, SUPPORTED_FEATURE_LEVEL);
         // A heartbeat response carries the follower's wall clock (peer-transport.ts does this on
         // the real wire); the follower's clock is read as it is now, with no round trip.
         if (p.m.type === 'heartbeatResp' && driver.isLeader()) this.clusterClock.observe(from, this.wallOf(from).nowMs(), 0);

@@ -65,6 +65,8 @@ export interface SchedSimResult extends SchedCheckResult {
   linearizabilityUnchecked: number;
   /** Simulated ms the run covered. */
   simulatedMs: number;
+  /** Each node's applied cluster feature level at the end (-1: down), raised by the leaders' raise loop. */
+  featureLevels: number[];
   violations: SchedViolation[];
   plan: FaultPlan;
   trace: string[];
@@ -458,6 +460,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     linUnchecked = lin.unchecked;
     for (const v of lin.violations.slice(0, 3)) violations.push({ kind: 'control-not-linearizable', detail: `${v.jobId}: ${v.detail}` });
   }
+  const featureLevels = all.map((x) => (x.up ? x.fsm.appliedFeatureLevel : -1));
   for (const node of all) if (node.up) node.crash();
   for (const w of workers) w.crash(1);
   const nc = net.counters();
@@ -471,6 +474,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     workerFaults,
     clockJumps,
     simulatedMs,
+    featureLevels,
     slotsChecked: checked.slotsChecked,
     runsChecked: checked.runsChecked,
     effects: checked.effects,

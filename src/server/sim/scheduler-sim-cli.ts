@@ -4,7 +4,8 @@
 // Runs scheduler simulation seeds (sched-simulator.ts) and prints one JSON summary as the last
 // line: { seeds, steps, faults, violations, seedsPerSecond, simulatedPerWallSecond, failingSeeds,
 // slotsChecked, runsChecked, effects, reExecutions, controlOps, linearizabilityUnchecked,
-// mutationsCaught }.
+// featureLevelNotRaised (runs ending with a replica below this build's feature level), mutationsCaught }.
+import { SUPPORTED_FEATURE_LEVEL } from '../../fsm/commands/feature-levels.js';
 import { FAULT_PROFILES, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { isSchedMutation, SCHED_MUTATIONS, type SchedMutation } from './sched-mutations.js';
 import { runSchedulerSimulation } from './sched-simulator.js';
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0, controlOps: 0, linearizabilityUnchecked: 0 };
+  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0, controlOps: 0, linearizabilityUnchecked: 0, featureLevelNotRaised: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -125,6 +126,8 @@ async function main(): Promise<void> {
       t.clockJumps += r.clockJumps;
       t.controlOps += r.controlOps;
       t.linearizabilityUnchecked += r.linearizabilityUnchecked;
+      // Runs that ended with a replica below this build's feature level (the raise loop's work).
+      if (r.featureLevels.some((l) => l < SUPPORTED_FEATURE_LEVEL)) t.featureLevelNotRaised++;
       if (r.violations.length > 0) {
         t.violations++;
         failingSeeds.push({ seed: s, nodes, kind: r.violations[0]!.kind });
