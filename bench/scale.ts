@@ -209,8 +209,14 @@ try {
     const dir = c.raft.nodes.get(follower)!.dataDir;
     if (c.raft.isRunning(follower)) await c.raft.kill(follower, 'SIGTERM');
     if (wipe) {
+      // A wiped member is a new incarnation the others refuse (its old one is bound in the
+      // configuration): replaced the operator's way — removed, started with --join, added back as
+      // a learner, which the leader then catches up by snapshot.
+      await c.client.removeMember(follower, { deadlineMs: 30_000 });
       await rm(dir, { recursive: true, force: true });
       await mkdir(dir, { recursive: true });
+      const n = c.raft.nodes.get(follower)!;
+      n.join = [...c.raft.nodes.values()].filter((m) => m.id !== follower).map((m) => `127.0.0.1:${m.clientPort}`).join(',');
     }
     const target = (await leaderStatus()).commitIndex;
     const t0 = Date.now();
@@ -223,6 +229,11 @@ try {
     })();
     try {
       await c.raft.start(follower);
+      if (wipe) {
+        const n = c.raft.nodes.get(follower)!;
+        const st0 = await c.raft.status(follower);
+        await c.client.addMember({ id: follower, peerAddress: `127.0.0.1:${n.peerPort}`, clientAddress: `127.0.0.1:${n.clientPort}`, incarnation: st0.incarnation }, { deadlineMs: 30_000 });
+      }
       const st = await waitFor('the follower to catch up', async () => {
         const x = await c.raft.status(follower);
         return x.appliedIndex >= target ? x : undefined;

@@ -9,12 +9,16 @@
 import { HeraldError } from '../../herald-error.js';
 import type { ConfState, Entry, LogStorage, MemberAddresses, NodeId } from '../types.js';
 
-export type ConfChangeKind = 'addLearner' | 'promote' | 'remove';
+// bindIncarnation records the incarnation of a member listed without one (the members a cluster
+// was bootstrapped with): from then on peers take votes only from that incarnation, so a member
+// restarted on a wiped disk cannot vote again in a term it already voted in. It changes no
+// quorum, so one-at-a-time safety is untouched.
+export type ConfChangeKind = 'addLearner' | 'promote' | 'remove' | 'bindIncarnation';
 
 export interface ConfChange {
   kind: ConfChangeKind;
   id: NodeId;
-  /** addLearner: the new member's incarnation (a node restarted on a wiped disk is a new one). */
+  /** addLearner, bindIncarnation: the member's incarnation (a node restarted on a wiped disk is a new one). */
   incarnation?: string;
   /** Addresses to record with the change (the new member's; any member's not recorded yet). */
   addresses?: Readonly<Record<NodeId, MemberAddresses>>;
@@ -80,6 +84,14 @@ export function applyConfChange(c: ConfState, cc: ConfChange): ConfState {
       if (isVoter(c, cc.id)) throw new HeraldError('ALREADY_EXISTS', `${cc.id} is already a voter`);
       if (!isLearner(c, cc.id)) throw new HeraldError('MEMBER_NOT_FOUND', `${cc.id} is not a learner; add it with \`herald cluster add\` first`);
       return withIncarnations([...voters, cc.id], learners.filter((l) => l !== cc.id), inc, addr);
+    case 'bindIncarnation': {
+      if (!isMember(c, cc.id)) throw new HeraldError('MEMBER_NOT_FOUND', `${cc.id} is not a member`);
+      if (!cc.incarnation) throw new HeraldError('INVALID_ARGUMENT', `binding ${cc.id} needs an incarnation`);
+      const listed = incarnationOf(c, cc.id);
+      if (listed !== '') throw new HeraldError('ALREADY_EXISTS', `${cc.id} is already bound to incarnation ${listed}`);
+      inc[cc.id] = cc.incarnation;
+      return withIncarnations(voters, learners, inc, addr);
+    }
     case 'remove':
       if (!isMember(c, cc.id)) throw new HeraldError('MEMBER_NOT_FOUND', `${cc.id} is not a member`);
       if (isVoter(c, cc.id) && voters.length === 1) {

@@ -8,6 +8,7 @@
 // closes everything (leadership-handover.ts).
 
 import { ReportedFeatureLevels } from './feature-level-raise.js';
+import { HeardIncarnations, bindNextIncarnation } from './incarnation-binder.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -37,6 +38,9 @@ import { callerMemberIds } from '../grpc/tls/node-tls.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, DEFAULT_PROPOSAL_TIMEOUT_MS, type HeraldNode, type NodeOptions } from './herald-node.js';
 import { createProposer } from './proposer.js';
 import { LeadershipHandover } from './leadership-handover.js';
+
+/** How often the leader looks for a member to bind to its incarnation (incarnation-binder.ts). */
+const INCARNATION_BIND_CHECK_MS = 200;
 
 /** How long stop() may take when its caller gives no grace. */
 const DEFAULT_STOP_GRACE_MS = 5000;
@@ -149,6 +153,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       featureLevel: () => o.featureLevel?.() ?? 0,
     });
     const reportedFeatureLevels = new ReportedFeatureLevels();
+    const heardIncarnations = new HeardIncarnations();
     driver = new RaftDriver(
       {
         id: o.id,
@@ -213,6 +218,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         propose: (command, timeoutMs, mayForward) => propose(command, { timeoutMs, forward: mayForward }),
         incarnation,
         onFeatureLevel: (from, level) => reportedFeatureLevels.report(from, level),
+        onIncarnation: (from, inc) => heardIncarnations.hear(from, inc),
         ...(o.checkCommand ? { checkCommand: o.checkCommand } : {}),
         // A joining node knows no member yet: it takes any member of the peer CA (a leader reaching it).
         ...(o.tls ? { peerIdentity: callerMemberIds, memberIds: () => (membersOf(driver.confState()).length > 0 ? membersInForce(driver.confState(), o.members).map((m) => m.id) : o.members.map((m) => m.id)) } : {}),
@@ -278,6 +284,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
           log.warn({ err: e }, 'leadership transfer before shutdown failed; stopping anyway');
         }
       }
+      clearInterval(binder);
       await handover.settle(deadline);
       await driver.stop();
       transport.stop();
@@ -287,6 +294,25 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     };
 
     driver.start();
+    let binding = false;
+    const bindIncarnations = () => {
+      if (binding || stopping) return;
+      binding = true;
+      bindNextIncarnation({
+        selfId: o.id,
+        selfIncarnation: incarnation,
+        heard: heardIncarnations,
+        isLeader: () => driver.isLeader(),
+        confState: () => driver.confState(),
+        confChangePending: () => driver.confChangePending(),
+        proposeConfChange: (cc) => driver.proposeConfChange(cc),
+        logger: log,
+      })
+        .catch((e: unknown) => log.warn({ err: e }, 'binding a member incarnation failed'))
+        .finally(() => (binding = false));
+    };
+    const binder = setInterval(bindIncarnations, INCARNATION_BIND_CHECK_MS);
+    binder.unref();
     log.info({ id: o.id, clusterId, peerPort, clientPort, applied, lastIndex: storage.lastIndex() }, 'node started');
     return node;
   } catch (e) {

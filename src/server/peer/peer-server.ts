@@ -49,6 +49,8 @@ export interface PeerServiceDeps {
   incarnation?: string;
   /** A peer's batch reported the feature level its build supports (0 from builds before feature levels). */
   onFeatureLevel?: (from: string, level: number) => void;
+  /** A peer's batch named its sender's incarnation (the leader binds unbound members with it). */
+  onIncarnation?: (from: string, incarnation: string) => void;
   /**
    * Checks a forwarded command before it is proposed (undefined: fine; else why not): the peer
    * port never puts bytes into the log that the state machine would not decode.
@@ -124,7 +126,10 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         const messages = incarnations.filter(req, d.transport.receive(req));
         // The sender's build (not from an incarnation the configuration does not list).
         const from = messages[0]?.from ?? (req.messages.length === 0 && req.effects.length > 0 ? req.effectsFrom : undefined);
-        if (from !== undefined) d.onFeatureLevel?.(from, req.featureLevel);
+        if (from !== undefined) {
+          d.onFeatureLevel?.(from, req.featureLevel);
+          d.onIncarnation?.(from, req.senderIncarnation);
+        }
         d.driver.step(messages);
         const effects = d.transport.receiveEffects(req);
         if (effects.length > 0) d.driver.receiveEffects(effects);
