@@ -11,6 +11,7 @@ import type { PeerInfo } from '../../raft/ports.js';
 import { credentials } from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { planAllocator } from '../server-allocator.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 import type { NodeTls } from '../../server/grpc/tls/node-tls.js';
 import { addTlsFlags, tlsFromFlags, TlsFlagError, watchCertificates, type TlsFlags } from './server-tls.js';
@@ -62,6 +63,7 @@ interface ServerFlags extends TlsFlags {
   replicateEffects?: boolean;
   pretty?: boolean;
   logLevel: string;
+  allocator: string;
 }
 
 export function registerServerCommand(program: Command): void {
@@ -96,6 +98,7 @@ export function registerServerCommand(program: Command): void {
     .option('--compaction-keep-bytes <n>', 'most bytes of entries kept behind the snapshot', String(32 * 1024 * 1024))
     .option('--follower-apply-window-ms <ms>', `a follower applies committed entries in groups gathered over this long (0 = at once; at most ${MAX_FOLLOWER_APPLY_WINDOW_MS})`, String(DEFAULT_FOLLOWER_APPLY_WINDOW_MS))
     .option('--no-replicate-effects', 'followers evaluate every committed command themselves, instead of writing the effects the leader sends them beside the log')
+    .option('--allocator <name>', 'memory allocator: auto (jemalloc when libjemalloc.so.2 is installed, else the system malloc), jemalloc (refuse to start without it), system', 'auto')
     .option('--pretty', 'human-readable logs instead of JSON')
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (flags: ServerFlags) => {
@@ -144,6 +147,13 @@ function makeLogger(flags: ServerFlags): Logger {
 }
 
 async function runServer(flags: ServerFlags): Promise<void> {
+  // First, before any file or port is open: the allocator is chosen by re-executing (same pid).
+  const allocator = planAllocator(flags.allocator, { env: process.env, platform: process.platform, exists: existsSync, canExec: typeof process.execve === 'function' });
+  if (allocator.kind === 'refuse') {
+    process.stderr.write(`herald server: ${allocator.message}\n`);
+    process.exit(EXIT_SERVER.usage);
+  }
+  if (allocator.kind === 'exec') process.execve!(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], allocator.env);
   let members: PeerInfo[] = [];
   try {
     if (flags.join !== undefined) {
@@ -178,6 +188,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
   }
   const certPollMs = int('--cert-poll-ms', flags.certPollMs, 0);
   const log = makeLogger(flags);
+  if (allocator.kind === 'stay') log.info({ allocator: allocator.allocator, why: allocator.why }, `memory allocator: ${allocator.allocator}`);
   let joinClusterId: string | undefined;
   if (flags.join !== undefined) {
     const joined = await joinedMembers(flags, tls, log);
