@@ -135,6 +135,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     },
     featureLevel: o.supportedFeatureLevel ?? (() => SUPPORTED_FEATURE_LEVEL),
     clusterFeatureLevel: () => feed?.fsm.appliedFeatureLevel ?? 0,
+    highestCommandTimeMs: () => feed?.fsm.highestCommandTimeMs ?? 0,
     // A forwarded command must decode here (and be of a level this node writes), or it never reaches the log.
     checkCommand: (bytes) => {
       try {

@@ -70,6 +70,11 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   featureLevel?: () => number;
   /** The cluster feature level the state machine applied (GetStatus; default 0: none). */
   clusterFeatureLevel?: () => number;
+  /**
+   * The state machine's highest applied command time. Given, a leader's cluster time is unknown
+   * until its read barrier has passed and never below this then (leader-time-floor.ts).
+   */
+  highestCommandTimeMs?: () => number;
   /** Checks a command a peer forwards before it is proposed (undefined: fine; else why not). */
   checkCommand?: (command: Uint8Array) => string | undefined;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
