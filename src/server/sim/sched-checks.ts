@@ -118,6 +118,10 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
       const to = Math.min(sg.toMs, input.windowEndMs - 1);
       if (to <= sg.fromMs) continue;
       for (const slot of slotsInRange(sg.spec, sg.fromMs + 1, to + 1, job.createdUnixMs, 1_000_000, caches)) {
+        const at = jitteredSlot(job.id, sg.spec, [slot], 0, job.createdUnixMs, caches);
+        // A stretch ended by a pause or an update: a slot whose jittered instant was still ahead
+        // was not late, and the pause or the new schedule is its record (unfired-slots.ts).
+        if (at > sg.toMs) continue;
         slotsChecked++;
         const held = bySlot.get(`${job.id}@${slot}`);
         if (!held) {
@@ -125,7 +129,6 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
           else violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
           continue;
         }
-        const at = jitteredSlot(job.id, sg.spec, [slot], 0, job.createdUnixMs, caches);
         for (const r of held) if (r.scheduledUnixMs !== at) violate('jitter-misplaced', `${r.id}: scheduled at ${r.scheduledUnixMs}, not at its slot plus jitter ${at} (jitter window ${sg.spec.jitterMs} ms)`);
       }
     }

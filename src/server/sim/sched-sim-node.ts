@@ -19,6 +19,7 @@ import { AttemptOutcome } from '../../gen/herald/v1/run.js';
 import type { ConnectRequest, ConnectResponse, HeldRun } from '../../gen/herald/v1/worker_service.js';
 import { MemoryDb } from '../../fsm/store/memory-db.js';
 import { RaftDriver } from '../../raft/driver/raft-driver.js';
+import { proposalBytes } from '../../raft/driver/proposal-tracker.js';
 import type { ConfState, Entry, NodeId } from '../../raft/types.js';
 import type { MemoryStorage } from '../../raft/core/memory-storage.js';
 import type { Prng } from '../../raft/sim/prng.js';
@@ -264,10 +265,16 @@ export class SchedSimNode {
     const node: LeaderNode = {
       clusterClock: p.leaderUsesLocalWallClock ? ({ nowMs: () => wall.nowMs() } as unknown as ClusterClock) : clock,
       driver,
-      propose: (command, o) => {
-        this.proposing(command, timers);
-        return driver.propose(command, { timeoutMs: o?.timeoutMs });
-      },
+      // The watch sees the bytes as they are appended (a proposal may encode itself then).
+      propose: (command, o) =>
+        driver.propose(
+          () => {
+            const bytes = proposalBytes(command);
+            this.proposing(bytes, timers);
+            return bytes;
+          },
+          { timeoutMs: o?.timeoutMs },
+        ),
       proposeBackToBack: (commands, o) => driver.proposeAll(commands, o),
       readIndex: (o) => driver.readIndex(o),
     };

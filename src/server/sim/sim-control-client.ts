@@ -15,7 +15,8 @@
 // What the checks use is not this history but JobChangeLog: the pause and resume commands that
 // applied, by log index (collected from every replica's apply, so nothing applied is missed),
 // which gives each job's paused intervals exactly.
-import { decodeCommand, decodeResult, encodeCommand, type FsmCommand } from '../../fsm/index.js';
+import { decodeCommand, decodeResult, type FsmCommand } from '../../fsm/index.js';
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
 import type { RunState } from '../../gen/herald/v1/run.js';
 import { MAX_PAGE_SIZE } from '../../fsm/machine/fsm-reads.js';
@@ -370,7 +371,7 @@ export class SimControlClient {
     // A proposer that dies never answers (its proposal would have timed out well before this).
     d.sched.at(d.sched.now + 400, { alive: true }, () => this.settle(op, 'unknown', { detail: 'no answer (the proposer crashed)' }));
     try {
-      const out = await leader.driver.propose(encodeCommand(cmd), { timeoutMs: 2_000 });
+      const out = await leader.driver.propose(stampedAtAppend(cmd, leader.clusterClock), { timeoutMs: 2_000 });
       const r = decodeResult(out.result);
       if (r.type === 'rejected') return this.settle(op, 'failed', { errorCode: `rejected:${r.error.code}`, detail: r.error.message });
       const err = 'error' in r ? r.error : r.type === 'cancel' ? r.items[0]?.error : undefined;
