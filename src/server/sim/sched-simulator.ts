@@ -11,7 +11,8 @@
 // Time: a unit is MS_PER_UNIT simulated ms; the Raft tick is 5 units, as in the Raft simulator,
 // so its fault plans mean the same here.
 import { JobSpec, MisfirePolicy, OverlapPolicy } from '../../gen/herald/v1/job.js';
-import { decodeResult, encodeCommand, UNSAFE_ENV, type PutJobsItem } from '../../fsm/index.js';
+import { decodeResult, UNSAFE_ENV, type PutJobsItem } from '../../fsm/index.js';
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import { drawFaultPlan, type FaultPlan, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { randomShape } from '../../raft/sim/partition-shapes.js';
 import { createPrng } from '../../raft/sim/prng.js';
@@ -372,7 +373,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     }
     const attempt = (creatingSince = sched.now);
     leader.driver
-      .propose(encodeCommand({ type: 'putJobs', nowMs: now, items: jobItems }), { timeoutMs: 2_000 })
+      .propose(stampedAtAppend({ type: 'putJobs', nowMs: now, items: jobItems }, leader.clusterClock), { timeoutMs: 2_000 })
       .then((out) => {
         const r = decodeResult(out.result);
         if (r.type === 'rejected') violations.push({ kind: 'setup', detail: `putJobs rejected: ${r.error.message}` });
