@@ -48,6 +48,7 @@ export class ClusterClock {
   private lastMs = 0;
   /** The floor (undefined: none since the last reset). */
   private floor: number | undefined;
+  private readonly floorListeners: Array<() => void> = [];
 
   constructor(private readonly options: ClusterClockOptions) {}
 
@@ -77,6 +78,12 @@ export class ClusterClock {
   /** No cluster time below `ms` from now on (see the top of this file). */
   setFloor(ms: number): void {
     this.floor = Math.max(this.floor ?? 0, ms);
+    for (const fn of this.floorListeners) fn();
+  }
+
+  /** Calls `fn` whenever a floor is set: cluster time may have become known (a leader's first writes wait for it). */
+  onFloor(fn: () => void): void {
+    this.floorListeners.push(fn);
   }
 
   /** Whether a floor was set since the last reset. */
