@@ -218,7 +218,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   // Storage faults in one replica's state machine store (a stream of their own): v3 only.
   const storeRng = rng.fork('store-faults');
   const faultyStore = (opts.faults ?? 'v3') === 'v3' && storeRng.chance(0.4) ? nodes.get(storeRng.pick(ids)) : undefined;
-  faultyStore?.setStoreFaults(storeRng.pick([0.0005, 0.002, 0.01]));
+  faultyStore?.setStoreFaults(storeRng.pick([0.01, 0.03, 0.08]));
   if (faultyStore) log?.(`t=0 ${faultyStore.id}: its state machine store fails some reads and writes`);
 
   function crash(node: SchedSimNode): void {
