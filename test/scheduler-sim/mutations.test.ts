@@ -15,7 +15,7 @@ const BOUND: Record<SchedMutation, number> = {
   'skip-slot-check': 5,
   'accept-stale-tokens': 15,
   'fire-by-local-wall-clock': 6,
-  'forget-missed-on-pause': 12,
+  'forget-missed-on-pause': 15,
   'adopt-without-token-check': 34,
   'drop-claim-lease-on-failover': 3,
   'cas-from-stale-replica': 16,
