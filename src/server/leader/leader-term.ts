@@ -9,7 +9,7 @@ import { HeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
-import { stampedAtAppend } from '../node/stamped-proposal.js';
+import { stampedAtAppend, type StampClock } from '../node/stamped-proposal.js';
 import type { LeaderTimers } from './leader-timers.js';
 import type { SchedulerConfig } from './leader-config.js';
 
@@ -64,7 +64,7 @@ export function checkedResult<T extends FsmResult['type']>(cmd: FsmCommand, expe
 }
 
 /** A node to propose on; with its cluster clock, commands are stamped as they are appended (stamped-proposal.ts). */
-type ProposingNode = Pick<HeraldNode, 'propose'> & { readonly clusterClock?: { nowMs(): number | undefined } };
+type ProposingNode = Pick<HeraldNode, 'propose'> & { readonly clusterClock?: StampClock };
 
 /** Proposes a leader command here (never forwarded) and returns its checked, decoded result. */
 export async function proposeCommand<T extends FsmResult['type']>(

@@ -5,10 +5,18 @@
 import { encodeCommand, type FsmCommand } from '../../fsm/index.js';
 import type { ProposalData } from '../../raft/driver/proposal-tracker.js';
 
-export function stampedAtAppend(cmd: FsmCommand, clock: { nowMs(): number | undefined } | undefined, encode: (c: FsmCommand) => Uint8Array = encodeCommand): ProposalData {
+/** A cluster clock: its time now (undefined while unknown) and the last it handed out (ClusterClock). */
+export interface StampClock {
+  nowMs(): number | undefined;
+  readonly lastKnownMs?: number;
+}
+
+export function stampedAtAppend(cmd: FsmCommand, clock: StampClock | undefined, encode: (c: FsmCommand) => Uint8Array = encodeCommand): ProposalData {
   if (!clock) return encode(cmd);
   return () => {
-    const now = clock.nowMs();
+    // While cluster time is unknown (samples gone stale), the last time handed out: commands
+    // stamped since then must not be passed by this one's older stamp (seed 107, 3 nodes).
+    const now = clock.nowMs() ?? clock.lastKnownMs;
     return encode(now !== undefined && now > cmd.nowMs ? { ...cmd, nowMs: now } : cmd);
   };
 }

@@ -129,7 +129,10 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
           else violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
           continue;
         }
-        for (const r of held) if (r.scheduledUnixMs !== at) violate('jitter-misplaced', `${r.id}: scheduled at ${r.scheduledUnixMs}, not at its slot plus jitter ${at} (jitter window ${sg.spec.jitterMs} ms)`);
+        // Under the spec in force when it fired: an update that keeps the schedule but changes the
+        // jitter lets the slots still unfired take the new spec's (apply-jobs.ts scheduleChanged).
+        const fits = (r: Run) => r.scheduledUnixMs === at || segments.some((o) => jitteredSlot(job.id, o.spec, [slot], 0, job.createdUnixMs, caches) === r.scheduledUnixMs);
+        for (const r of held) if (!fits(r)) violate('jitter-misplaced', `${r.id}: scheduled at ${r.scheduledUnixMs}, not at its slot plus jitter ${at} (jitter window ${sg.spec.jitterMs} ms)`);
       }
     }
   }

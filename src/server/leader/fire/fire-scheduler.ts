@@ -13,7 +13,7 @@
 // update, pause, resume) are picked up from applied results in log order, so a job created while
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
-import { stampedAtAppend } from '../../node/stamped-proposal.js';
+import { stampedAtAppend, type StampClock } from '../../node/stamped-proposal.js';
 import { JobState } from '../../../gen/herald/v1/job.js';
 import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
 import type { AppliedEntry } from '../applied-results-feed.js';
@@ -347,7 +347,7 @@ export class FireScheduler {
     const claim = this.ctx.dispatch.claimBehindFire(fire.items, fire.nowMs, this.hintOf);
     if (claim === undefined) return proposeUnread(this.ctx.node, fire, 'fire', PROPOSE_TIMEOUT_MS);
     // Both stamped as they are appended (stamped-proposal.ts), the claim at or after the fire.
-    const clock = { nowMs: () => this.ctx.now() };
+    const clock = 'clusterClock' in this.ctx.node ? (this.ctx.node.clusterClock as StampClock) : { nowMs: () => this.ctx.now() };
     const [fired, claimed] = this.ctx.node.proposeBackToBack([stampedAtAppend(fire, clock), stampedAtAppend(claim.command, clock)], { timeoutMs: PROPOSE_TIMEOUT_MS });
     this.ctx.dispatch.claimProposed(claim, claimed!);
     return fired!.then((out) => checkResultType(fire, 'fire', out.result));
