@@ -54,6 +54,8 @@ export interface SchedCheckInput {
   everStored?: (jobId: string, slotMs: number) => boolean;
   /** Whether a record of the run was ever stored (retention may have trimmed it since). */
   runEverStored?: (runId: string) => boolean;
+  /** Every spec the job had (its applied creates and updates), for the jitter a slot fired with. */
+  specsOf?: (jobId: string) => readonly JobSpec[];
 }
 
 /** Attempt outcomes after which the run may legitimately execute again. */
@@ -131,7 +133,8 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
         }
         // Under the spec in force when it fired: an update that keeps the schedule but changes the
         // jitter lets the slots still unfired take the new spec's (apply-jobs.ts scheduleChanged).
-        const fits = (r: Run) => r.scheduledUnixMs === at || segments.some((o) => jitteredSlot(job.id, o.spec, [slot], 0, job.createdUnixMs, caches) === r.scheduledUnixMs);
+        const specs = [...segments.map((o) => o.spec), ...(input.specsOf?.(job.id) ?? [])];
+        const fits = (r: Run) => r.scheduledUnixMs === at || specs.some((sp) => jitteredSlot(job.id, sp, [slot], 0, job.createdUnixMs, caches) === r.scheduledUnixMs);
         for (const r of held) if (!fits(r)) violate('jitter-misplaced', `${r.id}: scheduled at ${r.scheduledUnixMs}, not at its slot plus jitter ${at} (jitter window ${sg.spec.jitterMs} ms)`);
       }
     }

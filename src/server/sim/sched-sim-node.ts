@@ -390,7 +390,8 @@ export class SchedSimNode {
       if (msg.message?.$case === 'welcome' && hello) {
         const rejected = new Set(msg.message.welcome.rejected.map((r) => `${r.runId}#${r.fencingToken}`));
         const adopted = hello.held.filter((h) => !rejected.has(`${h.runId}#${h.fencingToken}`));
-        if (adopted.length > 0) void this.checkAdopted(hello.workerId, adopted);
+        // A store read failing (injected store faults) leaves this hello unjudged.
+        if (adopted.length > 0) this.checkAdopted(hello.workerId, adopted).catch(() => undefined);
       }
       return write(msg);
     };

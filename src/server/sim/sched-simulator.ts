@@ -511,6 +511,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       deletedJobs: jobChanges.deleted,
       everStored: (jobId, slotMs) => runRecords.has(jobId, slotMs),
       runEverStored: (runId) => runRecords.hasRun(runId),
+      specsOf: (jobId) => [...(setupSpecs.has(jobId) ? [setupSpecs.get(jobId)!] : []), ...jobChanges.specs(jobId)],
       segmentsOf: (job) =>
         jobChanges.segments(job.id, setupSpecs.get(job.id), job.createdUnixMs, (version) => {
           const op = controlShared.history.find((o) => o.jobId === job.id && (o.kind === 'update' || o.kind === 'resume') && o.outcome === 'ok' && o.version === version);

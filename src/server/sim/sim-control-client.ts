@@ -113,6 +113,11 @@ export class JobChangeLog {
     }
   }
 
+  /** Every spec the job's applied creates and updates carried (a version mismatch's too: harmless). */
+  specs(jobId: string): JobSpec[] {
+    return (this.events.get(jobId) ?? []).flatMap((e) => (e.spec ? [e.spec] : []));
+  }
+
   /**
    * The stretches of a job's life whose slots must each have a run record (I2): slots in
    * (fromMs, toMs] of the spec then in force. Replays the job's applied commands in log order
@@ -327,7 +332,7 @@ export class SimControlClient {
     if (op.kind === 'update' && d.casFromStaleReplica) {
       // The mutation: a CAS refused from some replica's applied state (a follower's may be stale).
       const up = d.nodes.filter((n) => n.up);
-      const job = up.length > 0 ? await d.rng.pick(up).fsm.getJob(op.jobId) : undefined;
+      const job = up.length > 0 ? await d.rng.pick(up).fsm.getJob(op.jobId).catch(() => undefined) : undefined;
       if (job && job.version !== op.expectedVersion) {
         this.settle(op, 'failed', { errorCode: 'VERSION_MISMATCH', detail: `stale replica at v${job.version}` });
         return;
