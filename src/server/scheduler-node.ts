@@ -135,6 +135,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
     },
     featureLevel: o.supportedFeatureLevel ?? (() => SUPPORTED_FEATURE_LEVEL),
     clusterFeatureLevel: () => feed?.fsm.appliedFeatureLevel ?? 0,
+    highestCommandTimeMs: () => feed?.fsm.highestCommandTimeMs ?? 0,
     // A forwarded command must decode here (and be of a level this node writes), or it never reaches the log.
     checkCommand: (bytes) => {
       try {
@@ -285,6 +286,7 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
   const raiseTimer = setInterval(checkRaise, o.featureLevelCheckMs ?? 100);
   raiseTimer.unref();
   node.events.on('becameLeader', () => void checkRaise());
+  node.clusterClock.onFloor(() => void checkRaise());
   const bootstrap = o.auth?.bootstrapToken;
   if (bootstrap !== undefined) {
     const secret = tokenFromString(bootstrap.trim());
@@ -300,6 +302,8 @@ export async function createSchedulerNode(o: SchedulerNodeOptions): Promise<Sche
       );
     };
     node.events.on('becameLeader', putOnce);
+    // Cluster time is known only once the new leader's floor is set (leader-time-floor.ts).
+    node.clusterClock.onFloor(putOnce);
     if (node.driver.isLeader()) putOnce();
   }
   node.events.on('lostLeadership', () => stopServices());

@@ -1,6 +1,7 @@
 // The control plane's linearizability checker (src/server/sim/sched-linearizability.ts) on
 // hand-made per-job histories.
 import { describe, expect, it } from 'vitest';
+import { RunState } from '../../src/gen/herald/v1/run.js';
 import { checkLinearizable } from '../../src/server/sim/sched-linearizability.js';
 import type { ControlOp } from '../../src/server/sim/sim-control-client.js';
 
@@ -55,5 +56,64 @@ describe('control-plane linearizability checker', () => {
       op({ kind: 'pause', invokedAt: 493, answeredAt: 499, outcome: 'ok', version: 4, paused: true }),
     ];
     expect(checkLinearizable(h, existing).violations).toEqual([]);
+  });
+
+  it('judges GetJob reads against the register', () => {
+    const h = [
+      op({ kind: 'pause', invokedAt: 0, answeredAt: 1, outcome: 'ok', version: 2, paused: true }),
+      op({ kind: 'get', invokedAt: 2, answeredAt: 3, outcome: 'ok', version: 2, paused: true, client: 2 }),
+    ];
+    expect(checkLinearizable(h, existing).violations).toEqual([]);
+    // A follower answering from before the pause it had been told of: stale.
+    const stale = [h[0]!, op({ kind: 'get', invokedAt: 2, answeredAt: 3, outcome: 'ok', version: 1, paused: false, client: 2 })];
+    expect(checkLinearizable(stale, existing).violations).toHaveLength(1);
+    const gone = [op({ kind: 'delete', invokedAt: 0, answeredAt: 1, outcome: 'ok' }), op({ kind: 'get', invokedAt: 2, answeredAt: 3, outcome: 'ok', version: 1, paused: false })];
+    expect(checkLinearizable(gone, existing).violations).toHaveLength(1);
+  });
+
+  it('follows the runs trigger and backfill answers named through cancels and ListRuns reads', () => {
+    const h = [
+      op({ kind: 'trigger', invokedAt: 0, answeredAt: 1, outcome: 'ok', runIds: ['j@m1'] }),
+      op({ kind: 'backfill', invokedAt: 2, answeredAt: 3, outcome: 'ok', runIds: ['j@b1', 'j@b2'] }),
+      op({ kind: 'cancel', runId: 'j@m1', invokedAt: 4, answeredAt: 5, outcome: 'ok' }),
+      // The scheduler ended j@b1 by itself: the cancel is refused, and stays so.
+      op({ kind: 'cancel', runId: 'j@b1', invokedAt: 6, answeredAt: 7, outcome: 'failed', errorCode: 'INVALID_STATE' }),
+      op({
+        kind: 'list',
+        invokedAt: 8,
+        answeredAt: 9,
+        outcome: 'ok',
+        runs: [
+          { id: 'j@m1', state: RunState.RUN_STATE_CANCELLED },
+          { id: 'j@b1', state: RunState.RUN_STATE_SUCCEEDED },
+          { id: 'j@b2', state: RunState.RUN_STATE_RUNNING },
+        ],
+      }),
+    ];
+    expect(checkLinearizable(h, existing).violations).toEqual([]);
+    // A read still showing the cancelled run running is stale.
+    const staleRead = [...h.slice(0, 4), { ...h[4]!, runs: [{ id: 'j@m1', state: RunState.RUN_STATE_RUNNING }] }];
+    expect(checkLinearizable(staleRead, existing).violations).toHaveLength(1);
+    // A cancel accepted after the run was seen ended cannot be.
+    const lateCancel = [...h, op({ kind: 'cancel', runId: 'j@b1', invokedAt: 10, answeredAt: 11, outcome: 'ok' })];
+    expect(checkLinearizable(lateCancel, existing).violations).toHaveLength(1);
+    // A backfill naming a run that exists already (it skips slots backfilled before).
+    const twice = [...h.slice(0, 2), op({ kind: 'backfill', invokedAt: 4, answeredAt: 5, outcome: 'ok', runIds: ['j@b2'] })];
+    expect(checkLinearizable(twice, existing).violations).toHaveLength(1);
+    // A named run missing from a complete page: only a job whose retention trims may lose one, once it may have ended.
+    const missing = [h[0]!, op({ kind: 'list', invokedAt: 2, answeredAt: 3, outcome: 'ok', runs: [] })];
+    expect(checkLinearizable(missing, existing).violations).toHaveLength(1);
+    expect(checkLinearizable(missing, existing, () => true).violations).toEqual([]);
+  });
+
+  it('lets a read see a run whose trigger is still unanswered only if the trigger answered ok later names it', () => {
+    const h = [
+      op({ kind: 'trigger', invokedAt: 0, answeredAt: 6, outcome: 'ok', runIds: ['j@m1'] }),
+      op({ kind: 'list', invokedAt: 2, answeredAt: 3, outcome: 'ok', runs: [{ id: 'j@m1', state: RunState.RUN_STATE_PENDING }], client: 2 }),
+    ];
+    expect(checkLinearizable(h, existing).violations).toEqual([]);
+    // Seen before the trigger was even sent: impossible.
+    const early = [{ ...h[0]!, invokedAt: 4 }, h[1]!];
+    expect(checkLinearizable(early, existing).violations).toHaveLength(1);
   });
 });

@@ -88,4 +88,29 @@ describe('ClusterClock', () => {
     clock.observe('n5', T - 1_000_000, 0);
     expect(clock.nowMs()).toBe(T + 1);
   });
+
+  it('with floorRequired, has no time until a floor is set, then never goes below it (a new leader behind the old one)', () => {
+    const wall = new FakeClock(T);
+    const mono = new FakeClock(1000);
+    const clock = new ClusterClock({ selfId: 'n1', voters: ['n1', 'n2', 'n3'], wall, monotonic: mono, maxSampleAgeMs: 1000, floorRequired: true });
+    clock.observe('n2', T, 0);
+    expect(clock.nowMs()).toBeUndefined();
+    // The old leader stamped T + 23 s (scheduler simulator seed 74): this one's estimate is behind.
+    clock.setFloor(T + 23_000);
+    expect(clock.nowMs()).toBe(T + 23_000);
+    // Held there (late rather than early) until the estimate passes it.
+    wall.ms = T + 10_000;
+    mono.ms += 10_000;
+    clock.observe('n2', T + 10_000, 0);
+    expect(clock.nowMs()).toBe(T + 23_000);
+    wall.ms = T + 30_000;
+    mono.ms += 20_000;
+    clock.observe('n2', T + 30_000, 0);
+    expect(clock.nowMs()).toBe(T + 30_000);
+    // Leadership lost: the next term needs a floor of its own again.
+    clock.reset();
+    clock.observe('n2', T + 30_000, 0);
+    expect(clock.nowMs()).toBeUndefined();
+  });
 });
+

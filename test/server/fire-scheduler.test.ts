@@ -3,11 +3,11 @@
 // the adjacent entry, slots coming due meanwhile wait for the next command, no faster than
 // connected workers have room for (fire pacing, bounded by maxFireHoldMs), and a failed fire puts
 // its slots back in the wheel.
+import { proposalBytes, type ProposalOutcome } from '../../src/raft/driver/proposal-tracker.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { decodeCommand, encodeCommand, encodeResult, scheduledRunId, SpecCache, type DispatchHint, type FireItem } from '../../src/fsm/index.js';
-import type { ProposalOutcome } from '../../src/raft/driver/proposal-tracker.js';
 import { FireScheduler, type FireSchedulerDeps } from '../../src/server/leader/fire/fire-scheduler.js';
 import type { ClaimBehindFire, DispatchRoom } from '../../src/server/leader/dispatch/dispatcher.js';
 import { createNodeMetrics } from '../../src/server/node/metrics.js';
@@ -52,11 +52,13 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     now: () => now,
     active: () => true,
     node: {
-      propose: (command) => {
+      propose: (proposal) => {
+        const command = proposalBytes(proposal);
         alone.push(firedItems(command));
         return proposeFire(command);
       },
-      proposeBackToBack: (commands) => {
+      proposeBackToBack: (proposals) => {
+        const commands = proposals.map(proposalBytes);
         const [fire, claim] = commands;
         if (commands.length !== 2 || decodeCommand(claim!).type !== 'claimRuns') throw new Error('expected a fire and its claim');
         const fired = proposeFire(fire!);

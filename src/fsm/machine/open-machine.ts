@@ -10,6 +10,7 @@ import {
   COUNTER_PREFIX,
   DROPPED_INDEX_PREFIXES,
   META_APPLIED,
+  META_COMMAND_TIME,
   META_RESTORING,
   META_SCHEMA,
   prefixEnd,
@@ -74,6 +75,17 @@ export async function prepareStore(db: Db, where: string): Promise<{ db: Db; app
 export async function readAppliedIndex(db: Db): Promise<number> {
   const v = await db.get(META_APPLIED);
   return v === undefined ? 0 : Number(dec.decode(v));
+}
+
+/** The highest command time the store has applied (META_COMMAND_TIME; 0 when never written). */
+export async function readCommandTime(db: Db): Promise<number> {
+  return decodeCommandTime(await db.get(META_COMMAND_TIME));
+}
+
+export function decodeCommandTime(v: Uint8Array | undefined): number {
+  if (v === undefined) return 0;
+  const n = Number(dec.decode(v));
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 /** True while a restore is cut short (the store mixes two states until it is opened again). */

@@ -26,7 +26,7 @@ import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
 import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
 import { commandFeatureLevel, decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
-import { META_APPLIED, META_FEATURE_LEVEL } from '../store/key-layout.js';
+import { META_APPLIED, META_COMMAND_TIME, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
 import type { FsmResult, ItemError } from '../commands/results.js';
@@ -38,7 +38,8 @@ import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { itemError, rejectionOf } from '../apply/item-errors.js';
 import { checkUnsafeSwitches, type UnsafeSwitches } from '../apply/unsafe-switches.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, isValidId } from '../commands/validation.js';
-import { loadCounts, openStore, prepareStore, readAppliedIndex, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
+import { decodeCommandTime, loadCounts, openStore, prepareStore, readAppliedIndex, readCommandTime, rebuildReadyIndex, restoreInterrupted } from './open-machine.js';
+import { MAX_TIME_MS } from '../commands/validation.js';
 import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from './machine-snapshot.js';
 import { ChangeCollector, effectsCollector, type StoreChangeListener } from './store-changes.js';
 import { EffectsRunChanges, RunCounts } from './run-counts.js';
@@ -94,6 +95,11 @@ function isAppliedKey(key: Uint8Array): boolean {
 }
 
 const FEATURE_LEVEL_KEY_BYTES = enc.encode(META_FEATURE_LEVEL);
+const COMMAND_TIME_KEY_BYTES = enc.encode(META_COMMAND_TIME);
+
+function isCommandTimeKey(key: Uint8Array): boolean {
+  return key.length === COMMAND_TIME_KEY_BYTES.length && Buffer.compare(key, COMMAND_TIME_KEY_BYTES) === 0;
+}
 
 function isFeatureLevelKey(key: Uint8Array): boolean {
   return key.length === FEATURE_LEVEL_KEY_BYTES.length && Buffer.compare(key, FEATURE_LEVEL_KEY_BYTES) === 0;
@@ -154,6 +160,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private level: number = FEATURE_LEVEL.BASE;
   /** Runs per counted state by when they reached it, once someone asks (run-counts.ts). */
   private readonly endedCounts: RunCounts;
+  /** The stored highest command time (META_COMMAND_TIME), mirrored. */
+  private commandTime = 0;
 
   private constructor(
     private readonly store: Db,
@@ -196,6 +204,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     fsm.applied = applied;
     try {
       fsm.level = await fsm.featureLevel();
+      fsm.commandTime = await readCommandTime(db);
       await loadCounts(db, fsm.counts);
       await fsm.rebuildReady();
     } catch (e) {
@@ -215,6 +224,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     this.recordCache?.clear();
     this.endedCounts.reset();
     this.level = await this.featureLevel();
+    this.commandTime = await readCommandTime(this.store);
     this.applied = await readAppliedIndex(this.store);
     await loadCounts(this.store, this.counts);
     await this.rebuildReady();
@@ -233,6 +243,15 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
    */
   setChangeListener(listener: StoreChangeListener | undefined): void {
     this.changes = listener;
+  }
+
+  /**
+   * The highest time stamp (nowMs) of the commands applied here. Once a new leader's state
+   * machine holds every entry of earlier terms, its cluster time starts no lower than this
+   * (node/leader-time-floor.ts), so command times never decrease in log order across leaders.
+   */
+  get highestCommandTimeMs(): number {
+    return this.commandTime;
   }
 
   apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
@@ -283,9 +302,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       const collector = this.changes ? effectsCollector(this.changes) : undefined;
       const counting = this.endedCounts.following ? new EffectsRunChanges() : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
+      let commandTime: number | undefined;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
           if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
+          if (isCommandTimeKey(key) && value !== null) commandTime = decodeCommandTime(value);
           // A raise above this build: the entries are evaluated instead, and the setFeatureLevel
           // entry among them stops apply with the operator's message.
           if (isFeatureLevelKey(key) && value !== null && decodeFeatureLevel(value) > this.opts.supportedFeatureLevel) {
@@ -328,6 +349,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         if (after) this.ready.add(after);
       }
       for (const [state, n] of fx.counts) this.counts.set(state, n);
+      if (commandTime !== undefined) this.commandTime = commandTime;
       this.applied = fx.toApplied;
       collector?.finish(fx.toApplied);
       return 'applied';
@@ -397,6 +419,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       const push = (r: FsmResult): void => void results.push(want ? encodeResult(r, this.writeBuffers) : UNWANTED);
       let last = this.applied;
       let failedAt = -1;
+      let commandTime = this.commandTime;
       for (let i = 0; i < entries.length; i++) {
         const entry = entries[i]!;
         want = wanted === undefined || wanted(entry.index);
@@ -410,6 +433,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
           push({ type: 'empty' });
           continue;
         }
+        // Every decoded command's stamp counts, whatever its result (a rejected one was stamped too).
+        if (!('undecodable' in cmd) && Number.isSafeInteger(cmd.nowMs) && cmd.nowMs > commandTime && cmd.nowMs <= MAX_TIME_MS) commandTime = cmd.nowMs;
         if ('undecodable' in cmd) {
           push({ type: 'rejected', error: itemError('INVALID_ARGUMENT', `undecodable command: ${cmd.undecodable}`) });
           continue;
@@ -435,6 +460,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
+      if (commandTime > this.commandTime) txn.putRaw(META_COMMAND_TIME, enc.encode(String(commandTime)));
       const batch = new DirectBatch(this.store);
       if (this.endedCounts.following) txn.endedChanges = [];
       const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
@@ -462,6 +488,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (txn.endedChanges) this.endedCounts.written(txn.endedChanges);
       if (decoded.some((c) => c !== undefined && 'type' in c && c.type === 'setFeatureLevel')) this.level = await this.featureLevel().catch(() => this.level);
       this.applied = last;
+      this.commandTime = commandTime;
       for (const [state, n] of txn.countsAfter) this.counts.set(state, n);
       collector?.finish(last);
       return results;
@@ -501,6 +528,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.stale = true;
       await writeSnapshot(this.store, meta, chunks);
       this.level = await this.featureLevel();
+      this.commandTime = await readCommandTime(this.store);
       this.applied = meta.index;
       await loadCounts(this.store, this.counts);
       await this.rebuildReady();

@@ -66,6 +66,11 @@ export const META_APPLIED = `m${SEP}applied`;
 export const META_SCHEMA = `m${SEP}schema`;
 export const META_FEATURE_LEVEL = `m${SEP}feature_level`;
 export const META_RESTORING = `m${SEP}restoring`;
+/**
+ * The highest command time (nowMs) applied so far, decimal: a new leader never stamps below it
+ * (cluster time never runs back across leaders, DESIGN §5a). Absent in a store from before it: 0.
+ */
+export const META_COMMAND_TIME = `m${SEP}command_time`;
 
 export function padTime(ms: number): string {
   return String(Math.max(0, Math.trunc(ms))).padStart(15, '0');

@@ -9,7 +9,24 @@
 //
 // A write is in memory at once: the store models a process crash (what was written survives,
 // as it does in the OS page cache), not a power loss.
+//
+// `faults` injects I/O errors (the scheduler simulator's storage faults): a read that fails, a
+// write that fails before it lands, or one that lands and still reports failure (its outcome
+// unknown to the caller), as LevelDB's LEVEL_IO_ERROR.
 import type { Db } from './apply-txn.js';
+
+/** What a store operation is, for `MemoryDb.faults`. */
+export type StoreOp = 'read' | 'write';
+/** An injected failure: before the operation takes effect, or after a write landed. */
+export type StoreFault = 'before' | 'after';
+
+/** The error an injected fault throws: like classic-level's, never one of Herald's typed errors. */
+export class StoreIoError extends Error {
+  readonly code = 'LEVEL_IO_ERROR';
+  constructor(op: StoreOp, when: StoreFault) {
+    super(`injected I/O error (${op}, ${when === 'after' ? 'after the write landed' : 'nothing done'})`);
+  }
+}
 
 type Key = string | Uint8Array;
 
@@ -33,16 +50,22 @@ function keyOf(k: Key): string {
 /** An iterator over a copy of the entries in range, taken at creation. */
 class MemoryIterator<T> {
   private i = 0;
-  constructor(private readonly items: T[]) {}
+  constructor(
+    private readonly items: T[],
+    private readonly reading: () => void = () => undefined,
+  ) {}
   async next(): Promise<T | undefined> {
+    this.reading();
     return this.items[this.i++];
   }
   async nextv(n: number): Promise<T[]> {
+    this.reading();
     const out = this.items.slice(this.i, this.i + n);
     this.i += out.length;
     return out;
   }
   async all(): Promise<T[]> {
+    this.reading();
     const out = this.items.slice(this.i);
     this.i = this.items.length;
     return out;
@@ -51,7 +74,10 @@ class MemoryIterator<T> {
     this.i = this.items.length;
   }
   async *[Symbol.asyncIterator](): AsyncGenerator<T> {
-    while (this.i < this.items.length) yield this.items[this.i++]!;
+    while (this.i < this.items.length) {
+      this.reading();
+      yield this.items[this.i++]!;
+    }
   }
 }
 
@@ -79,7 +105,7 @@ class MemoryChainedBatch {
   async write(): Promise<void> {
     const ops = this.ops;
     this.ops = [];
-    this.db.applyOps(ops);
+    this.db.writeOps(ops);
   }
   async close(): Promise<void> {
     this.ops = [];
@@ -91,6 +117,10 @@ export class MemoryDb {
   /** The keys in order. */
   private keysSorted: string[] = [];
   status: 'open' | 'closed' = 'open';
+  /** Injected I/O errors, asked once per operation (undefined: none). */
+  faults: ((op: StoreOp) => StoreFault | undefined) | undefined;
+  /** Told the keys of every write that landed (the scheduler simulator's record of trimmed runs). */
+  onWrite: ((keys: readonly string[]) => void) | undefined;
 
   /** The state machine's encodings: utf8 keys, view values (what DirectBatch checks for). */
   keyEncoding(): { format: string } {
@@ -108,38 +138,58 @@ export class MemoryDb {
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
+    this.reading();
     return this.map.get(key);
   }
   async getMany(keys: readonly string[]): Promise<Array<Uint8Array | undefined>> {
+    this.reading();
     return keys.map((k) => this.map.get(k));
   }
   async put(key: string, value: Uint8Array): Promise<void> {
-    this.applyOps([{ type: 'put', key, value: value.slice() }]);
+    this.writeOps([{ type: 'put', key, value: value.slice() }]);
   }
   async del(key: string): Promise<void> {
-    this.applyOps([{ type: 'del', key }]);
+    this.writeOps([{ type: 'del', key }]);
+  }
+
+  /** Throws an injected read error, if one is drawn. */
+  private readonly reading = (): void => {
+    if (this.faults?.('read') !== undefined) throw new StoreIoError('read', 'before');
+  };
+
+  /** A write of the store's callers: all at once, or (injected) not at all, or landed and reported failed. */
+  writeOps(ops: readonly BatchOp[]): void {
+    const fault = this.faults?.('write');
+    if (fault === 'before') throw new StoreIoError('write', fault);
+    this.applyOps(ops);
+    this.onWrite?.(ops.map((o) => o.key));
+    if (fault === 'after') throw new StoreIoError('write', fault);
   }
 
   batch(): MemoryChainedBatch;
   batch(ops: ReadonlyArray<{ type: 'put' | 'del'; key: string; value?: Uint8Array }>, options?: unknown): Promise<void>;
   batch(ops?: ReadonlyArray<{ type: 'put' | 'del'; key: string; value?: Uint8Array }>): MemoryChainedBatch | Promise<void> {
     if (ops === undefined) return new MemoryChainedBatch(this);
-    this.applyOps(ops.map((o) => (o.type === 'put' ? { type: 'put', key: o.key, value: o.value!.slice() } : { type: 'del', key: o.key })));
+    try {
+      this.writeOps(ops.map((o) => (o.type === 'put' ? { type: 'put', key: o.key, value: o.value!.slice() } : { type: 'del', key: o.key })));
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return Promise.resolve();
   }
 
   async clear(range: Range = {}): Promise<void> {
-    this.applyOps(this.rangeKeys(range).map((key) => ({ type: 'del', key })));
+    this.writeOps(this.rangeKeys(range).map((key) => ({ type: 'del', key })));
   }
 
   iterator(range: Range = {}): MemoryIterator<[string, Uint8Array]> {
-    return new MemoryIterator(this.rangeKeys(range).map((k) => [k, this.map.get(k)!]));
+    return new MemoryIterator(this.rangeKeys(range).map((k) => [k, this.map.get(k)!]), this.reading);
   }
   keys(range: Range = {}): MemoryIterator<string> {
-    return new MemoryIterator(this.rangeKeys(range));
+    return new MemoryIterator(this.rangeKeys(range), this.reading);
   }
   values(range: Range = {}): MemoryIterator<Uint8Array> {
-    return new MemoryIterator(this.rangeKeys(range).map((k) => this.map.get(k)!));
+    return new MemoryIterator(this.rangeKeys(range).map((k) => this.map.get(k)!), this.reading);
   }
 
   async compactRange(): Promise<void> {}

@@ -7,6 +7,18 @@ import { HeraldError } from '../../herald-error.js';
 import type { DriverTimers, TimerHandle } from '../ports.js';
 import type { Entry } from '../types.js';
 
+/**
+ * A proposal's bytes, or a function that encodes them when the entry is appended (called again
+ * for each attempt): a command stamped with a time gets the time it enters the log, so a wait
+ * before the append (a leadership transfer settling) cannot put it behind later stamps.
+ */
+export type ProposalData = Uint8Array | (() => Uint8Array);
+
+/** The bytes of `data` now. */
+export function proposalBytes(data: ProposalData): Uint8Array {
+  return typeof data === 'function' ? data() : data;
+}
+
 export interface ProposalOutcome {
   index: number;
   result: Uint8Array;

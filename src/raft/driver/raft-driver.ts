@@ -20,7 +20,7 @@ import { EffectsInbox } from './effects-inbox.js';
 import { Leadership } from './leadership.js';
 import { LogCompaction } from './log-compaction.js';
 import { noDriverMutations, type DriverMutation } from './mutations.js';
-import { ProposalTracker, type ProposalOutcome } from './proposal-tracker.js';
+import { ProposalTracker, proposalBytes, type ProposalData, type ProposalOutcome } from './proposal-tracker.js';
 import { ReadBarrier } from './read-barrier.js';
 import { ReadyLoop } from './ready-loop.js';
 import { SnapshotExchange, snapshotMessage } from './snapshot-exchange.js';
@@ -214,7 +214,7 @@ export class RaftDriver {
    * Proposes a command; resolves with its apply result once applied here. Rejects with
    * NOT_LEADER (leader id + client address), PROPOSAL_TIMEOUT, OUTCOME_UNKNOWN or SHUTTING_DOWN.
    */
-  async propose(data: Uint8Array, options: { timeoutMs?: number } = {}): Promise<ProposalOutcome> {
+  async propose(data: ProposalData, options: { timeoutMs?: number } = {}): Promise<ProposalOutcome> {
     const started = this.timers.nowMs();
     try {
       const out = await this.proposeOnce(data, options);
@@ -232,7 +232,7 @@ export class RaftDriver {
    * leadership transfer it waits, as propose() does; otherwise every promise rejects alike
    * (NOT_LEADER, PROPOSAL_TIMEOUT, PAYLOAD_TOO_LARGE, SHUTTING_DOWN).
    */
-  proposeAll(data: readonly Uint8Array[], options: { timeoutMs?: number } = {}): Promise<ProposalOutcome>[] {
+  proposeAll(data: readonly ProposalData[], options: { timeoutMs?: number } = {}): Promise<ProposalOutcome>[] {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const started = this.timers.nowMs();
     let tracked: Promise<ProposalOutcome>[];
@@ -264,8 +264,9 @@ export class RaftDriver {
   }
 
   /** Appends the group now (throws what the core throws); each promise tracks one entry. */
-  private appendAll(data: readonly Uint8Array[], timeoutMs: number): Promise<ProposalOutcome>[] {
+  private appendAll(proposals: readonly ProposalData[], timeoutMs: number): Promise<ProposalOutcome>[] {
     const limit = this.maxProposalBytes;
+    const data = proposals.map(proposalBytes);
     for (const d of data) {
       if (d.length > limit) throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${d.length} bytes exceeds the ${limit}-byte proposal limit`);
     }
@@ -276,7 +277,7 @@ export class RaftDriver {
     return tickets.map((t) => this.proposals.track(t.index, t.term, Math.max(1, timeoutMs)));
   }
 
-  private async appendAllAfterTransfer(data: readonly Uint8Array[], deadline: number): Promise<Promise<ProposalOutcome>[]> {
+  private async appendAllAfterTransfer(data: readonly ProposalData[], deadline: number): Promise<Promise<ProposalOutcome>[]> {
     const timers = this.timers;
     for (;;) {
       if (timers.nowMs() >= deadline) throw new HeraldError('PROPOSAL_TIMEOUT', 'leadership transfer did not finish before the deadline');
@@ -290,15 +291,17 @@ export class RaftDriver {
     }
   }
 
-  private async proposeOnce(data: Uint8Array, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
+  private async proposeOnce(proposal: ProposalData, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
     const timers = this.timers;
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const deadline = timers.nowMs() + timeoutMs;
     const limit = this.maxProposalBytes;
-    if (data.length > limit) {
-      throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${data.length} bytes exceeds the ${limit}-byte proposal limit`);
-    }
     for (;;) {
+      // Encoded as it is appended (ProposalData), on every attempt.
+      const data = proposalBytes(proposal);
+      if (data.length > limit) {
+        throw new HeraldError('PAYLOAD_TOO_LARGE', `command of ${data.length} bytes exceeds the ${limit}-byte proposal limit`);
+      }
       this.state.assertRunning();
       try {
         const ticket = this.node.propose(data);

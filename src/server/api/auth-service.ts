@@ -3,9 +3,10 @@
 // randomness), returned once in CreateToken's response and never stored or logged. Writes run on
 // the leader (a follower forwards the call, leader-route.ts); ListTokens on any node after a
 // read barrier. Also puts the bootstrap admin token once per cluster (bootstrapAdmin).
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import type { Logger } from 'pino';
 import { AuthServiceClient, Role, type AuthServiceServer, type TokenInfo } from '../../gen/herald/v1/auth_service.js';
-import { decodeResult, encodeCommand, validateTokenGrant, type FsmCommand, type SchedulerStateMachine, type TokenRecord } from '../../fsm/index.js';
+import { decodeResult, validateTokenGrant, type FsmCommand, type SchedulerStateMachine, type TokenRecord } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import type { NodeMetrics } from '../node/metrics.js';
@@ -85,7 +86,7 @@ function record(s: NewTokenSecret, name: string, role: Role, taskTypes: string[]
 }
 
 async function proposeOnLeader(ctx: Pick<AuthServiceContext, 'node'>, timeoutMs: number, command: FsmCommand): Promise<TokenRecord> {
-  const out = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs });
+  const out = await ctx.node.propose(stampedAtAppend(command, ctx.node.clusterClock), { forward: false, timeoutMs });
   const res = decodeResult(out.result);
   if (res.type === 'rejected') throw itemError(res.error);
   const r = expectType(res, 'token');

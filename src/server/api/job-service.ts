@@ -1,3 +1,4 @@
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { JobServiceClient, type JobServiceServer } from '../../gen/herald/v1/job_service.js';
@@ -97,7 +98,10 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
   async function propose(command: FsmCommand, call: CallContext): Promise<FsmResult> {
     // Job principals are feature level 2, request ids and run callers 3: written only once every
     // voter reads them (feature-levels.ts).
-    const outcome = await ctx.node.propose(encodeCommand(atFeatureLevel(withCaller(command, call), ctx.fsm.appliedFeatureLevel)), { forward: false, timeoutMs: timeoutFor(call) });
+    const level = ctx.fsm.appliedFeatureLevel;
+    // Stamped as it is appended: its time never below a command before it in the log.
+    const data = stampedAtAppend(withCaller(command, call), ctx.node.clusterClock, (c) => encodeCommand(atFeatureLevel(c, level)));
+    const outcome = await ctx.node.propose(data, { forward: false, timeoutMs: timeoutFor(call) });
     const result = decodeResult(outcome.result);
     if (result.type === 'rejected') throw itemError(result.error);
     return result;

@@ -2,9 +2,10 @@
 // state machine (putTaskType / deleteTaskType commands) and enforced by the leader's dispatcher.
 // Writes are proposed on the leader (a follower forwards the call, leader-route.ts). Reads are
 // served by any node after a read barrier.
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import type { Logger } from 'pino';
 import { TaskTypeServiceClient, type TaskTypeServiceServer } from '../../gen/herald/v1/task_type_service.js';
-import { decodeResult, encodeCommand, validateTaskTypeConfig, validateTaskTypeName, type FsmCommand, type SchedulerStateMachine, type TaskTypeResult } from '../../fsm/index.js';
+import { decodeResult, validateTaskTypeConfig, validateTaskTypeName, type FsmCommand, type SchedulerStateMachine, type TaskTypeResult } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import type { NodeMetrics } from '../node/metrics.js';
@@ -36,7 +37,7 @@ export function createTaskTypeService(ctx: TaskTypeServiceContext): TaskTypeServ
   }
 
   async function propose(timeoutMs: number, command: FsmCommand): Promise<TaskTypeResult> {
-    const out = await ctx.node.propose(encodeCommand(command), { forward: false, timeoutMs });
+    const out = await ctx.node.propose(stampedAtAppend(command, ctx.node.clusterClock), { forward: false, timeoutMs });
     const r = decodeResult(out.result);
     if (r.type === 'rejected') throw new HeraldError(r.error.code, r.error.message, { field: r.error.reason || undefined });
     if (r.type !== 'taskType') throw new HeraldError('INTERNAL', `state machine answered ${r.type} where taskType was expected`);

@@ -4,11 +4,12 @@
 // sessions, job cache) and how they reach each other are handed to each one by
 // leader-services.ts, and each component names the members it uses in its own deps interface.
 import type { Logger } from 'pino';
-import { decodeResult, encodeCommand, resultTypeOf, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../../fsm/index.js';
+import { decodeResult, resultTypeOf, type FsmCommand, type FsmResult, type SchedulerStateMachine } from '../../fsm/index.js';
 import { HeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import type { HeraldNode } from '../node/herald-node.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
+import { stampedAtAppend, type StampClock } from '../node/stamped-proposal.js';
 import type { LeaderTimers } from './leader-timers.js';
 import type { SchedulerConfig } from './leader-config.js';
 
@@ -62,19 +63,22 @@ export function checkedResult<T extends FsmResult['type']>(cmd: FsmCommand, expe
   return decodeResult(result) as Extract<FsmResult, { type: T }>;
 }
 
+/** A node to propose on; with its cluster clock, commands are stamped as they are appended (stamped-proposal.ts). */
+type ProposingNode = Pick<HeraldNode, 'propose'> & { readonly clusterClock?: StampClock };
+
 /** Proposes a leader command here (never forwarded) and returns its checked, decoded result. */
 export async function proposeCommand<T extends FsmResult['type']>(
-  node: Pick<HeraldNode, 'propose'>,
+  node: ProposingNode,
   cmd: FsmCommand,
   expect: T,
   timeoutMs: number,
 ): Promise<Extract<FsmResult, { type: T }>> {
-  const out = await node.propose(encodeCommand(cmd), { forward: false, timeoutMs });
+  const out = await node.propose(stampedAtAppend(cmd, node.clusterClock), { forward: false, timeoutMs });
   return checkedResult(cmd, expect, out.result);
 }
 
 /** proposeCommand without decoding the result: its effects are read from the applied entry. */
-export async function proposeUnread(node: Pick<HeraldNode, 'propose'>, cmd: FsmCommand, expect: FsmResult['type'], timeoutMs: number): Promise<void> {
-  const out = await node.propose(encodeCommand(cmd), { forward: false, timeoutMs });
+export async function proposeUnread(node: ProposingNode, cmd: FsmCommand, expect: FsmResult['type'], timeoutMs: number): Promise<void> {
+  const out = await node.propose(stampedAtAppend(cmd, node.clusterClock), { forward: false, timeoutMs });
   checkResultType(cmd, expect, out.result);
 }

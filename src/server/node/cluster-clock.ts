@@ -8,6 +8,15 @@
 // a quorum of fresh estimates; it never runs backwards. With 3 voters one bad clock — the leader's own
 // included — sits at an end of the sorted estimates and is never chosen; with only two fresh
 // estimates the lower one wins, so a clock jumping forward cannot make runs fire early.
+//
+// Across leaders: each leader's estimate is its own, and a new leader's may sit well behind the
+// old one's (a slow clock among only two fresh estimates; scheduler simulator seed 74: 23 s). With
+// `floorRequired`, a leader's cluster time is unknown until it is given a floor (setFloor: the
+// highest command time in its state machine once that holds every entry of earlier terms,
+// leader-time-floor.ts), and from then on never below it. A leader whose estimate is behind the
+// floor holds cluster time there until the estimate catches up: late rather than early, as with a
+// slow clock among two fresh estimates (carrying the floor forward on the monotonic clock would
+// add that clock's drift over the whole gap).
 
 export interface Clock {
   nowMs(): number;
@@ -23,6 +32,8 @@ export interface ClusterClockOptions {
   monotonic: Clock;
   /** Samples older than this (monotonic ms) are not used; a few election timeouts. */
   maxSampleAgeMs: number;
+  /** Cluster time is unknown until setFloor after each reset (a leader node; see the top of this file). */
+  floorRequired?: boolean;
 }
 
 interface Sample {
@@ -35,6 +46,9 @@ interface Sample {
 export class ClusterClock {
   private readonly samples = new Map<string, Sample>();
   private lastMs = 0;
+  /** The floor (undefined: none since the last reset). */
+  private floor: number | undefined;
+  private readonly floorListeners: Array<() => void> = [];
 
   constructor(private readonly options: ClusterClockOptions) {}
 
@@ -58,6 +72,23 @@ export class ClusterClock {
   /** Forgets all samples (on losing leadership: a new term starts from fresh reports). */
   reset(): void {
     this.samples.clear();
+    this.floor = undefined;
+  }
+
+  /** No cluster time below `ms` from now on (see the top of this file). */
+  setFloor(ms: number): void {
+    this.floor = Math.max(this.floor ?? 0, ms);
+    for (const fn of this.floorListeners) fn();
+  }
+
+  /** Calls `fn` whenever a floor is set: cluster time may have become known (a leader's first writes wait for it). */
+  onFloor(fn: () => void): void {
+    this.floorListeners.push(fn);
+  }
+
+  /** Whether a floor was set since the last reset. */
+  get hasFloor(): boolean {
+    return this.floor !== undefined;
   }
 
   /**
@@ -65,6 +96,8 @@ export class ClusterClock {
    * Never smaller than a value returned before.
    */
   nowMs(): number | undefined {
+    const floor = this.floor;
+    if (this.options.floorRequired && floor === undefined) return undefined;
     const mono = this.options.monotonic.nowMs();
     const estimates = [this.options.wall.nowMs()];
     const voters = this.voters();
@@ -83,7 +116,7 @@ export class ClusterClock {
     // the lower median could be one of two fast clocks (scheduler simulator seed 53426717).
     const minority = quorum - 1;
     const chosen = estimates[Math.max(0, Math.min(Math.floor((estimates.length - 1) / 2), estimates.length - 1 - minority))]!;
-    this.lastMs = Math.max(this.lastMs, Math.floor(chosen));
+    this.lastMs = Math.max(this.lastMs, Math.floor(chosen), floor ?? 0);
     return this.lastMs;
   }
 

@@ -25,6 +25,7 @@ import { StagedSnapshots, pruneStagedSnapshots, readSnapshotFile, stagedSnapshot
 import { systemMonotonicClock } from '../../raft/monotonic-clock.js';
 import { systemTimers } from '../../raft/system-timers.js';
 import { ClusterClock } from './cluster-clock.js';
+import { armLeaderTimeFloor } from './leader-time-floor.js';
 import { createClusterService } from './cluster-service.js';
 import { createPeerService } from '../peer/peer-server.js';
 import { deriveClusterId } from './node-config.js';
@@ -188,9 +189,13 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       wall: { nowMs: () => Date.now() },
       monotonic: systemMonotonicClock,
       maxSampleAgeMs: driver.electionTimeoutMs() * 2,
+      floorRequired: o.highestCommandTimeMs !== undefined,
     });
     // A new term starts from fresh reports (the clock's samples belong to one leadership).
     driver.events.on('lostLeadership', () => clusterClock?.reset());
+    if (o.highestCommandTimeMs) {
+      armLeaderTimeFloor({ driver, clock: clusterClock, highestCommandTimeMs: o.highestCommandTimeMs, timers: systemTimers, live: () => stopping === undefined });
+    }
 
     const handover = new LeadershipHandover(driver, systemMonotonicClock, log);
     const propose = createProposer({

@@ -10,7 +10,7 @@ import type { StateMachine } from '../../raft/state-machine.js';
 import type { NodeId } from '../../raft/types.js';
 import type { LogStore } from '../../raft/storage/log-store.js';
 import type { LeaderChange, RaftDriver, RaftDriverOptions, RaftTimingOptions } from '../../raft/driver/raft-driver.js';
-import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
+import type { ProposalData, ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
 import type { PeerInfo, PeerTransport } from '../peer/peer-transport.js';
 import type { ClusterClock } from './cluster-clock.js';
 import type { NodeTls } from '../grpc/tls/node-tls.js';
@@ -70,6 +70,11 @@ export interface NodeOptions extends Partial<RaftTimingOptions>, DriverLimits {
   featureLevel?: () => number;
   /** The cluster feature level the state machine applied (GetStatus; default 0: none). */
   clusterFeatureLevel?: () => number;
+  /**
+   * The state machine's highest applied command time. Given, a leader's cluster time is unknown
+   * until its read barrier has passed and never below this then (leader-time-floor.ts).
+   */
+  highestCommandTimeMs?: () => number;
   /** Checks a command a peer forwards before it is proposed (undefined: fine; else why not). */
   checkCommand?: (command: Uint8Array) => string | undefined;
   /** Adds the caller's services (JobService, ...) to the client server before it starts. */
@@ -126,12 +131,12 @@ export interface HeraldNode {
   readonly forwardingCredentials: ChannelCredentials;
   readonly events: RaftDriver['events'];
   /** Proposes a command; a follower forwards it to the leader's peer port (proposer.ts). */
-  propose(command: Uint8Array, options?: ProposeOptions): Promise<ProposalOutcome>;
+  propose(command: ProposalData, options?: ProposeOptions): Promise<ProposalOutcome>;
   /**
    * On the leader only (never forwarded): proposes the commands as adjacent log entries, in
    * order, so that each applies right after the one before it (a fire and the claim behind it).
    */
-  proposeBackToBack(commands: readonly Uint8Array[], options?: { timeoutMs?: number }): Promise<ProposalOutcome>[];
+  proposeBackToBack(commands: readonly ProposalData[], options?: { timeoutMs?: number }): Promise<ProposalOutcome>[];
   /** Linearizable read barrier: resolves once this node applied at least the read index. */
   readIndex(options?: { timeoutMs?: number }): Promise<number>;
   leader(): LeaderChange;

@@ -15,7 +15,7 @@ import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import type { RaftServiceClient } from '../../gen/herald/raft/v1/raft.js';
 import { HeraldError, isHeraldError } from '../../herald-error.js';
 import type { MonotonicClock } from '../../raft/monotonic-clock.js';
-import type { ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
+import { proposalBytes, type ProposalData, type ProposalOutcome } from '../../raft/driver/proposal-tracker.js';
 import type { RaftDriver } from '../../raft/driver/raft-driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { channelReady } from '../grpc/channel-ready.js';
@@ -33,7 +33,7 @@ export interface ProposerDeps {
   clock: MonotonicClock;
 }
 
-export type Propose = (command: Uint8Array, options?: ProposeOptions) => Promise<ProposalOutcome>;
+export type Propose = (command: ProposalData, options?: ProposeOptions) => Promise<ProposalOutcome>;
 
 export function createProposer(d: ProposerDeps): Propose {
   const { driver, clock } = d;
@@ -91,7 +91,7 @@ export function createProposer(d: ProposerDeps): Propose {
           await waitLeader(Math.min(remaining, 100));
           continue;
         }
-        return await forwardTo(leaderId, command, deadline);
+        return await forwardTo(leaderId, proposalBytes(command), deadline);
       } catch (e) {
         if (opts.forward === false || !isHeraldError(e)) throw e;
         const retry =

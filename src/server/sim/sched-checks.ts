@@ -3,7 +3,9 @@
 // - I1: at most one scheduled run per (job, slot);
 // - I2: every slot of an active job up to the checked window has a run record (a run, or a
 //   SKIPPED / MISSED record), in the stretches of its life given by its applied pauses, resumes
-//   and updates (a pause is the record of the slots it covers);
+//   and updates (a pause is the record of the slots it covers); a record retention trimmed counts
+//   (it was stored once); a scheduled run sits at its slot plus the job's jitter for it;
+// - retention: no job holds more ended runs than max_runs plus the hard slack (retention.ts);
 // - I3: attempts' tokens grow; every applied effect carries one of its run's tokens; a run's
 //   effect applied again (a re-execution) only after the attempt before it lost its lease, failed
 //   or timed out; a SUCCEEDED run's success was reported by the execution holding its last token
@@ -15,6 +17,9 @@ import { JobState, type Job, type JobSpec } from '../../gen/herald/v1/job.js';
 import { decodeJobRecord, decodeRunRecord, parseRunId } from '../../fsm/index.js';
 import { JOB_PREFIX, prefixEnd, RUN_PREFIX } from '../../fsm/store/key-layout.js';
 import { slotsInRange } from '../../fsm/schedule/next-slot.js';
+import { jitteredSlot } from '../../fsm/schedule/jitter.js';
+import { hardRunSlack, maxRunsOf } from '../../fsm/store/retention.js';
+import { isTerminal } from '../../fsm/store/records.js';
 import { ScheduleCaches } from '../../fsm/schedule/schedule-caches.js';
 import type { EffectSink } from './effect-sink.js';
 import type { SchedSimNode } from './sched-sim-node.js';
@@ -26,6 +31,8 @@ export interface SchedViolation {
 
 export interface SchedCheckResult {
   slotsChecked: number;
+  /** Slots of those whose record retention had trimmed (stored once, gone at the end). */
+  trimmedSlots: number;
   runsChecked: number;
   effects: number;
   reExecutions: number;
@@ -43,6 +50,12 @@ export interface SchedCheckInput {
   segmentsOf?: (job: Job) => ReadonlyArray<{ spec: JobSpec; fromMs: number; toMs: number }> | undefined;
   /** Jobs deleted during the run: their runs went with them, so their effects have no run to match. */
   deletedJobs?: ReadonlySet<string>;
+  /** Whether a scheduled run for (job, slot) was ever stored (retention may have trimmed it since). */
+  everStored?: (jobId: string, slotMs: number) => boolean;
+  /** Whether a record of the run was ever stored (retention may have trimmed it since). */
+  runEverStored?: (runId: string) => boolean;
+  /** Every spec the job had (its applied creates and updates), for the jitter a slot fired with. */
+  specsOf?: (jobId: string) => readonly JobSpec[];
 }
 
 /** Attempt outcomes after which the run may legitimately execute again. */
@@ -87,9 +100,19 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
   }
   for (const [k, list] of bySlot) if (list.length > 1) violate('I1-two-runs-one-slot', `${k}: ${list.map((r) => r.id).join(', ')}`);
 
+  // Retention: ended runs per job within max_runs plus the hard slack (apply-run-bound.ts).
+  const ended = new Map<string, number>();
+  for (const r of runs) if (isTerminal(r.state)) ended.set(r.jobId, (ended.get(r.jobId) ?? 0) + 1);
+  for (const job of jobs) {
+    const n = ended.get(job.id) ?? 0;
+    const maxRuns = maxRunsOf(job.spec);
+    if (n > maxRuns + hardRunSlack(maxRuns)) violate('retention-exceeded', `${job.id} holds ${n} ended runs; max_runs ${maxRuns} plus the hard slack ${hardRunSlack(maxRuns)}`);
+  }
+
   // I2
   const caches = new ScheduleCaches();
   let slotsChecked = 0;
+  let trimmedSlots = 0;
   for (const job of jobs) {
     if ((job.state !== JobState.JOB_STATE_ACTIVE && job.state !== JobState.JOB_STATE_PAUSED) || !job.spec) continue;
     const segments = input.segmentsOf?.(job) ?? [{ spec: job.spec, fromMs: job.createdUnixMs - 1, toMs: input.windowEndMs }];
@@ -97,8 +120,22 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
       const to = Math.min(sg.toMs, input.windowEndMs - 1);
       if (to <= sg.fromMs) continue;
       for (const slot of slotsInRange(sg.spec, sg.fromMs + 1, to + 1, job.createdUnixMs, 1_000_000, caches)) {
+        const at = jitteredSlot(job.id, sg.spec, [slot], 0, job.createdUnixMs, caches);
+        // A stretch ended by a pause or an update: a slot whose jittered instant was still ahead
+        // was not late, and the pause or the new schedule is its record (unfired-slots.ts).
+        if (at > sg.toMs) continue;
         slotsChecked++;
-        if (!bySlot.has(`${job.id}@${slot}`)) violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
+        const held = bySlot.get(`${job.id}@${slot}`);
+        if (!held) {
+          if (input.everStored?.(job.id, slot)) trimmedSlots++;
+          else violate('I2-slot-lost', `${job.id} slot ${slot} (window end ${input.windowEndMs}) has no run record`);
+          continue;
+        }
+        // Under the spec in force when it fired: an update that keeps the schedule but changes the
+        // jitter lets the slots still unfired take the new spec's (apply-jobs.ts scheduleChanged).
+        const specs = [...segments.map((o) => o.spec), ...(input.specsOf?.(job.id) ?? [])];
+        const fits = (r: Run) => r.scheduledUnixMs === at || specs.some((sp) => jitteredSlot(job.id, sp, [slot], 0, job.createdUnixMs, caches) === r.scheduledUnixMs);
+        for (const r of held) if (!fits(r)) violate('jitter-misplaced', `${r.id}: scheduled at ${r.scheduledUnixMs}, not at its slot plus jitter ${at} (jitter window ${sg.spec.jitterMs} ms)`);
       }
     }
   }
@@ -139,9 +176,9 @@ export async function checkScheduler(input: SchedCheckInput): Promise<SchedCheck
   const runIds = new Set(runs.map((r) => r.id));
   for (const [runId, effects] of sink.effects) {
     if (input.deletedJobs?.has(parseRunId(runId)?.jobId ?? '')) continue;
-    if (!runIds.has(runId) && effects.length > 0) violate('I3-effect-without-run', `${runId}: effect for a run the store does not hold`);
+    if (!runIds.has(runId) && effects.length > 0 && !input.runEverStored?.(runId)) violate('I3-effect-without-run', `${runId}: effect for a run the store does not hold`);
   }
-  return { slotsChecked, runsChecked: runs.length, effects: sink.effectCount, reExecutions, violations };
+  return { slotsChecked, trimmedSlots, runsChecked: runs.length, effects: sink.effectCount, reExecutions, violations };
 }
 
 /** The first keys whose values differ between two replicas' stores (for the report). */

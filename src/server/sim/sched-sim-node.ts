@@ -19,6 +19,7 @@ import { AttemptOutcome } from '../../gen/herald/v1/run.js';
 import type { ConnectRequest, ConnectResponse, HeldRun } from '../../gen/herald/v1/worker_service.js';
 import { MemoryDb } from '../../fsm/store/memory-db.js';
 import { RaftDriver } from '../../raft/driver/raft-driver.js';
+import { proposalBytes } from '../../raft/driver/proposal-tracker.js';
 import type { ConfState, Entry, NodeId } from '../../raft/types.js';
 import type { MemoryStorage } from '../../raft/core/memory-storage.js';
 import type { Prng } from '../../raft/sim/prng.js';
@@ -30,6 +31,7 @@ import { SimTimers, type Owner, type SimScheduler } from '../../raft/sim/sim-sch
 import { SimTransport, type Packet } from '../../raft/sim/sim-transport.js';
 import { createWorkerService } from '../api/worker-service.js';
 import { ClusterClock } from '../node/cluster-clock.js';
+import { armLeaderTimeFloor } from '../node/leader-time-floor.js';
 import { createNodeMetrics, type NodeMetrics } from '../node/metrics.js';
 import type { SchedulerConfig } from '../leader/leader-config.js';
 import { LeaderServices } from '../leader/leader-services.js';
@@ -73,6 +75,8 @@ export interface SchedNodeHooks {
   applying?(entries: readonly Entry[]): void;
   /** A line for the trace (lease expiries proposed), when tracing. */
   note?(node: SchedSimNode, line: string): void;
+  /** The keys of every write to this node's state machine store. */
+  storeWrites?(keys: readonly string[]): void;
 }
 
 /**
@@ -121,7 +125,9 @@ export class SchedSimNode {
   private quiet = false;
   /** One metrics registry for every incarnation (prom-client registries are not cheap). */
   private readonly metrics: NodeMetrics;
-  readonly counts = { ioErrors: 0, leaderTerms: 0 };
+  readonly counts = { ioErrors: 0, leaderTerms: 0, storeFaults: 0 };
+  /** Draws of the state machine's store faults (setStoreFaults), a stream of their own. */
+  private readonly storeFaultRng: Prng;
   private watch: TermWatch | undefined;
   private lastIndexAtElection = 0;
   /** The levels peers reported to this process (gone with it, as in production). */
@@ -141,6 +147,26 @@ export class SchedSimNode {
   ) {
     this.logDisk = new SimDisk<LogValue>({ rng: rng.fork('log-disk'), crashFaults: { unsyncedSurvival: 'all', tornRate: 0 } });
     this.metrics = createNodeMetrics({ nodeId: id }, { defaultMetrics: false });
+    this.storeFaultRng = rng.fork('store-faults');
+    if (hooks.storeWrites) this.store.onWrite = (keys) => hooks.storeWrites!(keys);
+  }
+
+  /**
+   * I/O errors in the state machine's store at `rate` per operation (0: none): reads that fail,
+   * writes that fail before landing or land and still fail. Such an error is this replica's alone,
+   * so it must stop the node (the driver fails, the process restarts), never become a result.
+   */
+  setStoreFaults(rate: number): void {
+    if (rate <= 0) {
+      this.store.faults = undefined;
+      return;
+    }
+    const rng = this.storeFaultRng;
+    this.store.faults = (op) => {
+      if (!rng.chance(rate)) return undefined;
+      this.counts.storeFaults++;
+      return op === 'write' && rng.chance(0.5) ? 'after' : 'before';
+    };
   }
 
   get current(): Owner {
@@ -231,16 +257,24 @@ export class SchedSimNode {
       wall: this.wall,
       monotonic: timers,
       maxSampleAgeMs: driver.electionTimeoutMs() * 2,
+      floorRequired: true,
     });
     this.clusterClock = clock;
+    armLeaderTimeFloor({ driver, clock, highestCommandTimeMs: () => fsm.highestCommandTimeMs, timers, live });
     const wall = this.wall;
     const node: LeaderNode = {
       clusterClock: p.leaderUsesLocalWallClock ? ({ nowMs: () => wall.nowMs() } as unknown as ClusterClock) : clock,
       driver,
-      propose: (command, o) => {
-        this.proposing(command, timers);
-        return driver.propose(command, { timeoutMs: o?.timeoutMs });
-      },
+      // The watch sees the bytes as they are appended (a proposal may encode itself then).
+      propose: (command, o) =>
+        driver.propose(
+          () => {
+            const bytes = proposalBytes(command);
+            this.proposing(bytes, timers);
+            return bytes;
+          },
+          { timeoutMs: o?.timeoutMs },
+        ),
       proposeBackToBack: (commands, o) => driver.proposeAll(commands, o),
       readIndex: (o) => driver.readIndex(o),
     };
@@ -356,7 +390,8 @@ export class SchedSimNode {
       if (msg.message?.$case === 'welcome' && hello) {
         const rejected = new Set(msg.message.welcome.rejected.map((r) => `${r.runId}#${r.fencingToken}`));
         const adopted = hello.held.filter((h) => !rejected.has(`${h.runId}#${h.fencingToken}`));
-        if (adopted.length > 0) void this.checkAdopted(hello.workerId, adopted);
+        // A store read failing (injected store faults) leaves this hello unjudged.
+        if (adopted.length > 0) this.checkAdopted(hello.workerId, adopted).catch(() => undefined);
       }
       return write(msg);
     };

@@ -11,7 +11,8 @@
 // Time: a unit is MS_PER_UNIT simulated ms; the Raft tick is 5 units, as in the Raft simulator,
 // so its fault plans mean the same here.
 import { JobSpec, MisfirePolicy, OverlapPolicy } from '../../gen/herald/v1/job.js';
-import { decodeResult, encodeCommand, UNSAFE_ENV, type PutJobsItem } from '../../fsm/index.js';
+import { decodeResult, UNSAFE_ENV, type PutJobsItem } from '../../fsm/index.js';
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import { drawFaultPlan, type FaultPlan, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { randomShape } from '../../raft/sim/partition-shapes.js';
 import { createPrng } from '../../raft/sim/prng.js';
@@ -24,13 +25,22 @@ import { EffectSink } from './effect-sink.js';
 import { checkScheduler, type SchedCheckResult, type SchedViolation } from './sched-checks.js';
 import type { SchedMutation } from './sched-mutations.js';
 import { SchedSimNode, type SchedNodeHooks } from './sched-sim-node.js';
-import { MS_PER_UNIT, SimWallClock, trueMs } from './sim-wall-clock.js';
+import { MS_PER_UNIT, setEpoch, SimWallClock, trueMs } from './sim-wall-clock.js';
 import { SIM_TASK_TYPE, SimWorker } from './sim-worker.js';
 import { JobChangeLog, SimControlClient, type ControlShared } from './sim-control-client.js';
 import { checkLinearizable } from './sched-linearizability.js';
+import { CommandTimeLog } from './command-time-log.js';
+import { RunRecordLog } from './run-record-log.js';
 import type { Prng } from '../../raft/sim/prng.js';
 
 const TICK_UNITS = 5;
+
+/** Zones with daylight saving time and the instants their offsets change in 2027 (spring, autumn). */
+const DST_CHANGES = [
+  { zone: 'America/New_York', changes: [1_805_007_600_000, 1_825_567_200_000] },
+  { zone: 'Europe/Berlin', changes: [1_806_195_600_000, 1_824_944_400_000] },
+  { zone: 'Australia/Sydney', changes: [1_806_768_000_000, 1_822_492_800_000] },
+] as const;
 const SIM: Owner = { alive: true };
 
 export interface SchedSimOptions {
@@ -44,20 +54,28 @@ export interface SchedSimOptions {
   mutations?: ReadonlySet<SchedMutation>;
   trace?: boolean;
   /**
-   * The fault set: v2 (default) adds worker cut-offs and the control-plane client's pauses and
-   * resumes; v1 leaves them out, so a seed recorded before them replays the run it failed in.
+   * The fault set: v3 (default) adds storage faults in one replica's state machine store and the
+   * control-plane client's backfills, cancels and reads; v2 has worker cut-offs and the client's
+   * other operations; v1 neither. A seed recorded under an older set replays the run it failed in.
    */
-  faults?: 'v1' | 'v2';
+  faults?: FaultSet;
 }
+
+export type FaultSet = 'v1' | 'v2' | 'v3';
 
 export interface SchedSimResult extends SchedCheckResult {
   seed: number;
   nodes: number;
+  /** The run's chaos length and fault set, as given (what a replay needs besides seed and nodes). */
+  chaosUnits: number;
+  faultSet: FaultSet;
   steps: number;
   faults: number;
   crashes: number;
   workerFaults: number;
   clockJumps: number;
+  /** I/O errors injected into a state machine store. */
+  storeFaults: number;
   /** Results workers sent with a token already superseded (the server must refuse every one). */
   staleReports: number;
   /** Control-plane operations the linearizability check judged, and jobs it gave up on (bounded search). */
@@ -112,10 +130,17 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const chaosUnits = opts.chaosUnits ?? 2000;
   const settleUnits = opts.settleUnits ?? 2500;
   const faultRng = rng.fork('faults');
+  const faultSet: FaultSet = opts.faults ?? 'v3';
+  const v3 = faultSet === 'v3';
   const trace: string[] = [];
   const log = opts.trace ? (line: string) => trace.push(line) : undefined;
   const ids = Array.from({ length: n }, (_, i) => `n${i + 1}`);
   const sched = new SimScheduler();
+  // v3: cron jobs in a zone with daylight saving time, and in half the seeds the run starts
+  // seconds before one of its changes (a stream of its own, like every v3 draw).
+  const v3Rng = rng.fork('v3-jobs');
+  const dst = v3Rng.pick(DST_CHANGES);
+  if (v3 && v3Rng.chance(0.5)) setEpoch(sched, v3Rng.pick(dst.changes) - v3Rng.int(2_000, 15_000));
   const net = new SimNetwork<Packet>({
     nodes: ids,
     rng: rng.fork('network'),
@@ -135,8 +160,14 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const jumpRate = badClocks.size > 0 ? clockRng.pick([0, 0.0005, 0.002, 0.01]) : 0;
 
   const jobChanges = new JobChangeLog();
+  const commandTimes = new CommandTimeLog();
+  const runRecords = new RunRecordLog();
   const hooks: SchedNodeHooks = {
-    applying: (entries) => jobChanges.observe(entries),
+    storeWrites: (keys) => runRecords.observe(keys),
+    applying: (entries) => {
+      jobChanges.observe(entries);
+      commandTimes.observe(entries);
+    },
     becameLeader: (node, term) => log?.(`t=${sched.now} ${node.id} leader term ${term}`),
     fatal(node, err) {
       log?.(`t=${sched.now} ${node.id} FATAL ${err.message}: exits, restarts`);
@@ -184,6 +215,11 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   }
   const all = [...nodes.values()];
   const starting = new Set<SchedSimNode>();
+  // Storage faults in one replica's state machine store (a stream of their own): v3 only.
+  const storeRng = rng.fork('store-faults');
+  const faultyStore = (opts.faults ?? 'v3') === 'v3' && storeRng.chance(0.4) ? nodes.get(storeRng.pick(ids)) : undefined;
+  faultyStore?.setStoreFaults(storeRng.pick([0.01, 0.03, 0.08]));
+  if (faultyStore) log?.(`t=0 ${faultyStore.id}: its state machine store fails some reads and writes`);
 
   function crash(node: SchedSimNode): void {
     if (!node.up) return;
@@ -250,7 +286,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   // cutOff), drawn from a stream of their own so the other faults of a seed stay as they were:
   // a hello on reconnecting lists runs whose leases were lost and maybe claimed again.
   const cutRng = rng.fork('worker-cuts');
-  const v2 = opts.faults !== 'v1';
+  const v2 = faultSet !== 'v1';
   const cutChance = v2 ? cutRng.pick([0, 0.05, 0.1, 0.2]) : 0;
   for (const w of workers) w.cuts = { chance: cutChance, rng: cutRng.fork(w.id) };
 
@@ -270,6 +306,30 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       retention: { maxRuns: 10_000, maxAgeMs: 0 },
     }),
   }));
+  // v3: cron jobs in that zone, jitter, and retention small enough to trim during the run.
+  if (v3) {
+    const count = v3Rng.int(2, 5);
+    for (let i = 0; i < count; i++) {
+      const cron = i === 0 || v3Rng.chance(0.6);
+      const schedule: JobSpec['schedule'] = cron
+        ? { kind: { $case: 'cron', cron: { expression: v3Rng.pick(['*/2 * * * * *', '*/3 * * * * *', '1-59/2 * * * * *', '*/5 * * * * *']), timeZone: dst.zone } } }
+        : { kind: { $case: 'every', every: { intervalMs: v3Rng.pick([1000, 2000]), anchorUnixMs: 0 } } };
+      jobItems.push({
+        jobId: `job-v3-${i + 1}`,
+        idempotencyKey: `create-job-v3-${i + 1}`,
+        spec: JobSpec.fromPartial({
+          taskType: SIM_TASK_TYPE,
+          schedule,
+          leaseDurationMs: v3Rng.pick([1000, 2000]),
+          retry: { maxAttempts: v3Rng.int(1, 4), initialBackoffMs: 100, maxBackoffMs: 500, backoffMultiplier: 2 },
+          misfirePolicy: v3Rng.pick([MisfirePolicy.MISFIRE_POLICY_SKIP, MisfirePolicy.MISFIRE_POLICY_RUN_ONCE, MisfirePolicy.MISFIRE_POLICY_RUN_ALL]),
+          overlapPolicy: v3Rng.pick([OverlapPolicy.OVERLAP_POLICY_ALLOW, OverlapPolicy.OVERLAP_POLICY_FORBID, OverlapPolicy.OVERLAP_POLICY_BUFFER_ONE, OverlapPolicy.OVERLAP_POLICY_REPLACE]),
+          jitterMs: v3Rng.pick([0, 400, 900, 1500]),
+          retention: { maxRuns: v3Rng.pick([2, 3, 5, 8]), maxAgeMs: v3Rng.pick([0, 3_000, 6_000]) },
+        }),
+      });
+    }
+  }
   let jobsCreated = false;
   // The control-plane clients (their own stream of draws, so the other faults of a seed stay as
   // they were): creates, CAS updates, pauses, resumes, deletes and triggers during the chaos.
@@ -285,7 +345,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       retention: { maxRuns: 10_000, maxAgeMs: 0 },
     });
   const setupSpecs = new Map(jobItems.map((j) => [j.jobId, j.spec]));
-  const controlShared: ControlShared = { jobIds: jobItems.map((j) => j.jobId), history: [], knownVersion: new Map(), nextCreate: 1 };
+  const controlShared: ControlShared = { jobIds: jobItems.map((j) => j.jobId), history: [], knownVersion: new Map(), knownRuns: new Map(), nextCreate: 1 };
   const opRate = controlRng.pick([0, 0.01, 0.03, 0.06]);
   const clients = Array.from({ length: controlRng.int(1, 4) }, (_, i) =>
     new SimControlClient(i + 1, {
@@ -297,6 +357,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       opRate,
       spec: specOf,
       casFromStaleReplica: mutations.has('cas-from-stale-replica'),
+      opSet: v3 ? 'v3' : 'v2',
       log,
     }),
   );
@@ -312,7 +373,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     }
     const attempt = (creatingSince = sched.now);
     leader.driver
-      .propose(encodeCommand({ type: 'putJobs', nowMs: now, items: jobItems }), { timeoutMs: 2_000 })
+      .propose(stampedAtAppend({ type: 'putJobs', nowMs: now, items: jobItems }, leader.clusterClock), { timeoutMs: 2_000 })
       .then((out) => {
         const r = decodeResult(out.result);
         if (r.type === 'rejected') violations.push({ kind: 'setup', detail: `putJobs rejected: ${r.error.message}` });
@@ -391,6 +452,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   net.heal();
   net.setDefaultFaults({ dropRate: 0, duplicateRate: 0, reorderRate: 0 });
   for (const node of all) node.setIoErrorRate(0);
+  faultyStore?.setStoreFaults(0);
   for (const node of all) restart(node);
   for (const w of workers) {
     w.cuts = undefined;
@@ -436,7 +498,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const startTolerance = MS_PER_UNIT + (plan.clockDrift ? Math.ceil(0.25 * 2 * plan.electionTicks * TICK_UNITS * MS_PER_UNIT) : 0);
   let controlOps = 0;
   let linUnchecked = 0;
-  let checked: SchedCheckResult = { slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0 };
+  let checked: SchedCheckResult = { slotsChecked: 0, trimmedSlots: 0, runsChecked: 0, effects: 0, reExecutions: 0 };
   if (!jobsCreated) violations.push({ kind: 'liveness', detail: 'jobs were never created (no leader with cluster time)' });
   else if (!settled || !leader) violations.push({ kind: 'liveness', detail: `no settled cluster ${settleUnits} units after healing (leader ${leader?.id ?? 'none'})` });
   else {
@@ -447,6 +509,9 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       windowEndMs: healedAtMs,
       startToleranceMs: startTolerance,
       deletedJobs: jobChanges.deleted,
+      everStored: (jobId, slotMs) => runRecords.has(jobId, slotMs),
+      runEverStored: (runId) => runRecords.hasRun(runId),
+      specsOf: (jobId) => [...(setupSpecs.has(jobId) ? [setupSpecs.get(jobId)!] : []), ...jobChanges.specs(jobId)],
       segmentsOf: (job) =>
         jobChanges.segments(job.id, setupSpecs.get(job.id), job.createdUnixMs, (version) => {
           const op = controlShared.history.find((o) => o.jobId === job.id && (o.kind === 'update' || o.kind === 'resume') && o.outcome === 'ok' && o.version === version);
@@ -455,11 +520,14 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     });
     violations.push(...res.violations);
     checked = res;
-    const lin = checkLinearizable(controlShared.history, new Set(jobItems.map((j) => j.jobId)));
+    // The v3 jobs' retention trims ended runs while the clients still name them.
+    const lin = checkLinearizable(controlShared.history, new Set(jobItems.map((j) => j.jobId)), (jobId) => jobId.startsWith('job-v3-'));
     controlOps = lin.opsChecked;
     linUnchecked = lin.unchecked;
     for (const v of lin.violations.slice(0, 3)) violations.push({ kind: 'control-not-linearizable', detail: `${v.jobId}: ${v.detail}` });
   }
+  // Judged whatever the run's end: a regression stamped before a liveness failure is still one.
+  for (const detail of commandTimes.regressions()) violations.push({ kind: 'command-time-regression', detail });
   const featureLevels = all.map((x) => (x.up ? x.fsm.appliedFeatureLevel : -1));
   for (const node of all) if (node.up) node.crash();
   for (const w of workers) w.crash(1);
@@ -468,14 +536,18 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   return {
     seed: opts.seed,
     nodes: n,
+    chaosUnits,
+    faultSet,
     steps: sched.ran,
     faults: nc.dropped + nc.duplicated + nc.reordered + nc.partitioned + crashes + partitions + clockJumps + workerFaults,
     crashes,
     workerFaults,
     clockJumps,
+    storeFaults: faultyStore?.counts.storeFaults ?? 0,
     simulatedMs,
     featureLevels,
     slotsChecked: checked.slotsChecked,
+    trimmedSlots: checked.trimmedSlots,
     runsChecked: checked.runsChecked,
     effects: checked.effects,
     reExecutions: checked.reExecutions,

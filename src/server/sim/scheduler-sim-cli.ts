@@ -8,7 +8,7 @@
 import { SUPPORTED_FEATURE_LEVEL } from '../../fsm/commands/feature-levels.js';
 import { FAULT_PROFILES, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { isSchedMutation, SCHED_MUTATIONS, type SchedMutation } from './sched-mutations.js';
-import { runSchedulerSimulation } from './sched-simulator.js';
+import { runSchedulerSimulation, type FaultSet } from './sched-simulator.js';
 
 interface Args {
   seeds: number;
@@ -21,7 +21,7 @@ interface Args {
   listMutations: boolean;
   /** Length of the chaos phase in units (the tests' short runs use 500). */
   chaosUnits?: number;
-  faults?: 'v1' | 'v2';
+  faults?: FaultSet;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -57,7 +57,7 @@ function parseArgs(argv: string[]): Args {
       }
       case '--faults': {
         const f = val();
-        if (f !== 'v1' && f !== 'v2') throw new Error(`--faults is v1 (before worker cut-offs and the control-plane client) or v2`);
+        if (f !== 'v1' && f !== 'v2' && f !== 'v3') throw new Error(`--faults is v1 (before worker cut-offs and the control-plane client), v2 (before store faults, backfills, cancels and reads) or v3 (the default)`);
         a.faults = f;
         break;
       }
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0, controlOps: 0, linearizabilityUnchecked: 0, featureLevelNotRaised: 0 };
+  const t = { runs: 0, steps: 0, faults: 0, violations: 0, simulatedMs: 0, slotsChecked: 0, trimmedSlots: 0, runsChecked: 0, effects: 0, reExecutions: 0, staleReports: 0, crashes: 0, workerFaults: 0, clockJumps: 0, storeFaults: 0, controlOps: 0, linearizabilityUnchecked: 0, featureLevelNotRaised: 0 };
   const failingSeeds: Array<{ seed: number; nodes: number; kind: string }> = [];
   for (let s = args.startSeed; s < args.startSeed + args.seeds; s++) {
     for (const nodes of args.nodes) {
@@ -117,6 +117,7 @@ async function main(): Promise<void> {
       t.faults += r.faults;
       t.simulatedMs += r.simulatedMs;
       t.slotsChecked += r.slotsChecked;
+      t.trimmedSlots += r.trimmedSlots;
       t.runsChecked += r.runsChecked;
       t.effects += r.effects;
       t.reExecutions += r.reExecutions;
@@ -124,6 +125,7 @@ async function main(): Promise<void> {
       t.staleReports += r.staleReports;
       t.workerFaults += r.workerFaults;
       t.clockJumps += r.clockJumps;
+      t.storeFaults += r.storeFaults;
       t.controlOps += r.controlOps;
       t.linearizabilityUnchecked += r.linearizabilityUnchecked;
       // Runs that ended with a replica below this build's feature level (the raise loop's work).

@@ -4,8 +4,10 @@
 // result read), failed (refused before it reached the log, or applied with an item error) or
 // unknown (the proposal timed out or its proposer died: it may apply later, or never).
 //
-// Operations: create, update (CAS on the version), pause, resume, delete, trigger. Several
-// clients, each with one operation in flight; one drawn while no leader knows cluster time waits
+// Operations: create, update (CAS on the version), pause, resume, delete, trigger, backfill,
+// cancel (of a run a trigger or backfill answer named), and the reads GetJob and ListRuns as the
+// JobService serves them (job-service.ts read: a read barrier on the node asked — any node, a
+// follower included — then the state machine's answer). Several clients, each with one operation in flight; one drawn while no leader knows cluster time waits
 // for the first that does, so it lands right after a failover, racing the new leader's first
 // fires (what forget-missed-on-pause needs to show). The history feeds the linearizability check
 // (sched-linearizability.ts).
@@ -13,15 +15,24 @@
 // What the checks use is not this history but JobChangeLog: the pause and resume commands that
 // applied, by log index (collected from every replica's apply, so nothing applied is missed),
 // which gives each job's paused intervals exactly.
-import { decodeCommand, decodeResult, encodeCommand, type FsmCommand } from '../../fsm/index.js';
+import { decodeCommand, decodeResult, type FsmCommand } from '../../fsm/index.js';
+import { stampedAtAppend } from '../node/stamped-proposal.js';
 import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
+import type { RunState } from '../../gen/herald/v1/run.js';
+import { MAX_PAGE_SIZE } from '../../fsm/machine/fsm-reads.js';
 import { isHeraldError } from '../../herald-error.js';
 import type { Entry } from '../../raft/types.js';
 import type { Prng } from '../../raft/sim/prng.js';
 import type { SimScheduler } from '../../raft/sim/sim-scheduler.js';
 import type { SchedSimNode } from './sched-sim-node.js';
 
-export type ControlOpKind = 'create' | 'update' | 'pause' | 'resume' | 'delete' | 'trigger';
+export type ControlOpKind = 'create' | 'update' | 'pause' | 'resume' | 'delete' | 'trigger' | 'backfill' | 'cancel' | 'get' | 'list';
+
+/** A run as a ListRuns answer showed it. */
+export interface SeenRun {
+  id: string;
+  state: RunState;
+}
 export type ControlOutcome = 'ok' | 'failed' | 'unknown';
 
 export interface ControlOp {
@@ -45,6 +56,20 @@ export interface ControlOp {
   spec?: JobSpec;
   /** ok: the job's next fire instant in the answer (after an update: where its new schedule starts). */
   nextFireMs?: number;
+  /** trigger, backfill ok: the runs the answer says were created. */
+  runIds?: string[];
+  /** cancel: the run. */
+  runId?: string;
+  /** backfill: the range. */
+  fromMs?: number;
+  toMs?: number;
+  /** get, list: the node that served the read. */
+  node?: string;
+  /** list ok: the job's runs as read; partial when the page did not hold them all. */
+  runs?: SeenRun[];
+  partial?: boolean;
+  /** list, set by the linearizability check: the runs its job's answers named (the ones judged). */
+  named?: string[];
 }
 
 /** A job-level command that applied, in log order. */
@@ -86,6 +111,11 @@ export class JobChangeLog {
       list.push(ev);
       this.events.set(cmd.jobId, list);
     }
+  }
+
+  /** Every spec the job's applied creates and updates carried (a version mismatch's too: harmless). */
+  specs(jobId: string): JobSpec[] {
+    return (this.events.get(jobId) ?? []).flatMap((e) => (e.spec ? [e.spec] : []));
   }
 
   /**
@@ -165,6 +195,8 @@ export interface ControlShared {
   readonly jobIds: string[];
   readonly history: ControlOp[];
   readonly knownVersion: Map<string, number>;
+  /** Per job, the runs trigger and backfill answers named (what cancels pick from). */
+  readonly knownRuns: Map<string, string[]>;
   /** Ids for jobs the clients create. */
   nextCreate: number;
 }
@@ -180,6 +212,8 @@ export interface ControlClientDeps {
   readonly spec: (rng: Prng) => JobSpec;
   /** The cas-from-stale-replica mutation (sched-mutations.ts). */
   readonly casFromStaleReplica: boolean;
+  /** v2: the operations of fault set v2 only (create to trigger), drawn as then, so its seeds replay. */
+  readonly opSet?: 'v2' | 'v3';
   readonly log?: (line: string) => void;
 }
 
@@ -214,6 +248,35 @@ export class SimControlClient {
   }
 
   private draw(): ControlOp {
+    if (this.d.opSet === 'v2') return this.drawV2();
+    const { rng, shared, sched } = this.d;
+    const r = rng.next();
+    const base = { id: 0, client: this.id, invokedAt: sched.now };
+    if (r < 0.05) return { ...base, kind: 'create', jobId: `ctl-job-${shared.nextCreate++}` };
+    const jobId = this.lastJob !== undefined && rng.chance(0.5) ? this.lastJob : rng.pick(shared.jobIds);
+    this.lastJob = jobId;
+    if (r < 0.32) {
+      const known = shared.knownVersion.get(jobId) ?? 1;
+      // Mostly the version last seen; sometimes one behind (a CAS that must fail).
+      return { ...base, kind: 'update', jobId, expectedVersion: rng.chance(0.8) ? known : Math.max(1, known - 1) };
+    }
+    if (r < 0.48) return { ...base, kind: 'pause', jobId };
+    if (r < 0.66) return { ...base, kind: 'resume', jobId };
+    if (r < 0.68) return { ...base, kind: 'delete', jobId };
+    if (r < 0.74) return { ...base, kind: 'trigger', jobId };
+    // Not on the jobs whose retention trims during the run: a backfill re-runs a slot whose
+    // backfilled run was trimmed, under the same run id (README: seed 61, 5 nodes).
+    if (r < 0.8) return { ...base, kind: jobId.startsWith('job-v3-') ? 'trigger' : 'backfill', jobId };
+    if (r < 0.86) {
+      const runs = shared.knownRuns.get(jobId);
+      if (runs && runs.length > 0) return { ...base, kind: 'cancel', jobId, runId: rng.pick(runs) };
+      return { ...base, kind: 'trigger', jobId };
+    }
+    if (r < 0.93) return { ...base, kind: 'get', jobId };
+    return { ...base, kind: 'list', jobId };
+  }
+
+  private drawV2(): ControlOp {
     const { rng, shared, sched } = this.d;
     const r = rng.next();
     const base = { id: 0, client: this.id, invokedAt: sched.now };
@@ -222,13 +285,29 @@ export class SimControlClient {
     this.lastJob = jobId;
     if (r < 0.4) {
       const known = shared.knownVersion.get(jobId) ?? 1;
-      // Mostly the version last seen; sometimes one behind (a CAS that must fail).
       return { ...base, kind: 'update', jobId, expectedVersion: rng.chance(0.8) ? known : Math.max(1, known - 1) };
     }
     if (r < 0.62) return { ...base, kind: 'pause', jobId };
     if (r < 0.88) return { ...base, kind: 'resume', jobId };
     if (r < 0.9) return { ...base, kind: 'delete', jobId };
     return { ...base, kind: 'trigger', jobId };
+  }
+
+  /** GetJob / ListRuns on a node drawn among those up (a follower's read barrier asks the leader). */
+  private async read(op: ControlOp): Promise<void> {
+    const d = this.d;
+    const up = d.nodes.filter((n) => n.up);
+    const node = d.rng.pick(up.length > 0 ? up : [...d.nodes]);
+    op.node = node.id;
+    // A read that never answers took no effect: it is left out of the history (failed).
+    d.sched.at(d.sched.now + 400, { alive: true }, () => this.settle(op, 'failed', { errorCode: 'NO_ANSWER' }));
+    try {
+      const { found, ...seen } = await readOn(node, op);
+      if (!found) return this.settle(op, 'failed', { errorCode: 'JOB_NOT_FOUND', detail: `read on ${node.id}` });
+      this.settle(op, 'ok', seen);
+    } catch (e) {
+      this.settle(op, 'failed', { errorCode: isHeraldError(e) ? e.code : 'ERROR', detail: e instanceof Error ? e.message : String(e) });
+    }
   }
 
   private settle(op: ControlOp, outcome: ControlOutcome, fill?: Partial<ControlOp>): void {
@@ -238,6 +317,10 @@ export class SimControlClient {
     op.answeredAt = this.d.sched.now;
     this.inFlight = false;
     if (outcome === 'ok' && op.version !== undefined) this.d.shared.knownVersion.set(op.jobId, op.version);
+    if (outcome === 'ok' && op.runIds && op.runIds.length > 0) {
+      const shared = this.d.shared;
+      shared.knownRuns.set(op.jobId, [...(shared.knownRuns.get(op.jobId) ?? []), ...op.runIds]);
+    }
     this.d.log?.(
       `t=${this.d.sched.now} client ${this.id} ${op.kind} ${op.jobId} at ${op.nowMs}${op.expectedVersion !== undefined ? ` (expects v${op.expectedVersion})` : ''}: ${outcome}${op.version !== undefined ? ` v${op.version}${op.paused ? ' paused' : ''}` : ''}${op.errorCode ? ` ${op.errorCode}` : ''}${op.detail ? ` (${op.detail})` : ''}`,
     );
@@ -245,10 +328,11 @@ export class SimControlClient {
 
   private async send(op: ControlOp, leader: SchedSimNode, nowMs: number): Promise<void> {
     const d = this.d;
+    if (op.kind === 'get' || op.kind === 'list') return this.read(op);
     if (op.kind === 'update' && d.casFromStaleReplica) {
       // The mutation: a CAS refused from some replica's applied state (a follower's may be stale).
       const up = d.nodes.filter((n) => n.up);
-      const job = up.length > 0 ? await d.rng.pick(up).fsm.getJob(op.jobId) : undefined;
+      const job = up.length > 0 ? await d.rng.pick(up).fsm.getJob(op.jobId).catch(() => undefined) : undefined;
       if (job && job.version !== op.expectedVersion) {
         this.settle(op, 'failed', { errorCode: 'VERSION_MISMATCH', detail: `stale replica at v${job.version}` });
         return;
@@ -276,16 +360,31 @@ export class SimControlClient {
       case 'trigger':
         cmd = { type: 'triggerJob', nowMs, jobId: op.jobId, idempotencyKey: `ctl-${op.id}`, ignoreOverlap: false };
         break;
+      case 'backfill': {
+        // A few past slots of 1-3 s schedules (job-service.ts backfillJob: the range must be past).
+        const to = nowMs - d.rng.int(0, 4_000);
+        op.fromMs = to - d.rng.pick([1_000, 3_000, 6_000]);
+        op.toMs = to;
+        cmd = { type: 'backfillJob', nowMs, jobId: op.jobId, fromMs: op.fromMs, toMs: op.toMs, maxRuns: 10, ignoreOverlap: d.rng.chance(0.5) };
+        break;
+      }
+      case 'cancel':
+        cmd = { type: 'cancelRuns', nowMs, items: [{ runId: op.runId!, reason: `sim op ${op.id}` }] };
+        break;
+      default:
+        throw new Error(`${op.kind} is a read`);
     }
     if (op.kind === 'create') d.shared.jobIds.push(op.jobId);
     // A proposer that dies never answers (its proposal would have timed out well before this).
     d.sched.at(d.sched.now + 400, { alive: true }, () => this.settle(op, 'unknown', { detail: 'no answer (the proposer crashed)' }));
     try {
-      const out = await leader.driver.propose(encodeCommand(cmd), { timeoutMs: 2_000 });
+      const out = await leader.driver.propose(stampedAtAppend(cmd, leader.clusterClock), { timeoutMs: 2_000 });
       const r = decodeResult(out.result);
       if (r.type === 'rejected') return this.settle(op, 'failed', { errorCode: `rejected:${r.error.code}`, detail: r.error.message });
-      const err = 'error' in r ? r.error : undefined;
+      const err = 'error' in r ? r.error : r.type === 'cancel' ? r.items[0]?.error : undefined;
       if (err) return this.settle(op, 'failed', { errorCode: err.code, detail: err.message });
+      if (r.type === 'trigger') return this.settle(op, 'ok', { runIds: r.run ? [r.run.id] : [] });
+      if (r.type === 'backfill') return this.settle(op, 'ok', { runIds: [...r.runIds] });
       const job = r.type === 'job' ? r.job : undefined;
       this.settle(op, 'ok', job ? { version: job.version, paused: job.state === JobState.JOB_STATE_PAUSED, nextFireMs: job.nextFireUnixMs } : {});
     } catch (e) {
@@ -293,6 +392,18 @@ export class SimControlClient {
       this.settle(op, isHeraldError(e, 'NOT_LEADER') ? 'failed' : 'unknown', { errorCode: isHeraldError(e) ? e.code : undefined, detail: e instanceof Error ? e.message : String(e) });
     }
   }
+}
+
+/** The JobService's read path on one node: its read barrier, then its state machine's answer. */
+async function readOn(node: SchedSimNode, op: ControlOp): Promise<Partial<ControlOp> & { found: boolean }> {
+  const fsm = node.fsm;
+  await node.driver.readIndex({ timeoutMs: 2_000 });
+  if (op.kind === 'get') {
+    const job = await fsm.getJob(op.jobId);
+    return job ? { found: true, version: job.version, paused: job.state === JobState.JOB_STATE_PAUSED } : { found: false };
+  }
+  const page = await fsm.listRuns({ jobId: op.jobId, pageSize: MAX_PAGE_SIZE });
+  return { found: true, runs: page.items.map((r) => ({ id: r.id, state: r.state })), partial: page.nextPageToken !== '' };
 }
 
 /** A stretch of a job's life under one spec: its slots in (fromMs, toMs] are to be accounted for. */

@@ -7,11 +7,19 @@ import type { SimScheduler } from '../../raft/sim/sim-scheduler.js';
 /** Simulated ms per scheduler unit (a Raft tick of 50 ms is 5 units). */
 export const MS_PER_UNIT = 10;
 
-/** The true time a simulated instant stands for: the epoch jobs are scheduled from. */
+/** The true time the start of a run stands for, unless the run sets its own (setEpoch). */
 export const EPOCH_MS = 1_800_000_000_000;
 
+/** Runs whose epoch was drawn (near a DST change, for cron jobs in a zone that has one). */
+const epochs = new WeakMap<SimScheduler, number>();
+
+/** The true time instant 0 of this run's scheduler stands for. */
+export function setEpoch(sched: SimScheduler, epochMs: number): void {
+  epochs.set(sched, epochMs);
+}
+
 export function trueMs(sched: SimScheduler): number {
-  return EPOCH_MS + sched.now * MS_PER_UNIT;
+  return (epochs.get(sched) ?? EPOCH_MS) + sched.now * MS_PER_UNIT;
 }
 
 export class SimWallClock {

@@ -13,8 +13,9 @@
 // update, pause, resume) are picked up from applied results in log order, so a job created while
 // we lead enters the wheel within one scheduler tick of its commit. Because events are applied
 // after any due-window page that was read concurrently, the newest state always wins.
+import { stampedAtAppend, type StampClock } from '../../node/stamped-proposal.js';
 import { JobState } from '../../../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, encodeCommand, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
 import type { AppliedEntry } from '../applied-results-feed.js';
 import type { FireDispatch } from '../dispatch/dispatcher.js';
 import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
@@ -345,7 +346,9 @@ export class FireScheduler {
   private proposeFire(fire: FireRunsCommand): Promise<void> {
     const claim = this.ctx.dispatch.claimBehindFire(fire.items, fire.nowMs, this.hintOf);
     if (claim === undefined) return proposeUnread(this.ctx.node, fire, 'fire', PROPOSE_TIMEOUT_MS);
-    const [fired, claimed] = this.ctx.node.proposeBackToBack([encodeCommand(fire), encodeCommand(claim.command)], { timeoutMs: PROPOSE_TIMEOUT_MS });
+    // Both stamped as they are appended (stamped-proposal.ts), the claim at or after the fire.
+    const clock = 'clusterClock' in this.ctx.node ? (this.ctx.node.clusterClock as StampClock) : { nowMs: () => this.ctx.now() };
+    const [fired, claimed] = this.ctx.node.proposeBackToBack([stampedAtAppend(fire, clock), stampedAtAppend(claim.command, clock)], { timeoutMs: PROPOSE_TIMEOUT_MS });
     this.ctx.dispatch.claimProposed(claim, claimed!);
     return fired!.then((out) => checkResultType(fire, 'fire', out.result));
   }

@@ -37,8 +37,8 @@ export interface LeaseKeeperDeps extends Pick<LeaderTerm, 'config' | 'metrics' |
 export class LeaseKeeper {
   private timer: TimerHandle | undefined;
   private orphanTimer: TimerHandle | undefined;
+  /** Leases whose expiry (or timeout) proposal is in flight: no sweep proposes them again meanwhile. */
   private readonly expiring = new Set<string>();
-  private sweeping = false;
   private stopped = false;
 
   constructor(private readonly ctx: LeaseKeeperDeps) {}
@@ -85,30 +85,33 @@ export class LeaseKeeper {
     return adopted;
   }
 
+  /**
+   * Proposes the expiry of the leases due and not already in flight. Sweeps overlap: one proposal
+   * that never answers (up to its 10 s timeout) holds only its own leases, not every later expiry.
+   */
   private async sweep(): Promise<void> {
     const ctx = this.ctx;
-    if (this.sweeping || this.stopped || !ctx.active()) return;
-    const due = ctx.leases.expired(MAX_EXPIRE_BATCH + this.expiring.size).filter((l) => !this.expiring.has(l.runId));
-    if (due.length === 0) return;
-    const now = ctx.now();
-    if (now === undefined) return;
+    if (this.stopped || !ctx.active()) return;
+    const due = ctx.leases.expired(MAX_EXPIRE_BATCH + this.expiring.size).filter((l) => !this.expiring.has(l.runId)).slice(0, MAX_EXPIRE_BATCH);
+    if (due.length === 0 || ctx.now() === undefined) return;
     const batch: Lease[] = [];
     const timedOut: Lease[] = [];
-    for (const l of due.slice(0, MAX_EXPIRE_BATCH)) (ctx.leases.timedOut(l) ? timedOut : batch).push(l);
-    this.sweeping = true;
+    for (const l of due) (ctx.leases.timedOut(l) ? timedOut : batch).push(l);
     for (const l of due) this.expiring.add(l.runId);
     try {
-      if (timedOut.length > 0) await this.timeOut(timedOut, now);
-      if (batch.length > 0) await this.expire(batch, now);
+      await Promise.all([timedOut.length > 0 ? this.timeOut(timedOut) : undefined, batch.length > 0 ? this.expire(batch) : undefined]);
     } finally {
       for (const l of due) this.expiring.delete(l.runId);
-      this.sweeping = false;
     }
   }
 
   /** Ends attempts that ran past their execution timeout (plus grace) as TIMED_OUT failures. */
-  private async timeOut(batch: readonly Lease[], now: number): Promise<void> {
+  private async timeOut(batch: readonly Lease[]): Promise<void> {
     const ctx = this.ctx;
+    // Stamped as it is proposed: a time taken before another proposal was awaited would sit
+    // below commands proposed meanwhile (command times never decrease in log order).
+    const now = ctx.now();
+    if (now === undefined) return;
     try {
       const items = batch.map((l) =>
         finishFailure(l.runId, l.fencingToken, {
@@ -138,8 +141,10 @@ export class LeaseKeeper {
     }
   }
 
-  private async expire(batch: readonly Lease[], now: number): Promise<void> {
+  private async expire(batch: readonly Lease[]): Promise<void> {
     const ctx = this.ctx;
+    const now = ctx.now();
+    if (now === undefined) return;
     try {
       const res = await ctx.propose(
         { type: 'expireLeases', nowMs: now, items: batch.map((l) => ({ runId: l.runId, fencingToken: l.fencingToken })) },
