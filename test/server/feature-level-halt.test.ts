@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
 import { SUPPORTED_FEATURE_LEVEL } from '../../src/fsm/commands/feature-levels.js';
 import { raftReadiness } from '../../src/server/grpc/server-conventions.js';
+import { incarnationOf } from '../../src/raft/core/membership.js';
 import { createSchedulerNode, type SchedulerNode } from '../../src/server/scheduler-node.js';
 import { credentials, status } from '@grpc/grpc-js';
 import { PeerRaftClient } from '../../src/server/peer/peer-transport.js';
@@ -34,7 +35,9 @@ describe('an entry of a newer format halts apply', () => {
       logger: pino({ level: 'silent' }),
       tickMs: 20,
     });
-    await waitFor('leader', () => sn!.node.driver.isLeader() || undefined, 10_000, 20);
+    // Leading, with its own incarnation bound (the binder's configuration change): nothing else
+    // is proposed on its own after that, so the commit index can only move by what this test sends.
+    await waitFor('leader, bound', () => (sn!.node.driver.isLeader() && incarnationOf(sn!.node.driver.confState(), 'n1') !== '') || undefined, 10_000, 20);
     const client = new PeerRaftClient(`127.0.0.1:${peer}`, credentials.createInsecure());
     try {
       const lastBefore = sn.node.driver.status().commit;

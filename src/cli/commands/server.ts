@@ -188,7 +188,6 @@ async function runServer(flags: ServerFlags): Promise<void> {
   }
   const certPollMs = int('--cert-poll-ms', flags.certPollMs, 0);
   const log = makeLogger(flags);
-  if (allocator.kind === 'stay') log.info({ allocator: allocator.allocator, why: allocator.why }, `memory allocator: ${allocator.allocator}`);
   let joinClusterId: string | undefined;
   if (flags.join !== undefined) {
     const joined = await joinedMembers(flags, tls, log);
@@ -233,6 +232,8 @@ async function runServer(flags: ServerFlags): Promise<void> {
     setTimeout(() => process.exit(code), 50);
     return;
   }
+  // Logged once serving (a refusal to start stays one line on stderr).
+  if (allocator.kind === 'stay') log.info({ allocator: allocator.allocator, why: allocator.why }, `memory allocator: ${allocator.allocator}`);
   if (tls) watchCertificates(tls, certPollMs, log);
   else log.warn({ insecure: true }, 'serving plaintext (--insecure): no TLS, any caller is trusted');
   // One machine-readable line on stdout: tests and tools learn the bound ports from it.

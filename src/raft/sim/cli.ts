@@ -12,6 +12,7 @@ import { ALL_MUTATIONS, type CoreMutation } from '../core/mutations.js';
 import { ALL_DRIVER_MUTATIONS, type DriverMutation } from '../driver/mutations.js';
 import { FAULT_PROFILES, type FaultProfile } from './fault-plan.js';
 import { runSimulation } from './simulator.js';
+import { SimUsageError } from './sim-usage-error.js';
 
 interface Args {
   seeds: number;
@@ -32,7 +33,7 @@ function parseArgs(argv: string[]): Args {
     const flag = argv[i]!;
     const val = () => {
       const v = argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
+      if (v === undefined) throw new SimUsageError(`${flag} needs a value`);
       return v;
     };
     switch (flag) {
@@ -47,13 +48,13 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--nodes': {
         const n = Number(val());
-        if (n !== 3 && n !== 5) throw new Error('--nodes must be 3 or 5');
+        if (n !== 3 && n !== 5) throw new SimUsageError('--nodes must be 3 or 5');
         a.nodes = [n];
         break;
       }
       case '--profile': {
         const p = val();
-        if (!FAULT_PROFILES.includes(p as FaultProfile)) throw new Error(`--profile must be one of ${FAULT_PROFILES.join(', ')}`);
+        if (!FAULT_PROFILES.includes(p as FaultProfile)) throw new SimUsageError(`--profile must be one of ${FAULT_PROFILES.join(', ')}`);
         a.profile = p as FaultProfile;
         break;
       }
@@ -70,17 +71,17 @@ function parseArgs(argv: string[]): Args {
         const m = val();
         if (ALL_MUTATIONS.includes(m as CoreMutation)) a.mutations.add(m as CoreMutation);
         else if (ALL_DRIVER_MUTATIONS.includes(m as DriverMutation)) a.driverMutations.add(m as DriverMutation);
-        else throw new Error(`unknown mutation ${m}; one of ${[...ALL_MUTATIONS, ...ALL_DRIVER_MUTATIONS].join(', ')}`);
+        else throw new SimUsageError(`unknown mutation ${m}; one of ${[...ALL_MUTATIONS, ...ALL_DRIVER_MUTATIONS].join(', ')}`);
         break;
       }
       case '--list-mutations':
         a.listMutations = true;
         break;
       default:
-        throw new Error(`unknown flag ${flag}`);
+        throw new SimUsageError(`unknown flag ${flag}`);
     }
   }
-  if (!Number.isSafeInteger(a.seeds) || a.seeds < 0) throw new Error('--seeds must be a non-negative integer');
+  if (!Number.isSafeInteger(a.seeds) || a.seeds < 0) throw new SimUsageError('--seeds must be a non-negative integer');
   return a;
 }
 

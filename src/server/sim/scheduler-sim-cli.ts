@@ -9,6 +9,7 @@ import { SUPPORTED_FEATURE_LEVEL } from '../../fsm/commands/feature-levels.js';
 import { FAULT_PROFILES, type FaultProfile } from '../../raft/sim/fault-plan.js';
 import { isSchedMutation, SCHED_MUTATIONS, type SchedMutation } from './sched-mutations.js';
 import { runSchedulerSimulation, type FaultSet } from './sched-simulator.js';
+import { SimUsageError } from '../../raft/sim/sim-usage-error.js';
 
 interface Args {
   seeds: number;
@@ -30,7 +31,7 @@ function parseArgs(argv: string[]): Args {
     const flag = argv[i]!;
     const val = () => {
       const v = argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
+      if (v === undefined) throw new SimUsageError(`${flag} needs a value`);
       return v;
     };
     switch (flag) {
@@ -45,19 +46,19 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--nodes': {
         const n = Number(val());
-        if (n !== 3 && n !== 5) throw new Error('--nodes must be 3 or 5');
+        if (n !== 3 && n !== 5) throw new SimUsageError('--nodes must be 3 or 5');
         a.nodes = [n];
         break;
       }
       case '--profile': {
         const p = val();
-        if (!FAULT_PROFILES.includes(p as FaultProfile)) throw new Error(`--profile must be one of ${FAULT_PROFILES.join(', ')}`);
+        if (!FAULT_PROFILES.includes(p as FaultProfile)) throw new SimUsageError(`--profile must be one of ${FAULT_PROFILES.join(', ')}`);
         a.profile = p as FaultProfile;
         break;
       }
       case '--faults': {
         const f = val();
-        if (f !== 'v1' && f !== 'v2' && f !== 'v3') throw new Error(`--faults is v1 (before worker cut-offs and the control-plane client), v2 (before store faults, backfills, cancels and reads) or v3 (the default)`);
+        if (f !== 'v1' && f !== 'v2' && f !== 'v3') throw new SimUsageError(`--faults is v1 (before worker cut-offs and the control-plane client), v2 (before store faults, backfills, cancels and reads) or v3 (the default)`);
         a.faults = f;
         break;
       }
@@ -69,7 +70,7 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--mutation': {
         const m = val();
-        if (!isSchedMutation(m)) throw new Error(`unknown scheduler mutation ${m}; one of ${SCHED_MUTATIONS.join(', ')}`);
+        if (!isSchedMutation(m)) throw new SimUsageError(`unknown scheduler mutation ${m}; one of ${SCHED_MUTATIONS.join(', ')}`);
         a.mutations.add(m);
         break;
       }
@@ -77,10 +78,10 @@ function parseArgs(argv: string[]): Args {
         a.listMutations = true;
         break;
       default:
-        throw new Error(`unknown flag ${flag}`);
+        throw new SimUsageError(`unknown flag ${flag}`);
     }
   }
-  if (!Number.isSafeInteger(a.seeds) || a.seeds < 0) throw new Error('--seeds must be a non-negative integer');
+  if (!Number.isSafeInteger(a.seeds) || a.seeds < 0) throw new SimUsageError('--seeds must be a non-negative integer');
   return a;
 }
 
