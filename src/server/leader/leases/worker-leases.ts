@@ -96,9 +96,14 @@ export class WorkerLeases {
       if (outcome === 'renewed' || staleTolerated(outcome, this.deps.reads.unsafe.acceptStaleTokens)) continue;
       if (outcome === 'unknown-run') {
         // Maybe only the ack of its result is missing (it comes with the re-sent result).
-        void this.resultRecorded(h, session.workerId).then((recorded) => {
-          if (!recorded && !this.stopped) session.send({ message: { $case: 'leaseLost', leaseLost: { runId: h.runId, fencingToken: h.fencingToken, reason: 'the run is no longer running under this lease (finished, cancelled or expired)' } } });
-        });
+        void this.resultRecorded(h, session.workerId).then(
+          (recorded) => {
+            if (!recorded && !this.stopped) session.send({ message: { $case: 'leaseLost', leaseLost: { runId: h.runId, fencingToken: h.fencingToken, reason: 'the run is no longer running under this lease (finished, cancelled or expired)' } } });
+          },
+          // A failed store read tells nothing: no lease-lost on a guess (the next heartbeat asks
+          // again), and never an unhandled rejection, which would take the node down.
+          (err: unknown) => this.deps.log.warn({ err, runId: h.runId }, 'could not read a heartbeat\'s unknown run; asking again at the next heartbeat'),
+        );
         continue;
       }
       const reason =
