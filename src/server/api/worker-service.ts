@@ -151,11 +151,13 @@ function handleStream(host: WorkerServiceHost, call: ServerDuplexStream<ConnectR
       }
       case 'reattach': {
         const s = session;
+        // A failed store read (re-attaching asks whether a result was recorded) ends the stream:
+        // the worker reconnects and re-attaches; never an unhandled rejection.
         void services.workerLeases.reattach(s, m.reattach.runs).then(({ rejected }) => {
           for (const r of rejected) {
             s.send({ message: { $case: 'leaseLost', leaseLost: { runId: r.runId, fencingToken: r.fencingToken, reason: 'not re-attached: the lease is no longer held' } } });
           }
-        });
+        }, fail);
         return;
       }
       case 'drain':
