@@ -150,7 +150,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     // Nodes first, then one member per worker slot (kernel-network.ts).
     if (o.netns) lab = await NetnsLab.create(o.nodes + workerCount);
   } catch (e) {
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => undefined);
     throw e;
   }
   const nodeIds = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
@@ -159,7 +159,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     if (o.secure) sec = await makeSecureCluster(root, nodeIds, (id) => (lab ? [lab.address(nodeIds.indexOf(id))] : []));
   } catch (e) {
     await lab?.destroy().catch(() => undefined);
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => undefined);
     throw e;
   }
   const ledger = new LedgerProcess(root, lab?.hostAddress);
@@ -375,7 +375,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await lab?.destroy().catch(() => undefined);
     const keep = o.keep ?? 'on-failure';
     if (keep === 'never' || (keep === 'on-failure' && ok)) {
-      if (!o.reportDir || !o.reportDir.startsWith(root)) await rm(root, { recursive: true, force: true }).catch(() => undefined);
+      if (!o.reportDir || !o.reportDir.startsWith(root)) await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => undefined);
     } else {
       log(`data dirs and logs kept in ${root}`);
     }

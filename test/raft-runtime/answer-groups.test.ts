@@ -9,6 +9,7 @@ import { encodeKvCommand } from '../../src/raft/kv/kv-command.js';
 import { KvStateMachine } from '../../src/raft/kv/kv-state-machine.js';
 import { createNode } from '../../src/server/node/create-node.js';
 import type { HeraldNode } from '../../src/server/node/herald-node.js';
+import { incarnationOf } from '../../src/raft/core/membership.js';
 
 const logger = pino({ level: 'silent' });
 const members = [{ id: 'n1', peerAddress: '127.0.0.1:0', clientAddress: '127.0.0.1:0' }];
@@ -56,6 +57,10 @@ describe('answering a group-committed batch', () => {
   it('answers 96 proposals of one apply in groups of 32, in log order, each with its own entry', async () => {
     node = await createNode({ id: 'n1', members, dataDir: join(dir, 'n1'), stateMachine: (d) => KvStateMachine.open(d), logger, tickMs: 10 });
     await node.propose(encodeKvCommand({ op: 'put', key: 'warm', value: Buffer.from('x') }), { timeoutMs: 5000 });
+    // The leader binds its own incarnation (a configuration entry) on its own: done before counting.
+    for (let i = 0; i < 500 && incarnationOf(node.driver.confState(), 'n1') === ''; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(incarnationOf(node.driver.confState(), 'n1')).not.toBe('');
+    await new Promise((r) => setTimeout(r, 50)); // its apply
     const applies0 = node.driver.stats.entriesApplied;
 
     const answered = await proposeBurst(node, 96);

@@ -37,7 +37,16 @@ describe('an entry of a newer format halts apply', () => {
     });
     // Leading, with its own incarnation bound (the binder's configuration change): nothing else
     // is proposed on its own after that, so the commit index can only move by what this test sends.
-    await waitFor('leader, bound', () => (sn!.node.driver.isLeader() && incarnationOf(sn!.node.driver.confState(), 'n1') !== '') || undefined, 10_000, 20);
+    await waitFor('leader, bound, raised', () => (sn!.node.driver.isLeader() && incarnationOf(sn!.node.driver.confState(), 'n1') !== '' && sn!.node.clusterFeatureLevel() === SUPPORTED_FEATURE_LEVEL) || undefined, 10_000, 20);
+    // And quiet: the commit index still for 300 ms.
+    let quiet = sn.node.driver.status().commit;
+    await waitFor('a quiet log', async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      const now = sn!.node.driver.status().commit;
+      const still = now === quiet;
+      quiet = now;
+      return still || undefined;
+    }, 10_000, 0);
     const client = new PeerRaftClient(`127.0.0.1:${peer}`, credentials.createInsecure());
     try {
       const lastBefore = sn.node.driver.status().commit;
