@@ -365,7 +365,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
     return { report, summary: summarize(report, reportPath), human: humanSummary(report), reportPath };
   } finally {
-    nemesis?.stop();
+    // A step under way (a node restart) must not outlive the cluster and re-create its data dir.
+    await nemesis?.stopAndWait(10_000).catch(() => undefined);
     for (const close of closers) close();
     client?.close();
     await workers?.close().catch(() => undefined);
@@ -375,7 +376,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await lab?.destroy().catch(() => undefined);
     const keep = o.keep ?? 'on-failure';
     if (keep === 'never' || (keep === 'on-failure' && ok)) {
-      if (!o.reportDir || !o.reportDir.startsWith(root)) await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => undefined);
+      if (!o.reportDir || !o.reportDir.startsWith(root)) {
+        await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => undefined);
+        // Once more a moment later: a process that was still exiting may have written into it.
+        await sleep(500);
+        await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => undefined);
+      }
     } else {
       log(`data dirs and logs kept in ${root}`);
     }
