@@ -35,12 +35,7 @@ import { toSpec, type CallOptions, type CreateJobOptions, type CreateJobsItem, t
 export type { CallOptions, CreateJobOptions, CreateJobsItem, CreateJobsItemResult, HeraldClientOptions, ReadOptions, SpecInput } from './herald-client-options.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
 
-type Unary<Req, Res> = (
-  request: Req,
-  metadata: Metadata,
-  options: Partial<GrpcCallOptions>,
-  callback: (err: ServiceError | null, response: Res) => void,
-) => ClientUnaryCall;
+type Unary<Req, Res> = (request: Req, metadata: Metadata, options: Partial<GrpcCallOptions>, callback: (err: ServiceError | null, response: Res) => void) => ClientUnaryCall;
 
 // An attempt abandoned because the node sent nothing within the first-byte bound.
 class SilentAttempt {

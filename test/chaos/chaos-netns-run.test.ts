@@ -13,6 +13,7 @@ import { runChaos } from '../../chaos/run-chaos.js';
 import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
 import { kernelFaultsUnavailable } from '../../chaos/net/netns.js';
 import type { FaultKind } from '../../chaos/nemesis/fault-kinds.js';
+import { CLEAN_CHECKERS } from './fixtures/clean-checkers.js';
 
 const unavailable = await kernelFaultsUnavailable();
 if (unavailable) console.warn(`chaos --netns run skipped: ${unavailable}`);
@@ -34,15 +35,7 @@ describe('chaos: short run on kernel network faults (3 nodes in network namespac
     const detail = `${r.human}\n${lines.join('\n')}`;
     expect(s, detail).toMatchObject({
       network: 'netns',
-      lost: 0,
-      duplicateEffects: 0,
-      unexpected: 0,
-      early: 0,
-      staleAccepted: 0,
-      linearizable: true,
-      converged: true,
-      notTerminal: 0,
-      nodeStartFailures: 0,
+      ...CLEAN_CHECKERS,
       recovered: true,
       ok: true,
     });

@@ -17,6 +17,7 @@ import { describe, expect, it } from 'vitest';
 import { runChaos } from '../../chaos/run-chaos.js';
 import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
 import { FAULT_FAMILIES, familyOf, type FaultKind } from '../../chaos/nemesis/fault-kinds.js';
+import { CLEAN_CHECKERS } from './fixtures/clean-checkers.js';
 
 const SEED = 11;
 const FAMILIES = FAULT_FAMILIES.filter((f) => f !== 'membership');
@@ -42,15 +43,7 @@ describe('chaos: short real run (3 nodes, every process and network fault family
     expect(s, detail).toMatchObject({
       seed: SEED,
       nodes: 3,
-      lost: 0,
-      duplicateEffects: 0,
-      unexpected: 0,
-      early: 0,
-      staleAccepted: 0,
-      linearizable: true,
-      converged: true,
-      notTerminal: 0,
-      nodeStartFailures: 0,
+      ...CLEAN_CHECKERS,
       recovered: true,
       ok: true,
     });

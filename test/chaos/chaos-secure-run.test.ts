@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { runChaos } from '../../chaos/run-chaos.js';
 import { liveManaged } from '../../chaos/orchestrator/managed-process.js';
 import type { FaultKind } from '../../chaos/nemesis/fault-kinds.js';
+import { CLEAN_CHECKERS } from './fixtures/clean-checkers.js';
 
 const SEED = 29;
 const KINDS: FaultKind[] = ['kill-leader', 'partition-isolate-leader', 'kill-worker'];
@@ -38,15 +39,7 @@ describe('chaos: short real run with TLS and auth (3 nodes)', () => {
       seed: SEED,
       nodes: 3,
       secure: true,
-      lost: 0,
-      duplicateEffects: 0,
-      unexpected: 0,
-      early: 0,
-      staleAccepted: 0,
-      linearizable: true,
-      converged: true,
-      notTerminal: 0,
-      nodeStartFailures: 0,
+      ...CLEAN_CHECKERS,
       recovered: true,
       ok: true,
     });
