@@ -78,8 +78,12 @@ export interface RaftTransport {
 export interface SnapshotStaging {
   /** The staged data of the snapshot `meta`. */
   read(meta: SnapshotMeta): AsyncIterable<Uint8Array>;
-  /** Drops every staged snapshot (the state machine restored from one). */
-  prune(): Promise<void>;
+  /**
+   * Drops the staged snapshots at or below `installed` (the state machine restored from it). A
+   * newer one staged meanwhile stays: its offer is on its way to the ready loop, which will
+   * install it next (dropping it too made that install fail, and the node unable to restart).
+   */
+  prune(installed: SnapshotMeta): Promise<void>;
 }
 
 declare const timerHandle: unique symbol;

@@ -73,7 +73,7 @@ export class SnapshotExchange {
     await this.stateMachine.restore(meta, this.staging.read(meta));
     state.stats.snapshotsInstalled++;
     state.logger.info({ index: meta.index, term: meta.term }, 'snapshot installed');
-    await this.staging.prune();
+    await this.staging.prune(meta);
     state.proposals.supersededUpTo(meta.index);
     this.pipeline.setApplied(Math.max(state.applied, meta.index));
   }

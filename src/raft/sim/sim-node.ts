@@ -194,7 +194,9 @@ export class SimNode {
             if (!d) throw new Error(`snapshot ${meta.index} is not staged`);
             yield d;
           },
-          prune: async () => staged.clear(),
+          prune: async (installed) => {
+            for (const index of [...staged.keys()]) if (index <= installed.index) staged.delete(index);
+          },
         },
         timers,
         logger: silent,

@@ -18,15 +18,25 @@ export async function* readSnapshotFile(path: string): AsyncGenerator<Uint8Array
   for await (const chunk of createReadStream(path, { highWaterMark: 256 * 1024 })) yield chunk as Buffer;
 }
 
-/** Removes every staged snapshot except `keep` (a path, or none). */
-export async function pruneStagedSnapshots(dir: string, keep?: string): Promise<void> {
+const STAGED_NAME = /^snap-\d+-(\d+)\.bin$/;
+
+/**
+ * Removes staged snapshots: with `upToIndex`, the finished ones at or below it (transfers still
+ * being written and newer snapshots stay); without, everything (at startup, when no transfer runs).
+ */
+export async function pruneStagedSnapshots(dir: string, upToIndex?: number): Promise<void> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch {
     return;
   }
-  await Promise.all(names.filter((n) => join(dir, n) !== keep).map((n) => rm(join(dir, n), { force: true })));
+  const doomed = names.filter((n) => {
+    if (upToIndex === undefined) return true;
+    const m = STAGED_NAME.exec(n);
+    return m !== null && Number(m[1]) <= upToIndex;
+  });
+  await Promise.all(doomed.map((n) => rm(join(dir, n), { force: true })));
 }
 
 /** One incoming snapshot being written to disk. */
@@ -80,7 +90,7 @@ export class StagedSnapshots implements SnapshotStaging {
     return readSnapshotFile(stagedSnapshotPath(this.dir, meta));
   }
 
-  prune(): Promise<void> {
-    return pruneStagedSnapshots(this.dir);
+  prune(installed: SnapshotMeta): Promise<void> {
+    return pruneStagedSnapshots(this.dir, installed.index);
   }
 }
