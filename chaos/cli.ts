@@ -11,14 +11,40 @@ import { parseDuration } from '../src/client/duration.js';
 import { isFaultKind, parseFaultFamilies, type FaultKind } from './nemesis/fault-kinds.js';
 import { KernelFaultsUnavailableError, runChaos, UNSAFE_SWITCHES, type UnsafeSwitchName } from './run-chaos.js';
 
+const USAGE = `usage: npm run chaos -- [--nodes 3|5] [--duration 60s] [--faults all|kill,pause,partition,clock,crashpoints,membership]
+  [--seed N] [--workers N] [--rogue-workers N] [--scale N] [--kinds kind,...] [--report-dir DIR]
+  [--keep always|on-failure|never] [--snapshot-entries N] [--no-sdk-retries]
+  [--unsafe accept-stale-tokens|skip-slot-check|skip-fsync] [--netns] [--secure]`;
+
+const VALUE_FLAGS = new Set(['nodes', 'duration', 'faults', 'seed', 'workers', 'rogue-workers', 'scale', 'kinds', 'report-dir', 'keep', 'snapshot-entries', 'unsafe']);
+const BOOLEAN_FLAGS = new Set(['no-sdk-retries', 'netns', 'secure']);
+
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`chaos: ${msg}\n`);
+  process.stderr.write(`chaos: ${msg}\n${USAGE}\n`);
   process.exit(2);
+}
+
+// A mistyped flag must not start a run of the wrong shape (a long one, by default all faults).
+const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+for (let i = 0; i < args.length; i++) {
+  const a = args[i]!;
+  const name = a.startsWith('--') ? a.slice(2) : undefined;
+  if (name !== undefined && BOOLEAN_FLAGS.has(name)) continue;
+  if (name !== undefined && VALUE_FLAGS.has(name)) {
+    if (args[i + 1] === undefined || args[i + 1]!.startsWith('--')) usage(`${a} needs a value`);
+    i++;
+    continue;
+  }
+  usage(`unknown argument ${a}`);
 }
 
 const nodes = Number(flag('nodes') ?? '3');
