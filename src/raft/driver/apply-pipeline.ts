@@ -56,6 +56,8 @@ export class ApplyPipeline {
   private waiters: AppliedWaiter[] = [];
   private readonly resultWanted = (index: number): boolean => this.state.proposals.waitsFor(index);
   private readonly runLink = (): Promise<void> => this.applyPending();
+  /** Set while a snapshot install holds the chain (holdForSnapshot): links queued meanwhile wait for it. */
+  private gate: Promise<void> | undefined;
   private readonly onChainError = (e: unknown): void => this.state.fail(e);
 
   constructor(
@@ -97,6 +99,29 @@ export class ApplyPipeline {
     return this.chain;
   }
 
+  /**
+   * For a snapshot install: ends the apply window and settles once the links queued so far are
+   * done; a link queued after (a follower's entries carried to another window) waits until the
+   * returned release is called, after the restore, and then skips what the snapshot covers.
+   */
+  async holdForSnapshot(): Promise<() => void> {
+    this.endApplyWindow();
+    const before = this.chain;
+    let release!: () => void;
+    this.gate = new Promise<void>((resolve) => (release = resolve));
+    const done = (): void => {
+      this.gate = undefined;
+      release();
+    };
+    try {
+      await before;
+    } catch (e) {
+      done();
+      throw e;
+    }
+    return done;
+  }
+
   /** Effects arrived (EffectsInbox): if what the open window waits for is here, apply it now rather than at the window's end. */
   effectsArrived(): void {
     const next = this.inbox.peek(this.state.applied);
@@ -133,7 +158,8 @@ export class ApplyPipeline {
   private queueLink(): void {
     if (this.linkQueued) return;
     this.linkQueued = true;
-    this.chain = this.chain.then(this.runLink);
+    const gate = this.gate;
+    this.chain = this.chain.then(gate ? () => gate.then(this.runLink) : this.runLink);
     this.chain.catch(this.onChainError);
   }
 

@@ -169,17 +169,38 @@ export class ReadyLoop {
       }
     }
 
+    // From the write that drops the log to the end of the restore, no apply may run: entries a
+    // follower carried to its next apply window would be evaluated from memory while the disk no
+    // longer holds them, beside the restore (found by the Raft simulator, seed 130735).
+    let releaseApplies: (() => void) | undefined;
+    if (rd.snapshot) {
+      // A compaction of our own must not write its older snapshot point over this one.
+      this.pipeline.endApplyWindow();
+      await this.compaction.inFlight();
+      releaseApplies = await this.pipeline.holdForSnapshot();
+    }
+    try {
+      await this.persistSendInstall(rd, messages);
+    } finally {
+      releaseApplies?.();
+    }
+
+    // 4. Read states: the reads resolve once applied reaches their index.
+    if (rd.readStates.length > 0) this.reads.confirm(rd.readStates);
+
+    // 5. Apply committed entries, in order, on the apply chain: the loop moves on to the next
+    //    Ready (and its fsync) while the state machine writes. Results go to the proposals.
+    if (committed.length > 0) this.pipeline.queue(committed);
+  }
+
+  /** Steps 1–3 of a Ready: persist, send, install a snapshot from the leader. */
+  private async persistSendInstall(rd: Ready, messages: Message[]): Promise<void> {
+    const state = this.state;
     // 1. Persist (one atomic batch; fsync when the Ready says so) and mirror into MemoryStorage.
     //    A hard state that only moves the commit index needs no write of its own (the commit
     //    index is recomputed after a crash): it rides along with the next write.
     const hardState = rd.hardState ?? this.pendingHardState;
     if (rd.snapshot || rd.entries.length > 0 || rd.mustSync) {
-      if (rd.snapshot) {
-        // A compaction of our own must not write its older snapshot point over this one.
-        this.pipeline.endApplyWindow();
-        await this.compaction.inFlight();
-        await this.pipeline.idle();
-      }
       const t0 = this.timers.nowMs();
       await this.log.persist({ hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
       const dt = this.timers.nowMs() - t0;
@@ -206,13 +227,6 @@ export class ReadyLoop {
     // 3. A snapshot from the leader: the log now records it; restore the state machine from
     //    the staged file (if we crash first, startup finishes the restore from the same file).
     if (rd.snapshot) await this.snapshots.install(rd.snapshot);
-
-    // 4. Read states: the reads resolve once applied reaches their index.
-    if (rd.readStates.length > 0) this.reads.confirm(rd.readStates);
-
-    // 5. Apply committed entries, in order, on the apply chain: the loop moves on to the next
-    //    Ready (and its fsync) while the state machine writes. Results go to the proposals.
-    if (committed.length > 0) this.pipeline.queue(committed);
   }
 
   /** Messages to the transport; a 'snap' starts a snapshot transfer instead. */
