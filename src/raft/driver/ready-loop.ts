@@ -104,7 +104,13 @@ export class ReadyLoop {
 
   private async run(): Promise<void> {
     const state = this.state;
-    if (this.running || state.failed) return;
+    if (this.running) return;
+    if (state.failed) {
+      // A run scheduled before the driver failed: whoever waits for the loop to go idle (stop)
+      // must hear it now, as no later run will come.
+      if (!this.scheduled) this.wakeIdleWaiters();
+      return;
+    }
     this.running = true;
     try {
       while (this.node.hasReady() && !state.failed) {
@@ -117,12 +123,14 @@ export class ReadyLoop {
       state.fail(e);
     } finally {
       this.running = false;
-      if (!this.scheduled) {
-        const idle = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const f of idle) f();
-      }
+      if (!this.scheduled) this.wakeIdleWaiters();
     }
+  }
+
+  private wakeIdleWaiters(): void {
+    const idle = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of idle) f();
   }
 
   private async handleReady(rd: Ready): Promise<void> {
