@@ -93,7 +93,8 @@ const nameOf = (i: number) => s.strings[s.nodes[i * NF + iName]!]!;
 function edgeLabel(e: number): string {
   const t = edgeTypes[s.edges[e + eType]!];
   const v = s.edges[e + eName]!;
-  return t === 'element' || t === 'hidden' ? '[]' : String(s.strings[v]);
+  // Indices (elements, a Map's table slots) would make every buffer a path of its own.
+  return t === 'element' || t === 'hidden' || /^\d+$/.test(String(s.strings[v])) ? '[]' : String(s.strings[v]);
 }
 
 /** The path from a buffer toward the root: owner names and the edges holding each. */

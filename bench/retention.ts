@@ -95,7 +95,7 @@ try {
     const m = await scrape(leader.metricsPort!);
     const rss = rssMiB(leader.proc?.pid);
     const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rss.rss, leaderAnonMiB: rss.anon, leaderFileMiB: rss.file, leaderHeapUsedMiB: m.heapUsedMiB, leaderHeapTotalMiB: m.heapTotalMiB, leaderExternalMiB: m.externalMiB, leaderStoreMiB: m.storeMiB };
-    log(JSON.stringify(s));
+    log(`${JSON.stringify(s)} (leader pid ${leader.proc?.pid})`);
     samples.push(s);
     return s;
   };

@@ -222,13 +222,27 @@ export class RaftNode {
         // The term in a granted pre-vote is the one we will campaign for, not yet ours.
       } else if (m.type === 'app' || m.type === 'heartbeat' || m.type === 'snap') {
         this.becomeFollower(m.term, m.from);
+      } else if (m.type === 'vote') {
+        // Raft's rule (Figure 2): the election timer restarts on hearing the current leader or on
+        // granting a vote, not on merely learning a newer term. etcd restarts it here; then
+        // candidates whose logs are behind keep holding off the one node that could win (with a
+        // slower clock, for many terms: Raft simulator seed 210418, no pre-vote). A grant below
+        // still restarts it.
+        const elapsed = this.electionElapsed;
+        const timeout = this.randomizedElectionTimeout;
+        this.becomeFollower(m.term, NONE);
+        this.electionElapsed = elapsed;
+        this.randomizedElectionTimeout = timeout;
       } else {
         this.becomeFollower(m.term, NONE);
       }
     } else if (m.term < this.term) {
-      if ((this.checkQuorum || this.preVote) && (m.type === 'heartbeat' || m.type === 'app')) {
+      if (m.type === 'heartbeat' || m.type === 'app') {
         // A stale leader (e.g. cut off and rejoining) learns our term and steps down; without
-        // this, pre-vote/check-quorum could leave it isolated forever.
+        // this, pre-vote/check-quorum could leave it isolated forever. Always, not only with
+        // those (etcd relies on this node's vote requests to disrupt the old term instead): a
+        // member far behind may know only incarnations its peers no longer have, so its vote
+        // requests reach no one and only this answer lets it rejoin (Raft simulator, seed 200614).
         this.send(message('appResp', this.id, m.from, this.term));
       } else if (m.type === 'preVote') {
         const r = message('preVoteResp', this.id, m.from, this.term);

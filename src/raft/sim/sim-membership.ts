@@ -148,8 +148,11 @@ export class SimMembership {
   /** A member's disk dies: it restarts on empty disks (crash first if up). */
   private wipeOne(leader: SimNode | undefined): void {
     // One lost disk at a time: a second before the first is replaced can cost the majority
-    // (the cluster then needs disaster recovery, which is not this simulator's subject).
-    if (!leader || this.staleMembers(leader.driver.confState()).length > 0) return;
+    // (the cluster then needs disaster recovery, which is not this simulator's subject). Judged
+    // on a configuration that can no longer be undone: while a change is pending (the removal of
+    // the last wiped member, say) a new leader may come back to the one before it (seed 204239:
+    // n3 wiped, its removal proposed, then the leader's own disk died; 2 of 4 voters lost).
+    if (!leader || leader.driver.confChangePending() || this.staleMembers(leader.driver.confState()).length > 0) return;
     const members = [...this.active];
     if (members.length === 0) return;
     const x = this.rng.pick(members);
