@@ -80,6 +80,8 @@ export interface RaftStatus {
   commit: number;
   applied: number;
   lastIndex: number;
+  /** The term of the last entry (unpersisted ones included). */
+  lastTerm: number;
   /** '' when unknown. */
   leader: NodeId;
   role: Role;
@@ -460,6 +462,7 @@ export class RaftNode {
       commit: this.log.committed,
       applied: this.log.applied,
       lastIndex: this.log.lastIndex(),
+      lastTerm: this.log.lastTerm(),
       leader: this.lead,
       role: this.role,
       leadTransferee: this.leadTransferee,

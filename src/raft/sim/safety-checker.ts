@@ -221,7 +221,11 @@ export class SafetyChecker {
     const lc = this.landedConf.get(node.id);
     if (!lc || !node.up || lc.index > index || node.storage.lastIndex() !== index) return;
     if (lc.index < node.storage.firstIndex() || node.termAt(lc.index) !== lc.term) return;
-    if (node.driver.status().lastIndex !== index) return;
+    // The core's log must be the one on disk: a leader's conflicting entries may have replaced
+    // the suffix in memory while their write is still in flight (then the disk's config entry is
+    // already gone from the configuration, rightly).
+    const st = node.driver.status();
+    if (st.lastIndex !== index || st.lastTerm !== node.termAt(index)) return;
     const inForce = node.driver.confState();
     if (!sameConf(inForce, lc.conf)) {
       this.fail('conf-not-latest', `${node.id} holds config entry ${lc.index}@${lc.term} [${lc.conf.voters.join(',')}] but uses [${inForce.voters.join(',')}]`);
