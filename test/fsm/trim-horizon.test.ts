@@ -3,6 +3,7 @@
 // "never ran" (which ran trimmed slots again, a backfilled one under the very run id a worker had
 // already run: I1). Below level 4 apply stays exactly as it was, so replicas of an older build
 // applying the same entries cannot diverge.
+import { status } from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { describe, expect, it } from 'vitest';
 import { MisfirePolicy } from '../../src/gen/herald/v1/job.js';
@@ -10,6 +11,8 @@ import { RunState } from '../../src/gen/herald/v1/run.js';
 import { finishSuccess, type FsmCommand } from '../../src/fsm/index.js';
 import { FEATURE_LEVEL, SUPPORTED_FEATURE_LEVEL } from '../../src/fsm/commands/feature-levels.js';
 import { decodeJobRecord, type JobRecord } from '../../src/fsm/store/records.js';
+import { grpcStatusOf } from '../../src/server/grpc/grpc-status-map.js';
+import { itemError } from '../../src/server/api/fsm-result.js';
 import { everySpec, freshFsmsPerTest, T0, type TestFsm } from './fsm-test-kit.js';
 
 const { fresh } = freshFsmsPerTest();
@@ -105,6 +108,8 @@ describe('trim horizon (feature level 4)', () => {
       reason: 'HISTORY_TRIMMED',
       message: `job "${JOB}": run history through slot ${new Date(slot(2)).toISOString()} was trimmed by retention, so whether those slots ran is unknown; backfill from after that slot (from_unix_ms > ${slot(2)})`,
     });
+    // What BackfillJob throws for it (job-service.ts), and the status the client gets.
+    expect(grpcStatusOf[itemError(refused.error!).code]).toBe(status.FAILED_PRECONDITION);
     // A range from the horizon on is refused whole: slot 3 (MISSED, backfillable) is not run either.
     expect((await backfill(t, slot(2), slot(4), slot(4) + 6_000)).error?.reason).toBe('HISTORY_TRIMMED');
     expect(await storedJob(t)).toEqual(before);
