@@ -98,8 +98,8 @@ async function firstActiveRun(txn: ApplyTxn, jobId: string): Promise<string> {
  * Feature level 4: a backfill whose slots (ascending) reach the job's trim horizon is refused
  * whole. Retention deleted the run records up to that slot, so "no record" there no longer means
  * "never ran": running such a slot could run it twice, for a backfill even under the id a worker
- * already ran (I1). Below level 4 undefined whatever the record holds (apply as before: replicas
- * of an older build may apply the same entry).
+ * already ran (I1). Below level 4 it refuses nothing, whatever the record holds (apply as before:
+ * replicas of an older build may apply the same entry).
  */
 async function trimmedSlotsRefusal(txn: ApplyTxn, rec: JobRecord, slots: readonly number[]): Promise<ItemError | undefined> {
   const horizon = rec.trimmedThroughSlotMs ?? 0;
