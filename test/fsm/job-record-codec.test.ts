@@ -1,6 +1,7 @@
 // Job records: the positional format 3 round-trips every field of Job (a proto field added later
 // fails here until the codec writes it), and format-1 and -2 records still read (without retention
-// state, which the schema-4 upgrade derives).
+// state, which the schema-4 upgrade derives). Format 8 carries the trim horizon (feature level 4)
+// and only a job with one writes it.
 import { describe, expect, it } from 'vitest';
 import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
 import { ByteWriter } from '../../src/fsm/commands/binary-codec.js';
@@ -64,6 +65,41 @@ describe('job record codec', () => {
     // The count every format-3 record implies (its BUFFER_ONE run or none) keeps format 3.
     expect(encodeJobRecord({ ...rec, heldRuns: 1 })[0]).toBe(3);
     expect(encodeJobRecord({ ...rec, heldRunId: '', heldRuns: 0 })[0]).toBe(3);
+  });
+
+  it('a job with a trim horizon writes format 8 (every header field, then the horizon) and round-trips it; without one the bytes stay those of before', () => {
+    const trimmed: JobRecord = { ...rec, heldRuns: 1, trimmedThroughSlotMs: 1_899_999_940_000 };
+    const bytes = encodeJobRecord(trimmed);
+    expect(bytes[0]).toBe(8);
+    expect(decodeJobRecord(bytes)).toEqual(trimmed);
+    expect(encodeJobRecord(decodeJobRecord(bytes))).toEqual(bytes);
+    // The layout: format 7's header with all its fields, then the horizon, then the positional Job.
+    const w = new ByteWriter().u8(8).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
+    w.uint(1).uint(0).int(0).str('').str('').str('').str('').int(1_899_999_940_000);
+    writeJob(w, full);
+    expect(bytes).toEqual(w.finish());
+    // With every other header field set too.
+    const all: JobRecord = {
+      ...trimmed,
+      heldRuns: 3,
+      watchdogSlotMs: 1_900_000_060_000,
+      job: { ...full, consecutiveDeadRuns: 2, createdBy: 'alice', updatedBy: 'bob', createdRequestId: 'r1', updatedRequestId: 'r2' },
+    };
+    expect(decodeJobRecord(encodeJobRecord(all))).toEqual(all);
+    // No horizon (absent or 0): exactly the bytes each older format wrote, written by hand here.
+    const w3 = new ByteWriter().u8(3).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
+    writeJob(w3, full);
+    expect(encodeJobRecord(rec)).toEqual(w3.finish());
+    expect(encodeJobRecord({ ...rec, trimmedThroughSlotMs: 0 })).toEqual(encodeJobRecord(rec));
+    const who: JobRecord = { ...rec, job: { ...full, createdBy: 'alice', createdRequestId: 'r1' } };
+    const w7 = new ByteWriter().u8(7).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs).uint(1).uint(0).int(0).str('alice').str('').str('r1').str('');
+    writeJob(w7, full);
+    expect(encodeJobRecord(who)).toEqual(w7.finish());
+    expect(encodeJobRecord({ ...who, trimmedThroughSlotMs: 0 })).toEqual(encodeJobRecord(who));
+    // A format-8 record without a horizon is never written, so it does not read either (one encoding per record).
+    const bad = new ByteWriter().u8(8).uint(0).str('').uint(0).int(0).uint(0).uint(0).int(0).str('').str('').str('').str('').int(0);
+    writeJob(bad, full);
+    expect(() => decodeJobRecord(bad.finish())).toThrow(/without a trim horizon/);
   });
 
   it('reads format-1 records written before', () => {

@@ -103,7 +103,7 @@ describe('request ids and run callers (feature level 3)', () => {
     // A job command's principal stays at level 2; a run command's is level 3.
     expect(atFeatureLevel({ type: 'pauseJob', nowMs: T0, jobId: 'j', note: '', principal: 'p', requestId: 'r' }, 2)).toEqual({ type: 'pauseJob', nowMs: T0, jobId: 'j', note: '', principal: 'p' });
     expect(atFeatureLevel({ ...trig, principal: 'p', requestId: 'r' }, 2)).toEqual(trig);
-    expect(SUPPORTED_FEATURE_LEVEL).toBe(FEATURE_LEVEL.REQUEST_IDS);
+    expect(SUPPORTED_FEATURE_LEVEL).toBeGreaterThanOrEqual(FEATURE_LEVEL.REQUEST_IDS);
     // One encoding per command: empty fields are refused, not read as absent.
     expect(() => decodeCommand(new ByteWriter().u8(1).u8(6).int(T0).str('j').str('k').bool(false).str('').str('').finish())).toThrow(/empty caller/);
     expect(() => decodeCommand(new ByteWriter().u8(1).u8(5).int(T0).str('j').str('p').str('').finish())).toThrow(/empty request id/);

@@ -106,6 +106,29 @@ describe('control-plane linearizability checker', () => {
     expect(checkLinearizable(missing, existing, () => true).violations).toEqual([]);
   });
 
+  it('a backfill refused for reaching trimmed history (feature level 4) fits only a job that exists and whose retention trims, and changes nothing', () => {
+    const trimmed = { outcome: 'failed' as const, errorCode: 'INVALID_STATE', errorReason: 'HISTORY_TRIMMED' };
+    const h = [
+      op({ kind: 'backfill', invokedAt: 0, answeredAt: 1, outcome: 'ok', runIds: ['j@b1'] }),
+      // j@b1 ran and retention trimmed it: backfilling its slot again is refused, not run again.
+      op({ kind: 'backfill', invokedAt: 2, answeredAt: 3, ...trimmed }),
+      op({ kind: 'pause', invokedAt: 4, answeredAt: 5, outcome: 'ok', version: 2, paused: true }),
+    ];
+    const mayTrim = () => true;
+    expect(checkLinearizable(h, existing, mayTrim).violations).toEqual([]);
+    // A job whose retention never trims has no trimmed history to refuse.
+    expect(checkLinearizable(h, existing).violations).toHaveLength(1);
+    // Refused after the job was deleted: it would have been JOB_NOT_FOUND.
+    const gone = [op({ kind: 'delete', invokedAt: 0, answeredAt: 1, outcome: 'ok' }), op({ kind: 'backfill', invokedAt: 2, answeredAt: 3, ...trimmed })];
+    expect(checkLinearizable(gone, existing, mayTrim).violations).toHaveLength(1);
+    // The bug the horizon fixes: the trimmed run named again by a later backfill, under its own id.
+    const again = [h[0]!, op({ kind: 'backfill', invokedAt: 2, answeredAt: 3, outcome: 'ok', runIds: ['j@b1'] })];
+    expect(checkLinearizable(again, existing, mayTrim).violations).toHaveLength(1);
+    // Other item errors of a backfill stay unjudged (left out).
+    const other = [op({ kind: 'delete', invokedAt: 0, answeredAt: 1, outcome: 'ok' }), op({ kind: 'backfill', invokedAt: 2, answeredAt: 3, outcome: 'failed', errorCode: 'LIMIT_EXCEEDED' })];
+    expect(checkLinearizable(other, existing, mayTrim).violations).toEqual([]);
+  });
+
   it('lets a read see a run whose trigger is still unanswered only if the trigger answered ok later names it', () => {
     const h = [
       op({ kind: 'trigger', invokedAt: 0, answeredAt: 6, outcome: 'ok', runIds: ['j@m1'] }),

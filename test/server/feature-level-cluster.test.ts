@@ -2,7 +2,8 @@
 // supporting feature level 1 on its peer streams). The leader does not raise the cluster level and
 // writes level-1 job commands (no principal: created_by stays empty) until that node reports 2;
 // then it raises the level and job commands carry the caller's principal. Once it reports 3 the
-// level is raised again and commands carry the call's request id (runs a person acts on, the caller).
+// level is raised again and commands carry the call's request id (runs a person acts on, the caller);
+// once it reports 4 the level reaches 4 (the trim horizon: an apply rule, no new command bytes).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,7 +57,7 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2, to 3 (request ids) once it reports 3', async () => {
+  it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2, to 3 (request ids) once it reports 3, to 4 once it reports 4', async () => {
     // Every node has heard from the others (the reports travel on every peer batch).
     // The leader has heard from every follower (reports travel on every peer batch).
     await waitFor('reports from every follower at the leader', () => {
@@ -81,7 +82,7 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     expect(after.job.createdRequestId).toBe('');
     const st = await client.status();
     expect(st.featureLevel).toBe(2);
-    expect(Object.fromEntries(st.members.map((m) => [m.id, m.supportedFeatureLevel]))).toEqual({ n1: 3, n2: 3, n3: 2 });
+    expect(Object.fromEntries(st.members.map((m) => [m.id, m.supportedFeatureLevel]))).toEqual({ n1: 4, n2: 4, n3: 2 });
 
     n3Level = 3;
     await waitFor('cluster feature level 3 on every node', () => nodes.every((n) => n.fsm.appliedFeatureLevel === 3) || undefined, 10_000, 20);
@@ -106,6 +107,12 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     // Jobs written at the lower levels keep what they had.
     expect(await client.getJob('before')).toMatchObject({ createdBy: '', createdRequestId: '' });
     expect(await client.getJob('after')).toMatchObject({ createdBy: 'bootstrap-admin', createdRequestId: '' });
+    // n3 at 3 holds the cluster at 3 however long the leader checks.
+    await new Promise((r) => setTimeout(r, 300));
     expect((await client.status()).featureLevel).toBe(3);
+
+    n3Level = 4;
+    await waitFor('cluster feature level 4 on every node', () => nodes.every((n) => n.fsm.appliedFeatureLevel === 4) || undefined, 10_000, 20);
+    expect((await client.status()).featureLevel).toBe(4);
   }, 60_000);
 });

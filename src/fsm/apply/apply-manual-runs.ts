@@ -19,6 +19,9 @@ import { asItemError, itemError } from './item-errors.js';
 import { backfillRunId, manualRunId, parseRunId, scheduledRunId } from '../commands/run-id.js';
 import { slotsInRange } from '../schedule/index.js';
 import { validateUserJobId, validateIdempotencyKey } from '../commands/validation.js';
+import { FEATURE_LEVEL } from '../commands/feature-levels.js';
+import type { JobRecord } from '../store/records.js';
+import type { ItemError } from '../commands/results.js';
 
 export const DEFAULT_BACKFILL_MAX_RUNS = 1000;
 export const MAX_BACKFILL_RUNS = 10_000;
@@ -91,6 +94,22 @@ async function firstActiveRun(txn: ApplyTxn, jobId: string): Promise<string> {
   return ids[0] ?? '(unknown)';
 }
 
+/**
+ * Feature level 4: a backfill whose slots (ascending) reach the job's trim horizon is refused
+ * whole. Retention deleted the run records up to that slot, so "no record" there no longer means
+ * "never ran": running such a slot could run it twice, for a backfill even under the id a worker
+ * already ran (I1). Below level 4 it refuses nothing, whatever the record holds (apply as before:
+ * replicas of an older build may apply the same entry).
+ */
+async function trimmedSlotsRefusal(txn: ApplyTxn, rec: JobRecord, slots: readonly number[]): Promise<ItemError | undefined> {
+  const horizon = rec.trimmedThroughSlotMs ?? 0;
+  if (slots.length === 0 || slots[0]! > horizon) return undefined;
+  if ((await txn.featureLevel()) < FEATURE_LEVEL.TRIM_HORIZON) return undefined;
+  const at = new Date(horizon).toISOString();
+  const msg = `job "${rec.job.id}": run history through slot ${at} was trimmed by retention, so whether those slots ran is unknown; backfill from after that slot (from_unix_ms > ${horizon})`;
+  return itemError('INVALID_STATE', msg, 'HISTORY_TRIMMED');
+}
+
 /** States of a slot's scheduled run after which a backfill may still run the slot. */
 const NEVER_STARTED = new Set([RunState.RUN_STATE_MISSED, RunState.RUN_STATE_SKIPPED]);
 
@@ -115,6 +134,8 @@ export async function applyBackfillJob(txn: ApplyTxn, cmd: BackfillJobCommand): 
   let upper = Math.min(cmd.toMs, cmd.nowMs + 1);
   if (job.state === JobState.JOB_STATE_ACTIVE && job.nextFireUnixMs > 0) upper = Math.min(upper, job.nextFireUnixMs);
   const slots = cmd.fromMs < upper ? slotsInRange(spec, cmd.fromMs, upper, job.createdUnixMs, maxRuns + 1, txn.schedule) : [];
+  const trimmed = await trimmedSlotsRefusal(txn, rec, slots);
+  if (trimmed) return { type: 'backfill', error: trimmed, runIds: [] };
   if (slots.length > maxRuns) {
     return { type: 'backfill', error: itemError('LIMIT_EXCEEDED', `the range holds more than ${maxRuns} slots; narrow it or raise max_runs`), runIds: [] };
   }

@@ -12,8 +12,9 @@ import { EXPIRY_PREFIX, idemKeyOfExpiry, padTime, SEP } from '../store/key-layou
 import { isTerminal, type JobRecord } from '../store/records.js';
 import { maxAgeOf, maxRunsOf, TRIM_DUE_NOW } from '../store/retention.js';
 import type { TrimResult } from '../commands/results.js';
-import { parseRunId } from '../commands/run-id.js';
+import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { isValidId } from '../commands/validation.js';
+import { FEATURE_LEVEL } from '../commands/feature-levels.js';
 
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from '../store/retention.js';
 
@@ -54,7 +55,9 @@ export async function applyTrimHistory(txn: ApplyTxn, cmd: TrimHistoryCommand): 
  * than maxAge up to the first one kept (the walk stops there; a run kept for age is reached once
  * the runs before it have gone, and that run's age is when the job is due next). Active runs are
  * neither counted nor touched. Values are read in chunks from the oldest, so a trim reads what it
- * removes. Deletes at most `budget` runs; a job it could not finish stays due at once.
+ * removes. Deletes at most `budget` runs; a job it could not finish stays due at once. Every
+ * deletion of runs by retention (the trim command, the hard run bound) is this function, so the
+ * job's trim horizon follows each one (raiseTrimHorizon).
  */
 export async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budget: number): Promise<number> {
   const jobId = rec.job.id;
@@ -67,6 +70,7 @@ export async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budg
   let trimmed = 0;
   let finishedSeen = 0;
   let nextDue = 0;
+  let horizon = 0;
   // The first chunk is what the trim can delete (a job far past its retention is trimmed a
   // budget at a time: reading all its excess would make each of those applies read its history).
   let chunk = Math.min(excess, budget) + 4;
@@ -85,11 +89,37 @@ export async function trimJob(txn: ApplyTxn, rec: JobRecord, nowMs: number, budg
         nextDue = TRIM_DUE_NOW;
         break walk;
       }
-      txn.deleteRun(parseRunId(r.run.id)!);
+      const p = parseRunId(r.run.id)!;
+      txn.deleteRun(p);
+      horizon = Math.max(horizon, horizonSlotOf(p));
       trimmed++;
     }
   }
+  await raiseTrimHorizon(txn, rec, horizon);
   rec.trimDueMs = nextDue;
   txn.putJob(rec);
   return trimmed;
+}
+
+/**
+ * The slot a deleted run takes the horizon to: its slot for a scheduled or backfill run, whose id
+ * a later fire or backfill of the slot would compute again; 0 for a manual run, whose id is unique
+ * by its sequence and never made again, so losing its record loses nothing a backfill decides on
+ * (and the horizon stays a slot of the schedule, which the backfill refusal names).
+ */
+function horizonSlotOf(p: ParsedRunId): number {
+  return p.kind === 'manual' ? 0 : p.slotMs;
+}
+
+/**
+ * After retention deleted runs of `rec` up to slot `slotMs` (0: none that count): from feature
+ * level 4 the job keeps the highest such slot (JobRecord.trimmedThroughSlotMs), so a backfill can
+ * refuse the slots whose records are gone instead of running them again. Below level 4 nothing
+ * changes: replicas of an older build, which do not know the rule, may apply the same entries.
+ * The caller writes the record.
+ */
+export async function raiseTrimHorizon(txn: ApplyTxn, rec: JobRecord, slotMs: number): Promise<void> {
+  if (slotMs <= (rec.trimmedThroughSlotMs ?? 0)) return;
+  if ((await txn.featureLevel()) < FEATURE_LEVEL.TRIM_HORIZON) return;
+  rec.trimmedThroughSlotMs = slotMs;
 }

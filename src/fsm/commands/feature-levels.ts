@@ -21,10 +21,18 @@ export const FEATURE_LEVEL = {
    * (Run.requested_by / request_id).
    */
   REQUEST_IDS: 3,
+  /**
+   * Retention records on the job how far it trimmed the job's run history (job record format 8,
+   * JobRecord.trimmedThroughSlotMs), and backfill refuses a range reaching into it: below this
+   * level a trimmed slot looked never run and a backfill ran it again. Apply behaves differently
+   * from this level on, so every replica must apply the same level (an older build halts at the
+   * setFeatureLevel entry instead of applying past it with the old rule).
+   */
+  TRIM_HORIZON: 4,
 } as const;
 
 /** The highest level this binary reads and writes. */
-export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.REQUEST_IDS;
+export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.TRIM_HORIZON;
 
 /** The optional command parts (and commands) above BASE and the level each needs. Append only. */
 export const FEATURE_PARTS: readonly { readonly part: string; readonly level: number }[] = [
@@ -32,6 +40,7 @@ export const FEATURE_PARTS: readonly { readonly part: string; readonly level: nu
   { part: 'principal on putJob/putJobs/updateJob/deleteJob/pauseJob/resumeJob (Job.created_by/updated_by)', level: FEATURE_LEVEL.PRINCIPALS },
   { part: 'request id on putJob/putJobs/updateJob/deleteJob/pauseJob/resumeJob (Job.created_request_id/updated_request_id)', level: FEATURE_LEVEL.REQUEST_IDS },
   { part: 'principal and request id on triggerJob/backfillJob/retryRuns/cancelRuns (Run.requested_by/request_id)', level: FEATURE_LEVEL.REQUEST_IDS },
+  { part: 'trim horizon: retention records the last trimmed slot (job record format 8), backfill refuses slots at or below it (apply rule, no command bytes)', level: FEATURE_LEVEL.TRIM_HORIZON },
 ];
 
 /** Commands whose principal is a level-3 part (on job commands it is level 2). */

@@ -39,6 +39,12 @@ export interface JobRecord {
    * alert per stalled slot, however many checks see it. Absent (undefined) means none.
    */
   watchdogSlotMs?: number;
+  /**
+   * Retention's horizon (feature level 4, apply-trim.ts): the highest slot of a scheduled or
+   * backfill run of the job that retention deleted, so a backfill can tell "never ran" from "ran,
+   * record trimmed" (apply-manual-runs.ts). Only rises. Absent (undefined) means none.
+   */
+  trimmedThroughSlotMs?: number;
 }
 
 export interface RunRecord {
@@ -87,6 +93,13 @@ const JOB_RECORD_WHO_FORMAT_VERSION = 6;
  * the bytes of the formats above.
  */
 const JOB_RECORD_REQUEST_FORMAT_VERSION = 7;
+/**
+ * Format 8 (trim horizon, feature level 4): format 7's fields, all present, then
+ * [trimmedThroughSlotMs] before the positional Job. Written only for a job with a horizon (only
+ * retention at level 4 sets one); every other job keeps the bytes of the formats above, as record
+ * bytes are replicated to followers as they are and must be a function of the record alone.
+ */
+const JOB_RECORD_HORIZON_FORMAT_VERSION = 8;
 
 /** How many runs of the job are held (JobRecord.heldRuns, with its default). */
 export function heldRunsOf(rec: JobRecord): number {
@@ -100,15 +113,18 @@ export function encodeJobRecord(rec: JobRecord, buffers?: WriteBuffers): Uint8Ar
   const queued = held !== (rec.heldRunId === '' ? 0 : 1);
   const dead = rec.job.consecutiveDeadRuns;
   const watchdog = rec.watchdogSlotMs ?? 0;
-  const requests = rec.job.createdRequestId !== '' || rec.job.updatedRequestId !== '';
+  const horizon = rec.trimmedThroughSlotMs ?? 0;
+  const trimmed = horizon > 0;
+  const requests = trimmed || rec.job.createdRequestId !== '' || rec.job.updatedRequestId !== '';
   const who = requests || rec.job.createdBy !== '' || rec.job.updatedBy !== '';
   const alerts = who || dead > 0 || watchdog > 0;
-  const version = requests ? JOB_RECORD_REQUEST_FORMAT_VERSION : who ? JOB_RECORD_WHO_FORMAT_VERSION : alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
+  const version = trimmed ? JOB_RECORD_HORIZON_FORMAT_VERSION : requests ? JOB_RECORD_REQUEST_FORMAT_VERSION : who ? JOB_RECORD_WHO_FORMAT_VERSION : alerts ? JOB_RECORD_ALERTS_FORMAT_VERSION : queued ? JOB_RECORD_QUEUE_FORMAT_VERSION : JOB_RECORD_FORMAT_VERSION;
   w.u8(version).uint(rec.manualSeq).str(rec.heldRunId).uint(rec.terminalRuns).int(rec.trimDueMs);
   if (queued || alerts) w.uint(held);
   if (alerts) w.uint(dead).int(watchdog);
   if (who) w.str(rec.job.createdBy).str(rec.job.updatedBy);
   if (requests) w.str(rec.job.createdRequestId).str(rec.job.updatedRequestId);
+  if (trimmed) w.int(horizon);
   writeJob(w, rec.job);
   return w.finish();
 }
@@ -122,21 +138,24 @@ function rest(bytes: Uint8Array, r: ByteReader): Uint8Array {
 export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord {
   const r = new ByteReader(bytes);
   const v = r.u8();
-  if (v === JOB_RECORD_FORMAT_VERSION || v === JOB_RECORD_FORMAT_2 || v === JOB_RECORD_QUEUE_FORMAT_VERSION || v === JOB_RECORD_ALERTS_FORMAT_VERSION || v === JOB_RECORD_WHO_FORMAT_VERSION || v === JOB_RECORD_REQUEST_FORMAT_VERSION) {
+  if (v >= JOB_RECORD_FORMAT_2 && v <= JOB_RECORD_HORIZON_FORMAT_VERSION) {
     const manualSeq = r.uint();
     const heldRunId = r.str();
     const terminalRuns = v === JOB_RECORD_FORMAT_2 ? 0 : r.uint();
     const trimDueMs = v === JOB_RECORD_FORMAT_2 ? 0 : r.int();
-    const who = v === JOB_RECORD_WHO_FORMAT_VERSION || v === JOB_RECORD_REQUEST_FORMAT_VERSION;
-    const alerts = v === JOB_RECORD_ALERTS_FORMAT_VERSION || who;
+    // Each format from 5 on carries the header fields of the one before it.
+    const requests = v >= JOB_RECORD_REQUEST_FORMAT_VERSION;
+    const who = v >= JOB_RECORD_WHO_FORMAT_VERSION;
+    const alerts = v >= JOB_RECORD_ALERTS_FORMAT_VERSION;
     const heldRuns = v === JOB_RECORD_QUEUE_FORMAT_VERSION || alerts ? r.uint() : undefined;
     if (alerts) {
       const dead = r.uint();
       const watchdogSlotMs = r.int();
       const createdBy = who ? r.str() : '';
       const updatedBy = who ? r.str() : '';
-      const createdRequestId = v === JOB_RECORD_REQUEST_FORMAT_VERSION ? r.str() : '';
-      const updatedRequestId = v === JOB_RECORD_REQUEST_FORMAT_VERSION ? r.str() : '';
+      const createdRequestId = requests ? r.str() : '';
+      const updatedRequestId = requests ? r.str() : '';
+      const horizon = v === JOB_RECORD_HORIZON_FORMAT_VERSION ? r.int() : 0;
       const job = readJob(r, specs);
       r.end();
       job.consecutiveDeadRuns = dead;
@@ -146,6 +165,9 @@ export function decodeJobRecord(bytes: Uint8Array, specs?: SpecCache): JobRecord
       job.updatedRequestId = updatedRequestId;
       const rec: JobRecord = { job, manualSeq, heldRunId, terminalRuns, trimDueMs, heldRuns: heldRuns! };
       if (watchdogSlotMs > 0) rec.watchdogSlotMs = watchdogSlotMs;
+      // Format 8 with no horizon is never written: read back, it would encode as format 7.
+      if (v === JOB_RECORD_HORIZON_FORMAT_VERSION && horizon <= 0) throw new FsmDecodeError('job record format 8 without a trim horizon');
+      if (horizon > 0) rec.trimmedThroughSlotMs = horizon;
       return rec;
     }
     const job = readJob(r, specs);

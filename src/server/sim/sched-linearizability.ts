@@ -11,7 +11,12 @@
 // VERSION_MISMATCH unless the version is v, else version+1; pause makes version+1, paused; resume
 // of a paused job makes version+1, active, of an active one changes nothing; delete removes it
 // and its runs; trigger and backfill create the runs their answer names (a backfill never names
-// a run that exists); all but create fail JOB_NOT_FOUND on a job that does not exist. Named runs
+// a run named before, even one retention trimmed since: from feature level 4 the job's trim
+// horizon refuses its slot, and the clients backfill jobs whose retention trims only from level 4);
+// a backfill refused for reaching trimmed history (INVALID_STATE, reason HISTORY_TRIMMED) changes
+// nothing and needs a job that exists and whose retention trims (the trims are the scheduler's, not
+// in the history, so where the horizon stands is not modelled: any such refusal of such a job
+// fits); all but create fail JOB_NOT_FOUND on a job that does not exist. Named runs
 // are live, ended (by the scheduler: finished, replaced, ...) or cancelled (by a cancel that
 // applied). The scheduler's ends are not in the history, so a run goes from live to ended when
 // an answer first shows it ended — a cancel answered INVALID_STATE, a read showing it terminal —
@@ -87,6 +92,7 @@ function step(s: JobReg, op: ControlOp, mayTrim: boolean): JobReg | undefined {
       return judged(undefined, { exists: false, version: s.version, paused: false, runs: NO_RUNS });
     case 'trigger':
     case 'backfill': {
+      if (trimmedRefusal(op)) return mayTrim ? s : undefined;
       const named = op.outcome === 'ok' ? (op.runIds ?? []) : [];
       // Each named run is new: a backfill skips slots backfilled before.
       if (named.some((id) => s.runs.has(id))) return undefined;
@@ -137,11 +143,17 @@ function listRuns(s: JobReg, op: ControlOp, mayTrim: boolean): JobReg | undefine
   return withRuns(s, changes);
 }
 
+/** A backfill refused because its range reaches the job's trim horizon (apply-manual-runs.ts). */
+function trimmedRefusal(op: ControlOp): boolean {
+  return op.kind === 'backfill' && op.outcome === 'failed' && op.errorCode === 'INVALID_STATE' && op.errorReason === 'HISTORY_TRIMMED';
+}
+
 /** Answers the model does not judge (rejected commands, other item errors, unanswered reads): left out. */
 function judgeable(op: ControlOp): boolean {
   if (op.outcome === 'ok') return true;
   if (op.outcome === 'unknown') return op.kind !== 'get' && op.kind !== 'list';
   if (op.kind === 'cancel') return op.errorCode === 'INVALID_STATE' || op.errorCode === 'RUN_NOT_FOUND';
+  if (trimmedRefusal(op)) return true;
   return op.errorCode === 'JOB_NOT_FOUND' || op.errorCode === 'VERSION_MISMATCH' || op.errorCode === 'ALREADY_EXISTS';
 }
 

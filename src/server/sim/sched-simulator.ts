@@ -27,7 +27,7 @@ import type { SchedMutation } from './sched-mutations.js';
 import { SchedSimNode, type SchedNodeHooks } from './sched-sim-node.js';
 import { MS_PER_UNIT, setEpoch, SimWallClock, trueMs } from './sim-wall-clock.js';
 import { SIM_TASK_TYPE, SimWorker } from './sim-worker.js';
-import { JobChangeLog, SimControlClient, type ControlShared } from './sim-control-client.js';
+import { JobChangeLog, SimControlClient, trims, type ControlShared } from './sim-control-client.js';
 import { checkLinearizable } from './sched-linearizability.js';
 import { CommandTimeLog } from './command-time-log.js';
 import { RunRecordLog } from './run-record-log.js';
@@ -56,12 +56,14 @@ export interface SchedSimOptions {
   /**
    * The fault set: v3 (default) adds storage faults in one replica's state machine store and the
    * control-plane client's backfills, cancels and reads; v2 has worker cut-offs and the client's
-   * other operations; v1 neither. A seed recorded under an older set replays the run it failed in.
+   * other operations; v1 neither. v4 (opt-in) is v3 whose clients also backfill the jobs whose
+   * retention trims, once the cluster is at feature level 4 (the trim horizon). A seed recorded
+   * under an older set replays the run it failed in.
    */
   faults?: FaultSet;
 }
 
-export type FaultSet = 'v1' | 'v2' | 'v3';
+export type FaultSet = 'v1' | 'v2' | 'v3' | 'v4';
 
 export interface SchedSimResult extends SchedCheckResult {
   seed: number;
@@ -131,7 +133,8 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const settleUnits = opts.settleUnits ?? 2500;
   const faultRng = rng.fork('faults');
   const faultSet: FaultSet = opts.faults ?? 'v3';
-  const v3 = faultSet === 'v3';
+  // v4 is v3 plus one more kind of client operation: every v3 draw is made as in v3.
+  const v3 = faultSet === 'v3' || faultSet === 'v4';
   const trace: string[] = [];
   const log = opts.trace ? (line: string) => trace.push(line) : undefined;
   const ids = Array.from({ length: n }, (_, i) => `n${i + 1}`);
@@ -217,7 +220,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   const starting = new Set<SchedSimNode>();
   // Storage faults in one replica's state machine store (a stream of their own): v3 only.
   const storeRng = rng.fork('store-faults');
-  const faultyStore = (opts.faults ?? 'v3') === 'v3' && storeRng.chance(0.4) ? nodes.get(storeRng.pick(ids)) : undefined;
+  const faultyStore = v3 && storeRng.chance(0.4) ? nodes.get(storeRng.pick(ids)) : undefined;
   faultyStore?.setStoreFaults(storeRng.pick([0.01, 0.03, 0.08]));
   if (faultyStore) log?.(`t=0 ${faultyStore.id}: its state machine store fails some reads and writes`);
 
@@ -357,7 +360,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
       opRate,
       spec: specOf,
       casFromStaleReplica: mutations.has('cas-from-stale-replica'),
-      opSet: v3 ? 'v3' : 'v2',
+      opSet: faultSet === 'v4' ? 'v4' : v3 ? 'v3' : 'v2',
       log,
     }),
   );
@@ -521,7 +524,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     violations.push(...res.violations);
     checked = res;
     // The v3 jobs' retention trims ended runs while the clients still name them.
-    const lin = checkLinearizable(controlShared.history, new Set(jobItems.map((j) => j.jobId)), (jobId) => jobId.startsWith('job-v3-'));
+    const lin = checkLinearizable(controlShared.history, new Set(jobItems.map((j) => j.jobId)), trims);
     controlOps = lin.opsChecked;
     linUnchecked = lin.unchecked;
     for (const v of lin.violations.slice(0, 3)) violations.push({ kind: 'control-not-linearizable', detail: `${v.jobId}: ${v.detail}` });

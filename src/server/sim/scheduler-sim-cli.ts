@@ -58,7 +58,9 @@ function parseArgs(argv: string[]): Args {
       }
       case '--faults': {
         const f = val();
-        if (f !== 'v1' && f !== 'v2' && f !== 'v3') throw new SimUsageError(`--faults is v1 (before worker cut-offs and the control-plane client), v2 (before store faults, backfills, cancels and reads) or v3 (the default)`);
+        if (f !== 'v1' && f !== 'v2' && f !== 'v3' && f !== 'v4') {
+          throw new SimUsageError(`--faults is v1 (before worker cut-offs and the control-plane client), v2 (before store faults, backfills, cancels and reads), v3 (the default) or v4 (v3, and backfills of jobs whose retention trims)`);
+        }
         a.faults = f;
         break;
       }

@@ -4,8 +4,8 @@
 const USAGE = `usage:
   npm run sim -- [--system raft] --seeds N [--start-seed S] [--nodes 3|5] [--profile P] [--mutation M] [--no-membership]
   npm run sim -- [--system raft] --seed S [--nodes 3|5] --trace
-  npm run sim -- --system scheduler --seeds N [--start-seed S] [--nodes 3|5] [--profile P] [--mutation M] [--chaos-units U] [--faults v1|v2|v3]
-  npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] [--faults v1|v2|v3] --trace
+  npm run sim -- --system scheduler --seeds N [--start-seed S] [--nodes 3|5] [--profile P] [--mutation M] [--chaos-units U] [--faults v1|v2|v3|v4]
+  npm run sim -- --system scheduler --seed S [--nodes 3|5] [--chaos-units U] [--faults v1|v2|v3|v4] --trace
   npm run sim -- [--system raft|scheduler] --list-mutations
 The last line printed is a JSON summary (src/raft/sim/cli.ts, src/server/sim/scheduler-sim-cli.ts).`;
 const argv = process.argv;

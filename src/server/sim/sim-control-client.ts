@@ -20,6 +20,7 @@ import { stampedAtAppend } from '../node/stamped-proposal.js';
 import { JobState, type JobSpec } from '../../gen/herald/v1/job.js';
 import type { RunState } from '../../gen/herald/v1/run.js';
 import { MAX_PAGE_SIZE } from '../../fsm/machine/fsm-reads.js';
+import { FEATURE_LEVEL } from '../../fsm/commands/feature-levels.js';
 import { isHeraldError } from '../../herald-error.js';
 import type { Entry } from '../../raft/types.js';
 import type { Prng } from '../../raft/sim/prng.js';
@@ -51,6 +52,8 @@ export interface ControlOp {
   version?: number;
   paused?: boolean;
   errorCode?: string;
+  /** failed with an item error: its reason ('HISTORY_TRIMMED': a backfill into trimmed history). */
+  errorReason?: string;
   detail?: string;
   /** create, update: the spec sent. */
   spec?: JobSpec;
@@ -212,8 +215,11 @@ export interface ControlClientDeps {
   readonly spec: (rng: Prng) => JobSpec;
   /** The cas-from-stale-replica mutation (sched-mutations.ts). */
   readonly casFromStaleReplica: boolean;
-  /** v2: the operations of fault set v2 only (create to trigger), drawn as then, so its seeds replay. */
-  readonly opSet?: 'v2' | 'v3';
+  /**
+   * v2: the operations of fault set v2 only (create to trigger), drawn as then, so its seeds replay.
+   * v4: as v3, but the jobs whose retention trims are backfilled too (v3 triggers them instead).
+   */
+  readonly opSet?: 'v2' | 'v3' | 'v4';
   readonly log?: (line: string) => void;
 }
 
@@ -222,6 +228,8 @@ export class SimControlClient {
   private inFlight = false;
   /** The job of this client's last operation: often the next one's too (read-your-writes pressure). */
   private lastJob: string | undefined;
+  /** v4: the range of this client's last backfill of each job, to backfill again once retention may have trimmed it. */
+  private readonly backfilled = new Map<string, { fromMs: number; toMs: number }>();
 
   constructor(
     readonly id: number,
@@ -238,6 +246,11 @@ export class SimControlClient {
     const leader = this.d.leader();
     const nowMs = leader?.clusterClock.nowMs();
     if (!leader || nowMs === undefined) return;
+    // Below level 4 a backfill re-runs a slot whose run retention trimmed (the old rule, which a
+    // cluster keeps until every voter runs a build with the trim horizon): the model's "a backfill
+    // never names a run named before" holds from level 4 on. The leader's applied level at sending
+    // is a floor for the level the backfill is applied at (the raise entry is before it in the log).
+    if (op.kind === 'backfill' && trims(op.jobId) && leader.fsm.appliedFeatureLevel < FEATURE_LEVEL.TRIM_HORIZON) op.kind = 'trigger';
     this.pending = undefined;
     this.inFlight = true;
     op.invokedAt = sched.now;
@@ -255,6 +268,9 @@ export class SimControlClient {
     if (r < 0.05) return { ...base, kind: 'create', jobId: `ctl-job-${shared.nextCreate++}` };
     const jobId = this.lastJob !== undefined && rng.chance(0.5) ? this.lastJob : rng.pick(shared.jobIds);
     this.lastJob = jobId;
+    // v4: a fifth of the operations on a job whose retention trims are backfills (half of them over
+    // a range backfilled before, see send), so backfills meet trimmed history in most seeds.
+    if (this.d.opSet === 'v4' && trims(jobId) && rng.chance(0.2)) return { ...base, kind: 'backfill', jobId };
     if (r < 0.32) {
       const known = shared.knownVersion.get(jobId) ?? 1;
       // Mostly the version last seen; sometimes one behind (a CAS that must fail).
@@ -264,9 +280,10 @@ export class SimControlClient {
     if (r < 0.66) return { ...base, kind: 'resume', jobId };
     if (r < 0.68) return { ...base, kind: 'delete', jobId };
     if (r < 0.74) return { ...base, kind: 'trigger', jobId };
-    // Not on the jobs whose retention trims during the run: a backfill re-runs a slot whose
-    // backfilled run was trimmed, under the same run id (README: seed 61, 5 nodes).
-    if (r < 0.8) return { ...base, kind: jobId.startsWith('job-v3-') ? 'trigger' : 'backfill', jobId };
+    // v3: not on the jobs whose retention trims during the run: before the trim horizon (feature
+    // level 4) a backfill re-ran a slot whose backfilled run was trimmed, under the same run id
+    // (README: seed 61, 5 nodes). v4 backfills them (refused once the range reaches trimmed history).
+    if (r < 0.8) return { ...base, kind: trims(jobId) && this.d.opSet !== 'v4' ? 'trigger' : 'backfill', jobId };
     if (r < 0.86) {
       const runs = shared.knownRuns.get(jobId);
       if (runs && runs.length > 0) return { ...base, kind: 'cancel', jobId, runId: rng.pick(runs) };
@@ -361,10 +378,19 @@ export class SimControlClient {
         cmd = { type: 'triggerJob', nowMs, jobId: op.jobId, idempotencyKey: `ctl-${op.id}`, ignoreOverlap: false };
         break;
       case 'backfill': {
-        // A few past slots of 1-3 s schedules (job-service.ts backfillJob: the range must be past).
-        const to = nowMs - d.rng.int(0, 4_000);
-        op.fromMs = to - d.rng.pick([1_000, 3_000, 6_000]);
-        op.toMs = to;
+        // v4, a job whose retention trims: half the time the range backfilled before, whose runs
+        // may have ended and been trimmed since (the horizon must refuse it, not run them again).
+        const again = d.opSet === 'v4' && trims(op.jobId) ? this.backfilled.get(op.jobId) : undefined;
+        if (again && d.rng.chance(0.5)) {
+          op.fromMs = again.fromMs;
+          op.toMs = again.toMs;
+        } else {
+          // A few past slots of 1-3 s schedules (job-service.ts backfillJob: the range must be past).
+          const to = nowMs - d.rng.int(0, 4_000);
+          op.fromMs = to - d.rng.pick([1_000, 3_000, 6_000]);
+          op.toMs = to;
+        }
+        if (d.opSet === 'v4' && trims(op.jobId)) this.backfilled.set(op.jobId, { fromMs: op.fromMs, toMs: op.toMs });
         cmd = { type: 'backfillJob', nowMs, jobId: op.jobId, fromMs: op.fromMs, toMs: op.toMs, maxRuns: 10, ignoreOverlap: d.rng.chance(0.5) };
         break;
       }
@@ -382,7 +408,7 @@ export class SimControlClient {
       const r = decodeResult(out.result);
       if (r.type === 'rejected') return this.settle(op, 'failed', { errorCode: `rejected:${r.error.code}`, detail: r.error.message });
       const err = 'error' in r ? r.error : r.type === 'cancel' ? r.items[0]?.error : undefined;
-      if (err) return this.settle(op, 'failed', { errorCode: err.code, detail: err.message });
+      if (err) return this.settle(op, 'failed', { errorCode: err.code, ...(err.reason ? { errorReason: err.reason } : {}), detail: err.message });
       if (r.type === 'trigger') return this.settle(op, 'ok', { runIds: r.run ? [r.run.id] : [] });
       if (r.type === 'backfill') return this.settle(op, 'ok', { runIds: [...r.runIds] });
       const job = r.type === 'job' ? r.job : undefined;
@@ -392,6 +418,11 @@ export class SimControlClient {
       this.settle(op, isHeraldError(e, 'NOT_LEADER') ? 'failed' : 'unknown', { errorCode: isHeraldError(e) ? e.code : undefined, detail: e instanceof Error ? e.message : String(e) });
     }
   }
+}
+
+/** The simulation's jobs whose retention trims during a run (the v3 jobs, sched-simulator.ts). */
+export function trims(jobId: string): boolean {
+  return jobId.startsWith('job-v3-');
 }
 
 /** The JobService's read path on one node: its read barrier, then its state machine's answer. */
