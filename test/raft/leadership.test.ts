@@ -73,13 +73,23 @@ describe('pre-vote, check-quorum and leases', () => {
     for (const id of c.ids) expect(c.appliedData(id)).toEqual(['kept']);
   });
 
-  it('messages from outside the configuration are ignored', () => {
+  it('messages from outside the configuration are ignored: no vote, and no disruption of a leader or its followers', () => {
     const c = new TestCluster(3);
-    const a = c.node('a').raft;
-    a.step(voteMsg('z', 'a', 5, 9, 9));
-    a.step(voteMsg('b', 'someone-else', 5, 9, 9));
-    expect(a.status()).toMatchObject({ term: 0, vote: '' });
-    expect(a.hasReady()).toBe(false);
+    c.campaign('a');
+    const term = c.node('a').raft.status().term;
+    for (const id of ['a', 'b']) {
+      const n = c.node(id).raft;
+      n.step(voteMsg('z', id, term + 5, 9, 9));
+      n.step(voteMsg('c', 'someone-else', term + 5, 9, 9));
+      expect(n.status()).toMatchObject({ term, leader: 'a' });
+    }
+    c.flushReady();
+    expect(c.queue).toEqual([]);
+    // A node with no leader takes only the newer term (see membership.test.ts): no vote, no answer.
+    const fresh = new TestCluster(3).node('a').raft;
+    fresh.step(voteMsg('z', 'a', 5, 9, 9));
+    expect(fresh.status()).toMatchObject({ term: 5, vote: '', role: 'follower' });
+    expect(fresh.ready().messages).toEqual([]);
   });
 
   it('a node grants one vote per term, also across a restart', () => {

@@ -119,6 +119,33 @@ describe('promote and remove', () => {
     expect(c.node('a').raft.status().commit).toBeLessThan(t.index);
   });
 
+  it("a node with no leader takes a removed node's newer term without voting for it; a leader and its followers ignore it", () => {
+    const c = cluster();
+    change(c, 'a', { kind: 'remove', id: 'c' });
+    const term = c.node('a').raft.status().term;
+    // The leader is cut off: b campaigns and cannot win, so it has no leader.
+    c.isolate('a');
+    c.campaign('b');
+    expect(c.node('b').raft.status()).toMatchObject({ role: 'candidate', term: term + 1 });
+    // The removed node, its clock faster, campaigns in terms ahead of b's. Ignoring them, b would
+    // campaign only in terms a lagging voter may already have given to c (seed 302987).
+    c.node('c').raft.campaign();
+    c.node('c').raft.campaign();
+    c.stabilize();
+    expect(c.node('c').raft.status().term).toBe(term + 2);
+    expect(c.node('b').raft.status()).toMatchObject({ role: 'follower', term: term + 2, vote: '', leader: '' });
+    // Healed, a leader emerges among the members; c's later campaigns disturb neither it nor b.
+    c.heal();
+    c.campaign('b');
+    expect(c.leaders()).toEqual(['b']);
+    const leaderTerm = c.node('b').raft.status().term;
+    c.node('c').raft.campaign();
+    c.node('c').raft.campaign();
+    c.stabilize();
+    expect(c.node('b').raft.status()).toMatchObject({ role: 'leader', term: leaderTerm });
+    expect(c.node('a').raft.status()).toMatchObject({ role: 'follower', term: leaderTerm, leader: 'b' });
+  });
+
   it('a leader that removes itself keeps leading until the removal commits, then steps down and hands over', () => {
     const c = cluster();
     const idx = change(c, 'a', { kind: 'remove', id: 'a' });

@@ -204,7 +204,15 @@ export class RaftNode {
     // Only a leader's messages are taken from one: a leader elected in a configuration whose
     // entry we have not received yet must still be able to bring us up to date (and a node
     // joining as a learner knows no configuration at all).
-    if (!isMember(this.conf, m.from) && !LEADER_MESSAGES.has(m.type)) return;
+    if (!isMember(this.conf, m.from) && !LEADER_MESSAGES.has(m.type)) {
+      // But a node with no leader takes a newer term from one's vote request (granting nothing,
+      // its election timer running on): else a removed node with a faster clock, whose log is
+      // ahead of a lagging voter's, takes that voter's vote in every term first, and a candidate
+      // that ignores it campaigns only in terms already lost (Raft simulator, seed 302987). A
+      // leader, and a follower that hears one, ignore it and are not disrupted.
+      if (m.type === 'vote' && m.term > this.term && this.lead === NONE) this.learnTerm(m.term);
+      return;
+    }
     // readIndex requests are forwarded with term 0 (like etcd's MsgReadIndex): local-ish.
     if (m.term === 0) {
       if (m.type === 'readIndex') this.handleReadIndexRequest(m);
@@ -230,11 +238,7 @@ export class RaftNode {
         // candidates whose logs are behind keep holding off the one node that could win (with a
         // slower clock, for many terms: Raft simulator seed 210418, no pre-vote). A grant below
         // still restarts it.
-        const elapsed = this.electionElapsed;
-        const timeout = this.randomizedElectionTimeout;
-        this.becomeFollower(m.term, NONE);
-        this.electionElapsed = elapsed;
-        this.randomizedElectionTimeout = timeout;
+        this.learnTerm(m.term);
       } else {
         this.becomeFollower(m.term, NONE);
       }
@@ -519,6 +523,15 @@ export class RaftNode {
     this.reset(term);
     this.lead = lead;
     this.role = 'follower';
+  }
+
+  /** Follows a newer term with no leader and no vote, the election timer running on (Raft Figure 2). */
+  private learnTerm(term: number): void {
+    const elapsed = this.electionElapsed;
+    const timeout = this.randomizedElectionTimeout;
+    this.becomeFollower(term, NONE);
+    this.electionElapsed = elapsed;
+    this.randomizedElectionTimeout = timeout;
   }
 
   private becomePreCandidate(): void {

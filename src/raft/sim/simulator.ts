@@ -307,9 +307,14 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
       const l = currentLeader();
       const lst = l?.driver.status();
       const confNote = mplan.enabled && l && lst ? `; conf ${JSON.stringify(l.driver.confState())} commit ${lst.commit}/${lst.lastIndex} progress ${JSON.stringify(lst.progress)}` : '';
+      // Without a leader, each node's view is what a reader needs to see why no one wins.
+      const nodesNote = l ? '' : `; nodes ${running().filter((x) => x.up).map((x) => {
+        const s = x.driver.status();
+        return `${x.id} ${s.role} t${s.term} vote ${s.vote || '-'} last ${s.lastIndex}/t${s.lastTerm} commit ${s.commit} voters ${s.voters.join('+')} learners ${s.learners.join('+') || '-'}`;
+      }).join(' | ')}`;
       checker.violations.push({
         kind: 'liveness',
-        detail: `no stable leader with all proposals decided ${livenessUnits} units after healing (leader ${currentLeader()?.id ?? 'none'}; down ${running().filter((x) => !x.up).map((x) => x.id).join(',') || 'none'}; undecided ${undecided.join(',')})${confNote}`,
+        detail: `no stable leader with all proposals decided ${livenessUnits} units after healing (leader ${currentLeader()?.id ?? 'none'}; down ${running().filter((x) => !x.up).map((x) => x.id).join(',') || 'none'}; undecided ${undecided.join(',')})${confNote}${nodesNote}`,
         at: sched.now,
       });
     }
