@@ -52,7 +52,8 @@ export interface SnapshotSend {
   term: number;
   /** The configuration as of a log index (the snapshot records the one at its applied index). */
   confAt: (index: number) => ConfState;
-  stateMachine: StateMachine;
+  /** Where the snapshot is read (a failure here is the node's own, not the transfer's). */
+  stateMachine: Pick<StateMachine, 'snapshot'>;
   /** The term of a log index (throws when compacted: the send fails and is retried). */
   termOf: (index: number) => number;
   /** Overall deadline for the transfer. */

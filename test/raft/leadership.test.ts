@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isHeraldError } from '../../src/herald-error.js';
+import { MemoryStorage } from '../../src/raft/core/memory-storage.js';
 import type { Message } from '../../src/raft/types.js';
 import { TestCluster } from './harness.js';
 
@@ -85,11 +86,17 @@ describe('pre-vote, check-quorum and leases', () => {
     }
     c.flushReady();
     expect(c.queue).toEqual([]);
-    // A node with no leader takes only the newer term (see membership.test.ts): no vote, no answer.
+    // A node with no leader handles a non-member's vote request as Raft does, whatever its
+    // configuration: the candidate's own configuration decides whether the vote counts (see
+    // membership.test.ts). A node that knows no configuration never votes.
     const fresh = new TestCluster(3).node('a').raft;
     fresh.step(voteMsg('z', 'a', 5, 9, 9));
-    expect(fresh.status()).toMatchObject({ term: 5, vote: '', role: 'follower' });
-    expect(fresh.ready().messages).toEqual([]);
+    expect(fresh.status()).toMatchObject({ term: 5, vote: 'z', role: 'follower' });
+    expect(fresh.ready().messages).toEqual([expect.objectContaining({ type: 'voteResp', to: 'z', term: 5, reject: false })]);
+    const joining = c.makeNode('j', new MemoryStorage({ voters: [] }), {}, 0).raft;
+    joining.step(voteMsg('z', 'j', 5, 9, 9));
+    expect(joining.status()).toMatchObject({ term: 0, vote: '' });
+    expect(joining.hasReady()).toBe(false);
   });
 
   it('a node grants one vote per term, also across a restart', () => {

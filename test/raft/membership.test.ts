@@ -146,6 +146,29 @@ describe('promote and remove', () => {
     expect(c.node('a').raft.status()).toMatchObject({ role: 'follower', term: leaderTerm, leader: 'b' });
   });
 
+  it('a voter whose log predates a member\'s addition still votes for it, so that member can win (seed 500417)', () => {
+    const c = cluster();
+    // c is cut off before d joins: its configuration stays {a, b, c}.
+    c.isolate('c');
+    join(c, 'd');
+    change(c, 'a', { kind: 'addLearner', id: 'd' });
+    change(c, 'a', { kind: 'promote', id: 'd' });
+    change(c, 'a', { kind: 'remove', id: 'b' });
+    expect(c.node('d').raft.status().voters).toEqual(['a', 'c', 'd']);
+    expect(c.node('c').raft.status().voters).toEqual(['a', 'b', 'c']);
+    // The leader goes; c comes back and, hearing no leader, campaigns in vain (its log is behind).
+    c.heal();
+    c.isolate('a');
+    c.campaign('c');
+    expect(c.node('c').raft.status().role).toBe('candidate');
+    // d needs c's vote: c lists no d, but a request is judged by the log, not the configuration.
+    // (d's first term is the one c just voted itself in; its next one is free.)
+    c.campaign('d');
+    c.campaign('d');
+    expect(c.node('d').raft.status().role).toBe('leader');
+    expect(c.node('c').raft.status()).toMatchObject({ leader: 'd', voters: ['a', 'c', 'd'] });
+  });
+
   it('a leader that removes itself keeps leading until the removal commits, then steps down and hands over', () => {
     const c = cluster();
     const idx = change(c, 'a', { kind: 'remove', id: 'a' });

@@ -200,19 +200,11 @@ export class RaftNode {
 
   private stepMessage(m: Message): void {
     if (m.to !== this.id) return;
-    // A non-member (a misrouted peer, a removed node) must not vote or count toward any quorum.
-    // Only a leader's messages are taken from one: a leader elected in a configuration whose
-    // entry we have not received yet must still be able to bring us up to date (and a node
-    // joining as a learner knows no configuration at all).
-    if (!isMember(this.conf, m.from) && !LEADER_MESSAGES.has(m.type)) {
-      // But a node with no leader takes a newer term from one's vote request (granting nothing,
-      // its election timer running on): else a removed node with a faster clock, whose log is
-      // ahead of a lagging voter's, takes that voter's vote in every term first, and a candidate
-      // that ignores it campaigns only in terms already lost (Raft simulator, seed 302987). A
-      // leader, and a follower that hears one, ignore it and are not disrupted.
-      if (m.type === 'vote' && m.term > this.term && this.lead === NONE) this.learnTerm(m.term);
-      return;
-    }
+    // A non-member (a misrouted peer, a removed node) never counts toward any quorum: votes are
+    // tallied over the voters in force (poll), and its other messages are dropped here — but a
+    // leader's are taken (a leader elected in a configuration whose entry we have not received
+    // yet must still be able to bring us up to date; a node joining as a learner knows none).
+    if (!isMember(this.conf, m.from) && !LEADER_MESSAGES.has(m.type) && !this.takesVoteRequestFromNonMember(m)) return;
     // readIndex requests are forwarded with term 0 (like etcd's MsgReadIndex): local-ish.
     if (m.term === 0) {
       if (m.type === 'readIndex') this.handleReadIndexRequest(m);
@@ -654,6 +646,20 @@ export class RaftNode {
   }
 
   // ---------------------------------------------------------------- message handlers
+
+  /**
+   * Raft (dissertation §4.1) processes a vote request without consulting the configuration: the
+   * candidate's own configuration decides whether our vote counts. Ignoring a non-member's cost
+   * liveness twice: a voter whose log predates the candidate's addition never voted for the only
+   * node that could win (seed 500417), and a removed node with a faster clock held a lagging
+   * voter's vote in every term while the one node that could win, ignoring it, campaigned only in
+   * terms already lost (seed 302987). Two limits keep a removed node from disrupting: a node that
+   * hears a leader ignores it (§4.2.3), and a node that knows no configuration (joining, or on a
+   * wiped disk) never votes.
+   */
+  private takesVoteRequestFromNonMember(m: Message): boolean {
+    return (m.type === 'vote' || m.type === 'preVote') && this.lead === NONE && this.voters.length > 0;
+  }
 
   private handleVoteRequest(m: Message): void {
     const respType = m.type === 'vote' ? 'voteResp' : 'preVoteResp';

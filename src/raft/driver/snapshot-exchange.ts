@@ -34,11 +34,24 @@ export class SnapshotExchange {
     const to = m.to;
     if (this.inFlight.has(to)) return;
     const state = this.state;
+    // A state machine that cannot give its own snapshot (a failed write it holds, a store it
+    // cannot read) is failed: retrying the send every heartbeat kept a leader that could never
+    // catch a follower up in office forever (Raft simulator, seed 401278). The node stops and
+    // restarts from what is durable, as after a failed apply; a failed transfer is retried.
+    let readFailure: unknown;
+    const sm = this.stateMachine;
+    const source = {
+      snapshot: () =>
+        sm.snapshot().catch((e: unknown) => {
+          readFailure = e ?? new Error('snapshot read failed');
+          throw e;
+        }),
+    };
     const sending = this.transport.sendSnapshot({
       to,
       term: m.term,
       confAt: (i) => this.node.confStateAt(i),
-      stateMachine: this.stateMachine,
+      stateMachine: source,
       termOf: (i) => this.storage.term(i),
       timeoutMs: SEND_TIMEOUT_MS,
     });
@@ -57,12 +70,15 @@ export class SnapshotExchange {
         }
       },
       (e: unknown) => {
-        log.warn({ err: e }, 'snapshot send failed');
         this.inFlight.delete(to);
-        if (!state.stopped) {
-          this.node.reportSnapshot(to, false);
-          this.wake();
+        if (state.stopped) return;
+        if (readFailure !== undefined) {
+          state.fail(readFailure);
+          return;
         }
+        log.warn({ err: e }, 'snapshot send failed');
+        this.node.reportSnapshot(to, false);
+        this.wake();
       },
     );
   }

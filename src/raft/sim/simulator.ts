@@ -307,8 +307,8 @@ export async function runSimulation(opts: SimOptions): Promise<SimResult> {
       const l = currentLeader();
       const lst = l?.driver.status();
       const confNote = mplan.enabled && l && lst ? `; conf ${JSON.stringify(l.driver.confState())} commit ${lst.commit}/${lst.lastIndex} progress ${JSON.stringify(lst.progress)}` : '';
-      // Without a leader, each node's view is what a reader needs to see why no one wins.
-      const nodesNote = l ? '' : `; nodes ${running().filter((x) => x.up).map((x) => {
+      // Each node's view: what a reader needs to see why no one wins or why one is stuck.
+      const nodesNote = `; nodes ${running().filter((x) => x.up).map((x) => {
         const s = x.driver.status();
         return `${x.id} ${s.role} t${s.term} vote ${s.vote || '-'} last ${s.lastIndex}/t${s.lastTerm} commit ${s.commit} voters ${s.voters.join('+')} learners ${s.learners.join('+') || '-'}`;
       }).join(' | ')}`;
