@@ -153,6 +153,14 @@ export class SimMembership {
     // the last wiped member, say) a new leader may come back to the one before it (seed 204239:
     // n3 wiped, its removal proposed, then the leader's own disk died; 2 of 4 voters lost).
     if (!leader || leader.driver.confChangePending() || this.staleMembers(leader.driver.confState()).length > 0) return;
+    // Nor while another member's log holds a configuration the leader's does not (an uncommitted
+    // change from an earlier leader, not yet overwritten): it may still come into force, and in
+    // it the disk lost can be one of a bare majority whose other members cannot all win — seed
+    // 602382: n2 held its own uncommitted promotion of n5 (4 voters), n3's disk died, and n5, a
+    // learner in its own log, never campaigns, nor votes for n2 (its log has a newer term). The
+    // same fault in the leader's configuration is covered; this one is two changes at once.
+    const settled = sameMembers(leader.driver.confState());
+    if ([...this.active].some((x) => x.driver !== undefined && !settled(x.driver.confState()))) return;
     const members = [...this.active];
     if (members.length === 0) return;
     const x = this.rng.pick(members);
@@ -164,6 +172,12 @@ export class SimMembership {
     this.hooks.log?.(`${x.id} disk wiped${asBefore ? ' (rejoins as before)' : ''}`);
     this.hooks.restart(x);
   }
+}
+
+function sameMembers(a: ConfState): (b: ConfState) => boolean {
+  const key = (c: ConfState) => `${[...c.voters].sort().join(',')}|${[...learnersOf(c)].sort().join(',')}`;
+  const k = key(a);
+  return (b) => key(b) === k;
 }
 
 function incarnationOrListed(conf: ConfState, x: SimNode): string {
