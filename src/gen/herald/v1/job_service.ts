@@ -3336,7 +3336,11 @@ export const JobServiceService = {
     responseSerialize: (value: TriggerJobResponse): Buffer => viewAsBuffer(TriggerJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TriggerJobResponse => TriggerJobResponse.decode(value),
   },
-  /** Creates runs for the schedule's slots in a past time range; the runs are marked backfilled. */
+  /**
+   * Creates runs for the schedule's slots in a past time range; the runs are marked backfilled.
+   * A range reaching a slot whose run retention has already deleted is refused whole with
+   * FAILED_PRECONDITION (HISTORY_TRIMMED; from cluster feature level 4): that slot may have run.
+   */
   backfillJob: {
     path: "/herald.v1.JobService/BackfillJob" as const,
     requestStream: false as const,
@@ -3451,7 +3455,11 @@ export interface JobServiceServer extends UntypedServiceImplementation {
   resumeJob: handleUnaryCall<ResumeJobRequest, ResumeJobResponse>;
   /** Starts a manual run now, outside the schedule. */
   triggerJob: handleUnaryCall<TriggerJobRequest, TriggerJobResponse>;
-  /** Creates runs for the schedule's slots in a past time range; the runs are marked backfilled. */
+  /**
+   * Creates runs for the schedule's slots in a past time range; the runs are marked backfilled.
+   * A range reaching a slot whose run retention has already deleted is refused whole with
+   * FAILED_PRECONDITION (HISTORY_TRIMMED; from cluster feature level 4): that slot may have run.
+   */
   backfillJob: handleUnaryCall<BackfillJobRequest, BackfillJobResponse>;
   /** Lists runs, per job and/or by state, paginated. */
   listRuns: handleUnaryCall<ListRunsRequest, ListRunsResponse>;
@@ -3628,7 +3636,11 @@ export interface JobServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TriggerJobResponse) => void,
   ): ClientUnaryCall;
-  /** Creates runs for the schedule's slots in a past time range; the runs are marked backfilled. */
+  /**
+   * Creates runs for the schedule's slots in a past time range; the runs are marked backfilled.
+   * A range reaching a slot whose run retention has already deleted is refused whole with
+   * FAILED_PRECONDITION (HISTORY_TRIMMED; from cluster feature level 4): that slot may have run.
+   */
   backfillJob(
     request: BackfillJobRequest,
     callback: (error: ServiceError | null, response: BackfillJobResponse) => void,
