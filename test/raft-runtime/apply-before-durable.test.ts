@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../../src/raft/core/memory-storage.js';
 import { RaftDriver } from '../../src/raft/driver/raft-driver.js';
-import type { DriverTimers, LogSink, PersistInput, TimerHandle } from '../../src/raft/ports.js';
-import type { SnapshotSource, StateMachine } from '../../src/raft/state-machine.js';
+import type { LogSink, PersistInput } from '../../src/raft/ports.js';
+import { NoopMachine, stillTimers, turn } from './helpers/driver-fakes.js';
 import type { Entry, Message } from '../../src/raft/types.js';
 
 const enc = new TextEncoder();
@@ -17,15 +17,6 @@ const dec = new TextDecoder();
 function entry(index: number, term: number, text: string): Entry {
   return { index, term, type: 'normal', data: enc.encode(text) };
 }
-
-/** Timers that never fire (no ticks: nothing but the message below moves the node). */
-const stillTimers: DriverTimers = {
-  nowMs: () => 0,
-  every: () => ({}) as TimerHandle,
-  after: () => ({}) as TimerHandle,
-  cancel: () => undefined,
-  soon: (fn) => void setImmediate(fn),
-};
 
 /** A log whose writes complete only when the test opens the gate. */
 class GatedLog implements LogSink {
@@ -43,27 +34,16 @@ class GatedLog implements LogSink {
 }
 
 /** Records what it applied, as "index@term:text". */
-class RecordingMachine implements StateMachine {
+class RecordingMachine extends NoopMachine {
   readonly applied: string[] = [];
-  async apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
+  constructor() {
+    super(1);
+  }
+  override async apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
     for (const e of entries) this.applied.push(`${e.index}@${e.term}:${dec.decode(e.data)}`);
     return entries.map(() => new Uint8Array(0));
   }
-  async appliedIndex(): Promise<number> {
-    return 1;
-  }
-  async snapshot(): Promise<SnapshotSource> {
-    throw new Error('not used');
-  }
-  async restore(): Promise<void> {}
-  async sync(): Promise<void> {}
-  async stateHash(): Promise<string> {
-    return '';
-  }
-  async close(): Promise<void> {}
 }
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('a follower replacing an uncommitted suffix', () => {
   it('applies the new entries only once they replaced the old ones on disk', async () => {

@@ -6,43 +6,25 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../../src/raft/core/memory-storage.js';
 import { RaftDriver } from '../../src/raft/driver/raft-driver.js';
-import type { DriverTimers, LogSink, SnapshotSend, SnapshotSent, TimerHandle } from '../../src/raft/ports.js';
-import type { SnapshotSource, StateMachine } from '../../src/raft/state-machine.js';
-import type { Entry, Message } from '../../src/raft/types.js';
-
-const stillTimers: DriverTimers = {
-  nowMs: () => 0,
-  every: () => ({}) as TimerHandle,
-  after: () => ({}) as TimerHandle,
-  cancel: () => undefined,
-  soon: (fn) => void setImmediate(fn),
-};
+import type { LogSink, SnapshotSend, SnapshotSent } from '../../src/raft/ports.js';
+import type { SnapshotSource } from '../../src/raft/state-machine.js';
+import type { Message } from '../../src/raft/types.js';
+import { NoopMachine, stillTimers, turn } from './helpers/driver-fakes.js';
 
 const log: LogSink = { persist: async () => undefined, compact: async () => undefined };
 
-class Machine implements StateMachine {
+class Machine extends NoopMachine {
   snapshotCalls = 0;
-  constructor(private readonly snapshotFails: boolean) {}
-  async apply(entries: readonly Entry[]): Promise<Uint8Array[]> {
-    return entries.map(() => new Uint8Array(0));
+  constructor(private readonly snapshotFails: boolean) {
+    super(5);
   }
-  async appliedIndex(): Promise<number> {
-    return 5;
-  }
-  async snapshot(): Promise<SnapshotSource> {
+  override async snapshot(): Promise<SnapshotSource> {
     this.snapshotCalls++;
     if (this.snapshotFails) throw new Error('state machine write failed earlier');
     return { appliedIndex: 5, chunks: async function* () {}, close: async () => undefined };
   }
-  async restore(): Promise<void> {}
-  async sync(): Promise<void> {}
-  async stateHash(): Promise<string> {
-    return '';
-  }
-  async close(): Promise<void> {}
 }
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 async function settle(): Promise<void> {
   for (let i = 0; i < 30; i++) await turn();
 }

@@ -4,17 +4,7 @@
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
 import { FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
-import {
-  counterKey,
-  jobStatePrefix,
-  jobKey,
-  jobRunsPrefix,
-  RUN_PREFIX,
-  runIdOfTail,
-  runKey,
-  prefixEnd,
-  META_FEATURE_LEVEL,
-} from './key-layout.js';
+import { counterKey, jobStatePrefix, jobKey, jobRunsPrefix, RUN_PREFIX, runIdOfTail, runKey, prefixEnd, META_FEATURE_LEVEL } from './key-layout.js';
 import { decodeFeatureLevel } from '../commands/feature-levels.js';
 import { trimDueAfterFinish } from './retention.js';
 import {
@@ -77,8 +67,8 @@ export interface RunIdKey {
 
 export class ApplyTxn {
   private readonly raw = new Map<string, Uint8Array | null>();
-  /** featureLevel() once read (undefined: not yet, or the key was written since). */
-  private level: number | undefined;
+  /** The stored feature level once read (this transaction's writes go to `raw`). */
+  private storedLevel: number | undefined;
   /** Raw values read ahead (prefetchRaw), not written: undefined = absent in the store. */
   private readonly rawRead = new Map<string, Uint8Array | undefined>();
   private readonly jobs = new Map<string, Tracked<JobRecord>>();
@@ -210,23 +200,19 @@ export class ApplyTxn {
   }
 
   putRaw(key: string, value: Uint8Array = EMPTY): void {
-    if (key === META_FEATURE_LEVEL) this.level = undefined;
     this.raw.set(key, value);
   }
 
   delRaw(key: string): void {
-    if (key === META_FEATURE_LEVEL) this.level = undefined;
     this.raw.set(key, null);
   }
 
-  /**
-   * The cluster feature level as of this point of the call (feature-levels.ts): the stored key
-   * with this transaction's own writes, so an entry after a setFeatureLevel of the same call sees
-   * the new level, as it would applied alone. Read once, when a rule that depends on it first asks.
-   */
+  /** The feature level as of this point of the call: an entry after a setFeatureLevel sees the new one, as applied alone. */
   async featureLevel(): Promise<number> {
-    if (this.level === undefined) this.level = decodeFeatureLevel(await this.getRaw(META_FEATURE_LEVEL));
-    return this.level;
+    const written = this.raw.get(META_FEATURE_LEVEL);
+    if (written !== undefined) return decodeFeatureLevel(written ?? undefined);
+    this.storedLevel ??= decodeFeatureLevel(await this.getRaw(META_FEATURE_LEVEL));
+    return this.storedLevel;
   }
 
   /** Raw keys in [gte, lt), merged with this transaction's raw writes, at most `limit`. */
