@@ -44,6 +44,12 @@ export function membersOf(c: ConfState): NodeId[] {
   return [...c.voters, ...learnersOf(c)];
 }
 
+/** Whether two configurations have the same voters and learners (incarnations and addresses aside). */
+export function sameMembers(a: ConfState, b: ConfState): boolean {
+  const key = (c: ConfState) => `${[...c.voters].sort().join(',')}|${[...learnersOf(c)].sort().join(',')}`;
+  return key(a) === key(b);
+}
+
 /** The incarnation the configuration lists for `id` ('' when it lists none: any is accepted). */
 export function incarnationOf(c: ConfState, id: NodeId): string {
   return c.incarnations?.[id] ?? '';

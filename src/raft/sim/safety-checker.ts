@@ -17,7 +17,7 @@
 // - a member uses the latest configuration in its log (checked when it acknowledges an append);
 // - a node whose disk was wiped never votes under the incarnation it had before.
 
-import { decodeConfState, learnersOf } from '../core/membership.js';
+import { decodeConfState, sameMembers } from '../core/membership.js';
 import type { ConfState, Entry, Message, NodeId } from '../types.js';
 import { bytesEqual } from './kv-command.js';
 import type { SimNode } from './sim-node.js';
@@ -227,7 +227,7 @@ export class SafetyChecker {
     const st = node.driver.status();
     if (st.lastIndex !== index || st.lastTerm !== node.termAt(index)) return;
     const inForce = node.driver.confState();
-    if (!sameConf(inForce, lc.conf)) {
+    if (!sameMembers(inForce, lc.conf)) {
       this.fail('conf-not-latest', `${node.id} holds config entry ${lc.index}@${lc.term} [${lc.conf.voters.join(',')}] but uses [${inForce.voters.join(',')}]`);
     }
   }
@@ -271,11 +271,6 @@ export class SafetyChecker {
       }
     }
   }
-}
-
-function sameConf(a: ConfState, b: ConfState): boolean {
-  const key = (c: ConfState) => `${[...c.voters].sort().join(',')}|${[...learnersOf(c)].sort().join(',')}`;
-  return key(a) === key(b);
 }
 
 /** Whether some majority of `a` and some majority of `b` share no voter. */
