@@ -38,6 +38,7 @@ import { guardConnections } from '../auth/connection-guard.js';
 import { callerMemberIds } from '../grpc/tls/node-tls.js';
 import { DEFAULT_FOLLOWER_APPLY_WINDOW_MS, DEFAULT_PROPOSAL_TIMEOUT_MS, type HeraldNode, type NodeOptions } from './herald-node.js';
 import { createProposer } from './proposer.js';
+import { ForwardLinger } from './forward-linger.js';
 import { LeadershipHandover } from './leadership-handover.js';
 
 /** How often the leader looks for a member to bind to its incarnation (incarnation-binder.ts). */
@@ -198,6 +199,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
     }
 
     const handover = new LeadershipHandover(driver, systemMonotonicClock, log);
+    const forwardLinger = new ForwardLinger(systemMonotonicClock);
     const propose = createProposer({
       selfId: o.id,
       clusterId,
@@ -225,6 +227,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
         onFeatureLevel: (from, level) => reportedFeatureLevels.report(from, level),
         onIncarnation: (from, inc) => heardIncarnations.hear(from, inc),
         ...(o.checkCommand ? { checkCommand: o.checkCommand } : {}),
+        onForwarded: () => forwardLinger.seen(),
         // A joining node knows no member yet: it takes any member of the peer CA (a leader reaching it).
         ...(o.tls ? { peerIdentity: callerMemberIds, memberIds: () => (membersOf(driver.confState()).length > 0 ? membersInForce(driver.confState(), o.members).map((m) => m.id) : o.members.map((m) => m.id)) } : {}),
       }),
@@ -293,6 +296,7 @@ export async function createNode(o: NodeOptions): Promise<HeraldNode> {
       await handover.settle(deadline);
       await driver.stop();
       transport.stop();
+      await forwardLinger.quiet(driver.electionTimeoutMs(), deadline);
       await Promise.all([tryShutdown(peerServer, 1000), tryShutdown(clientServer, 1000)]);
       await sm.close().catch((e: unknown) => log.warn({ err: e }, 'state machine close failed'));
       await logStore.close();

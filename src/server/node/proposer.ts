@@ -2,7 +2,10 @@
 // follower forwards it to the leader's peer port (RaftService.Forward) and answers with the
 // leader's result. Errors that guarantee the command was not appended (no leader, not the leader,
 // a forward that never left this node) are retried until the deadline; any other goes back to the
-// caller.
+// caller. A node that refuses a forward as not the leader names the leader it knows; until this
+// node's own view moves on, forwards go there (after a leadership transfer the old leader knows
+// the new one before the other followers do, and it keeps its port open for them while stopping:
+// forward-linger.ts).
 //
 // This is how a bare command reaches the leader: the KV state machine, its tests and
 // bench/raft-commit use it. The public API reaches the leader one level up instead: a follower
@@ -37,6 +40,11 @@ export type Propose = (command: ProposalData, options?: ProposeOptions) => Promi
 
 export function createProposer(d: ProposerDeps): Propose {
   const { driver, clock } = d;
+  /** `from` (this node's view of the leader) said the leader is `to`; forgotten when the view changes. */
+  let redirect: { from: NodeId; to: NodeId } | undefined;
+  driver.events.on('leaderChanged', () => {
+    redirect = undefined;
+  });
 
   const waitLeader = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -78,28 +86,52 @@ export function createProposer(d: ProposerDeps): Propose {
     });
   };
 
+  /**
+   * A forwarded command this node refuses (it is not the leader, or it is stopping) names the
+   * leader this node knows, so the forwarding node can go there before its own view catches up.
+   */
+  const withLeaderHint = (e: HeraldError): HeraldError => {
+    if (e.details.leaderId || (e.code !== 'NOT_LEADER' && e.code !== 'SHUTTING_DOWN')) return e;
+    const l = driver.leaderChange();
+    if (!l.leaderId || l.leaderId === d.selfId) return e;
+    return new HeraldError(e.code, e.message, { ...e.details, leaderId: l.leaderId, ...(l.leaderAddress ? { leaderAddress: l.leaderAddress } : {}) });
+  };
+
   return async (command, opts = {}) => {
     const timeoutMs = opts.timeoutMs ?? d.defaultTimeoutMs;
     const deadline = clock.nowMs() + timeoutMs;
+    let followedHint = false;
     for (;;) {
       const remaining = deadline - clock.nowMs();
       if (remaining <= 0) throw new HeraldError('PROPOSAL_TIMEOUT', `no leader accepted the proposal within ${timeoutMs} ms`);
+      let sentTo: NodeId | undefined;
+      const view = driver.leaderChange().leaderId;
       try {
         if (driver.isLeader() || opts.forward === false) return await driver.propose(command, { timeoutMs: remaining });
-        const leaderId = driver.leaderChange().leaderId;
-        if (!leaderId) {
+        sentTo = redirect && redirect.from === view ? redirect.to : view;
+        if (!sentTo || sentTo === d.selfId) {
           await waitLeader(Math.min(remaining, 100));
           continue;
         }
-        return await forwardTo(leaderId, proposalBytes(command), deadline);
+        return await forwardTo(sentTo, proposalBytes(command), deadline);
       } catch (e) {
-        if (opts.forward === false || !isHeraldError(e)) throw e;
+        if (!isHeraldError(e)) throw e;
+        if (opts.forward === false) throw withLeaderHint(e);
         const retry =
           e.code === 'NO_LEADER' ||
           (e.code === 'NOT_LEADER' && (e.details.remote === true || !driver.isLeader())) ||
           (e.code === 'SHUTTING_DOWN' && e.details.remote === true) ||
           e.details.neverSent === true;
         if (!retry || clock.nowMs() + 10 >= deadline) throw e;
+        const hint = e.details.remote === true ? e.details.leaderId : undefined;
+        if (hint && sentTo && hint !== sentTo && hint !== d.selfId && driver.leaderChange().leaderId === view) {
+          redirect = { from: view, to: hint };
+          // Straight there the first time; a second hint in one proposal waits like any retry.
+          if (!followedHint) {
+            followedHint = true;
+            continue;
+          }
+        }
         await waitLeader(Math.min(deadline - clock.nowMs(), 50));
       }
     }

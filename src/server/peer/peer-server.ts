@@ -56,6 +56,8 @@ export interface PeerServiceDeps {
    * port never puts bytes into the log that the state machine would not decode.
    */
   checkCommand?: (command: Uint8Array) => string | undefined;
+  /** Another node's proposer forwarded a command here (a stopping node keeps this port open while they do). */
+  onForwarded?: () => void;
 }
 
 /** Why a caller may not speak as `claimed` (undefined: it may). */
@@ -200,6 +202,7 @@ export function createPeerService(d: PeerServiceDeps): RaftServiceServer {
         return;
       }
       const mayForward = call.metadata.get(FORWARDED_KEY).length === 0;
+      if (!mayForward) d.onForwarded?.();
       const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : undefined;
       d.propose(req.command, timeoutMs, mayForward).then(
         (o) => callback(null, { result: Buffer.from(o.result.buffer, o.result.byteOffset, o.result.byteLength), index: o.index }),
