@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
@@ -62,6 +62,27 @@ describe('LogStore', () => {
     await s2.close();
   });
 
+  it('compacting gives the dropped entries\' disk space back (LevelDB tables are not left behind)', async () => {
+    const s = await LogStore.open(dir);
+    // 96 MiB of entries in 1 MiB batches: three memtables' worth, flushed to table files.
+    const value = 'x'.repeat(64 * 1024);
+    let index = 0;
+    for (let batch = 0; batch < 96; batch++) {
+      const es = Array.from({ length: 16 }, () => ent(++index, 1, value));
+      await s.persist({ entries: es, hardState: { term: 1, vote: 'n1', commit: index } }, false);
+    }
+    const full = await dirBytes(dir);
+    expect(full).toBeGreaterThan(64 * 1024 * 1024);
+    // Keep the last 64 entries (4 MiB).
+    await s.compact({ index, term: 1, conf }, { index: index - 64, term: 1 });
+    const after = await dirBytes(dir);
+    expect(after).toBeLessThan(16 * 1024 * 1024);
+    const ms = await s.load(conf);
+    expect(ms.firstIndex()).toBe(index - 63);
+    expect(ms.lastIndex()).toBe(index);
+    await s.close();
+  }, 60_000);
+
   it('installs a received snapshot, replacing the log', async () => {
     const s = await LogStore.open(dir);
     await s.persist({ entries: [ent(1, 1), ent(2, 1)], hardState: { term: 1, vote: '', commit: 2 } }, true);
@@ -104,3 +125,9 @@ describe('LogStore', () => {
     await s2.close();
   });
 });
+
+async function dirBytes(d: string): Promise<number> {
+  let total = 0;
+  for (const f of await readdir(d)) total += (await stat(join(d, f))).size;
+  return total;
+}
