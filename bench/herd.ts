@@ -9,6 +9,9 @@
 //      [--server-flags "--follower-apply-window-ms 0 ..."] (extra `herald server` flags for every node)
 //      [--watchers N] (N WatchRuns streams, unfiltered, spread over the nodes, attached through the herd)
 //      [--secure] (TLS on both ports and auth: the creating client an operator token, workers a worker token)
+//      [--cron-jitter-ms J] (the midnight herd: N daily cron jobs due at one round instant, each with a
+//      J ms jitter window — lateness is counted from each run's jittered instant, and the report
+//      gives how evenly the starts spread over the window's seconds)
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
 import { RunState } from '../src/gen/herald/v1/run.js';
@@ -27,6 +30,7 @@ const N = arg('runs', 100_000);
 const WORKERS = arg('workers', 2);
 const CAPACITY = arg('capacity', 1000);
 const HANDLER_MS = arg('handler-ms', 0);
+const JITTER_MS = arg('cron-jitter-ms', 0);
 // --warmup N: a herd of N runs goes first (created, fired, drained), so the measured herd meets
 // servers whose hot paths are already compiled, as a cluster that has been running would. Off
 // (0) by default and in `compare`: the peers' runs start cold too.
@@ -57,6 +61,13 @@ try {
   workers = await BenchWorkers.start({ endpoints: c.endpoints, count: WORKERS, capacity: CAPACITY, handlerMs: HANDLER_MS, idPrefix: 'hw', ...(c.workerAuth ? { auth: c.workerAuth } : {}) });
   watchers = await BenchWatchers.start(c.endpoints, WATCHERS);
   const spec = (at: number) => JobSpec.fromPartial({ taskType: 'test', schedule: { kind: { $case: 'at', at: { atUnixMs: at } } } });
+  // A daily cron at the herd's instant (UTC) with a jitter window.
+  const herdSpec = (at: number) => {
+    if (JITTER_MS <= 0) return spec(at);
+    const d = new Date(at);
+    const expression = `${d.getUTCMinutes()} ${d.getUTCHours()} * * *`;
+    return JobSpec.fromPartial({ taskType: 'test', jitterMs: JITTER_MS, schedule: { kind: { $case: 'cron', cron: { expression, timeZone: 'UTC' } } } });
+  };
   if (WARMUP > 0) {
     const warmAt = Date.now() + 2000 + WARMUP / 2;
     for (let i = 0; i < WARMUP; i += BATCH) {
@@ -70,11 +81,13 @@ try {
   const t0 = Date.now();
   await c.client.createJobs(Array.from({ length: BATCH }, (_, k) => ({ id: `calib-${k}`, spec: spec(Date.now() + 86_400_000) })), { deadlineMs: 120_000 });
   const perJobMs = (Date.now() - t0) / BATCH;
-  const at = Date.now() + Math.ceil(perJobMs * N * 1.5) + 5000;
+  // A whole second; with a jitter window a whole minute, as a cron job's (`M H * * *`, UTC).
+  const round = JITTER_MS > 0 ? 60_000 : 1000;
+  const at = Math.ceil((Date.now() + Math.ceil(perJobMs * N * 1.5) + 5000) / round) * round;
   const c0 = Date.now();
   for (let i = 0; i < N; i += BATCH) {
     const res = await c.client.createJobs(
-      Array.from({ length: Math.min(BATCH, N - i) }, (_, k) => ({ id: `herd-${i + k}`, spec: spec(at) })),
+      Array.from({ length: Math.min(BATCH, N - i) }, (_, k) => ({ id: `herd-${i + k}`, spec: herdSpec(at) })),
       { deadlineMs: 120_000 },
     );
     const failed = res.filter((r) => r.error);
@@ -116,10 +129,39 @@ try {
   const doubled = herd.length - new Set(herd.map((a) => a.runId)).size;
   const lateness = herd.map((a) => a.at - a.scheduledMs).sort((a, b) => a - b);
   const latenessPct = { p50: pct(lateness, 0.5), p99: pct(lateness, 0.99), max: lateness[lateness.length - 1] ?? NaN };
+  // With a jitter window: starts (and jittered instants) per second of the window, against an
+  // even share (N / the window's seconds); the busiest second's ratio to that share.
+  const spread = (() => {
+    if (JITTER_MS <= 0) return undefined;
+    const seconds = Math.ceil(JITTER_MS / 1000);
+    const share = herd.length / seconds;
+    const busiest = (times: number[]) => {
+      const perSecond = new Map<number, number>();
+      for (const t of times) {
+        const k = Math.floor((t - at) / 1000);
+        perSecond.set(k, (perSecond.get(k) ?? 0) + 1);
+      }
+      let max = 0;
+      for (const v of perSecond.values()) max = Math.max(max, v);
+      return { max, ratioToShare: Number((max / share).toFixed(2)), secondsUsed: perSecond.size };
+    };
+    // Where in the window the runs more than 100 ms late were due (second -> count).
+    const lateBySecond: Record<number, number> = {};
+    for (const a of herd) {
+      if (a.at - a.scheduledMs <= 100) continue;
+      const k = Math.floor((a.scheduledMs - at) / 1000);
+      lateBySecond[k] = (lateBySecond[k] ?? 0) + 1;
+    }
+    return { windowSeconds: seconds, evenShare: Math.round(share), starts: busiest(herd.map((a) => a.at)), jitteredInstants: busiest(herd.map((a) => a.scheduledMs)), lateBySecond };
+  })();
+  // The drain counted from the end of the jitter window (the last instant a run was due).
+  const drainAfterWindowMs = JITTER_MS > 0 ? drainMs - JITTER_MS : undefined;
   const counts = await c.stopAndInspect((fsm) => fsm.runCounts());
   console.log(
     JSON.stringify({
       bench: 'herd',
+      mode: JITTER_MS > 0 ? 'cron-jitter' : 'one-off',
+      jitterMs: JITTER_MS,
       secure: SECURE,
       runs: N,
       workers: WORKERS,
@@ -132,6 +174,8 @@ try {
       createMs,
       createdBeforeInstant,
       drainMs,
+      drainAfterWindowMs,
+      spread,
       drainCpuUsPerRun,
       drainOffMainThreadUsPerRun,
       drainEntries,
@@ -142,7 +186,7 @@ try {
       started: herd.length,
       lost: N - new Set(herd.map((a) => a.runId)).size,
       doubled,
-      // Handler start − scheduled instant (the same figure under both names: compare reads startLatenessMs).
+      // Handler start − scheduled instant (slot + jitter; the same figure under both names: compare reads startLatenessMs).
       latenessMs: latenessPct,
       startLatenessMs: latenessPct,
     }),

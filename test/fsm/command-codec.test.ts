@@ -120,7 +120,7 @@ describe('result codec', () => {
     { type: 'delete', cancelledRuns: 2, signals: [{ runId: 'j@5', workerId: 'w', fencingToken: 42 }] },
     { type: 'trigger', run, created: false },
     { type: 'backfill', runIds: ['j@1~b', 'j@2~b'] },
-    { type: 'fire', items: [{ created: ['j@5'], missed: ['j@1'], skipped: [], nextFireMs: 9, dispatch: { taskType: 't', priority: -3, jittered: false, allowsOverlap: true } }, { error: err, created: [], missed: [], skipped: [], nextFireMs: 0 }], signals: [] },
+    { type: 'fire', items: [{ created: ['j@5'], missed: ['j@1'], skipped: [], nextFireMs: 9, dispatch: { taskType: 't', priority: -3, jittered: false, allowsOverlap: true, jitterWindowMs: 0 } }, { error: err, created: [], missed: [], skipped: [], nextFireMs: 0 }], signals: [] },
     { type: 'claim', items: [{ run: claimed }, { error: err }] },
     { type: 'runItems', items: [{ state: RunState.RUN_STATE_SUCCEEDED }, { error: err, state: RunState.RUN_STATE_UNSPECIFIED }] },
     { type: 'cancel', items: [{ run }], signals: [{ runId: 'j@5', workerId: 'w', fencingToken: 42 }] },

@@ -29,7 +29,7 @@ describe('fireRuns', () => {
     await create('a');
     const first = await fire('a', T0);
     // With a next slot, the result says how its run will be dispatched (the leader's lead and claim behind the fire).
-    expect(first.items[0]).toEqual({ created: [`a@${T0}`], missed: [], skipped: [], nextFireMs: T0 + MIN, dispatch: { taskType: 'demo', priority: 0, jittered: false, allowsOverlap: true } });
+    expect(first.items[0]).toEqual({ created: [`a@${T0}`], missed: [], skipped: [], nextFireMs: T0 + MIN, dispatch: { taskType: 'demo', priority: 0, jittered: false, allowsOverlap: true, jitterWindowMs: 0 } });
     const again = await fire('a', T0, T0 + 10);
     expect(again.items[0]).toEqual({ created: [], missed: [], skipped: [], nextFireMs: T0 + MIN });
     const both = await t.one({ type: 'fireRuns', nowMs: T0 + MIN, misfireThresholdMs: MIN, items: [{ jobId: 'a', slotMs: T0 + MIN }, { jobId: 'a', slotMs: T0 + MIN }] }, 'fire');

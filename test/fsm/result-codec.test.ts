@@ -37,7 +37,7 @@ describe('decodeJobHeads', () => {
         { job: job('paused', JobState.JOB_STATE_PAUSED, 1000), created: true },
       ],
     });
-    const hint = { taskType: spec().taskType, priority: 0, jittered: false, allowsOverlap: true };
+    const hint = { taskType: spec().taskType, priority: 0, jittered: false, allowsOverlap: true, jitterWindowMs: 0 };
     expect(decodeJobHeads(jobs, 5000).map((h) => [h.id, h.dispatch])).toEqual([
       ['soon', hint],
       ['later', undefined],
@@ -62,7 +62,7 @@ describe('narrow result readers', () => {
   const fire = encodeResult({
     type: 'fire',
     items: [
-      { created: ['a@1', 'a@2'], missed: [], skipped: [], nextFireMs: 3, dispatch: { taskType: 'report', priority: 5, jittered: true, allowsOverlap: false } },
+      { created: ['a@1', 'a@2'], missed: [], skipped: [], nextFireMs: 3, dispatch: { taskType: 'report', priority: 5, jittered: true, allowsOverlap: false, jitterWindowMs: 60_000 } },
       { error: err, created: [], missed: [], skipped: [], nextFireMs: 0 },
       { created: [], missed: ['c@1', 'c@2', 'c@3'], skipped: ['c@4'], nextFireMs: 123_456_789_000, backlogFull: 2 },
     ],
@@ -75,7 +75,7 @@ describe('narrow result readers', () => {
     expect(decodeFireOutcomes(fire)).toEqual(
       full.items.map((i) => ({ failed: i.error !== undefined, created: i.created.length, missed: i.missed.length, skipped: i.skipped.length, nextFireMs: i.nextFireMs, dispatch: i.dispatch, backlogFull: i.backlogFull ?? 0 })),
     );
-    expect(decodeFireOutcomes(fire)[0]!.dispatch).toEqual({ taskType: 'report', priority: 5, jittered: true, allowsOverlap: false });
+    expect(decodeFireOutcomes(fire)[0]!.dispatch).toEqual({ taskType: 'report', priority: 5, jittered: true, allowsOverlap: false, jitterWindowMs: 60_000 });
     expect(decodeFireOutcomes(fire)[2]).toEqual({ failed: false, created: 0, missed: 3, skipped: 1, nextFireMs: 123_456_789_000, dispatch: undefined, backlogFull: 2 });
     expect(decodeFireOutcomes(encodeResult({ type: 'claim', items: [] }))).toEqual([]);
     expect(decodeFireOutcomes(new Uint8Array())).toEqual([]);

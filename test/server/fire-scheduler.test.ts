@@ -6,8 +6,9 @@
 import { proposalBytes, type ProposalOutcome } from '../../src/raft/driver/proposal-tracker.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
-import { Job, JobSpec, JobState } from '../../src/gen/herald/v1/job.js';
-import { decodeCommand, encodeCommand, encodeResult, scheduledRunId, SpecCache, type DispatchHint, type FireItem } from '../../src/fsm/index.js';
+import { Job, JobSpec, JobState, OverlapPolicy } from '../../src/gen/herald/v1/job.js';
+import { decodeCommand, encodeCommand, encodeResult, hintedDueMs, scheduledRunId, SpecCache, type DispatchHint, type FireItem } from '../../src/fsm/index.js';
+import { jitterOffsetMs } from '../../src/fsm/schedule/index.js';
 import { FireScheduler, type FireSchedulerDeps } from '../../src/server/leader/fire/fire-scheduler.js';
 import type { ClaimBehindFire, DispatchRoom } from '../../src/server/leader/dispatch/dispatcher.js';
 import { createNodeMetrics } from '../../src/server/node/metrics.js';
@@ -161,7 +162,7 @@ describe('FireScheduler', () => {
     const s = new FireScheduler(f.ctx);
     await s.start(T0);
     // The previous fire of each job (as applied): its next slot, and how that run will be dispatched.
-    const hint = (p: Partial<DispatchHint>): DispatchHint => ({ taskType: 't', priority: 0, jittered: false, allowsOverlap: true, ...p });
+    const hint = (p: Partial<DispatchHint>): DispatchHint => ({ taskType: 't', priority: 0, jittered: false, allowsOverlap: true, jitterWindowMs: 0, ...p });
     const jobs = ['allow', 'forbid', 'jitter', 'none', 'changed'];
     const dispatch = [hint({}), hint({ allowsOverlap: false }), hint({ jittered: true }), undefined, hint({})];
     s.onApplied([
@@ -187,6 +188,65 @@ describe('FireScheduler', () => {
     s.stop();
   });
 
+  it('fires a jittered job at its own jittered instant (less the lead) when the hint knows it, and claims its run behind the fire; otherwise at the slot', async () => {
+    const slot = T0 + 1000;
+    const f = fakeContext({ fireBatchSize: 100, maxFiresInFlight: 8, dispatchLeadMs: 100 }, []);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    const job = (id: string, spec: Partial<JobSpec>) => ({
+      job: Job.fromPartial({ id, state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 't', jitterMs: 20_000, ...spec }) }),
+      created: true,
+    });
+    const daily = { schedule: { kind: { $case: 'cron' as const, cron: { expression: '0 0 * * *', timeZone: 'UTC' } } } };
+    const ids = Array.from({ length: 20 }, (_, i) => `m${i}`);
+    s.onApplied([
+      {
+        index: 5,
+        kind: 'jobs',
+        data: new Uint8Array(),
+        result: encodeResult({
+          type: 'jobs',
+          items: [
+            ...ids.map((id) => job(id, daily)),
+            // Every 10 s with a 20 s jitter: the next slot cuts the window, only the fire knows the offset.
+            job('cut', { schedule: { kind: { $case: 'every', every: { intervalMs: 10_000, anchorUnixMs: 0 } } } }),
+            // Overlap FORBID: the fire decides on the runs still active, so it is not moved.
+            job('forbid', { ...daily, overlapPolicy: OverlapPolicy.OVERLAP_POLICY_FORBID }),
+          ],
+        }),
+      },
+    ]);
+    expect(s.hintOf('m0')).toMatchObject({ jittered: true, jitterWindowMs: 20_000 });
+    expect(s.hintOf('cut')).toMatchObject({ jittered: true, jitterWindowMs: 0 });
+    const dueOf = (id: string) => hintedDueMs(id, slot, s.hintOf(id)!)!;
+    for (const id of ids) expect(dueOf(id) - slot).toBe(jitterOffsetMs(id, slot, 20_000, undefined));
+    // The herd's instants spread over the window (not all at its start).
+    expect(new Set(ids.map((id) => Math.floor((dueOf(id) - slot) / 5000))).size).toBeGreaterThan(1);
+
+    const firedAt = new Map<string, number>();
+    let now = T0;
+    for (let t = 0; t < 22_000; t += 10) {
+      await tick(f.advance, 10);
+      now += 10;
+      for (const p of f.proposed.splice(0)) {
+        for (const it of p.items) firedAt.set(it.jobId, now);
+        p.settle(true);
+      }
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    for (const id of ids) {
+      const at = firedAt.get(id)!;
+      expect(at).toBeGreaterThanOrEqual(dueOf(id) - 100);
+      expect(at).toBeLessThan(dueOf(id) - 100 + 20); // within two wheel ticks
+    }
+    expect(firedAt.get('cut')).toBeLessThan(slot + 20);
+    expect(firedAt.get('forbid')).toBeLessThan(slot + 20);
+    // Each spread fire's run was claimed right behind it (its due instant known), the others' not.
+    const claimedBehind = new Set(f.claimOutcomes.flatMap((c) => c.claim.command.items.map((i) => i.runId)));
+    expect(ids.every((id) => claimedBehind.has(scheduledRunId(id, slot)))).toBe(true);
+    s.stop();
+  });
+
   it('takes the hint of a job from its create: its first slot already fires ahead; a paused job has none', async () => {
     const slot = T0 + 200;
     const f = fakeContext({ fireBatchSize: 100, dispatchLeadMs: 100 }, []);
@@ -196,7 +256,7 @@ describe('FireScheduler', () => {
       Job.fromPartial({ id, state, nextFireUnixMs: slot, spec: JobSpec.fromPartial({ taskType: 'mail', priority: 3, ...spec }) });
     const jobs = [job('a', {}), job('b', {}), job('paused', {}, JobState.JOB_STATE_PAUSED)];
     s.onApplied([{ index: 5, kind: 'jobs', data: new Uint8Array(), result: encodeResult({ type: 'jobs', items: jobs.map((j) => ({ job: j, created: true })) }) }]);
-    const expected: DispatchHint = { taskType: 'mail', priority: 3, jittered: false, allowsOverlap: true };
+    const expected: DispatchHint = { taskType: 'mail', priority: 3, jittered: false, allowsOverlap: true, jitterWindowMs: 0 };
     expect(s.hintOf('a')).toEqual(expected);
     // Jobs created with equal specs share one hint (one spec decode for a whole herd).
     expect(s.hintOf('b')).toBe(s.hintOf('a'));
@@ -307,7 +367,7 @@ describe('FireScheduler', () => {
         index: 7,
         kind: 'fire',
         data: encodeCommand({ type: 'fireRuns', nowMs: T0, misfireThresholdMs: 60_000, items: [{ jobId: 'allow', slotMs: T0 - 1000 }] }),
-        result: encodeResult({ type: 'fire', items: [{ created: [], missed: [], skipped: [], nextFireMs: T0 + 200, dispatch: { taskType: 't', priority: 0, jittered: false, allowsOverlap: true } }], signals: [] }),
+        result: encodeResult({ type: 'fire', items: [{ created: [], missed: [], skipped: [], nextFireMs: T0 + 200, dispatch: { taskType: 't', priority: 0, jittered: false, allowsOverlap: true, jitterWindowMs: 0 } }], signals: [] }),
       },
     ]);
     await tick(f.advance, 190);

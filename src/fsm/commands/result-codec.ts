@@ -162,7 +162,7 @@ export function encodeResult(res: FsmResult, buffers?: WriteBuffers): Uint8Array
         w.int(i.nextFireMs);
         const d = i.dispatch;
         if (d === undefined) w.bool(false);
-        else w.bool(true).str(d.taskType).int(d.priority).bool(d.jittered).bool(d.allowsOverlap);
+        else w.bool(true).str(d.taskType).int(d.priority).bool(d.jittered).bool(d.allowsOverlap).int(d.jitterWindowMs);
         w.uint(i.backlogFull ?? 0);
       });
       writeSignals(w, res.signals);
@@ -295,7 +295,7 @@ export interface FireOutcome {
 }
 
 function readDispatchHint(r: ByteReader): DispatchHint | undefined {
-  return r.bool() ? { taskType: r.str(), priority: r.int(), jittered: r.bool(), allowsOverlap: r.bool() } : undefined;
+  return r.bool() ? { taskType: r.str(), priority: r.int(), jittered: r.bool(), allowsOverlap: r.bool(), jitterWindowMs: r.int() } : undefined;
 }
 
 /**

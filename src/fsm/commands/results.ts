@@ -95,6 +95,12 @@ export interface DispatchHint {
   readonly priority: number;
   /** Its runs start at slot + jitter (not at the slot). */
   readonly jittered: boolean;
+  /**
+   * The jitter window when every slot's offset is jitterOffsetMs(job, slot, window) exactly — the
+   * window no shorter than the gap to the next slot can be (dispatch-hint.ts) — so the leader can
+   * fire each slot at its own jittered instant rather than all at the slot; 0 otherwise.
+   */
+  readonly jitterWindowMs: number;
   /** Overlap policy ALLOW: firing decides nothing that depends on the runs still active. */
   readonly allowsOverlap: boolean;
 }

@@ -28,7 +28,7 @@
 // max_concurrent; the rest stay PENDING (their reason is read from the gate: waitingFor). Runs
 // held back by a limit are no backlog for fire pacing, so they never slow other task types.
 import type { RunAssignment } from '../../../gen/herald/v1/worker_service.js';
-import { scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../../../fsm/index.js';
+import { hintedDueMs, scheduledRunId, type ClaimItem, type ClaimItemResult, type ClaimRunsCommand, type DispatchHint, type FireItem, type ReadyEntry } from '../../../fsm/index.js';
 import type { ProposalOutcome } from '../../../raft/driver/proposal-tracker.js';
 import { planDispatch, type DispatchAssignment, type DispatchCandidate } from './dispatch-plan.js';
 import type { DispatchGate } from './dispatch-gate.js';
@@ -255,7 +255,8 @@ export class Dispatcher implements FireDispatch {
   /**
    * Plans a claim of the runs a fireRuns command will create, for the fire scheduler to propose
    * right behind it: only without a known backlog, and only for jobs whose dispatch hint (their
-   * last fire's) says no jitter, so their runs are due at the slot. Nothing here waits: the plan
+   * last fire's) says when their runs are due (the slot, or the slot plus a jitter the hint can
+   * compute: hintedDueMs). Nothing here waits: the plan
    * is reserved (credits, runs being claimed) until claimProposed hears what became of it.
    */
   claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): ClaimBehindFire | undefined {
@@ -268,10 +269,11 @@ export class Dispatcher implements FireDispatch {
     const candidates: DispatchCandidate[] = [];
     for (const f of fired) {
       const hint = hintOf(f.jobId);
-      if (!hint || hint.jittered) continue;
+      const dueMs = hint && hintedDueMs(f.jobId, f.slotMs, hint);
+      if (!hint || dueMs === undefined) continue;
       const runId = scheduledRunId(f.jobId, f.slotMs);
       if (ctx.leases.claimInFlight(runId)) continue;
-      candidates.push({ runId, jobId: f.jobId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: f.slotMs });
+      candidates.push({ runId, jobId: f.jobId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: dueMs });
     }
     const gate = ctx.gate.active ? ctx.gate : undefined;
     // Runs of a task type held back by a limit wait in the ready index: a fire must not overtake them.

@@ -15,7 +15,7 @@
 // after any due-window page that was read concurrently, the newest state always wins.
 import { stampedAtAppend, type StampClock } from '../../node/stamped-proposal.js';
 import { JobState } from '../../../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, hintedDueMs, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
 import type { AppliedEntry } from '../applied-results-feed.js';
 import type { FireDispatch } from '../dispatch/dispatcher.js';
 import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
@@ -56,7 +56,7 @@ export class FireScheduler {
   /**
    * How each job's next run is dispatched, kept in log order: set as a fire or a change to the job
    * (a create, say) applies, from its result; dropped when the job has no next slot. The lead
-   * (leadOf) and the claim behind the fire need it; the job record is not read for either.
+   * (fireAtOf) and the claim behind the fire need it; the job record is not read for either.
    */
   private readonly hints = new Map<string, DispatchHint>();
   /** Due slots waiting for the fireRuns command in flight to finish. */
@@ -200,7 +200,7 @@ export class FireScheduler {
         items = page.filter((s) => s.slotMs < last);
       }
       for (const s of items) {
-        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: s.slotMs - this.leadOf(s.jobId) });
+        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: this.fireAtOf(s.jobId, s.slotMs) });
       }
       this.loadedUpTo = upTo;
       // Anything applied while the page was read is newer than the page: apply it on top.
@@ -268,20 +268,27 @@ export class FireScheduler {
   private rearm(jobId: string, nextFireMs: number): void {
     const wheel = this.wheel;
     if (!wheel) return;
-    if (nextFireMs > 0 && nextFireMs < this.loadedUpTo) wheel.schedule({ jobId, slotMs: nextFireMs, fireAtMs: nextFireMs - this.leadOf(jobId) });
+    if (nextFireMs > 0 && nextFireMs < this.loadedUpTo) wheel.schedule({ jobId, slotMs: nextFireMs, fireAtMs: this.fireAtOf(jobId, nextFireMs) });
     else wheel.cancel(jobId); // none, or a later due-window read brings it in
   }
 
   /**
-   * How long before its slot a job is fired (SchedulerConfig.dispatchLeadMs): only jobs whose
-   * fire depends on nothing but the slot (overlap ALLOW, no jitter), known from the dispatch hint
-   * of their last fire or change (a job without one, as after a leader change, fires at the slot).
+   * When a job's slot is fired, from the dispatch hint of its last fire or change (a job without
+   * one, as after a leader change, fires at the slot). A job whose fire depends on nothing but the
+   * slot (overlap ALLOW) fires SchedulerConfig.dispatchLeadMs ahead of the instant its run is due:
+   * the slot, or with a jitter whose offset the hint says is exact, the slot plus that offset. A
+   * jittered herd (a million daily jobs with a minute's jitter) is then fired over the minute as
+   * its runs come due, not all at the slot with most of the minute's runs late behind the fire.
+   * Never past the wheel's horizon (the slot is: it was loaded); there it fires at the slot.
    */
-  private leadOf(jobId: string): number {
-    const lead = this.ctx.config.dispatchLeadMs;
-    if (lead === 0) return 0;
+  private fireAtOf(jobId: string, slotMs: number): number {
     const hint = this.hints.get(jobId);
-    return hint && !hint.jittered && hint.allowsOverlap ? lead : 0;
+    if (!hint || !hint.allowsOverlap) return slotMs;
+    const due = hintedDueMs(jobId, slotMs, hint);
+    if (due === undefined) return slotMs;
+    const at = due - this.ctx.config.dispatchLeadMs;
+    const wheel = this.wheel;
+    return wheel && at >= wheel.horizonEndMs ? slotMs : at;
   }
 
   /**
@@ -292,11 +299,11 @@ export class FireScheduler {
    */
   private fire(due: readonly WheelEntry[], nowMs: number): void {
     for (const e of due) this.inFlight.add(e.jobId);
-    // Paced: runs the claim behind the fire would take (a hint, no jitter, a worker for the type).
+    // Paced: runs the claim behind the fire would take (a hint that knows when the run is due, a worker for the type).
     const served = this.holdMs() > 0 ? this.ctx.dispatch.dispatchRoom()?.taskTypes : undefined;
     for (const e of due) {
       const hint = served && this.hints.get(e.jobId);
-      (hint && !hint.jittered && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
+      (hint && (!hint.jittered || hint.jitterWindowMs > 0) && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
     }
     this.pumpFires(nowMs);
   }
