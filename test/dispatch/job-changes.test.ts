@@ -79,6 +79,8 @@ describe('job changes while leading (in-process, 3 nodes)', () => {
     const a = await waitFor('assigned', () => w.events.find((e) => e.type === 'assigned' && e.jobId === 'far'), 10_000);
     expect(a.type === 'assigned' && a.slotMs).toBe(at);
     expect(a.at - at).toBeLessThan(2_000);
-    expect(a.at).toBeGreaterThanOrEqual(at - 50);
+    // Its hint was read as it entered the wheel: fired and claimed up to the dispatch lead (100 ms)
+    // ahead, the worker holding the run until its instant.
+    expect(a.at).toBeGreaterThanOrEqual(at - 100 - 50);
   });
 });

@@ -22,7 +22,7 @@ interface Proposed {
   settle: (ok: boolean) => void;
 }
 
-function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[]) {
+function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slotMs: number }[], records = new Map<string, Job>()) {
   let now = T0;
   const proposed: Proposed[] = [];
   /** The fired items of each fire proposed with a claim as its adjacent entry. */
@@ -49,7 +49,13 @@ function fakeContext(config: Partial<SchedulerConfig>, due: { jobId: string; slo
     config: schedulerConfig({ tickMs: 10, wheelResolutionMs: 10, horizonMs: 60_000, ...config }),
     metrics: createNodeMetrics({ nodeId: 'n1' }, { defaultMetrics: false }),
     log: pino({ level: 'silent' }),
-    reads: { dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to), fireCursor: async () => undefined, specCache: new SpecCache(), unsafe: checkUnsafeSwitches(undefined) },
+    reads: {
+      dueWindow: async (from: number, to: number) => due.filter((d) => d.slotMs >= from && d.slotMs < to),
+      fireCursor: async () => undefined,
+      getJobs: async (ids: readonly string[]) => new Map(ids.map((id) => [id, records.get(id)])),
+      specCache: new SpecCache(),
+      unsafe: checkUnsafeSwitches(undefined),
+    },
     now: () => now,
     active: () => true,
     node: {
@@ -244,6 +250,37 @@ describe('FireScheduler', () => {
     // Each spread fire's run was claimed right behind it (its due instant known), the others' not.
     const claimedBehind = new Set(f.claimOutcomes.flatMap((c) => c.claim.command.items.map((i) => i.runId)));
     expect(ids.every((id) => claimedBehind.has(scheduledRunId(id, slot)))).toBe(true);
+    s.stop();
+  });
+
+  it('reads the hint of a jittered job entering the wheel from the due index (created long before its slot) from its record', async () => {
+    const slot = T0 + 30_000;
+    const daily = JobSpec.fromPartial({ taskType: 't', jitterMs: 20_000, schedule: { kind: { $case: 'cron', cron: { expression: '0 0 * * *', timeZone: 'UTC' } } } });
+    const ids = Array.from({ length: 10 }, (_, i) => `far${i}`);
+    const records = new Map(ids.map((id) => [id, Job.fromPartial({ id, state: JobState.JOB_STATE_ACTIVE, nextFireUnixMs: slot, spec: daily })]));
+    records.set('paused', Job.fromPartial({ id: 'paused', state: JobState.JOB_STATE_PAUSED, nextFireUnixMs: slot, spec: daily }));
+    const f = fakeContext({ fireBatchSize: 100, maxFiresInFlight: 8, dispatchLeadMs: 100 }, [...ids, 'paused'].map((jobId) => ({ jobId, slotMs: slot })), records);
+    const s = new FireScheduler(f.ctx);
+    await s.start(T0);
+    expect(s.hintOf('far0')).toMatchObject({ jittered: true, jitterWindowMs: 20_000 });
+    expect(s.hintOf('paused')).toBeUndefined();
+    const firedAt = new Map<string, number>();
+    let now = T0;
+    for (let t = 0; t < 52_000; t += 10) {
+      await tick(f.advance, 10);
+      now += 10;
+      for (const p of f.proposed.splice(0)) {
+        for (const it of p.items) firedAt.set(it.jobId, now);
+        p.settle(true);
+      }
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    for (const id of ids) {
+      const due = slot + jitterOffsetMs(id, slot, 20_000, undefined);
+      expect(firedAt.get(id)! - (due - 100)).toBeGreaterThanOrEqual(0);
+      expect(firedAt.get(id)! - (due - 100)).toBeLessThan(20);
+    }
+    expect(firedAt.get('paused')).toBeLessThan(slot + 20); // no hint: at the slot, as before
     s.stop();
   });
 

@@ -28,6 +28,18 @@ describe('TimingWheel', () => {
     expect(wheel.schedule({ jobId: 'far', slotMs: T0 + 1000, fireAtMs: T0 + 1000 })).toBe(true);
   });
 
+  it('holds an entry whose slot is inside the horizon but whose fire time (slot plus jitter) is past it, until it is due', () => {
+    const wheel = new TimingWheel({ resolutionMs: 10, horizonMs: 1000 }, T0);
+    expect(wheel.schedule({ jobId: 'jittered', slotMs: T0 + 900, fireAtMs: T0 + 5000 })).toBe(true);
+    expect(wheel.has('jittered')).toBe(true);
+    expect(wheel.advance(T0 + 4990)).toEqual([]);
+    expect(wheel.advance(T0 + 5000).map((e) => e.jobId)).toEqual(['jittered']);
+    wheel.schedule({ jobId: 'gone', slotMs: T0 + 5500, fireAtMs: T0 + 7000 });
+    wheel.cancel('gone');
+    expect(wheel.advance(T0 + 8000)).toEqual([]);
+    expect(wheel.size).toBe(0);
+  });
+
   it('fires overdue entries on the next advance instead of dropping them', () => {
     const wheel = new TimingWheel({ resolutionMs: 10, horizonMs: 1000 }, T0);
     wheel.advance(T0 + 300);
@@ -51,7 +63,8 @@ describe('TimingWheel', () => {
       fc.property(
         fc.array(
           fc.oneof(
-            fc.record({ op: fc.constant('schedule' as const), job: fc.integer({ min: 0, max: 20 }), at: fc.integer({ min: 0, max: 5000 }) }),
+            // A jitter puts the fire time after the slot, past the horizon at times.
+            fc.record({ op: fc.constant('schedule' as const), job: fc.integer({ min: 0, max: 20 }), at: fc.integer({ min: 0, max: 5000 }), jitter: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3000 })) }),
             fc.record({ op: fc.constant('advance' as const), by: fc.integer({ min: 0, max: 700 }) }),
             fc.record({ op: fc.constant('cancel' as const), job: fc.integer({ min: 0, max: 20 }) }),
           ),
@@ -65,10 +78,11 @@ describe('TimingWheel', () => {
           for (const o of ops) {
             if (o.op === 'schedule') {
               const id = `j${o.job}`;
-              const at = now - 1000 + o.at;
+              const slot = now - 1000 + o.at;
+              const at = slot + o.jitter;
               model.delete(id);
-              if (wheel.schedule({ jobId: id, slotMs: at, fireAtMs: at })) model.set(id, at);
-              else expect(at).toBeGreaterThanOrEqual(wheel.horizonEndMs);
+              if (wheel.schedule({ jobId: id, slotMs: slot, fireAtMs: at })) model.set(id, at);
+              else expect(slot).toBeGreaterThanOrEqual(wheel.horizonEndMs);
             } else if (o.op === 'cancel') {
               wheel.cancel(`j${o.job}`);
               model.delete(`j${o.job}`);

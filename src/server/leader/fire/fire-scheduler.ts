@@ -15,7 +15,7 @@
 // after any due-window page that was read concurrently, the newest state always wins.
 import { stampedAtAppend, type StampClock } from '../../node/stamped-proposal.js';
 import { JobState } from '../../../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, hintedDueMs, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, dispatchHintOf, hintedDueMs, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
 import type { AppliedEntry } from '../applied-results-feed.js';
 import type { FireDispatch } from '../dispatch/dispatcher.js';
 import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
@@ -23,6 +23,8 @@ import { TimingWheel, type WheelEntry } from './timing-wheel.js';
 import { cancelTimer, timersOf, type LeaderTimers, type TimerHandle } from '../leader-timers.js';
 
 const FIRST_PAGE = 10_000;
+/** Job records read at once for the hints of jobs entering the wheel without one. */
+const HINT_READ_CHUNK = 10_000;
 /**
  * Dispatch hints kept at most; cleared wholesale when full (a job without one fires at its slot and
  * is claimed from the ready index). Room for a herd of 100,000 due within the horizon and more.
@@ -42,7 +44,7 @@ export interface FireSchedulerDeps extends Pick<LeaderTerm, 'config' | 'metrics'
   readonly timers?: LeaderTimers;
   /** Fires are proposed here (never forwarded), with the claim behind them as the adjacent entry. */
   readonly node: Pick<LeaderTerm['node'], 'propose' | 'proposeBackToBack'>;
-  readonly reads: Pick<LeaderReads, 'dueWindow' | 'fireCursor' | 'specCache' | 'unsafe'>;
+  readonly reads: Pick<LeaderReads, 'dueWindow' | 'fireCursor' | 'getJobs' | 'specCache' | 'unsafe'>;
   readonly dispatch: FireDispatch;
 }
 
@@ -59,6 +61,8 @@ export class FireScheduler {
    * (fireAtOf) and the claim behind the fire need it; the job record is not read for either.
    */
   private readonly hints = new Map<string, DispatchHint>();
+  /** While readHints reads job records: the jobs whose hint an applied change set meanwhile. */
+  private hintsTouched: Set<string> | undefined;
   /** Due slots waiting for the fireRuns command in flight to finish. */
   private toFire: WheelEntry[] = [];
   /** Due slots whose runs the claim behind the fire would take: they also wait for worker room (pacedToTake). */
@@ -199,8 +203,12 @@ export class FireScheduler {
         upTo = last;
         items = page.filter((s) => s.slotMs < last);
       }
+      const read = await this.readHints(items);
+      if (this.stopped) return;
       for (const s of items) {
-        if (!this.inFlight.has(s.jobId)) wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: this.fireAtOf(s.jobId, s.slotMs) });
+        if (this.inFlight.has(s.jobId)) continue;
+        const hint = this.hints.get(s.jobId) ?? read.get(s.jobId);
+        wheel.schedule({ jobId: s.jobId, slotMs: s.slotMs, fireAtMs: this.fireAtOf(s.jobId, s.slotMs, hint) });
       }
       this.loadedUpTo = upTo;
       // Anything applied while the page was read is newer than the page: apply it on top.
@@ -209,12 +217,41 @@ export class FireScheduler {
     }
   }
 
+  /**
+   * The dispatch hints of jobs entering the wheel without one (created more than a horizon before
+   * their slot, or known only from the due index after a leader change), read from their records:
+   * a midnight herd then fires each run at its jittered instant from its first night on. Set in
+   * the hint map unless an applied change to the job came meanwhile (that change's hint stands).
+   */
+  private async readHints(items: readonly { jobId: string }[]): Promise<Map<string, DispatchHint>> {
+    const out = new Map<string, DispatchHint>();
+    const missing = items.filter((s) => !this.hints.has(s.jobId) && !this.inFlight.has(s.jobId)).map((s) => s.jobId);
+    if (missing.length === 0) return out;
+    const touched = new Set<string>();
+    this.hintsTouched = touched;
+    try {
+      for (let i = 0; i < missing.length && !this.stopped; i += HINT_READ_CHUNK) {
+        const jobs = await this.ctx.reads.getJobs(missing.slice(i, i + HINT_READ_CHUNK));
+        for (const [id, job] of jobs) {
+          if (!job?.spec || job.state !== JobState.JOB_STATE_ACTIVE || touched.has(id)) continue;
+          const hint = dispatchHintOf(job.spec);
+          out.set(id, hint);
+          this.setHint(id, hint);
+        }
+      }
+    } finally {
+      this.hintsTouched = undefined;
+    }
+    return out;
+  }
+
   private noteHints(items: readonly FireItem[], outcomes: readonly FireOutcome[]): void {
     const n = Math.min(items.length, outcomes.length);
     for (let i = 0; i < n; i++) this.setHint(items[i]!.jobId, outcomes[i]!.dispatch);
   }
 
   private setHint(jobId: string, hint: DispatchHint | undefined): void {
+    this.hintsTouched?.add(jobId);
     if (hint === undefined) {
       this.hints.delete(jobId);
       return;
@@ -279,16 +316,13 @@ export class FireScheduler {
    * the slot, or with a jitter whose offset the hint says is exact, the slot plus that offset. A
    * jittered herd (a million daily jobs with a minute's jitter) is then fired over the minute as
    * its runs come due, not all at the slot with most of the minute's runs late behind the fire.
-   * Never past the wheel's horizon (the slot is: it was loaded); there it fires at the slot.
+   * A fire time past the horizon waits in the wheel until the horizon reaches it (timing-wheel.ts).
    */
-  private fireAtOf(jobId: string, slotMs: number): number {
-    const hint = this.hints.get(jobId);
+  private fireAtOf(jobId: string, slotMs: number, hint = this.hints.get(jobId)): number {
     if (!hint || !hint.allowsOverlap) return slotMs;
     const due = hintedDueMs(jobId, slotMs, hint);
     if (due === undefined) return slotMs;
-    const at = due - this.ctx.config.dispatchLeadMs;
-    const wheel = this.wheel;
-    return wheel && at >= wheel.horizonEndMs ? slotMs : at;
+    return due - this.ctx.config.dispatchLeadMs;
   }
 
   /**

@@ -5,6 +5,9 @@
  * the horizon, not by the jobs stored (DESIGN I6); the scheduler refills it by range reads of the
  * due index as the horizon moves. Entries are keyed by job id: a job has at most one pending fire
  * time in the wheel (its next slot), and re-scheduling a job replaces its entry.
+ *
+ * A slot inside the horizon may fire after its end (slot plus jitter): such an entry waits in
+ * `later`, by bucket, and moves into the wheel as the horizon reaches it.
  */
 export interface WheelEntry {
   jobId: string;
@@ -24,6 +27,10 @@ export interface TimingWheelOptions {
 export class TimingWheel {
   private readonly buckets: Map<string, WheelEntry>[];
   private readonly byJob = new Map<string, WheelEntry>();
+  /** Entries whose slot is inside the horizon but whose fire time is not yet, by bucket start. */
+  private readonly later = new Map<number, Map<string, WheelEntry>>();
+  /** Buckets before this have been moved from `later` into the wheel. */
+  private promotedUpTo: number;
   /** Start of the bucket the wheel reads next (a multiple of resolutionMs). */
   private cursorMs: number;
 
@@ -37,6 +44,7 @@ export class TimingWheel {
     const count = Math.ceil(options.horizonMs / options.resolutionMs) + 1;
     this.buckets = Array.from({ length: count }, () => new Map());
     this.cursorMs = this.floor(startMs);
+    this.promotedUpTo = this.floor(this.horizonEndMs);
   }
 
   get size(): number {
@@ -54,7 +62,20 @@ export class TimingWheel {
    */
   schedule(entry: WheelEntry): boolean {
     this.cancel(entry.jobId);
-    if (entry.fireAtMs >= this.horizonEndMs) return false;
+    const end = this.horizonEndMs;
+    if (entry.fireAtMs >= end) {
+      if (entry.slotMs >= end) return false;
+      const key = this.floor(entry.fireAtMs);
+      // A bucket already promoted is within the wheel's span (one bucket past the horizon at most).
+      if (key < this.promotedUpTo) this.bucketFor(entry.fireAtMs).set(entry.jobId, entry);
+      else {
+        let b = this.later.get(key);
+        if (!b) this.later.set(key, (b = new Map()));
+        b.set(entry.jobId, entry);
+      }
+      this.byJob.set(entry.jobId, entry);
+      return true;
+    }
     const at = Math.max(entry.fireAtMs, this.cursorMs);
     this.bucketFor(at).set(entry.jobId, entry);
     this.byJob.set(entry.jobId, entry);
@@ -65,6 +86,13 @@ export class TimingWheel {
     const old = this.byJob.get(jobId);
     if (!old) return;
     this.byJob.delete(jobId);
+    const key = this.floor(old.fireAtMs);
+    const b = key >= this.promotedUpTo ? this.later.get(key) : undefined;
+    if (b) {
+      b.delete(jobId);
+      if (b.size === 0) this.later.delete(key);
+      return;
+    }
     this.bucketFor(Math.max(old.fireAtMs, this.cursorMs)).delete(jobId);
   }
 
@@ -94,13 +122,31 @@ export class TimingWheel {
       // Entries left in a passed bucket cannot exist: everything in it was due.
       this.cursorMs += this.options.resolutionMs;
     }
+    this.promote();
     due.sort((a, b) => a.fireAtMs - b.fireAtMs || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
     return due;
   }
 
   clear(): void {
     for (const b of this.buckets) b.clear();
+    this.later.clear();
     this.byJob.clear();
+  }
+
+  /** Moves the `later` buckets the horizon now reaches into the wheel. */
+  private promote(): void {
+    const upTo = this.floor(this.horizonEndMs);
+    if (this.later.size === 0) {
+      this.promotedUpTo = Math.max(this.promotedUpTo, upTo + this.options.resolutionMs);
+      return;
+    }
+    for (let k = this.promotedUpTo; k <= upTo; k += this.options.resolutionMs) {
+      const b = this.later.get(k);
+      if (!b) continue;
+      this.later.delete(k);
+      for (const [jobId, entry] of b) this.bucketFor(entry.fireAtMs).set(jobId, entry);
+    }
+    this.promotedUpTo = Math.max(this.promotedUpTo, upTo + this.options.resolutionMs);
   }
 
   private floor(ms: number): number {
