@@ -223,9 +223,13 @@ export class FireScheduler {
    * a midnight herd then fires each run at its jittered instant from its first night on. Set in
    * the hint map unless an applied change to the job came meanwhile (that change's hint stands).
    */
-  private async readHints(items: readonly { jobId: string }[]): Promise<Map<string, DispatchHint>> {
+  private async readHints(items: readonly { jobId: string; slotMs: number }[]): Promise<Map<string, DispatchHint>> {
     const out = new Map<string, DispatchHint>();
-    const missing = items.filter((s) => !this.hints.has(s.jobId) && !this.inFlight.has(s.jobId)).map((s) => s.jobId);
+    // Slots already due fire at once either way: their fire does not wait for a read (a new
+    // leader's first refill holds every overdue job).
+    const now = this.ctx.now();
+    if (now === undefined) return out;
+    const missing = items.filter((s) => s.slotMs > now && !this.hints.has(s.jobId) && !this.inFlight.has(s.jobId)).map((s) => s.jobId);
     if (missing.length === 0) return out;
     const touched = new Set<string>();
     this.hintsTouched = touched;
