@@ -30,7 +30,7 @@ export { UNSAFE_ENV, type UnsafeSwitches } from './apply/unsafe-switches.js';
 export { DEFAULT_RETENTION_AGE_MS, DEFAULT_RETENTION_RUNS } from './apply/apply-trim.js';
 export { DEFAULT_BACKFILL_MAX_RUNS, MAX_BACKFILL_RUNS } from './apply/apply-manual-runs.js';
 export { FsmDecodeError } from './commands/binary-codec.js';
-export { dispatchHintOf, hintedDueMs, overlapOf } from './commands/dispatch-hint.js';
+export { dispatchHintOf, hintedDueMs, knowsDue, overlapOf } from './commands/dispatch-hint.js';
 export { MAX_RETRY_RUNS_PER_COMMAND, RETRYABLE_STATES } from './apply/apply-retry-runs.js';
 export { decodeJobRecord, decodeRunRecord } from './store/records.js';
 export type { ChangeRecorder, StoreChangeListener } from './machine/store-changes.js';

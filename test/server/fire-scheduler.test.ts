@@ -94,6 +94,22 @@ async function tick(advance: (ms: number) => void, ms: number): Promise<void> {
   await vi.advanceTimersByTimeAsync(ms);
 }
 
+/** Runs the scheduler `ms` in 10 ms ticks, committing every fire: when (fake time) each job fired. */
+async function fireFor(f: ReturnType<typeof fakeContext>, ms: number): Promise<Map<string, number>> {
+  const firedAt = new Map<string, number>();
+  let now = T0;
+  for (let t = 0; t < ms; t += 10) {
+    await tick(f.advance, 10);
+    now += 10;
+    for (const p of f.proposed.splice(0)) {
+      for (const it of p.items) firedAt.set(it.jobId, now);
+      p.settle(true);
+    }
+    await vi.advanceTimersByTimeAsync(0);
+  }
+  return firedAt;
+}
+
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
 
@@ -229,17 +245,7 @@ describe('FireScheduler', () => {
     // The herd's instants spread over the window (not all at its start).
     expect(new Set(ids.map((id) => Math.floor((dueOf(id) - slot) / 5000))).size).toBeGreaterThan(1);
 
-    const firedAt = new Map<string, number>();
-    let now = T0;
-    for (let t = 0; t < 22_000; t += 10) {
-      await tick(f.advance, 10);
-      now += 10;
-      for (const p of f.proposed.splice(0)) {
-        for (const it of p.items) firedAt.set(it.jobId, now);
-        p.settle(true);
-      }
-      await vi.advanceTimersByTimeAsync(0);
-    }
+    const firedAt = await fireFor(f, 22_000);
     for (const id of ids) {
       const at = firedAt.get(id)!;
       expect(at).toBeGreaterThanOrEqual(dueOf(id) - 100);
@@ -264,17 +270,7 @@ describe('FireScheduler', () => {
     await s.start(T0);
     expect(s.hintOf('far0')).toMatchObject({ jittered: true, jitterWindowMs: 20_000 });
     expect(s.hintOf('paused')).toBeUndefined();
-    const firedAt = new Map<string, number>();
-    let now = T0;
-    for (let t = 0; t < 52_000; t += 10) {
-      await tick(f.advance, 10);
-      now += 10;
-      for (const p of f.proposed.splice(0)) {
-        for (const it of p.items) firedAt.set(it.jobId, now);
-        p.settle(true);
-      }
-      await vi.advanceTimersByTimeAsync(0);
-    }
+    const firedAt = await fireFor(f, 52_000);
     for (const id of ids) {
       const due = slot + jitterOffsetMs(id, slot, 20_000, undefined);
       expect(firedAt.get(id)! - (due - 100)).toBeGreaterThanOrEqual(0);

@@ -57,6 +57,11 @@ function shortestSlotGapMs(spec: JobSpec): number {
  * for a jitter the next slot may cut short (the state machine decides it at the fire).
  */
 export function hintedDueMs(jobId: string, slotMs: number, hint: DispatchHint): number | undefined {
-  if (!hint.jittered) return slotMs;
-  return hint.jitterWindowMs > 0 ? slotMs + jitterOffsetMs(jobId, slotMs, hint.jitterWindowMs, undefined) : undefined;
+  if (!knowsDue(hint)) return undefined;
+  return hint.jittered ? slotMs + jitterOffsetMs(jobId, slotMs, hint.jitterWindowMs, undefined) : slotMs;
+}
+
+/** Whether hintedDueMs gives the instant: no jitter, or one no slot gap can cut short. */
+export function knowsDue(hint: DispatchHint): boolean {
+  return !hint.jittered || hint.jitterWindowMs > 0;
 }

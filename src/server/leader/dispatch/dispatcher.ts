@@ -256,8 +256,8 @@ export class Dispatcher implements FireDispatch {
    * Plans a claim of the runs a fireRuns command will create, for the fire scheduler to propose
    * right behind it: only without a known backlog, and only for jobs whose dispatch hint (their
    * last fire's) says when their runs are due (the slot, or the slot plus a jitter the hint can
-   * compute: hintedDueMs). Nothing here waits: the plan
-   * is reserved (credits, runs being claimed) until claimProposed hears what became of it.
+   * compute: hintedDueMs). Nothing here waits: the plan is reserved (credits, runs being claimed)
+   * until claimProposed hears what became of it.
    */
   claimBehindFire(fired: readonly FireItem[], nowMs: number, hintOf: (jobId: string) => DispatchHint | undefined): ClaimBehindFire | undefined {
     const ctx = this.ctx;
@@ -269,8 +269,9 @@ export class Dispatcher implements FireDispatch {
     const candidates: DispatchCandidate[] = [];
     for (const f of fired) {
       const hint = hintOf(f.jobId);
-      const dueMs = hint && hintedDueMs(f.jobId, f.slotMs, hint);
-      if (!hint || dueMs === undefined) continue;
+      if (!hint) continue;
+      const dueMs = hintedDueMs(f.jobId, f.slotMs, hint);
+      if (dueMs === undefined) continue;
       const runId = scheduledRunId(f.jobId, f.slotMs);
       if (ctx.leases.claimInFlight(runId)) continue;
       candidates.push({ runId, jobId: f.jobId, taskType: hint.taskType, priority: hint.priority, notBeforeMs: dueMs });

@@ -15,7 +15,7 @@
 // after any due-window page that was read concurrently, the newest state always wins.
 import { stampedAtAppend, type StampClock } from '../../node/stamped-proposal.js';
 import { JobState } from '../../../gen/herald/v1/job.js';
-import { decodeCommand, decodeFireOutcomes, decodeJobHeads, dispatchHintOf, hintedDueMs, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
+import { decodeCommand, decodeFireOutcomes, decodeJobHeads, dispatchHintOf, hintedDueMs, knowsDue, type DispatchHint, type FireItem, type FireOutcome, type FireRunsCommand } from '../../../fsm/index.js';
 import type { AppliedEntry } from '../applied-results-feed.js';
 import type { FireDispatch } from '../dispatch/dispatcher.js';
 import { checkResultType, proposeUnread, type LeaderReads, type LeaderTerm } from '../leader-term.js';
@@ -341,7 +341,7 @@ export class FireScheduler {
     const served = this.holdMs() > 0 ? this.ctx.dispatch.dispatchRoom()?.taskTypes : undefined;
     for (const e of due) {
       const hint = served && this.hints.get(e.jobId);
-      (hint && (!hint.jittered || hint.jitterWindowMs > 0) && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
+      (hint && knowsDue(hint) && served.has(hint.taskType) ? this.paced : this.toFire).push(e);
     }
     this.pumpFires(nowMs);
   }

@@ -136,11 +136,7 @@ export class TimingWheel {
   /** Moves the `later` buckets the horizon now reaches into the wheel. */
   private promote(): void {
     const upTo = this.floor(this.horizonEndMs);
-    if (this.later.size === 0) {
-      this.promotedUpTo = Math.max(this.promotedUpTo, upTo + this.options.resolutionMs);
-      return;
-    }
-    for (let k = this.promotedUpTo; k <= upTo; k += this.options.resolutionMs) {
+    for (let k = this.promotedUpTo; k <= upTo && this.later.size > 0; k += this.options.resolutionMs) {
       const b = this.later.get(k);
       if (!b) continue;
       this.later.delete(k);
