@@ -18,7 +18,7 @@ import { RunState } from '../src/gen/herald/v1/run.js';
 import { sleep, waitFor } from '../test/raft-runtime/helpers/cluster.js';
 import { SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { BenchWorkers } from './lib/bench-workers.js';
-import { processCpuMs, processThreadCpuMs } from './lib/process-cpu.js';
+import { processCpuMs, processThreadCpuMs, threadCpuDelta } from './lib/process-cpu.js';
 import { strArg } from './lib/args.js';
 import { BenchWatchers } from './lib/bench-watchers.js';
 
@@ -123,6 +123,13 @@ try {
     leader: offMain(servers.findIndex((s) => s.role === 'leader')),
     followers: servers.flatMap((s, i) => (s.role === 'follower' ? [offMain(i)] : [])),
   };
+  // The leader's busiest threads over the drain (µs per run): which helper the off-main share is.
+  const li = servers.findIndex((s) => s.role === 'leader');
+  const leaderThreadsUsPerRun = Object.fromEntries(
+    threadCpuDelta(threads0[li]!.byThread, threads1[li]!.byThread)
+      .slice(0, 8)
+      .map((t) => [t.thread, Math.round((t.ms * 1000) / N)]),
+  );
   const watched = await watchers?.finish();
   const { starts, accepted, refused } = await workers.finish();
   const herd = starts.filter((a) => a.runId.startsWith('herd-'));
@@ -178,6 +185,7 @@ try {
       spread,
       drainCpuUsPerRun,
       drainOffMainThreadUsPerRun,
+      leaderThreadsUsPerRun,
       drainEntries,
       // The herd's own (the warm-up's runs all succeeded before it was created).
       succeeded: (counts.get(RunState.RUN_STATE_SUCCEEDED) ?? 0) - WARMUP,

@@ -26,28 +26,39 @@ function cpuMsOfStat(stat: string): number {
  * LevelDB batches are written), LevelDB's compaction thread, V8's GC helpers. NaN where /proc is
  * not readable.
  */
-export async function processThreadCpuMs(pid: number): Promise<{ main: number; other: number }> {
+export async function processThreadCpuMs(pid: number): Promise<{ main: number; other: number; byThread: Map<string, { name: string; ms: number }> }> {
+  const byThread = new Map<string, { name: string; ms: number }>();
   try {
     const tids = await readdir(`/proc/${pid}/task`);
     let main = 0;
     let other = 0;
     for (const tid of tids) {
-      const ms = await threadCpuMs(pid, tid);
+      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => undefined);
+      if (stat === undefined) continue; // the thread ended meanwhile
+      const ms = cpuMsOfStat(stat);
+      byThread.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms });
       if (tid === String(pid)) main += ms;
       else other += ms;
     }
-    return { main, other };
+    return { main, other, byThread };
   } catch {
-    return { main: NaN, other: NaN };
+    return { main: NaN, other: NaN, byThread };
   }
 }
 
-async function threadCpuMs(pid: number, tid: string): Promise<number> {
-  try {
-    return cpuMsOfStat(await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8'));
-  } catch {
-    return 0; // the thread ended meanwhile
-  }
+/**
+ * CPU per thread between two readings of one process, busiest first, as "name#tid" -> ms. Thread
+ * names say whose it is: MainThread (JavaScript), libuv-worker (the pool: LevelDB reads and
+ * batches, fsyncs — LevelDB's own compaction thread inherits the name of the pool thread that
+ * opened the store), V8Worker (GC helpers).
+ */
+export function threadCpuDelta(
+  before: Map<string, { name: string; ms: number }>,
+  after: Map<string, { name: string; ms: number }>,
+): Array<{ thread: string; ms: number }> {
+  const out: Array<{ thread: string; ms: number }> = [];
+  for (const [tid, a] of after) out.push({ thread: `${a.name}#${tid}`, ms: a.ms - (before.get(tid)?.ms ?? 0) });
+  return out.filter((t) => t.ms > 0).sort((x, y) => y.ms - x.ms);
 }
 
 /**

@@ -27,6 +27,18 @@ describe('cluster feature level', () => {
     expect(await t.fsm.featureLevel()).toBe(2);
   });
 
+  it('a replica writing the leader’s effects takes the raised level from them (it reads the level back only then)', async () => {
+    const leader = await fresh();
+    const follower = await fresh();
+    const create = await leader.applyCapturing({ type: 'putJob', nowMs: T0, jobId: 'j', spec, idempotencyKey: '' });
+    expect(await follower.fsm.applyEffects(create.effects!)).toBe('applied');
+    expect(follower.fsm.appliedFeatureLevel).toBe(FEATURE_LEVEL.BASE);
+    const raise = await leader.applyCapturing({ type: 'setFeatureLevel', nowMs: T0 + 1, level: SUPPORTED_FEATURE_LEVEL });
+    expect(await follower.fsm.applyEffects(raise.effects!)).toBe('applied');
+    expect(follower.fsm.appliedFeatureLevel).toBe(SUPPORTED_FEATURE_LEVEL);
+    expect(leader.fsm.appliedFeatureLevel).toBe(SUPPORTED_FEATURE_LEVEL);
+  });
+
   it('is in the state hash and survives snapshot → restore', async () => {
     const a = await fresh();
     const b = await fresh();

@@ -72,6 +72,36 @@ describe('task type configs', () => {
     expect(tooMany.error?.message).toContain('spec.max_concurrent');
   });
 
+  it('limitsVersion moves when a limit is written or deleted, not for unlimited jobs; a follower writing the effects follows', async () => {
+    t = await openTestFsm();
+    const follower = await openTestFsm();
+    try {
+      // Each step is applied by the leader, then by the follower from the leader's effects.
+      const step = async (cmd: Parameters<TestFsm['applyCapturing']>[0]) => {
+        const { effects } = await t.applyCapturing(cmd);
+        if (effects) expect(await follower.fsm.applyEffects(effects)).toBe('applied');
+        return { leader: t.fsm.limitsVersion, follower: follower.fsm.limitsVersion };
+      };
+      let last = { leader: t.fsm.limitsVersion, follower: follower.fsm.limitsVersion };
+      const expectMoved = (now: typeof last, moved: boolean, what: string) => {
+        expect(now.leader !== last.leader, `leader: ${what}`).toBe(moved);
+        expect(now.follower !== last.follower, `follower: ${what}`).toBe(moved);
+        last = now;
+      };
+      expectMoved(await step({ type: 'putJob', nowMs: T0, jobId: 'plain', spec: everySpec(60_000, {}, T0), idempotencyKey: '' }), false, 'an unlimited create');
+      expectMoved(await step({ type: 'pauseJob', nowMs: T0 + 1, jobId: 'plain', note: '' }), false, 'pausing an unlimited job');
+      expectMoved(await step({ type: 'putJob', nowMs: T0, jobId: 'a', spec: everySpec(60_000, { maxConcurrent: 2 }, T0), idempotencyKey: '' }), true, 'a limited create');
+      expectMoved(await step({ type: 'pauseJob', nowMs: T0 + 2, jobId: 'a', note: '' }), false, 'pausing a limited job (its limit stays)');
+      expectMoved(await step({ type: 'updateJob', nowMs: T0 + 3, jobId: 'a', spec: everySpec(60_000, { maxConcurrent: 5 }, T0), expectedVersion: 0 }), true, 'a new max_concurrent');
+      expectMoved(await step({ type: 'deleteJob', nowMs: T0 + 4, jobId: 'a', expectedVersion: 0 }), true, 'deleting a limited job');
+      expectMoved(await step({ type: 'putTaskType', nowMs: T0 + 5, config: cfg({ maxRunning: 1 }) }), true, 'a task type config');
+      expectMoved(await step({ type: 'deleteTaskType', nowMs: T0 + 6, taskType: 'report' }), true, 'deleting a task type config');
+      expectMoved(await step({ type: 'deleteJob', nowMs: T0 + 7, jobId: 'plain', expectedVersion: 0 }), false, 'deleting an unlimited job');
+    } finally {
+      await follower.close();
+    }
+  });
+
   it('commands and results round-trip through their codecs', () => {
     const put = { type: 'putTaskType' as const, nowMs: T0, config: cfg({ maxRunning: 7, ratePerSecond: 0.5, burst: 3 }) };
     expect(decodeCommand(encodeCommand(put))).toEqual(put);

@@ -26,7 +26,7 @@ import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
 import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
 import { commandFeatureLevel, decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
-import { META_APPLIED, META_COMMAND_TIME, META_FEATURE_LEVEL } from '../store/key-layout.js';
+import { LIMITS_PREFIX, META_APPLIED, META_COMMAND_TIME, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
 import type { FsmResult, ItemError } from '../commands/results.js';
@@ -101,6 +101,9 @@ function isCommandTimeKey(key: Uint8Array): boolean {
   return key.length === COMMAND_TIME_KEY_BYTES.length && Buffer.compare(key, COMMAND_TIME_KEY_BYTES) === 0;
 }
 
+/** The first byte of every dispatch-limit key (LIMITS_PREFIX, "y\0"). */
+const LIMITS_KEY_BYTE = LIMITS_PREFIX.charCodeAt(0);
+
 function isFeatureLevelKey(key: Uint8Array): boolean {
   return key.length === FEATURE_LEVEL_KEY_BYTES.length && Buffer.compare(key, FEATURE_LEVEL_KEY_BYTES) === 0;
 }
@@ -158,6 +161,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private readonly scheduleCaches = new ScheduleCaches();
   /** The stored cluster feature level, mirrored (read again after whatever may change it). */
   private level: number = FEATURE_LEVEL.BASE;
+  private limitsVersionValue = 0;
   /** Runs per counted state by when they reached it, once someone asks (run-counts.ts). */
   private readonly endedCounts: RunCounts;
   /** The stored highest command time (META_COMMAND_TIME), mirrored. */
@@ -223,6 +227,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     if (await restoreInterrupted(this.store)) throw new HeraldError('CORRUPT_STORAGE', 'a snapshot restore broke off: the store must be opened again');
     this.recordCache?.clear();
     this.endedCounts.reset();
+    this.limitsVersionValue++;
     this.level = await this.featureLevel();
     this.commandTime = await readCommandTime(this.store);
     this.applied = await readAppliedIndex(this.store);
@@ -303,10 +308,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       const counting = this.endedCounts.following ? new EffectsRunChanges() : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
       let commandTime: number | undefined;
+      let levelWritten = false;
+      let limitsWritten = false;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
           if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
           if (isCommandTimeKey(key) && value !== null) commandTime = decodeCommandTime(value);
+          if (isFeatureLevelKey(key)) levelWritten = true;
+          if (key[0] === LIMITS_KEY_BYTE && key[1] === 0) limitsWritten = true;
           // A raise above this build: the entries are evaluated instead, and the setFeatureLevel
           // entry among them stops apply with the operator's message.
           if (isFeatureLevelKey(key) && value !== null && decodeFeatureLevel(value) > this.opts.supportedFeatureLevel) {
@@ -343,7 +352,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // almost nothing back (it evaluates only the entries it got no effects for), so it is
       // emptied rather than checked key by key (which took a string per key).
       this.recordCache?.clear();
-      this.level = await this.featureLevel().catch(() => this.level);
+      // Read back only when these effects wrote it (a get per apply cost a follower a pool round trip).
+      if (levelWritten) this.level = await this.featureLevel().catch(() => this.level);
+      if (limitsWritten) this.limitsVersionValue++;
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
         if (after) this.ready.add(after);
@@ -386,6 +397,14 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
    * was raised, a snapshot from such a cluster) is not applied to: the entries after it may be of
    * that level.
    */
+  /**
+   * Moves whenever this replica's dispatch limits may have changed (an apply wrote or deleted a
+   * y\0 key, a snapshot was installed): the leader reads the limits again only then.
+   */
+  get limitsVersion(): number {
+    return this.limitsVersionValue;
+  }
+
   /** The cluster feature level as this replica applied it (sync: the leader's job service asks per write). */
   get appliedFeatureLevel(): number {
     return this.level;
@@ -483,6 +502,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (capture && recorder && (recorder.size > 0 || txn.countsAfter.size > 0 || txn.readyChangesOfBatch.length > 0)) {
         capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
       }
+      if (txn.limitsTouched) this.limitsVersionValue++;
       txn.publishToCache();
       txn.publishReady(this.ready);
       if (txn.endedChanges) this.endedCounts.written(txn.endedChanges);
@@ -524,6 +544,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.ready.clear();
       this.counts.clear(); // matches the store being cleared until the restore completes
       this.endedCounts.reset();
+      this.limitsVersionValue++;
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.stale = true;
       await writeSnapshot(this.store, meta, chunks);

@@ -207,12 +207,10 @@ export class LeaderServices {
   private onApplied(entries: readonly AppliedEntry[]): void {
     if (!this.activeFlag) return;
     this.fire.onApplied(entries);
-    let limitsChanged = false;
+    let wake = false;
     for (const e of entries) {
-      if (e.kind === 'taskType') limitsChanged = true;
       if (e.kind !== 'job' && e.kind !== 'jobs' && e.kind !== 'delete') continue;
-      // A job's max_concurrent may have changed (the read is one short range: y\0).
-      limitsChanged = true;
+      wake = true; // a resumed or edited job's runs may be dispatchable now
       try {
         // A job changed by a job or jobs entry is in its result (a refused item changed nothing);
         // the heads are read without the specs that decoding the command would cost.
@@ -225,11 +223,8 @@ export class LeaderServices {
         this.jobs.clear();
       }
     }
-    if (limitsChanged) {
-      void this.limits.reload();
-      this.dispatcher.wake();
-    }
-    let wake = false;
+    // A task type config or a job's max_concurrent written or deleted: the gate reads them again.
+    if (this.limits.reloadIfChanged()) wake = true;
     const signalled: AppliedEntry[] = [];
     for (const e of entries) {
       const k = e.kind;

@@ -16,7 +16,7 @@ import type { SchedulerConfig } from './leader-config.js';
 /** What the leader reads from the state machine (committed state, straight from the store). */
 export type LeaderReads = Pick<
   SchedulerStateMachine,
-  'dueWindow' | 'trimDueKeys' | 'limits' | 'waitingByTaskType' | 'fireCursor' | 'readyEntries' | 'getRun' | 'getRuns' | 'runningRuns' | 'getJob' | 'getJobs' | 'specCache' | 'unsafe'
+  'dueWindow' | 'trimDueKeys' | 'limits' | 'limitsVersion' | 'waitingByTaskType' | 'fireCursor' | 'readyEntries' | 'getRun' | 'getRuns' | 'runningRuns' | 'getJob' | 'getJobs' | 'specCache' | 'unsafe'
 >;
 
 /** What the leader's services use of their node (the simulator's nodes provide just this). */
