@@ -22,7 +22,7 @@ export interface CrashControl {
 export interface IoErrorControl {
   /** A new id re-arms it (the match counter restarts); each id fails one operation. */
   id: string;
-  /** 'read': a getMany (apply's reads); 'write': a chained batch write (every apply's one write). */
+  /** 'read': a getMany or getSync (apply's reads); 'write': a chained batch write (every apply's one write). */
   op: 'read' | 'write';
   /** Fail the nth matching operation after arming. */
   nth: number;

@@ -12,7 +12,7 @@
 //   synced batch recording a new compaction base, m/base), 'snapshot-save' (the state machine's synced applied-index
 //   write that precedes compaction), 'snapshot-install' (the rename of a received snapshot into
 //   place); phase 'before' or 'after' the write completes.
-// - ioError: { id, op, nth } — the nth read ('read': getMany) or batch write ('write': a chained
+// - ioError: { id, op, nth } — the nth read ('read': a getMany or getSync) or batch write ('write': a chained
 //   batch's write, what every apply writes) of the STATE MACHINE store (<data-dir>/sm) after
 //   arming fails with an injected LevelDB I/O error, once per id (a write fails without writing).
 // - routes: { "host:port": "host:port" } — an outgoing TCP connection (net.connect, what gRPC
@@ -111,6 +111,7 @@ if (file) {
     const batch = ClassicLevel.prototype.batch ?? proto.batch;
     const put = ClassicLevel.prototype.put ?? proto.put;
     const getMany = ClassicLevel.prototype.getMany ?? proto.getMany;
+    const getSync = ClassicLevel.prototype.getSync ?? proto.getSync;
     ClassicLevel.prototype.batch = function (...args) {
       // The chained form (no arguments) keeps its own write(), hooked only for I/O errors.
       if (args.length === 0 || !Array.isArray(args[0])) {
@@ -133,6 +134,11 @@ if (file) {
     ClassicLevel.prototype.getMany = async function (...args) {
       if (control.ioError && ioHit(this, 'read')) throw ioError('read');
       return getMany.apply(this, args);
+    };
+    // Apply reads a few keys synchronously (src/fsm/store/store-reads.ts): those are reads too.
+    ClassicLevel.prototype.getSync = function (...args) {
+      if (control.ioError && ioHit(this, 'read')) throw ioError('read');
+      return getSync.apply(this, args);
     };
   } catch (e) {
     process.stderr.write(`chaos: could not hook classic-level: ${e}\n`);

@@ -22,18 +22,24 @@ function ioError(what: string): Error {
 
 type Store = {
   getMany: (...a: unknown[]) => Promise<unknown>;
+  getSync: (...a: unknown[]) => unknown;
   batch: (...a: unknown[]) => { write: (o?: unknown) => Promise<void>; close: () => Promise<void> };
 };
 const storeOf = (fsm: SchedulerStateMachine): Store => (fsm as unknown as { store: Store }).store;
 
-/** Makes the store's next `n`-th getMany fail (counting from 1), once. */
+/** Makes the store's `n`-th read fail (counting from 1; a getMany or a getSync: store-reads.ts uses both), once. */
 function failNthRead(fsm: SchedulerStateMachine, n: number): { calls: () => number } {
   const store = storeOf(fsm);
   const getMany = store.getMany.bind(store);
+  const getSync = store.getSync.bind(store);
   let calls = 0;
   store.getMany = async (...a: unknown[]) => {
     if (++calls === n) throw ioError('read');
     return getMany(...a);
+  };
+  store.getSync = (...a: unknown[]) => {
+    if (++calls === n) throw ioError('read');
+    return getSync(...a);
   };
   return { calls: () => calls };
 }

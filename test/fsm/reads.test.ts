@@ -75,14 +75,21 @@ describe('runningRuns: a run that ends between the index read and the record rea
     await t.one({ type: 'fireRuns', nowMs: slot, misfireThresholdMs: 60_000, items: ['a', 'b'].map((jobId) => ({ jobId, slotMs: slot })) });
     const token = t.nextIndex();
     await t.one({ type: 'claimRuns', nowMs: slot, items: ['a', 'b'].map((j) => ({ runId: `${j}@${slot}`, workerId: 'w', leaseDeadlineMs: slot + 30_000 })) });
-    // The records are read after the index: b's finish applies in between.
+    // The records are read after the index: b's finish applies in between (once the index read
+    // is done, before its answer reaches the reader).
     const store = (t.fsm as unknown as { store: Db }).store;
-    const getMany = store.getMany.bind(store);
-    store.getMany = (async (keys: string[]) => {
-      store.getMany = getMany;
-      await t.one({ type: 'finishRuns', nowMs: slot + 10, items: [finishSuccess(`b@${slot}`, token)] }, 'runItems');
-      return getMany(keys);
-    }) as typeof store.getMany;
+    const keys = store.keys.bind(store);
+    store.keys = ((...a: Parameters<typeof keys>) => {
+      store.keys = keys;
+      const it = keys(...a);
+      const all = it.all.bind(it);
+      it.all = (async () => {
+        const found = await all();
+        await t.one({ type: 'finishRuns', nowMs: slot + 10, items: [finishSuccess(`b@${slot}`, token)] }, 'runItems');
+        return found;
+      }) as typeof it.all;
+      return it;
+    }) as typeof store.keys;
     expect((await t.fsm.runningRuns()).map((r) => r.id)).toEqual([`a@${slot}`]);
     expect((await t.fsm.getRun(`b@${slot}`))?.state).toBe(RunState.RUN_STATE_SUCCEEDED);
   });
@@ -173,15 +180,30 @@ describe('getJobs (dispatch reads)', () => {
     // Fired jobs enter the record cache (the run lifecycle admits them); 'cold' was only created, due in a day.
     await t.one({ type: 'fireRuns', nowMs: T0 + 1000, misfireThresholdMs: 60_000, items: [{ jobId: 'a', slotMs: T0 + 1000 }, { jobId: 'b', slotMs: T0 + 1000 }] });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const store = (t.fsm as any).store as { getMany: (keys: string[]) => Promise<unknown[]> };
+    const store = (t.fsm as any).store as { getMany: (keys: string[]) => Promise<unknown[]>; getSync: (key: string) => unknown };
     const getMany = store.getMany.bind(store);
+    const getSync = store.getSync.bind(store);
+    // Reads of the store by getJobs, as key lists: a getMany's, or a getSync's one key (store-reads.ts).
     const asked: string[][] = [];
+    let recording = false;
+    const getJobs = async (ids: string[]) => {
+      recording = true;
+      try {
+        return await t.fsm.getJobs(ids);
+      } finally {
+        recording = false;
+      }
+    };
     store.getMany = (keys: string[]) => {
-      asked.push(keys);
+      if (recording) asked.push(keys);
       return getMany(keys);
     };
+    store.getSync = (key: string) => {
+      if (recording) asked.push([key]);
+      return getSync(key);
+    };
     const hits = t.fsm.recordCache!.stats.hits;
-    const jobs = await t.fsm.getJobs(['a', 'b', 'a', 'bad id!', 'nope']);
+    const jobs = await getJobs(['a', 'b', 'a', 'bad id!', 'nope']);
     expect(asked).toEqual([['j\0nope']]);
     expect(t.fsm.recordCache!.stats.hits).toBe(hits); // apply's hit counts are apply's own
     expect(jobs.get('a')).toEqual(await t.fsm.getJob('a'));
@@ -190,9 +212,10 @@ describe('getJobs (dispatch reads)', () => {
     expect(jobs.get('b')).toEqual(await t.fsm.getJob('b'));
     expect(jobs.has('bad id!') && jobs.get('bad id!') === undefined).toBe(true);
     expect(jobs.has('nope') && jobs.get('nope') === undefined).toBe(true);
-    expect((await t.fsm.getJobs(['cold'])).get('cold')).toEqual(await t.fsm.getJob('cold'));
+    expect((await getJobs(['cold'])).get('cold')).toEqual(await t.fsm.getJob('cold'));
     expect(asked).toEqual([['j\0nope'], ['j\0cold']]);
     store.getMany = getMany;
+    store.getSync = getSync;
     // An update is seen at once (the cache holds what the store holds).
     await t.one({ type: 'updateJob', nowMs: T0 + 1001, jobId: 'a', spec: everySpec(1000, { payload: Buffer.from('new'), leaseDurationMs: 9000 }, T0 + 1000), expectedVersion: 0 });
     expect((await t.fsm.getJobs(['a'])).get('a')!.spec!.payload).toEqual(Buffer.from('new'));

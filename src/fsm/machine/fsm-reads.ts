@@ -1,6 +1,7 @@
 // Read paths the server uses. All are range reads over an index, so their cost follows what they
 // return (I6), never the number of jobs stored — except listJobs with filters, which scans job
 // records under a per-page budget and hands back a page token where it stopped.
+import { readMany, readOne } from '../store/store-reads.js';
 import { Job, JobState } from '../../gen/herald/v1/job.js';
 import { Run, RunState } from '../../gen/herald/v1/run.js';
 import { HeraldError } from '../../herald-error.js';
@@ -107,7 +108,7 @@ export class FsmReads {
   /** One task type's config (undefined: none, or not a valid name). */
   async getTaskType(taskType: string): Promise<TaskTypeConfig | undefined> {
     if (!isValidId(taskType)) return undefined;
-    const v = await this.db.get(taskTypeKey(taskType));
+    const v = readOne(this.db, taskTypeKey(taskType));
     return v === undefined ? undefined : decodeTaskTypeRecord(v);
   }
 
@@ -115,7 +116,7 @@ export class FsmReads {
   /** A bearer token's record by id (undefined when absent: never created, or revoked). */
   async getToken(id: string): Promise<TokenRecord | undefined> {
     if (!isValidTokenId(id)) return undefined;
-    const v = await this.db.get(tokenKey(id));
+    const v = readOne(this.db, tokenKey(id));
     return v === undefined ? undefined : decodeTokenRecord(v);
   }
 
@@ -149,7 +150,7 @@ export class FsmReads {
 
   async getJob(jobId: string): Promise<Job | undefined> {
     if (!isValidId(jobId)) return undefined;
-    const v = await this.db.get(jobKey(jobId));
+    const v = readOne(this.db, jobKey(jobId));
     return v === undefined ? undefined : decodeJobRecord(v).job;
   }
 
@@ -177,7 +178,7 @@ export class FsmReads {
       } else out.set(id, decodeJobRecord(v, this.specCache).job);
     }
     if (missed.length === 0) return out;
-    const values = await this.db.getMany(missed.map(jobKey));
+    const values = await readMany(this.db, missed.map(jobKey));
     for (let i = 0; i < missed.length; i++) {
       const v = values[i];
       out.set(missed[i]!, v === undefined ? undefined : decodeJobRecord(v, this.specCache).job);
@@ -188,7 +189,7 @@ export class FsmReads {
   async getRun(runId: string): Promise<Run | undefined> {
     const p = parseRunId(runId);
     if (!p) return undefined;
-    const v = await this.db.get(runKey(p));
+    const v = readOne(this.db, runKey(p));
     return v === undefined ? undefined : decodeRunRecord(v).run;
   }
 
@@ -240,7 +241,7 @@ export class FsmReads {
     const more = keys.length > size;
     const page = keys.slice(0, size);
     const runKeys = q.state ? page.map(runKeyOfStateKey) : page;
-    const values = await this.db.getMany(runKeys);
+    const values = await readMany(this.db, runKeys);
     const items = values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
     return { items, nextPageToken: more ? encodeToken(page[page.length - 1]!) : '' };
   }
@@ -325,7 +326,7 @@ export class FsmReads {
   }
 
   private async runsFromKeys(runKeys: readonly string[]): Promise<Run[]> {
-    const values = await this.db.getMany(runKeys as string[]);
+    const values = await readMany(this.db, runKeys as string[]);
     return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
   }
 
@@ -336,7 +337,7 @@ export class FsmReads {
 
   private async runsById(runIds: readonly string[]): Promise<Run[]> {
     const parsed = runIds.map(parseRunId);
-    const values = await this.db.getMany(parsed.map((p) => (p ? runKey(p) : `${RUN_PREFIX}`)));
+    const values = await readMany(this.db, parsed.map((p) => (p ? runKey(p) : `${RUN_PREFIX}`)));
     return values.flatMap((v) => (v === undefined ? [] : [decodeRunRecord(v).run]));
   }
 }

@@ -4,6 +4,7 @@
 // the tally started following apply; every batch written after that adds its changes on top.
 // A node nobody asks pays nothing; seeding at open would read every stored run on every start.
 // A restore, or a batch whose outcome is unknown, drops the tally: the next ask seeds again.
+import { readMany } from '../store/store-reads.js';
 import type { Db } from '../store/apply-txn.js';
 import { EndedRunsTally, isCountedState, noteRunChange, runEndedAtMs, type RunCountsAnswer, type TallyChanges } from '../store/ended-runs-tally.js';
 import { prefixEnd, RUN_PREFIX } from '../store/key-layout.js';
@@ -140,7 +141,7 @@ export class EffectsRunChanges {
       noteRunChange(out, -1, 0, state, runEndedAtMs(decodeRunRecord(value).run));
     }
     if (this.left.length > 0) {
-      const before = await db.getMany(this.left.map(([, tail]) => `r\0${latin1(tail)}`));
+      const before = await readMany(db, this.left.map(([, tail]) => `r\0${latin1(tail)}`));
       this.left.forEach(([state], i) => {
         const v = before[i];
         if (v !== undefined) noteRunChange(out, state, runEndedAtMs(decodeRunRecord(v).run), -1, 0);

@@ -21,6 +21,7 @@ import {
 } from './records.js';
 import type { CacheUpdate, RecordCache } from './record-cache.js';
 import { RunEvents } from './run-events.js';
+import { readMany, readOne } from './store-reads.js';
 import { jobIdOfRunKey, TerminalTally } from './terminal-tally.js';
 import { noteRunChange, runEndedAtMs, type TallyChanges } from './ended-runs-tally.js';
 import type { SpecCache } from '../commands/spec-cache.js';
@@ -139,7 +140,7 @@ export class ApplyTxn {
   /** Record bytes from the cache, the rest with one getMany. */
   private async readRecords(keys: readonly string[]): Promise<(Uint8Array | undefined)[]> {
     const cache = this.cache;
-    if (!cache) return this.db.getMany(keys as string[]);
+    if (!cache) return readMany(this.db, keys);
     const out: (Uint8Array | undefined)[] = new Array(keys.length);
     const missed: number[] = [];
     for (let i = 0; i < keys.length; i++) {
@@ -148,14 +149,14 @@ export class ApplyTxn {
       else out[i] = v;
     }
     if (missed.length > 0) {
-      const values = await this.db.getMany(missed.map((i) => keys[i]!));
+      const values = await readMany(this.db, missed.map((i) => keys[i]!));
       for (let j = 0; j < missed.length; j++) out[missed[j]!] = values[j];
     }
     return out;
   }
 
   private async readRecord(key: string): Promise<Uint8Array | undefined> {
-    return this.cache?.get(key) ?? this.db.get(key);
+    return this.cache?.get(key) ?? readOne(this.db, key);
   }
 
   /** After the batch is in the store: the cache learns what it wrote. */
@@ -182,7 +183,7 @@ export class ApplyTxn {
     const v = this.raw.get(key);
     if (v !== undefined) return v ?? undefined;
     if (this.rawRead.has(key)) return this.rawRead.get(key);
-    return this.db.get(key);
+    return readOne(this.db, key);
   }
 
   /** The raw value as this transaction has it (written or prefetched), without reading: NOT_READ if it has not. */
@@ -197,7 +198,7 @@ export class ApplyTxn {
   async prefetchRaw(keys: readonly string[]): Promise<void> {
     const missing = [...new Set(keys)].filter((k) => !this.raw.has(k) && !this.rawRead.has(k));
     if (missing.length === 0) return;
-    const values = await this.db.getMany(missing);
+    const values = await readMany(this.db, missing);
     missing.forEach((k, i) => this.rawRead.set(k, values[i]));
   }
 

@@ -1,5 +1,5 @@
 // An in-memory store with the slice of LevelDB's (abstract-level's) interface the state machine
-// uses: get / getMany / put / del, array and chained batches (with the private `_put`/`_del` the
+// uses: get / getSync / getMany / put / del, array and chained batches (with the private `_put`/`_del` the
 // DirectBatch fills), clear over a range, and iterators (entries, keys, values; gt/gte/lt/lte,
 // reverse, limit; next / nextv / all / async iteration) that see the store as it was when they
 // were created, as LevelDB's snapshot-pinning iterators do. The scheduler simulator runs the real
@@ -138,6 +138,10 @@ export class MemoryDb {
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
+    this.reading();
+    return this.map.get(key);
+  }
+  getSync(key: string): Uint8Array | undefined {
     this.reading();
     return this.map.get(key);
   }
