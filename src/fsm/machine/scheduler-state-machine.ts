@@ -32,6 +32,7 @@ import { encodeResult } from '../commands/result-codec.js';
 import type { FsmResult, ItemError } from '../commands/results.js';
 import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
+import { DEFAULT_TOMBSTONE_THRESHOLD, TombstoneCompactor } from '../store/tombstone-compactor.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
 import { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
@@ -61,6 +62,8 @@ export interface SchedulerFsmOptions {
   readonly recordCacheBytes?: number;
   /** LevelDB memtable size (default 16 MiB). */
   readonly writeBufferBytes?: number;
+  /** Deletes in one index range before it is compacted (tombstone-compactor.ts; default 100,000). */
+  readonly tombstoneThreshold?: number;
   /**
    * Tests only: the highest feature level this machine applies (default SUPPORTED_FEATURE_LEVEL);
    * a lower one plays an older build, which stops at the first entry above it.
@@ -166,15 +169,19 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private readonly endedCounts: RunCounts;
   /** The stored highest command time (META_COMMAND_TIME), mirrored. */
   private commandTime = 0;
+  /** Compacts index ranges that deletes filled with tombstones (physical only: never replicated). */
+  private readonly tombstones: TombstoneCompactor;
 
   private constructor(
     private readonly store: Db,
     private readonly opts: ApplyOptions & { readonly snapshotChunkBytes: number; readonly supportedFeatureLevel: number },
     recordCacheBytes: number,
+    tombstoneThreshold: number,
   ) {
     const cache = recordCacheBytes > 0 ? new RecordCache(recordCacheBytes) : undefined;
     super(store, new ReadyIndex(), cache, new SpecCache());
     this.recordCache = cache;
+    this.tombstones = new TombstoneCompactor(store, tombstoneThreshold);
     this.endedCounts = new RunCounts(store, (fn) => this.exclusive(fn));
   }
 
@@ -204,7 +211,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       unsafe: checkUnsafeSwitches(options.unsafe),
       supportedFeatureLevel: Math.min(options.supportedFeatureLevel ?? SUPPORTED_FEATURE_LEVEL, SUPPORTED_FEATURE_LEVEL),
     };
-    const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES);
+    const fsm = new SchedulerStateMachine(db, opts, options.recordCacheBytes ?? DEFAULT_RECORD_CACHE_BYTES, options.tombstoneThreshold ?? DEFAULT_TOMBSTONE_THRESHOLD);
     fsm.applied = applied;
     try {
       fsm.level = await fsm.featureLevel();
@@ -303,7 +310,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (range.toApplied <= this.applied) return 'stale';
       if (range.fromApplied !== this.applied) return 'gap';
-      const batch = new DirectBatch(this.store);
+      const batch = new DirectBatch(this.store, this.tombstones);
       const collector = this.changes ? effectsCollector(this.changes) : undefined;
       const counting = this.endedCounts.following ? new EffectsRunChanges() : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
@@ -352,6 +359,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       // almost nothing back (it evaluates only the entries it got no effects for), so it is
       // emptied rather than checked key by key (which took a string per key).
       this.recordCache?.clear();
+      this.tombstones.maybeCompact();
       // Read back only when these effects wrote it (a get per apply cost a follower a pool round trip).
       if (levelWritten) this.level = await this.featureLevel().catch(() => this.level);
       if (limitsWritten) this.limitsVersionValue++;
@@ -480,7 +488,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
       if (commandTime > this.commandTime) txn.putRaw(META_COMMAND_TIME, enc.encode(String(commandTime)));
-      const batch = new DirectBatch(this.store);
+      const batch = new DirectBatch(this.store, this.tombstones);
       if (this.endedCounts.following) txn.endedChanges = [];
       const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
       const collector = this.changes ? new ChangeCollector(this.changes, recorder ?? batch) : undefined;
@@ -503,6 +511,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
         capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
       }
       if (txn.limitsTouched) this.limitsVersionValue++;
+      this.tombstones.maybeCompact();
       txn.publishToCache();
       txn.publishReady(this.ready);
       if (txn.endedChanges) this.endedCounts.written(txn.endedChanges);
@@ -545,6 +554,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.counts.clear(); // matches the store being cleared until the restore completes
       this.endedCounts.reset();
       this.limitsVersionValue++;
+      this.tombstones.reset();
       // Until the restore completes, a throw below leaves a store that must be read again.
       this.stale = true;
       await writeSnapshot(this.store, meta, chunks);
@@ -585,6 +595,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   }
 
   close(): Promise<void> {
-    return this.exclusive(() => this.store.close());
+    return this.exclusive(async () => {
+      await this.tombstones.close();
+      await this.store.close();
+    });
   }
 }

@@ -33,7 +33,11 @@ export class DirectBatch implements BatchSink {
   private lastKey: string | Uint8Array = '';
   private lastValue: Uint8Array | null = null;
 
-  constructor(db: Db) {
+  /** `deletes` is told every deleted key (tombstone-compactor.ts). */
+  constructor(
+    db: Db,
+    private readonly deletes?: { noteDelete(key: string | Uint8Array): void },
+  ) {
     this.batch = db.batch();
     const b = this.batch as unknown as Partial<NativeOps>;
     // Only where the encodings are the identity and the private methods are there; otherwise
@@ -72,6 +76,7 @@ export class DirectBatch implements BatchSink {
   }
 
   private delAny(key: string | Uint8Array): void {
+    this.deletes?.noteDelete(key);
     if (this.native === undefined) this.batch.del(asString(key));
     else {
       this.native._del(key);
