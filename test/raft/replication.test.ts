@@ -162,3 +162,37 @@ describe('log replication', () => {
     expect(rd.messages[0]).toMatchObject({ type: 'appResp', reject: true, index: 1 });
   });
 });
+
+describe('commit broadcast', () => {
+  const commits = (c: TestCluster) => c.ids.map((id) => c.node(id).raft.status().commit);
+  const appsAfter = (c: TestCluster, from: number) => c.delivered.slice(from).filter((m) => m.type === 'app').length;
+
+  it("eager (etcd's): a write's commit reaches the followers with an append of its own", () => {
+    const c = new TestCluster(3);
+    c.campaign('a');
+    const before = c.delivered.length;
+    const { index } = c.propose('a', 'x');
+    expect(commits(c)).toEqual([index, index, index]);
+    // One append with the entry and one with the new commit index, to each follower.
+    expect(appsAfter(c, before)).toBe(4);
+  });
+
+  it('lazy: followers learn it from the next heartbeat, and a write costs one append per follower', () => {
+    const c = new TestCluster(3, { commitBroadcast: 'lazy' });
+    c.campaign('a');
+    c.tick('a'); // the no-op's commit reaches the followers with a heartbeat
+    const before = c.delivered.length;
+    const { index } = c.propose('a', 'x');
+    expect(appsAfter(c, before)).toBe(2);
+    expect(c.node('a').raft.status().commit).toBe(index);
+    expect(commits(c).slice(1).every((n) => n < index)).toBe(true);
+    expect(c.appliedData('b')).toEqual([]);
+    c.tick('a'); // heartbeatTicks 1: the next tick's heartbeat carries the commit index
+    expect(commits(c)).toEqual([index, index, index]);
+    expect(c.appliedData('b')).toEqual(['x']);
+    // Entries still go out at once: a second write while the first is in flight is not held back.
+    const two = c.propose('a', 'y');
+    expect(c.node('b').raft.status().lastIndex).toBe(two.index);
+    expect(c.node('a').raft.status().commit).toBe(two.index);
+  });
+});

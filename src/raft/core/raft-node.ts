@@ -58,6 +58,15 @@ export interface RaftNodeConfig {
    * of the leader's last index (so the new quorum never waits on a slow log copy). Default 1000.
    */
   promoteMaxLag?: number;
+  /**
+   * When acks advance the commit index: 'eager' (etcd's way, the default) sends every follower an
+   * append at once, entries or not, so it learns the new commit index; 'lazy' sends only the
+   * appends that carry entries, and followers learn the commit index from the next append or
+   * heartbeat (every heartbeat interval). A lone write then costs two peer messages fewer per
+   * follower (the commit-only append and its ack). Safety does not depend on when a follower
+   * learns the commit index; a read at a follower gets it with its own heartbeat round.
+   */
+  commitBroadcast?: 'eager' | 'lazy';
 }
 
 export interface ProposalTicket {
@@ -123,6 +132,7 @@ export class RaftNode {
   private readonly maxInflight: number;
   private readonly preVote: boolean;
   private readonly checkQuorum: boolean;
+  private readonly lazyCommitBroadcast: boolean;
   private readonly random: () => number;
   private readonly mutations: ReadonlySet<CoreMutation>;
   private readonly promoteMaxLag: number;
@@ -142,6 +152,7 @@ export class RaftNode {
     this.maxInflight = config.maxInflightMsgs;
     this.preVote = config.preVote;
     this.checkQuorum = config.checkQuorum;
+    this.lazyCommitBroadcast = config.commitBroadcast === 'lazy';
     this.random = config.random;
     this.mutations = config.mutations ?? new Set();
     this.promoteMaxLag = config.promoteMaxLag ?? DEFAULT_PROMOTE_MAX_LAG;
@@ -843,7 +854,8 @@ export class RaftNode {
 
     if (this.maybeCommit()) {
       this.releasePendingReads();
-      this.bcastAppend();
+      if (this.lazyCommitBroadcast) this.bcastPendingEntries();
+      else this.bcastAppend();
     } else if (wasPaused) {
       this.sendAppend(m.from);
     }
@@ -937,6 +949,11 @@ export class RaftNode {
 
   private bcastAppend(): void {
     for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id);
+  }
+
+  /** Appends to the followers that have entries to receive (none that would carry only a commit index). */
+  private bcastPendingEntries(): void {
+    for (const id of this.progress.keys()) if (id !== this.id) this.maybeSendAppend(id, false);
   }
 
   private bcastHeartbeat(context?: Uint8Array): void {

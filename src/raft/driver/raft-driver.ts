@@ -54,6 +54,8 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   snapshotBytes?: number;
   compactionKeepBytes?: number;
   maxSizePerMsg?: number;
+  /** When followers hear of a new commit index (RaftNodeConfig.commitBroadcast; default 'lazy'). */
+  commitBroadcast?: 'eager' | 'lazy';
   maxInflightMsgs?: number;
   /** Catch-up bound: entries a learner may trail the leader by and be promoted (default 1000). */
   promoteMaxLag?: number;
@@ -139,6 +141,9 @@ export class RaftDriver {
       random,
       mutations: opts.coreMutations,
       promoteMaxLag: opts.promoteMaxLag,
+      // Followers apply in windows and reads at followers confirm with a heartbeat round: an
+      // append only to tell them a new commit index is not worth its two messages.
+      commitBroadcast: opts.commitBroadcast ?? 'lazy',
     });
     state.term = this.node.status().term;
 
