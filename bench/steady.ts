@@ -10,6 +10,7 @@
 // rate); doubled = a run whose handler started more than once.
 // The last stdout line is JSON.
 import { JobSpec } from '../src/gen/herald/v1/job.js';
+import { MAX_RETENTION_RUNS } from '../src/fsm/commands/validation.js';
 import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { allRuns, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { strArg } from './lib/args.js';
@@ -50,6 +51,9 @@ try {
       spec: JobSpec.fromPartial({
         taskType: 'test',
         schedule: { kind: { $case: 'every', every: { intervalMs: 1000, anchorUnixMs: base + Math.floor(((i + k) * 1000) / JOBS) } } },
+        // History long enough to hold every slot of the window when it is checked at the end (the
+        // default max_runs, 100, trimmed a window over ~100 s, and its slots counted as lost).
+        retention: { maxRuns: Math.min(MAX_RETENTION_RUNS, SECONDS + 120) },
       }),
     }));
     const res = await c.client.createJobs(items, { deadlineMs: 120_000 });
