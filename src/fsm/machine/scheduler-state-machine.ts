@@ -164,6 +164,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private readonly scheduleCaches = new ScheduleCaches();
   /** The stored cluster feature level, mirrored (read again after whatever may change it). */
   private level: number = FEATURE_LEVEL.BASE;
+  /** Bumped when the stored dispatch limits may have changed (see limitsVersion). */
   private limitsVersionValue = 0;
   /** Runs per counted state by when they reached it, once someone asks (run-counts.ts). */
   private readonly endedCounts: RunCounts;
@@ -401,11 +402,6 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   }
 
   /**
-   * A store whose cluster level is above what this build supports (a downgrade after the level
-   * was raised, a snapshot from such a cluster) is not applied to: the entries after it may be of
-   * that level.
-   */
-  /**
    * Moves whenever this replica's dispatch limits may have changed (an apply wrote or deleted a
    * y\0 key, a snapshot was installed): the leader reads the limits again only then.
    */
@@ -418,6 +414,11 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return this.level;
   }
 
+  /**
+   * A store whose cluster level is above what this build supports (a downgrade after the level
+   * was raised, a snapshot from such a cluster) is not applied to: the entries after it may be of
+   * that level.
+   */
   private async checkStoredLevel(): Promise<void> {
     const level = this.level;
     const supported = this.opts.supportedFeatureLevel;
