@@ -26,13 +26,14 @@ import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
 import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
 import { commandFeatureLevel, decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
-import { LIMITS_PREFIX, META_APPLIED, META_COMMAND_TIME, META_FEATURE_LEVEL } from '../store/key-layout.js';
+import { META_APPLIED, META_COMMAND_TIME, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
 import type { FsmResult, ItemError } from '../commands/results.js';
 import type { FsmCommand } from '../commands/commands.js';
 import { DirectBatch } from '../store/direct-batch.js';
 import { DEFAULT_TOMBSTONE_THRESHOLD, TombstoneCompactor } from '../store/tombstone-compactor.js';
+import { WrittenKeys } from '../store/written-keys.js';
 import { DEFAULT_RECORD_CACHE_BYTES, RecordCache } from '../store/record-cache.js';
 import { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
@@ -92,23 +93,12 @@ const enc = new TextEncoder();
 type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 
 const APPLIED_KEY_BYTES = enc.encode(META_APPLIED);
-
-function isAppliedKey(key: Uint8Array): boolean {
-  return key.length === APPLIED_KEY_BYTES.length && Buffer.compare(key, APPLIED_KEY_BYTES) === 0;
-}
-
 const FEATURE_LEVEL_KEY_BYTES = enc.encode(META_FEATURE_LEVEL);
 const COMMAND_TIME_KEY_BYTES = enc.encode(META_COMMAND_TIME);
 
-function isCommandTimeKey(key: Uint8Array): boolean {
-  return key.length === COMMAND_TIME_KEY_BYTES.length && Buffer.compare(key, COMMAND_TIME_KEY_BYTES) === 0;
-}
-
-/** The first byte of every dispatch-limit key (LIMITS_PREFIX, "y\0"). */
-const LIMITS_KEY_BYTE = LIMITS_PREFIX.charCodeAt(0);
-
-function isFeatureLevelKey(key: Uint8Array): boolean {
-  return key.length === FEATURE_LEVEL_KEY_BYTES.length && Buffer.compare(key, FEATURE_LEVEL_KEY_BYTES) === 0;
+/** Whether an effects key (its UTF-8 bytes) is the meta key whose bytes are `meta`. */
+function isKey(key: Uint8Array, meta: Uint8Array): boolean {
+  return key.length === meta.length && Buffer.compare(key, meta) === 0;
 }
 
 /**
@@ -311,22 +301,21 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (range.toApplied <= this.applied) return 'stale';
       if (range.fromApplied !== this.applied) return 'gap';
-      const batch = new DirectBatch(this.store, this.tombstones);
+      const written = new WrittenKeys(this.tombstones);
+      const batch = new DirectBatch(this.store, written);
       const collector = this.changes ? effectsCollector(this.changes) : undefined;
       const counting = this.endedCounts.following ? new EffectsRunChanges() : undefined;
       let fx: ReturnType<typeof readApplyEffects>;
       let commandTime: number | undefined;
       let levelWritten = false;
-      let limitsWritten = false;
       try {
         fx = readApplyEffects(bytes, (key, value) => {
-          if (isAppliedKey(key)) throw new FsmDecodeError('apply effects write the applied index themselves');
-          if (isCommandTimeKey(key) && value !== null) commandTime = decodeCommandTime(value);
-          if (isFeatureLevelKey(key)) levelWritten = true;
-          if (key[0] === LIMITS_KEY_BYTE && key[1] === 0) limitsWritten = true;
+          if (isKey(key, APPLIED_KEY_BYTES)) throw new FsmDecodeError('apply effects write the applied index themselves');
+          if (isKey(key, COMMAND_TIME_KEY_BYTES) && value !== null) commandTime = decodeCommandTime(value);
+          if (isKey(key, FEATURE_LEVEL_KEY_BYTES)) levelWritten = true;
           // A raise above this build: the entries are evaluated instead, and the setFeatureLevel
           // entry among them stops apply with the operator's message.
-          if (isFeatureLevelKey(key) && value !== null && decodeFeatureLevel(value) > this.opts.supportedFeatureLevel) {
+          if (isKey(key, FEATURE_LEVEL_KEY_BYTES) && value !== null && decodeFeatureLevel(value) > this.opts.supportedFeatureLevel) {
             throw new FsmDecodeError('apply effects raise the feature level above this build');
           }
           if (value === null) batch.delKeyBytes(key);
@@ -363,7 +352,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       this.tombstones.maybeCompact();
       // Read back only when these effects wrote it (a get per apply cost a follower a pool round trip).
       if (levelWritten) this.level = await this.featureLevel().catch(() => this.level);
-      if (limitsWritten) this.limitsVersionValue++;
+      if (written.limits) this.limitsVersionValue++;
       for (const { before, after } of fx.ready) {
         if (before) this.ready.remove(before);
         if (after) this.ready.add(after);
@@ -489,7 +478,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
       if (commandTime > this.commandTime) txn.putRaw(META_COMMAND_TIME, enc.encode(String(commandTime)));
-      const batch = new DirectBatch(this.store, this.tombstones);
+      const written = new WrittenKeys(this.tombstones);
+      const batch = new DirectBatch(this.store, written);
       if (this.endedCounts.following) txn.endedChanges = [];
       const recorder = capture ? new EffectsRecorder(batch, this.writeBuffers) : undefined;
       const collector = this.changes ? new ChangeCollector(this.changes, recorder ?? batch) : undefined;
@@ -511,7 +501,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       if (capture && recorder && (recorder.size > 0 || txn.countsAfter.size > 0 || txn.readyChangesOfBatch.length > 0)) {
         capture.effects = recorder.finish(this.applied, last, txn.readyChangesOfBatch, txn.countsAfter);
       }
-      if (txn.limitsTouched) this.limitsVersionValue++;
+      if (written.limits) this.limitsVersionValue++;
       this.tombstones.maybeCompact();
       txn.publishToCache();
       txn.publishReady(this.ready);

@@ -4,7 +4,7 @@
 // before commit, so a thrown error leaves the store untouched (no half-apply).
 import type { ClassicLevel } from 'classic-level';
 import { FsmDecodeError, type WriteBuffers } from '../commands/binary-codec.js';
-import { counterKey, jobStatePrefix, jobKey, jobRunsPrefix, RUN_PREFIX, runIdOfTail, runKey, prefixEnd, META_FEATURE_LEVEL, LIMITS_PREFIX } from './key-layout.js';
+import { counterKey, jobStatePrefix, jobKey, jobRunsPrefix, RUN_PREFIX, runIdOfTail, runKey, prefixEnd, META_FEATURE_LEVEL } from './key-layout.js';
 import { decodeFeatureLevel } from '../commands/feature-levels.js';
 import { trimDueAfterFinish } from './retention.js';
 import {
@@ -67,8 +67,6 @@ export interface RunIdKey {
 }
 
 export class ApplyTxn {
-  /** Set by writeBatch when it wrote or deleted a dispatch limit (a y\0 key: task type configs, jobs' max_concurrent). */
-  limitsTouched = false;
   private readonly raw = new Map<string, Uint8Array | null>();
   /** The stored feature level once read (this transaction's writes go to `raw`). */
   private storedLevel: number | undefined;
@@ -570,7 +568,6 @@ export class ApplyTxn {
         cached.push({ key, value: null, admit: false });
       }
       diffIndexKeys(out, t.originalIndex, index);
-      if (limitKeyOf(t.originalIndex) !== limitKeyOf(index)) this.limitsTouched = true;
     });
     for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
       if (d === 0) continue;
@@ -582,17 +579,10 @@ export class ApplyTxn {
       this.raw.set(k, next === 0 ? null : encodeCount(next));
     }
     this.raw.forEach((v, key) => {
-      if (key.startsWith(LIMITS_PREFIX)) this.limitsTouched = true;
       if (v === null) out.del(key);
       else out.put(key, v);
     });
   }
-}
-
-/** A job's dispatch-limit index key among its index keys (jobIndexKeys), if it has one. */
-function limitKeyOf(keys: readonly string[]): string | undefined {
-  for (let i = 0; i < keys.length; i++) if (keys[i]!.startsWith(LIMITS_PREFIX)) return keys[i];
-  return undefined;
 }
 
 /** The distinct keys not in `tracked`, in first-seen order (a batch names most records once). */

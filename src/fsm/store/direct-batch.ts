@@ -33,10 +33,10 @@ export class DirectBatch implements BatchSink {
   private lastKey: string | Uint8Array = '';
   private lastValue: Uint8Array | null = null;
 
-  /** `deletes` is told every deleted key (tombstone-compactor.ts). */
+  /** `keys` is told every key written or deleted (written-keys.ts). */
   constructor(
     db: Db,
-    private readonly deletes?: { noteDelete(key: string | Uint8Array): void },
+    private readonly keys?: { written(key: string | Uint8Array, deleted: boolean): void },
   ) {
     this.batch = db.batch();
     const b = this.batch as unknown as Partial<NativeOps>;
@@ -68,6 +68,7 @@ export class DirectBatch implements BatchSink {
   }
 
   private putAny(key: string | Uint8Array, value: Uint8Array): void {
+    this.keys?.written(key, false);
     if (this.native === undefined) this.batch.put(asString(key), value);
     else {
       this.native._put(key, value);
@@ -76,7 +77,7 @@ export class DirectBatch implements BatchSink {
   }
 
   private delAny(key: string | Uint8Array): void {
-    this.deletes?.noteDelete(key);
+    this.keys?.written(key, true);
     if (this.native === undefined) this.batch.del(asString(key));
     else {
       this.native._del(key);
@@ -92,6 +93,7 @@ export class DirectBatch implements BatchSink {
 
   /** A put through the public path (counted by abstract-level). */
   putPublic(key: string, value: Uint8Array): void {
+    this.keys?.written(key, false);
     this.batch.put(key, value);
   }
 
