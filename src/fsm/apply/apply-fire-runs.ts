@@ -207,6 +207,9 @@ async function prefetchSlots(txn: ApplyTxn, cmd: FireRunsCommand): Promise<void>
     const rec = txn.loadedJob(item.jobId);
     const job = rec === NOT_READ ? undefined : rec?.job;
     if (!job?.spec || job.state !== JobState.JOB_STATE_ACTIVE || job.nextFireUnixMs === 0 || item.slotMs < job.nextFireUnixMs) continue;
+    // Every slot fireItem looks at is at or after the cursor: with the cursor past the last handled
+    // slot (always, unless something went wrong) none has a run to look up, so no slot list.
+    if (job.nextFireUnixMs > job.lastSlotUnixMs) continue;
     const upTo = Math.max(item.slotMs, cmd.nowMs);
     const slots = slotsInRange(job.spec, job.nextFireUnixMs, upTo + 1, job.createdUnixMs, MAX_SLOTS_PER_FIRE_ITEM, txn.schedule);
     // A slot after the last handled one has no run (see fireItem): nothing to look up.
