@@ -117,6 +117,22 @@ try {
   // The bound the store should hold once every job reached its retention: max_runs terminal runs
   // plus the trim slack (a tenth, at most 10) and the runs still waiting for their deadline.
   const slack = Math.min(10, Math.max(1, Math.ceil(MAX_RUNS / 10)));
+  // Whether memory still climbs once steady: the least-squares slope over the steady samples and
+  // the mean of their first half against their second (a GC or flush swings one sample by tens of
+  // MiB, so two single samples say little about a trend).
+  const steadySamples = samples.filter((x) => x.atS >= steady.atS);
+  const trend = (pick: (x: Sample) => number) => {
+    const n = steadySamples.length;
+    if (n < 4) return undefined;
+    const xs = steadySamples.map((x) => x.atS / 600);
+    const ys = steadySamples.map(pick);
+    const mx = xs.reduce((a, b) => a + b, 0) / n;
+    const my = ys.reduce((a, b) => a + b, 0) / n;
+    const slope = xs.reduce((a, x, i) => a + (x - mx) * (ys[i]! - my), 0) / xs.reduce((a, x) => a + (x - mx) ** 2, 0);
+    const half = Math.floor(n / 2);
+    const mean = (v: number[]) => Math.round(v.reduce((a, b) => a + b, 0) / v.length);
+    return { slopePer10Min: +slope.toFixed(1), firstHalfMean: mean(ys.slice(0, half)), secondHalfMean: mean(ys.slice(n - half)), min: Math.min(...ys), max: Math.max(...ys) };
+  };
   console.log(
     JSON.stringify({
       bench: 'retention',
@@ -127,6 +143,7 @@ try {
       start: { storedRuns: start.storedRuns, leaderRssMiB: start.leaderRssMiB, leaderAnonMiB: start.leaderAnonMiB, leaderFileMiB: start.leaderFileMiB },
       steady: { atS: steady.atS, storedRuns: steady.storedRuns, leaderRssMiB: steady.leaderRssMiB, leaderAnonMiB: steady.leaderAnonMiB, leaderFileMiB: steady.leaderFileMiB, leaderHeapUsedMiB: steady.leaderHeapUsedMiB },
       end: { storedRuns: end.storedRuns, byState: end.byState, leaderRssMiB: end.leaderRssMiB, leaderAnonMiB: end.leaderAnonMiB, leaderFileMiB: end.leaderFileMiB, leaderHeapUsedMiB: end.leaderHeapUsedMiB, leaderExternalMiB: end.leaderExternalMiB },
+      steadyTrend: { fromS: steady.atS, samples: steadySamples.length, leaderRssMiB: trend((x) => x.leaderRssMiB), leaderAnonMiB: trend((x) => x.leaderAnonMiB), storedRuns: trend((x) => x.storedRuns) },
       boundRuns: JOBS * (MAX_RUNS + slack + Math.ceil(DEADLINE_MS / 1000) + 2),
       // What apply itself holds, however far the trimmer falls behind (apply-run-bound.ts).
       hardBoundRuns: JOBS * (MAX_RUNS + hardRunSlack(MAX_RUNS) + Math.ceil(DEADLINE_MS / 1000) + 2),
