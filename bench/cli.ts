@@ -16,6 +16,7 @@ const about: Record<string, string> = {
   scale: 'N jobs stored (--jobs): create rate, leader RSS, disk, due-window reads, restart to SERVING, snapshot install',
   compare: 'ours vs etcd and BullMQ (../shared/peers), interleaved, with ours/peer ratios (--rounds, --pairs)',
   'secure-cost': 'herd and steady with TLS + auth (--secure) vs plaintext, interleaved: drain-rate and p99 cost against the issue 29 targets',
+  'v8-page-pool': 'what V8 keeps resident after its heap shrinks (pooled pages) and what a memory-reducing GC releases, with its pause',
   retention: 'N unserved 1 s jobs (--jobs 1000) for M minutes (--minutes 10): stored runs and leader RSS at start and end',
 };
 const name = process.argv[2];
