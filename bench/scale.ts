@@ -288,6 +288,22 @@ try {
         restartServingMs: 30_000,
         restartMet: Math.max(allServingMs, readMs) <= 30_000,
       },
+      // Issue 34's targets for ten million stored jobs (null below that size).
+      targetsTenMillion:
+        created >= 10_000_000
+          ? {
+              createJobsPerSec: 20_000,
+              createMet: createJobsPerSec >= 20_000,
+              leaderRssMiB: 1024,
+              leaderRssMet: leaderRssMiB.rss <= 1024,
+              restartServingMs: 30_000,
+              restartMet: Math.max(allServingMs, readMs) <= 30_000,
+              wipedFollowerMs: 300_000,
+              wipedFollowerMet: wipedInstall.ms !== null && wipedInstall.ms <= 300_000,
+              dueWindowP99Ms: 10,
+              dueWindowMet: dueWindow.randomMs.p99 <= 10,
+            }
+          : null,
       machineAtStart: loadAtStart,
       machineAtEnd: machineLoad(),
     }),
