@@ -465,6 +465,10 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   log?.(`t=${sched.now} SETTLE: healed, all nodes up`);
   const settleEnd = sched.now + settleUnits;
   let settled = false;
+  // Workers keep the log busy, so a follower may trail the newest commit at any one sample; it is
+  // settled when every replica follows the same leader and has applied what was committed at the
+  // previous sample (a stuck replica never does).
+  let previous: { leader: string; commit: number } | undefined;
   while (sched.now < settleEnd) {
     await unit(false);
     for (const node of all) restart(node);
@@ -474,17 +478,19 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     // A bounded wait past the window: misfire and lease expiries need their time.
     if (trueMs(sched) < healedAtMs + SIM_SCHEDULER.misfireThresholdMs + 1_500) continue;
     const st = leader.driver.status();
-    if (!all.every((x) => x.up && x.driver.status().leader === leader.id && x.driver.status().applied >= st.commit)) continue;
+    const target = previous?.leader === leader.id ? previous.commit : st.commit;
+    previous = { leader: leader.id, commit: st.commit };
+    if (!all.every((x) => x.up && x.driver.status().leader === leader.id && x.driver.status().applied >= target)) continue;
     settled = true;
     break;
   }
   // Quiesce: workers and leader services stop; every replica applies what was committed.
   let leader = currentLeader();
+  let converged = false;
   if (settled) {
     for (const w of workers) w.crash(1_000_000);
     for (const node of all) node.quiesce();
     const quiesceEnd = sched.now + 1000;
-    let converged = false;
     while (sched.now < quiesceEnd && !converged) {
       await unit(false);
       leader = currentLeader();
@@ -504,6 +510,7 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
   let checked: SchedCheckResult = { slotsChecked: 0, trimmedSlots: 0, runsChecked: 0, effects: 0, reExecutions: 0 };
   if (!jobsCreated) violations.push({ kind: 'liveness', detail: 'jobs were never created (no leader with cluster time)' });
   else if (!settled || !leader) violations.push({ kind: 'liveness', detail: `no settled cluster ${settleUnits} units after healing (leader ${leader?.id ?? 'none'})` });
+  else if (!converged) violations.push({ kind: 'liveness', detail: `replicas did not apply the whole log within 1000 units of quiescing (leader ${leader.id})` });
   else {
     const res = await checkScheduler({
       nodes: all,
