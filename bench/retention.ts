@@ -15,7 +15,7 @@ import { sleep } from '../test/raft-runtime/helpers/cluster.js';
 import { createJobsReliably, SchedulerCluster } from '../test/dispatch/helpers/process-cluster.js';
 import { numArg, strArg } from './lib/args.js';
 import { useBenchPortBlock } from './lib/ports.js';
-import { machineLoad, rssMiB } from './lib/machine.js';
+import { machineLoad, rssMiB, v8PagesResident } from './lib/machine.js';
 import { hardRunSlack } from '../src/fsm/store/retention.js';
 
 const JOBS = numArg('jobs', 1000);
@@ -33,6 +33,8 @@ interface Sample {
   /** The leader's RSS split: anonymous (owned) and file-backed (mapped LevelDB tables, page cache). */
   leaderAnonMiB: number;
   leaderFileMiB: number;
+  /** The leader's V8 heap pages resident (pooled ones included): what of `anon` the JS heap holds. */
+  leaderV8PagesMiB: number;
   /** V8 heap in use and memory held by buffers outside it (ArrayBuffers), from the leader's /metrics. */
   leaderHeapUsedMiB: number;
   /** V8 heap committed (what the heap holds of RSS, used or not). */
@@ -94,7 +96,7 @@ try {
     const leader = c.raft.nodes.get(await c.raft.waitForLeader(30_000))!;
     const m = await scrape(leader.metricsPort!);
     const rss = rssMiB(leader.proc?.pid);
-    const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rss.rss, leaderAnonMiB: rss.anon, leaderFileMiB: rss.file, leaderHeapUsedMiB: m.heapUsedMiB, leaderHeapTotalMiB: m.heapTotalMiB, leaderExternalMiB: m.externalMiB, leaderStoreMiB: m.storeMiB };
+    const s = { atS: Math.round((Date.now() - t0) / 1000), storedRuns: m.total, byState: m.byState, leaderRssMiB: rss.rss, leaderAnonMiB: rss.anon, leaderFileMiB: rss.file, leaderV8PagesMiB: v8PagesResident(leader.proc?.pid).residentMiB, leaderHeapUsedMiB: m.heapUsedMiB, leaderHeapTotalMiB: m.heapTotalMiB, leaderExternalMiB: m.externalMiB, leaderStoreMiB: m.storeMiB };
     log(`${JSON.stringify(s)} (leader pid ${leader.proc?.pid})`);
     samples.push(s);
     return s;
@@ -143,11 +145,11 @@ try {
       start: { storedRuns: start.storedRuns, leaderRssMiB: start.leaderRssMiB, leaderAnonMiB: start.leaderAnonMiB, leaderFileMiB: start.leaderFileMiB },
       steady: { atS: steady.atS, storedRuns: steady.storedRuns, leaderRssMiB: steady.leaderRssMiB, leaderAnonMiB: steady.leaderAnonMiB, leaderFileMiB: steady.leaderFileMiB, leaderHeapUsedMiB: steady.leaderHeapUsedMiB },
       end: { storedRuns: end.storedRuns, byState: end.byState, leaderRssMiB: end.leaderRssMiB, leaderAnonMiB: end.leaderAnonMiB, leaderFileMiB: end.leaderFileMiB, leaderHeapUsedMiB: end.leaderHeapUsedMiB, leaderExternalMiB: end.leaderExternalMiB },
-      steadyTrend: { fromS: steady.atS, samples: steadySamples.length, leaderRssMiB: trend((x) => x.leaderRssMiB), leaderAnonMiB: trend((x) => x.leaderAnonMiB), storedRuns: trend((x) => x.storedRuns) },
+      steadyTrend: { fromS: steady.atS, samples: steadySamples.length, leaderRssMiB: trend((x) => x.leaderRssMiB), leaderAnonMiB: trend((x) => x.leaderAnonMiB), leaderV8PagesMiB: trend((x) => x.leaderV8PagesMiB), storedRuns: trend((x) => x.storedRuns) },
       boundRuns: JOBS * (MAX_RUNS + slack + Math.ceil(DEADLINE_MS / 1000) + 2),
       // What apply itself holds, however far the trimmer falls behind (apply-run-bound.ts).
       hardBoundRuns: JOBS * (MAX_RUNS + hardRunSlack(MAX_RUNS) + Math.ceil(DEADLINE_MS / 1000) + 2),
-      samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderAnonMiB: s.leaderAnonMiB, leaderFileMiB: s.leaderFileMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB, leaderHeapTotalMiB: s.leaderHeapTotalMiB, leaderStoreMiB: s.leaderStoreMiB })),
+      samples: samples.map((s) => ({ atS: s.atS, storedRuns: s.storedRuns, leaderRssMiB: s.leaderRssMiB, leaderAnonMiB: s.leaderAnonMiB, leaderFileMiB: s.leaderFileMiB, leaderV8PagesMiB: s.leaderV8PagesMiB, leaderHeapUsedMiB: s.leaderHeapUsedMiB, leaderHeapTotalMiB: s.leaderHeapTotalMiB, leaderStoreMiB: s.leaderStoreMiB })),
       failedSamples,
       loadAtStart,
       loadAtEnd: machineLoad(),

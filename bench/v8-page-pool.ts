@@ -11,40 +11,17 @@
 // (or node_modules/.bin/node --max-semi-space-size=32 --v8-pool-size=0 --import tsx
 //  bench/v8-page-pool.ts: the servers' node flags, server-node-flags.ts).
 // The last stdout line is JSON.
-import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { numArg } from './lib/args.js';
+import { v8PagesResident } from './lib/machine.js';
 
 const MB = numArg('mb', 400);
 const IDLE_S = numArg('idle-seconds', 20);
-const PAGE_KIB = 256;
-
-/** Resident anonymous memory in mappings of exactly one V8 page (256 KiB), and their count. */
-function v8Pages(): { pages: number; residentMiB: number } {
-  let pages = 0;
-  let kib = 0;
-  let inPage = false;
-  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
-    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
-    if (m) {
-      inPage = (parseInt(m[2]!, 16) - parseInt(m[1]!, 16)) / 1024 === PAGE_KIB && m[3] === '';
-      continue;
-    }
-    if (inPage && line.startsWith('Anonymous:')) {
-      const k = Number(line.split(/\s+/)[1]);
-      if (k > 0) {
-        pages += 1;
-        kib += k;
-      }
-    }
-  }
-  return { pages, residentMiB: Math.round(kib / 1024) };
-}
 
 function snapshot(step: string) {
   const m = process.memoryUsage();
-  const s = { step, heapTotalMiB: Math.round(m.heapTotal / 2 ** 20), heapUsedMiB: Math.round(m.heapUsed / 2 ** 20), rssMiB: Math.round(m.rss / 2 ** 20), ...v8Pages() };
+  const s = { step, heapTotalMiB: Math.round(m.heapTotal / 2 ** 20), heapUsedMiB: Math.round(m.heapUsed / 2 ** 20), rssMiB: Math.round(m.rss / 2 ** 20), ...v8PagesResident('self') };
   process.stderr.write(`[v8-page-pool] ${JSON.stringify(s)}\n`);
   return s;
 }

@@ -26,3 +26,34 @@ export function rssMiB(pid: number | undefined): { rss: number; peak: number; an
     return { rss: NaN, peak: NaN, anon: NaN, file: NaN };
   }
 }
+
+/**
+ * Resident anonymous memory in mappings of exactly one V8 heap page (256 KiB), and their count:
+ * the JS heap as the kernel sees it, pooled pages included (heapTotal does not count those).
+ */
+export function v8PagesResident(pid: number | 'self' | undefined): { pages: number; residentMiB: number } {
+  let pages = 0;
+  let kib = 0;
+  let inPage = false;
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return { pages: NaN, residentMiB: NaN };
+  }
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (m) {
+      inPage = (parseInt(m[2]!, 16) - parseInt(m[1]!, 16)) / 1024 === 256 && m[3] === '';
+      continue;
+    }
+    if (inPage && line.startsWith('Anonymous:')) {
+      const k = Number(line.split(/\s+/)[1]);
+      if (k > 0) {
+        pages += 1;
+        kib += k;
+      }
+    }
+  }
+  return { pages, residentMiB: Math.round(kib / 1024) };
+}

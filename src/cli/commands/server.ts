@@ -12,6 +12,7 @@ import { credentials } from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { planAllocator } from '../server-allocator.js';
+import { DEFAULT_HEAP_REDUCE_INTERVAL_MS, HeapReducer } from '../../server/node/heap-reducer.js';
 import { addSchedulerFlags, schedulerNodeCreator, schedulerStateMachineFactory } from '../../server/scheduler-cli.js';
 import type { NodeTls } from '../../server/grpc/tls/node-tls.js';
 import { addTlsFlags, tlsFromFlags, TlsFlagError, watchCertificates, type TlsFlags } from './server-tls.js';
@@ -64,6 +65,7 @@ interface ServerFlags extends TlsFlags {
   pretty?: boolean;
   logLevel: string;
   allocator: string;
+  heapReduceIntervalMs: string;
 }
 
 export function registerServerCommand(program: Command): void {
@@ -99,6 +101,11 @@ export function registerServerCommand(program: Command): void {
     .option('--follower-apply-window-ms <ms>', `a follower applies committed entries in groups gathered over this long (0 = at once; at most ${MAX_FOLLOWER_APPLY_WINDOW_MS})`, String(DEFAULT_FOLLOWER_APPLY_WINDOW_MS))
     .option('--no-replicate-effects', 'followers evaluate every committed command themselves, instead of writing the effects the leader sends them beside the log')
     .option('--allocator <name>', 'memory allocator: auto (jemalloc when libjemalloc.so.2 is installed, else the system malloc), jemalloc (refuse to start without it), system', 'auto')
+    .option(
+      '--heap-reduce-interval-ms <ms>',
+      'ask V8 for one memory-reducing collection this often, so the heap pages a burst of work grew are returned (0 = never; node/heap-reducer.ts)',
+      String(DEFAULT_HEAP_REDUCE_INTERVAL_MS),
+    )
     .option('--pretty', 'human-readable logs instead of JSON')
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (flags: ServerFlags) => {
@@ -187,6 +194,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
     process.exit(EXIT_SERVER.usage);
   }
   const certPollMs = int('--cert-poll-ms', flags.certPollMs, 0);
+  const heapReduceIntervalMs = int('--heap-reduce-interval-ms', flags.heapReduceIntervalMs, 0);
   const log = makeLogger(flags);
   let joinClusterId: string | undefined;
   if (flags.join !== undefined) {
@@ -236,6 +244,8 @@ async function runServer(flags: ServerFlags): Promise<void> {
   if (allocator.kind === 'stay') log.info({ allocator: allocator.allocator, why: allocator.why }, `memory allocator: ${allocator.allocator}`);
   if (tls) watchCertificates(tls, certPollMs, log);
   else log.warn({ insecure: true }, 'serving plaintext (--insecure): no TLS, any caller is trusted');
+  const heapReducer = heapReduceIntervalMs > 0 ? new HeapReducer({ intervalMs: heapReduceIntervalMs, onReduced: (ms) => log.debug({ durationMs: Math.round(ms) }, 'memory-reducing collection') }) : undefined;
+  heapReducer?.start();
   // One machine-readable line on stdout: tests and tools learn the bound ports from it.
   process.stdout.write(
     JSON.stringify({ event: 'listening', id: node.id, clusterId: node.clusterId, peerPort: node.peerPort, clientPort: node.clientPort }) + '\n',
@@ -270,6 +280,7 @@ async function runServer(flags: ServerFlags): Promise<void> {
     if (exiting) return;
     exiting = true;
     log.info({ signal: sig }, 'shutting down');
+    heapReducer?.stop();
     node.stop({ transfer: true, graceMs: 5000 }).then(
       () => {
         log.info('stopped');

@@ -1,0 +1,57 @@
+// A process that grows its JS heap by a few hundred MB, drops it, then keeps allocating small
+// short-lived objects (as a busy server does) for a while — with or without a HeapReducer. Prints
+// one JSON line: the V8 heap pages still resident at the end, and what the reducer did.
+// Run: node --import tsx heap-churn-process.ts <reduce-interval-ms | 0> <major collections> [burst objects]
+// It stops after that many major collections following the burst (at most after 60 s), so a run
+// does the same work whatever the machine's load.
+import { readFileSync } from 'node:fs';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { HeapReducer } from '../../../src/server/node/heap-reducer.js';
+
+const intervalMs = Number(process.argv[2]);
+const majorsWanted = Number(process.argv[3]);
+const BURST = Number(process.argv[4] ?? 400_000);
+
+/** Resident anonymous memory in 256 KiB mappings: V8's heap pages, pooled ones included. */
+function v8PagesMiB(): number {
+  let kib = 0;
+  let inPage = false;
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (m) inPage = parseInt(m[2]!, 16) - parseInt(m[1]!, 16) === 256 * 1024 && m[3] === '';
+    else if (inPage && line.startsWith('Anonymous:')) kib += Number(line.split(/\s+/)[1]);
+  }
+  return Math.round(kib / 1024);
+}
+
+const reducer = intervalMs > 0 ? new HeapReducer({ intervalMs }) : undefined;
+reducer?.start();
+// A burst first (what a herd or a snapshot does to a server): the heap grows, and once the burst
+// is garbage its pages go to V8's pool at the next major collection.
+let big: unknown[] | undefined = [];
+for (let i = 0; i < BURST; i++) big.push({ i, a: [i, i + 1, i + 2, i + 3], s: `v${i}` });
+const grownMiB = v8PagesMiB();
+big = undefined;
+let majors = 0;
+const observer = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if ((e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++;
+  if (majors >= majorsWanted) finish();
+});
+observer.observe({ entryTypes: ['gc'] });
+
+// Then steady work: short-lived objects, a share of them living long enough to be promoted, so
+// major collections keep coming at a heap far below the burst's.
+let keep: unknown[] = [];
+const churn = setInterval(() => {
+  for (let i = 0; i < 3000; i++) keep.push({ i, s: `k${i}` });
+  if (keep.length > 200_000) keep = keep.slice(100_000);
+}, 5);
+const cap = setTimeout(() => finish(), 60_000);
+function finish(): void {
+  observer.disconnect();
+  clearTimeout(cap);
+  clearInterval(churn);
+  reducer?.stop();
+  const heapTotalMiB = Math.round(process.memoryUsage().heapTotal / 2 ** 20);
+  process.stdout.write(JSON.stringify({ grownMiB, endMiB: v8PagesMiB(), heapTotalMiB, majors, reductions: reducer?.reductions ?? 0, lapsed: reducer?.lapsed ?? 0 }) + '\n');
+}
