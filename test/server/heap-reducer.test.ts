@@ -15,14 +15,15 @@ interface ChurnResult {
   majors: number;
   reductions: number;
   lapsed: number;
+  deferredBusy: number;
   /** Major collections V8 traced (--trace-gc), and how many of them were memory-reducing. */
   traced: number;
   reducing: number;
 }
 
-function churn(reduceIntervalMs: number): Promise<ChurnResult> {
+function churn(reduceIntervalMs: number, busyUtilization = 2): Promise<ChurnResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--trace-gc', '--import', 'tsx', CHURN, String(reduceIntervalMs), '5', '400000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, ['--trace-gc', '--import', 'tsx', CHURN, String(reduceIntervalMs), '5', '400000', String(busyUtilization)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);
@@ -51,6 +52,13 @@ describe('HeapReducer', () => {
     expect(withReducer.reductions).toBeGreaterThan(0);
     expect(withReducer.reducing).toBeGreaterThan(0);
     expect(withReducer.endMiB, JSON.stringify({ without, withReducer })).toBeLessThan(without.endMiB * 0.6);
+  }, 60_000);
+
+  it('waits while the main thread is busy: no reduction while every check finds it at or above the threshold', async () => {
+    const busy = await churn(300, 0);
+    expect(busy.deferredBusy).toBeGreaterThan(0);
+    expect(busy.reductions).toBe(0);
+    expect(busy.reducing).toBe(0);
   }, 60_000);
 
   it('refuses an interval that is not positive', async () => {

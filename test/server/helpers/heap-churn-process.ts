@@ -1,7 +1,7 @@
 // A process that grows its JS heap by a few hundred MB, drops it, then keeps allocating small
 // short-lived objects (as a busy server does) for a while — with or without a HeapReducer. Prints
 // one JSON line: the V8 heap pages still resident at the end, and what the reducer did.
-// Run: node --import tsx heap-churn-process.ts <reduce-interval-ms | 0> <major collections> [burst objects]
+// Run: node --import tsx heap-churn-process.ts <reduce-interval-ms | 0> <major collections> [burst objects] [busy utilization]
 // It stops after that many major collections following the burst (at most after 60 s), so a run
 // does the same work whatever the machine's load.
 import { readFileSync } from 'node:fs';
@@ -11,6 +11,8 @@ import { HeapReducer } from '../../../src/server/node/heap-reducer.js';
 const intervalMs = Number(process.argv[2]);
 const majorsWanted = Number(process.argv[3]);
 const BURST = Number(process.argv[4] ?? 400_000);
+// The churn keeps the main thread partly busy: by default the reducer ignores that (above 1).
+const busyUtilization = Number(process.argv[5] ?? 2);
 
 /** Resident anonymous memory in 256 KiB mappings: V8's heap pages, pooled ones included. */
 function v8PagesMiB(): number {
@@ -24,7 +26,7 @@ function v8PagesMiB(): number {
   return Math.round(kib / 1024);
 }
 
-const reducer = intervalMs > 0 ? new HeapReducer({ intervalMs }) : undefined;
+const reducer = intervalMs > 0 ? new HeapReducer({ intervalMs, busyUtilization }) : undefined;
 reducer?.start();
 // A burst first (what a herd or a snapshot does to a server): the heap grows, and once the burst
 // is garbage its pages go to V8's pool at the next major collection.
@@ -53,5 +55,5 @@ function finish(): void {
   clearInterval(churn);
   reducer?.stop();
   const heapTotalMiB = Math.round(process.memoryUsage().heapTotal / 2 ** 20);
-  process.stdout.write(JSON.stringify({ grownMiB, endMiB: v8PagesMiB(), heapTotalMiB, majors, reductions: reducer?.reductions ?? 0, lapsed: reducer?.lapsed ?? 0 }) + '\n');
+  process.stdout.write(JSON.stringify({ grownMiB, endMiB: v8PagesMiB(), heapTotalMiB, majors, reductions: reducer?.reductions ?? 0, lapsed: reducer?.lapsed ?? 0, deferredBusy: reducer?.deferredBusy ?? 0 }) + '\n');
 }
