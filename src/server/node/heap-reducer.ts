@@ -15,9 +15,9 @@
 // after `maxWaitMs` (it has nothing new to return either).
 //
 // Why not while busy: a memory-reducing collection leaves V8 a small heap limit, and a process in
-// the middle of a burst (a herd's drain) then collects far more often until the limit grows back —
-// a reduction every 5 s cost a herd's leader 20–50 % more CPU per run. What a burst grew is
-// returned after it, when the thread has time again.
+// the middle of a burst (a herd's drain) then collects far more often until the limit grows back,
+// which costs the burst CPU (bench/README.md, "The heap reducer"). What a burst grew is returned
+// after it, when the thread has time again.
 import { constants, performance, PerformanceObserver, type EventLoopUtilization } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 
