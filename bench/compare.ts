@@ -81,6 +81,8 @@ interface PairPlan {
 // A BullMQ herd's instant is `lead` seconds after adding starts: leave room to add N jobs even on
 // a busy machine (2,000 adds/s; 22,000/s when quiet), else its drain includes adding.
 const bullLead = Math.max(20, Math.ceil(HERD_N / 2000));
+// The peer's own drain bound (150 s) ends a million-job herd before it is done: scale it as the lead.
+const bullDrainTimeoutS = Math.max(150, Math.ceil(HERD_N / 1000));
 const etcdPlan = {
   missing: peerMissing('run-etcd.sh', 'etcd'),
   peer: () => peer('run-etcd.sh', ['--seq-seconds', String(RAFT_S), '--conc-seconds', String(RAFT_S), '--warmup-seconds', String(WARMUP_S)], 600_000),
@@ -105,7 +107,7 @@ const plans: Record<string, PairPlan> = {
     name: 'herd vs BullMQ herd',
     missing: peerMissing('run-bullmq.sh', 'redis-server'),
     ours: () => ours('herd', ['--runs', String(HERD_N)], 60 * 60_000),
-    peer: () => peer('run-bullmq.sh', ['--fsync', FSYNC, '--phases', 'herd', '--herd-n', String(HERD_N), '--lead-s', String(bullLead)], 30 * 60_000),
+    peer: () => peer('run-bullmq.sh', ['--fsync', FSYNC, '--phases', 'herd', '--herd-n', String(HERD_N), '--lead-s', String(bullLead), '--drain-timeout-s', String(bullDrainTimeoutS)], 30 * 60_000),
     figures: (o, p) => herdVsBullmq(o as unknown as OurHerd, (p as { herd: PeerHerd }).herd),
     invariants: (o, p) => {
       const h = (p as { herd: { lost: number; duplicated_jobs: number } }).herd;
