@@ -100,7 +100,6 @@ export class HeapReducer {
     this.lastRequestAt = performance.now();
     setFlagsFromString('--optimize-for-size');
     this.lapse = setTimeout(() => {
-      if (!this.requested) return;
       this.release();
       this.lapsed++;
     }, this.options.maxWaitMs ?? Math.max(1, Math.floor(this.options.intervalMs / 2)));

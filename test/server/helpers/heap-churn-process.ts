@@ -4,27 +4,17 @@
 // Run: node --import tsx heap-churn-process.ts <reduce-interval-ms | 0> <major collections> [burst objects] [busy utilization]
 // It stops after that many major collections following the burst (at most after 60 s), so a run
 // does the same work whatever the machine's load.
-import { readFileSync } from 'node:fs';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { HeapReducer } from '../../../src/server/node/heap-reducer.js';
+import { v8PagesResident } from '../../../bench/lib/machine.js';
+
+const v8PagesMiB = (): number => v8PagesResident('self').residentMiB;
 
 const intervalMs = Number(process.argv[2]);
 const majorsWanted = Number(process.argv[3]);
 const BURST = Number(process.argv[4] ?? 400_000);
 // The churn keeps the main thread partly busy: by default the reducer ignores that (above 1).
 const busyUtilization = Number(process.argv[5] ?? 2);
-
-/** Resident anonymous memory in 256 KiB mappings: V8's heap pages, pooled ones included. */
-function v8PagesMiB(): number {
-  let kib = 0;
-  let inPage = false;
-  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
-    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
-    if (m) inPage = parseInt(m[2]!, 16) - parseInt(m[1]!, 16) === 256 * 1024 && m[3] === '';
-    else if (inPage && line.startsWith('Anonymous:')) kib += Number(line.split(/\s+/)[1]);
-  }
-  return Math.round(kib / 1024);
-}
 
 const reducer = intervalMs > 0 ? new HeapReducer({ intervalMs, busyUtilization }) : undefined;
 reducer?.start();
