@@ -21,9 +21,10 @@ interface ChurnResult {
   reducing: number;
 }
 
-function churn(reduceIntervalMs: number, busyUtilization = 2, majors = 5): Promise<ChurnResult> {
+function churn(reduceIntervalMs: number, busyUtilization = 2, majors = 5, maxWaitMs?: number): Promise<ChurnResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--trace-gc', '--import', 'tsx', CHURN, String(reduceIntervalMs), String(majors), '400000', String(busyUtilization)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const args = [CHURN, String(reduceIntervalMs), String(majors), '400000', String(busyUtilization), ...(maxWaitMs === undefined ? [] : [String(maxWaitMs)])];
+    const p = spawn(process.execPath, ['--trace-gc', '--import', 'tsx', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);
@@ -42,24 +43,29 @@ function churn(reduceIntervalMs: number, busyUtilization = 2, majors = 5): Promi
 
 describe('HeapReducer', () => {
   it('turns major collections after a burst into memory-reducing ones, and the pooled pages are returned', async () => {
-    const [without, withReducer] = await Promise.all([churn(0), churn(300)]);
+    // Requests do not lapse here (a minute's wait): every major collection that follows one is a
+    // reducing one. With short waits, whether the last collections before the measurement reduce
+    // is chance — and a non-reducing collection after a reducing one lets V8 grow the heap back.
+    const [without, withReducer] = await Promise.all([churn(0), churn(300, 2, 5, 60_000)]);
     // Without: V8 keeps the burst's pages (the premise; if a Node release stops pooling them,
     // this fails and the reducer can go).
     expect(without.reducing).toBe(0);
-    expect(without.traced).toBeGreaterThanOrEqual(5);
+    // (At least two major collections even if the helper's time cap ended it on a loaded machine.)
+    expect(without.traced).toBeGreaterThanOrEqual(2);
     expect(without.endMiB).toBeGreaterThanOrEqual(without.grownMiB);
     // With: some collections reduced memory, and the resident heap pages are well below.
     expect(withReducer.reductions).toBeGreaterThan(0);
     expect(withReducer.reducing).toBeGreaterThan(0);
+    expect(withReducer.lapsed).toBe(0);
     expect(withReducer.endMiB, JSON.stringify({ without, withReducer })).toBeLessThan(without.endMiB * 0.6);
-  }, 60_000);
+  }, 150_000);
 
   it('waits while the main thread is busy: no reduction while every check finds it at or above the threshold', async () => {
     const busy = await churn(300, 0, 2);
     expect(busy.deferredBusy).toBeGreaterThan(0);
     expect(busy.reductions).toBe(0);
     expect(busy.reducing).toBe(0);
-  }, 60_000);
+  }, 120_000);
 
   it('refuses an interval that is not positive', async () => {
     const { HeapReducer } = await import('../../src/server/node/heap-reducer.js');

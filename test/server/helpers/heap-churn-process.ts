@@ -1,8 +1,8 @@
 // A process that grows its JS heap by a few hundred MB, drops it, then keeps allocating small
 // short-lived objects (as a busy server does) for a while — with or without a HeapReducer. Prints
 // one JSON line: the V8 heap pages still resident at the end, and what the reducer did.
-// Run: node --import tsx heap-churn-process.ts <reduce-interval-ms | 0> <major collections> [burst objects] [busy utilization]
-// It stops after that many major collections following the burst (at most after 60 s), so a run
+// Run: node --import tsx heap-churn-process.ts <reduce-interval-ms | 0> <major collections> [burst objects] [busy utilization] [max wait ms]
+// It stops after that many major collections following the burst (at most after 90 s), so a run
 // does the same work whatever the machine's load.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { HeapReducer } from '../../../src/server/node/heap-reducer.js';
@@ -15,8 +15,10 @@ const majorsWanted = Number(process.argv[3]);
 const BURST = Number(process.argv[4] ?? 400_000);
 // The churn keeps the main thread partly busy: by default the reducer ignores that (above 1).
 const busyUtilization = Number(process.argv[5] ?? 2);
+// How long a request waits for a major collection (default: the reducer's own, intervalMs / 2).
+const maxWaitMs = process.argv[6] === undefined ? undefined : Number(process.argv[6]);
 
-const reducer = intervalMs > 0 ? new HeapReducer({ intervalMs, busyUtilization }) : undefined;
+const reducer = intervalMs > 0 ? new HeapReducer({ intervalMs, busyUtilization, maxWaitMs }) : undefined;
 reducer?.start();
 // A burst first (what a herd or a snapshot does to a server): the heap grows, and once the burst
 // is garbage its pages go to V8's pool at the next major collection.
@@ -38,7 +40,7 @@ const churn = setInterval(() => {
   for (let i = 0; i < 3000; i++) keep.push({ i, s: `k${i}` });
   if (keep.length > 200_000) keep = keep.slice(100_000);
 }, 5);
-const cap = setTimeout(() => finish(), 60_000);
+const cap = setTimeout(() => finish(), 90_000);
 function finish(): void {
   observer.disconnect();
   clearTimeout(cap);
