@@ -41,6 +41,7 @@ import { parseRunId } from '../commands/run-id.js';
 import { isValidId } from '../commands/validation.js';
 import { decodeToken, encodeToken } from './page-token.js';
 import { redriveCandidates, type RedriveCandidates, type RedriveQuery } from './redrive-candidates.js';
+import { scanKeys } from '../store/key-scan.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
@@ -237,7 +238,7 @@ export class FsmReads {
     if (q.state) prefix = q.jobId ? `${statePrefix(q.state)}${q.jobId}${SEP}` : statePrefix(q.state);
     else prefix = q.jobId ? jobRunsPrefix(q.jobId) : RUN_PREFIX;
     const before = q.pageToken ? decodeToken(q.pageToken, prefix) : prefixEnd(prefix);
-    const keys = await this.db.keys({ gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
+    const keys = await scanKeys(this.db, { gte: prefix, lt: before, reverse: true, limit: size + 1 }).all();
     const more = keys.length > size;
     const page = keys.slice(0, size);
     const runKeys = q.state ? page.map(runKeyOfStateKey) : page;
@@ -253,7 +254,7 @@ export class FsmReads {
 
   /** (job, slot) pairs due in [fromMs, toMs), earliest first: a range read of the due index (I6). */
   async dueWindow(fromMs: number, toMs: number, limit: number): Promise<DueSlot[]> {
-    const keys = await this.db.keys({ ...dueRange(fromMs, toMs), limit }).all();
+    const keys = await scanKeys(this.db, { ...dueRange(fromMs, toMs), limit }).all();
     return keys.map(parseDueKey);
   }
 
@@ -304,7 +305,7 @@ export class FsmReads {
    */
   async runningRuns(limit = Number.MAX_SAFE_INTEGER, want?: (runId: string) => boolean): Promise<Run[]> {
     const prefix = statePrefix(RunState.RUN_STATE_RUNNING);
-    const keys = await this.db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
+    const keys = await scanKeys(this.db, { gte: prefix, lt: prefixEnd(prefix), limit: Math.min(limit, 2 ** 31 - 1) }).all();
     const tails = keys.map((k) => k.slice(prefix.length));
     const wanted = want ? tails.filter((t) => want(runIdOfTail(t))) : tails;
     // Records are read after the index: a run that finished in between is no longer running (the

@@ -23,6 +23,7 @@ import {
 import { deriveRetentionIndex } from './retention-upgrade.js';
 import { decodeRunRecord, readyEntryOf } from '../store/records.js';
 import type { ReadyIndex } from '../store/ready-index.js';
+import { scanKeys } from '../store/key-scan.js';
 
 /**
  * LevelDB's default 4 MiB memtable flushed every second under bulk creates, and the compactions
@@ -138,7 +139,7 @@ export async function rebuildReadyIndex(db: Db, ready: ReadyIndex): Promise<void
   ready.clear();
   for (const state of [RunState.RUN_STATE_PENDING, RunState.RUN_STATE_FAILED]) {
     const prefix = statePrefix(state);
-    const it = db.keys({ gte: prefix, lt: prefixEnd(prefix) });
+    const it = scanKeys(db, { gte: prefix, lt: prefixEnd(prefix) });
     try {
       for (;;) {
         const keys = await it.nextv(1000);

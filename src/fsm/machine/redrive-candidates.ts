@@ -8,6 +8,7 @@ import { jobStatePrefix, prefixEnd, runIdOfTail, runKeyOfStateKey, statePrefix }
 import { decodeRunRecord } from '../store/records.js';
 import { runEndedAtMs } from '../store/ended-runs-tally.js';
 import { decodeToken, encodeToken } from './page-token.js';
+import { scanKeys } from '../store/key-scan.js';
 
 /** Index keys one call examines at most. */
 export const REDRIVE_SCAN_BUDGET = 10_000;
@@ -43,7 +44,7 @@ function matches(run: Run, q: RedriveQuery): boolean {
 export async function redriveCandidates(db: Db, q: RedriveQuery): Promise<RedriveCandidates> {
   const prefix = q.jobId ? jobStatePrefix(q.state, q.jobId) : statePrefix(q.state);
   const after = q.pageToken ? decodeToken(q.pageToken, prefix) : undefined;
-  const keys = await db.keys({ ...(after !== undefined ? { gt: after } : { gte: prefix }), lt: prefixEnd(prefix), limit: REDRIVE_SCAN_BUDGET + 1 }).all();
+  const keys = await scanKeys(db, { ...(after !== undefined ? { gt: after } : { gte: prefix }), lt: prefixEnd(prefix), limit: REDRIVE_SCAN_BUDGET + 1 }).all();
   const budgetHit = keys.length > REDRIVE_SCAN_BUDGET;
   const scan = budgetHit ? keys.slice(0, REDRIVE_SCAN_BUDGET) : keys;
   const filtered = Boolean(q.taskType) || q.fromMs > 0 || q.toMs > 0;

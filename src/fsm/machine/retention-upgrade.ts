@@ -7,6 +7,7 @@ import type { Db } from '../store/apply-txn.js';
 import { JOB_PREFIX, prefixEnd, statePrefix, TRIM_PREFIX } from '../store/key-layout.js';
 import { decodeJobRecord, encodeJobRecord, jobIndexKeys, TERMINAL_STATES } from '../store/records.js';
 import { TRIM_DUE_NOW } from '../store/retention.js';
+import { scanKeys } from '../store/key-scan.js';
 
 const EMPTY = new Uint8Array();
 
@@ -15,7 +16,7 @@ export async function deriveRetentionIndex(db: Db): Promise<void> {
   const terminal = new Map<string, number>();
   for (const state of TERMINAL_STATES) {
     const prefix = statePrefix(state);
-    for await (const key of db.keys({ gte: prefix, lt: prefixEnd(prefix) })) {
+    for await (const key of scanKeys(db, { gte: prefix, lt: prefixEnd(prefix) })) {
       // "s\0<state:2>\0<jobId>\0...": the job id follows the 5-character state prefix.
       const jobId = key.slice(5, key.indexOf('\0', 5));
       terminal.set(jobId, (terminal.get(jobId) ?? 0) + 1);

@@ -29,6 +29,7 @@ import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
+import { scanKeys } from './key-scan.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
 
@@ -218,7 +219,7 @@ export class ApplyTxn {
 
   /** Raw keys in [gte, lt), merged with this transaction's raw writes, at most `limit`. */
   async rawKeys(gte: string, lt: string, limit: number): Promise<string[]> {
-    const stored = await this.db.keys({ gte, lt, limit: limit + this.raw.size }).all();
+    const stored = await scanKeys(this.db, { gte, lt, limit: limit + this.raw.size }).all();
     const set = new Set(stored);
     for (const [k, v] of this.raw) {
       if (k >= gte && k < lt) {
@@ -418,7 +419,7 @@ export class ApplyTxn {
     const ids = new Set<string>();
     for (const state of ACTIVE_STATES) {
       const prefix = jobStatePrefix(state, jobId);
-      for (const k of await this.db.keys({ gte: prefix, lt: prefixEnd(prefix) }).all()) {
+      for (const k of await scanKeys(this.db, { gte: prefix, lt: prefixEnd(prefix) }).all()) {
         // "s\0<state:2>\0" is 5 characters: the rest is the run's tail.
         ids.add(runIdOfTail(k.slice(5)));
       }
@@ -458,7 +459,7 @@ export class ApplyTxn {
   async runKeysOfJob(jobId: string): Promise<string[]> {
     const prefix = jobRunsPrefix(jobId);
     const lt = prefixEnd(prefix);
-    const keys = new Set(await this.db.keys({ gte: prefix, lt }).all());
+    const keys = new Set(await scanKeys(this.db, { gte: prefix, lt }).all());
     for (const [k, t] of this.trackedRunsOf(jobId)) {
       if (k < prefix || k >= lt) continue;
       if (t.value === undefined) keys.delete(k);
