@@ -16,15 +16,6 @@ export const JEMALLOC_PATHS: readonly string[] = [
   '/usr/local/lib/libjemalloc.so.2',
 ];
 
-/**
- * jemalloc's settings when Herald preloads it and the operator set none (MALLOC_CONF): purging on
- * jemalloc's own thread. Without it, pages freed into an arena whose threads have gone quiet (a
- * libuv pool thread, a LevelDB compaction thread) are purged only when that arena allocates again:
- * on a quiet leader the dirty pages doubled in half an hour while the live set stayed flat
- * (bench/README.md, "jemalloc's dirty pages").
- */
-export const HERALD_JEMALLOC_CONF = 'background_thread:true';
-
 /** Set in the re-executed process: the allocator it was started with (so it never loops). */
 export const ALLOCATOR_ENV = 'HERALD_ALLOCATOR';
 
@@ -56,7 +47,6 @@ export function planAllocator(choice: string, f: AllocatorFacts): AllocatorPlan 
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(f.env)) if (v !== undefined) env[k] = v;
   env.LD_PRELOAD = [library!, f.env.LD_PRELOAD].filter((p) => p).join(':');
-  if (f.env.MALLOC_CONF === undefined) env.MALLOC_CONF = HERALD_JEMALLOC_CONF;
   env[ALLOCATOR_ENV] = 'jemalloc';
   return { kind: 'exec', library: library!, env };
 }

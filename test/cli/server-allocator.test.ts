@@ -1,12 +1,12 @@
 // `herald server --allocator`: with auto (the default) and jemalloc installed, the server
 // re-executes itself as the same process with jemalloc preloaded; system keeps glibc's malloc; a
 // jemalloc that cannot be had is a usage error with the reason. The plan itself is a pure function.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALLOCATOR_ENV, HERALD_JEMALLOC_CONF, planAllocator, type AllocatorFacts } from '../../src/cli/server-allocator.js';
+import { ALLOCATOR_ENV, planAllocator, type AllocatorFacts } from '../../src/cli/server-allocator.js';
 import { CliProcess, runCli } from './helpers/run-cli.js';
 import { ensureJemalloc } from './helpers/jemalloc.js';
 import { freePort } from '../../chaos/orchestrator/free-port.js';
@@ -17,10 +17,7 @@ const facts = (o: Partial<AllocatorFacts> = {}): AllocatorFacts => ({ env: {}, p
 describe('the allocator plan', () => {
   it('re-executes with jemalloc preloaded once, and stays put otherwise, saying why', () => {
     const plan = planAllocator('auto', facts({ env: { LD_PRELOAD: '/opt/other.so', PATH: '/bin' } }));
-    expect(plan).toEqual({ kind: 'exec', library: LIB, env: { LD_PRELOAD: `${LIB}:/opt/other.so`, PATH: '/bin', MALLOC_CONF: HERALD_JEMALLOC_CONF, [ALLOCATOR_ENV]: 'jemalloc' } });
-    // jemalloc settings the operator chose are theirs, even empty ones.
-    expect(planAllocator('auto', facts({ env: { MALLOC_CONF: 'narenas:2' } }))).toMatchObject({ kind: 'exec', env: { MALLOC_CONF: 'narenas:2' } });
-    expect(planAllocator('auto', facts({ env: { MALLOC_CONF: '' } }))).toMatchObject({ kind: 'exec', env: { MALLOC_CONF: '' } });
+    expect(plan).toEqual({ kind: 'exec', library: LIB, env: { LD_PRELOAD: `${LIB}:/opt/other.so`, PATH: '/bin', [ALLOCATOR_ENV]: 'jemalloc' } });
     // The re-executed process does not loop.
     expect(planAllocator('auto', facts({ env: { [ALLOCATOR_ENV]: 'jemalloc' } }))).toMatchObject({ kind: 'stay', allocator: 'jemalloc' });
     expect(planAllocator('system', facts())).toMatchObject({ kind: 'stay', allocator: 'system' });
@@ -51,19 +48,18 @@ describe('herald server --allocator (real processes)', () => {
       const m = await p.waitFor(/"msg":"memory allocator: (\w+)"/, 20_000, 'stderr'); // logs are JSON on stderr
       await p.waitFor(/node started/, 20_000, 'stderr');
       const maps = readFileSync(`/proc/${p.proc.pid}/maps`, 'utf8');
-      const threads = readdirSync(`/proc/${p.proc.pid}/task`).map((t) => readFileSync(`/proc/${p.proc.pid}/task/${t}/comm`, 'utf8').trim());
-      return { allocator: m[1], jemallocMapped: maps.includes('libjemalloc'), purgingThread: threads.includes('jemalloc_bg_thd'), pid: p.proc.pid };
+      return { allocator: m[1], jemallocMapped: maps.includes('libjemalloc'), pid: p.proc.pid };
     } finally {
       await p.stop();
     }
   };
 
-  it('auto: the same process, re-executed with jemalloc mapped and purging on its own thread', async () => {
-    expect(await start('auto', [])).toMatchObject({ allocator: 'jemalloc', jemallocMapped: true, purgingThread: true });
+  it('auto: the same process, re-executed with jemalloc mapped', async () => {
+    expect(await start('auto', [])).toMatchObject({ allocator: 'jemalloc', jemallocMapped: true });
   }, 60_000);
 
   it('system: glibc malloc, jemalloc not mapped', async () => {
-    expect(await start('system', ['--allocator', 'system'])).toMatchObject({ allocator: 'system', jemallocMapped: false, purgingThread: false });
+    expect(await start('system', ['--allocator', 'system'])).toMatchObject({ allocator: 'system', jemallocMapped: false });
   }, 60_000);
 
   it('a bad choice is a usage error naming the choices', async () => {
