@@ -61,9 +61,11 @@ try {
     for (const f of b) if (!a.includes(f)) problems.push(`extra ${f}`);
     if (problems.length) {
       console.error(`src/gen is stale against proto/ (${problems.join('; ')}).\nFix: run \`npm run proto\` and commit src/gen.`);
-      process.exit(1);
+      // Not process.exit: the temp dir is removed below first.
+      process.exitCode = 1;
+    } else {
+      console.log('src/gen is current with proto/');
     }
-    console.log('src/gen is current with proto/');
   } else {
     rmSync(target, { recursive: true, force: true });
     mkdirSync(target, { recursive: true });
