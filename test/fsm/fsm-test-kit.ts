@@ -3,7 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach } from 'vitest';
+import { afterEach } from 'vitest';
 import { JobSpec } from '../../src/gen/herald/v1/job.js';
 import { decodeResult, encodeCommand, SchedulerStateMachine, type FsmCommand, type FsmResult, type SchedulerFsmOptions } from '../../src/fsm/index.js';
 import type { Entry } from '../../src/raft/types.js';
@@ -44,19 +44,6 @@ export function freshFsmsPerTest(): { fresh(opts?: SchedulerFsmOptions): Promise
   };
 }
 
-/** Every store this file opened and has not closed through TestFsm.close. */
-const stillOpen = new Set<TestFsm>();
-
-// A test that opens a second store and forgets it (or fails before closing it) leaves neither a
-// directory in the temp dir nor an open LevelDB behind: whatever is left closes with the file.
-afterAll(async () => {
-  for (const t of [...stillOpen]) {
-    stillOpen.delete(t);
-    await t.fsm.close().catch(() => undefined); // a test may have closed the store itself
-    await rm(t.dir, { recursive: true, force: true });
-  }
-});
-
 export async function openTestFsm(opts: SchedulerFsmOptions = {}, dir?: string): Promise<TestFsm> {
   const d = dir ?? (await mkdtemp(join(tmpdir(), 'herald-fsm-')));
   let fsm: SchedulerStateMachine;
@@ -91,12 +78,10 @@ export async function openTestFsm(opts: SchedulerFsmOptions = {}, dir?: string):
     },
     nextIndex: () => index + 1,
     async close() {
-      stillOpen.delete(t);
       await fsm.close();
       await rm(d, { recursive: true, force: true });
     },
   };
-  stillOpen.add(t);
   return t;
 }
 

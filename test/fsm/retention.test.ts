@@ -3,6 +3,7 @@
 // act on it; the entries are the same however entries are grouped into apply calls; a store from
 // before the index derives it when opened. And the bounded backlog: slots beyond
 // max_pending_runs are recorded MISSED "backlog full (N pending)".
+import { rm } from 'node:fs/promises';
 import { ClassicLevel } from 'classic-level';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../../src/gen/herald/v1/run.js';
@@ -175,6 +176,7 @@ describe('schema 3 → 4', () => {
       w.bytes(enc.encode(k)).bytes(value);
     }
     await db.close();
+    await rm(dir, { recursive: true, force: true }); // released from the kit: this test removes it
     expect(oldRecords).toBe(1);
     const header = new ByteWriter().u8(1).uint(appliedIndex).finish();
     const body = w.finish();
