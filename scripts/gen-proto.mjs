@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, mkdirSync, cpSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, dirname } from 'node:path';
+import { join, relative, dirname, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -15,9 +15,11 @@ const buf = join(root, 'node_modules', '.bin', 'buf');
 // ts-proto's grpc-js serializers copy every encoded message once more (`Buffer.from(bytes)`)
 // before grpc-js copies it again into its frame. The encoded bytes are a fresh array that no one
 // else holds, so the Buffer can be a view of them: one copy (and, for the multi-megabyte peer
-// stream batches, one set of freshly faulted pages) less per message sent.
+// stream batches, one set of freshly faulted pages) less per message sent. And they encode with
+// src/uninitialized-bytes.ts's writer, whose buffers are not zeroed (why: that file).
 const COPYING_SERIALIZE = /Buffer\.from\((\w+)\.encode\(value\)\.finish\(\)\)/g;
-const VIEW_SERIALIZE = 'viewAsBuffer($1.encode(value).finish())';
+const VIEW_SERIALIZE = 'viewAsBuffer($1.encode(value, new UninitializedWriter()).finish())';
+const WIRE_IMPORT = /^import \{ BinaryReader, BinaryWriter \} from "@bufbuild\/protobuf\/wire";$/m;
 const VIEW_HELPER = `
 /** The encoded bytes as a Buffer without copying them (scripts/gen-proto.mjs adds this). */
 function viewAsBuffer(b: Uint8Array): Buffer {
@@ -29,8 +31,12 @@ function rewriteSerializers(dir) {
   for (const f of listFiles(dir)) {
     if (!f.endsWith('.ts')) continue;
     const text = readFileSync(f, 'utf8');
-    const next = text.replace(COPYING_SERIALIZE, VIEW_SERIALIZE);
-    if (next !== text) writeFileSync(f, next + VIEW_HELPER);
+    let next = text.replace(COPYING_SERIALIZE, VIEW_SERIALIZE);
+    if (next === text) continue;
+    // src/uninitialized-bytes.ts, from this file's folder under src/gen.
+    const up = '../'.repeat(relative(dir, dirname(f)).split(sep).filter((p) => p !== '').length + 1);
+    next = next.replace(WIRE_IMPORT, `$&\nimport { UninitializedWriter } from "${up}uninitialized-bytes.js";`);
+    writeFileSync(f, next + VIEW_HELPER);
   }
 }
 

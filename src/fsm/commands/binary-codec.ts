@@ -4,6 +4,8 @@
 // needs no generated code outside src/fsm. Readers throw FsmDecodeError on truncated or
 // malformed input, never return garbage, so apply can reject a bad entry instead of crashing.
 
+import { uninitializedBytes } from '../../uninitialized-bytes.js';
+
 const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -46,7 +48,7 @@ export class WriteBuffers {
 
   /** `n` bytes for a result: a slice of the current slab when small. */
   alloc(n: number): Uint8Array {
-    if (n > MAX_SLAB_SLICE) return new Uint8Array(n);
+    if (n > MAX_SLAB_SLICE) return uninitializedBytes(n);
     if (this.slabPos + n > SLAB_BYTES) {
       this.slab = new Uint8Array(SLAB_BYTES);
       this.slabPos = 0;
@@ -74,7 +76,7 @@ export class ByteWriter {
       buffers!.scratch = undefined;
       this.pooled = true;
     } else {
-      this.buf = new Uint8Array(initial);
+      this.buf = uninitializedBytes(initial);
     }
   }
 
@@ -83,7 +85,7 @@ export class ByteWriter {
     if (this.buf === FINISHED) throw new Error('ByteWriter used after finish()');
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
-    const next = new Uint8Array(size);
+    const next = uninitializedBytes(size);
     next.set(this.buf.subarray(0, this.pos));
     this.buf = next;
   }
@@ -192,7 +194,7 @@ export class ByteWriter {
    */
   finish(ownBuffer = false): Uint8Array {
     const buffers = this.buffers;
-    const out = ownBuffer || buffers === undefined ? new Uint8Array(this.pos) : buffers.alloc(this.pos);
+    const out = ownBuffer || buffers === undefined ? uninitializedBytes(this.pos) : buffers.alloc(this.pos);
     out.set(this.buf.subarray(0, this.pos));
     // The working buffer (grown or not) becomes the scratch again unless it is huge. A writer
     // that did not have the scratch donates its own when there is none (one abandoned by a

@@ -10,6 +10,7 @@
 //   so the message they keep alive is short-lived and bounded like the effects themselves.
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { RaftMessage, RaftServiceService, StreamRequest } from '../../gen/herald/raft/v1/raft.js';
+import { UninitializedWriter } from '../../uninitialized-bytes.js';
 
 const EFFECTS_TAG = (3 << 3) | 2; // field 3, length-delimited
 
@@ -33,10 +34,10 @@ function writeVarint(out: Buffer, pos: number, n: number): number {
 
 export function encodeStreamRequest(req: StreamRequest): Buffer {
   if (req.effects.length === 0) {
-    const b = StreamRequest.encode(req).finish();
+    const b = StreamRequest.encode(req, new UninitializedWriter()).finish();
     return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   }
-  const head = StreamRequest.encode({ ...req, effects: [] }).finish();
+  const head = StreamRequest.encode({ ...req, effects: [] }, new UninitializedWriter()).finish();
   let size = head.length;
   for (const fx of req.effects) size += 1 + varintLength(fx.length) + fx.length;
   const out = Buffer.allocUnsafe(size);

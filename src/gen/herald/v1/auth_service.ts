@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { UninitializedWriter } from "../../../uninitialized-bytes.js";
 import {
   type CallOptions,
   type ChannelCredentials,
@@ -729,9 +730,9 @@ export const AuthServiceService = {
     path: "/herald.v1.AuthService/CreateToken" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: CreateTokenRequest): Buffer => viewAsBuffer(CreateTokenRequest.encode(value).finish()),
+    requestSerialize: (value: CreateTokenRequest): Buffer => viewAsBuffer(CreateTokenRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): CreateTokenRequest => CreateTokenRequest.decode(value),
-    responseSerialize: (value: CreateTokenResponse): Buffer => viewAsBuffer(CreateTokenResponse.encode(value).finish()),
+    responseSerialize: (value: CreateTokenResponse): Buffer => viewAsBuffer(CreateTokenResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): CreateTokenResponse => CreateTokenResponse.decode(value),
   },
   /** Lists the tokens (never their secrets). */
@@ -739,9 +740,9 @@ export const AuthServiceService = {
     path: "/herald.v1.AuthService/ListTokens" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ListTokensRequest): Buffer => viewAsBuffer(ListTokensRequest.encode(value).finish()),
+    requestSerialize: (value: ListTokensRequest): Buffer => viewAsBuffer(ListTokensRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): ListTokensRequest => ListTokensRequest.decode(value),
-    responseSerialize: (value: ListTokensResponse): Buffer => viewAsBuffer(ListTokensResponse.encode(value).finish()),
+    responseSerialize: (value: ListTokensResponse): Buffer => viewAsBuffer(ListTokensResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): ListTokensResponse => ListTokensResponse.decode(value),
   },
   /** Revokes a token: a call made with it after this returns is refused on every node. */
@@ -749,9 +750,9 @@ export const AuthServiceService = {
     path: "/herald.v1.AuthService/RevokeToken" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: RevokeTokenRequest): Buffer => viewAsBuffer(RevokeTokenRequest.encode(value).finish()),
+    requestSerialize: (value: RevokeTokenRequest): Buffer => viewAsBuffer(RevokeTokenRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): RevokeTokenRequest => RevokeTokenRequest.decode(value),
-    responseSerialize: (value: RevokeTokenResponse): Buffer => viewAsBuffer(RevokeTokenResponse.encode(value).finish()),
+    responseSerialize: (value: RevokeTokenResponse): Buffer => viewAsBuffer(RevokeTokenResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): RevokeTokenResponse => RevokeTokenResponse.decode(value),
   },
   /**
@@ -762,9 +763,9 @@ export const AuthServiceService = {
     path: "/herald.v1.AuthService/WhoAmI" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: WhoAmIRequest): Buffer => viewAsBuffer(WhoAmIRequest.encode(value).finish()),
+    requestSerialize: (value: WhoAmIRequest): Buffer => viewAsBuffer(WhoAmIRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): WhoAmIRequest => WhoAmIRequest.decode(value),
-    responseSerialize: (value: WhoAmIResponse): Buffer => viewAsBuffer(WhoAmIResponse.encode(value).finish()),
+    responseSerialize: (value: WhoAmIResponse): Buffer => viewAsBuffer(WhoAmIResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): WhoAmIResponse => WhoAmIResponse.decode(value),
   },
 } as const;

@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { UninitializedWriter } from "../../../uninitialized-bytes.js";
 import {
   type CallOptions,
   type ChannelCredentials,
@@ -1621,9 +1622,9 @@ export const ClusterServiceService = {
     path: "/herald.v1.ClusterService/GetStatus" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: GetStatusRequest): Buffer => viewAsBuffer(GetStatusRequest.encode(value).finish()),
+    requestSerialize: (value: GetStatusRequest): Buffer => viewAsBuffer(GetStatusRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): GetStatusRequest => GetStatusRequest.decode(value),
-    responseSerialize: (value: GetStatusResponse): Buffer => viewAsBuffer(GetStatusResponse.encode(value).finish()),
+    responseSerialize: (value: GetStatusResponse): Buffer => viewAsBuffer(GetStatusResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): GetStatusResponse => GetStatusResponse.decode(value),
   },
   /** Moves leadership to another node (served by the leader; followers forward). */
@@ -1632,10 +1633,10 @@ export const ClusterServiceService = {
     requestStream: false as const,
     responseStream: false as const,
     requestSerialize: (value: TransferLeadershipRequest): Buffer =>
-      viewAsBuffer(TransferLeadershipRequest.encode(value).finish()),
+      viewAsBuffer(TransferLeadershipRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): TransferLeadershipRequest => TransferLeadershipRequest.decode(value),
     responseSerialize: (value: TransferLeadershipResponse): Buffer =>
-      viewAsBuffer(TransferLeadershipResponse.encode(value).finish()),
+      viewAsBuffer(TransferLeadershipResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): TransferLeadershipResponse => TransferLeadershipResponse.decode(value),
   },
   /**
@@ -1646,9 +1647,9 @@ export const ClusterServiceService = {
     path: "/herald.v1.ClusterService/AddMember" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: AddMemberRequest): Buffer => viewAsBuffer(AddMemberRequest.encode(value).finish()),
+    requestSerialize: (value: AddMemberRequest): Buffer => viewAsBuffer(AddMemberRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): AddMemberRequest => AddMemberRequest.decode(value),
-    responseSerialize: (value: AddMemberResponse): Buffer => viewAsBuffer(AddMemberResponse.encode(value).finish()),
+    responseSerialize: (value: AddMemberResponse): Buffer => viewAsBuffer(AddMemberResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): AddMemberResponse => AddMemberResponse.decode(value),
   },
   /**
@@ -1659,10 +1660,10 @@ export const ClusterServiceService = {
     path: "/herald.v1.ClusterService/PromoteMember" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: PromoteMemberRequest): Buffer => viewAsBuffer(PromoteMemberRequest.encode(value).finish()),
+    requestSerialize: (value: PromoteMemberRequest): Buffer => viewAsBuffer(PromoteMemberRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): PromoteMemberRequest => PromoteMemberRequest.decode(value),
     responseSerialize: (value: PromoteMemberResponse): Buffer =>
-      viewAsBuffer(PromoteMemberResponse.encode(value).finish()),
+      viewAsBuffer(PromoteMemberResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): PromoteMemberResponse => PromoteMemberResponse.decode(value),
   },
   /** Removes a member (voter or learner, the leader included: it hands over once the removal commits). */
@@ -1670,10 +1671,10 @@ export const ClusterServiceService = {
     path: "/herald.v1.ClusterService/RemoveMember" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: RemoveMemberRequest): Buffer => viewAsBuffer(RemoveMemberRequest.encode(value).finish()),
+    requestSerialize: (value: RemoveMemberRequest): Buffer => viewAsBuffer(RemoveMemberRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): RemoveMemberRequest => RemoveMemberRequest.decode(value),
     responseSerialize: (value: RemoveMemberResponse): Buffer =>
-      viewAsBuffer(RemoveMemberResponse.encode(value).finish()),
+      viewAsBuffer(RemoveMemberResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): RemoveMemberResponse => RemoveMemberResponse.decode(value),
   },
   /** The workers connected to the leader (served by the leader; followers forward). */
@@ -1681,9 +1682,9 @@ export const ClusterServiceService = {
     path: "/herald.v1.ClusterService/ListWorkers" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ListWorkersRequest): Buffer => viewAsBuffer(ListWorkersRequest.encode(value).finish()),
+    requestSerialize: (value: ListWorkersRequest): Buffer => viewAsBuffer(ListWorkersRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): ListWorkersRequest => ListWorkersRequest.decode(value),
-    responseSerialize: (value: ListWorkersResponse): Buffer => viewAsBuffer(ListWorkersResponse.encode(value).finish()),
+    responseSerialize: (value: ListWorkersResponse): Buffer => viewAsBuffer(ListWorkersResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): ListWorkersResponse => ListWorkersResponse.decode(value),
   },
 } as const;

@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { UninitializedWriter } from "../../../uninitialized-bytes.js";
 import {
   type CallOptions,
   type ChannelCredentials,
@@ -661,9 +662,9 @@ export const TaskTypeServiceService = {
     path: "/herald.v1.TaskTypeService/SetTaskType" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: SetTaskTypeRequest): Buffer => viewAsBuffer(SetTaskTypeRequest.encode(value).finish()),
+    requestSerialize: (value: SetTaskTypeRequest): Buffer => viewAsBuffer(SetTaskTypeRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): SetTaskTypeRequest => SetTaskTypeRequest.decode(value),
-    responseSerialize: (value: SetTaskTypeResponse): Buffer => viewAsBuffer(SetTaskTypeResponse.encode(value).finish()),
+    responseSerialize: (value: SetTaskTypeResponse): Buffer => viewAsBuffer(SetTaskTypeResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): SetTaskTypeResponse => SetTaskTypeResponse.decode(value),
   },
   /** Reads the config of one task type. */
@@ -671,9 +672,9 @@ export const TaskTypeServiceService = {
     path: "/herald.v1.TaskTypeService/GetTaskType" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: GetTaskTypeRequest): Buffer => viewAsBuffer(GetTaskTypeRequest.encode(value).finish()),
+    requestSerialize: (value: GetTaskTypeRequest): Buffer => viewAsBuffer(GetTaskTypeRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): GetTaskTypeRequest => GetTaskTypeRequest.decode(value),
-    responseSerialize: (value: GetTaskTypeResponse): Buffer => viewAsBuffer(GetTaskTypeResponse.encode(value).finish()),
+    responseSerialize: (value: GetTaskTypeResponse): Buffer => viewAsBuffer(GetTaskTypeResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): GetTaskTypeResponse => GetTaskTypeResponse.decode(value),
   },
   /** Lists every task type config, by name. */
@@ -681,10 +682,10 @@ export const TaskTypeServiceService = {
     path: "/herald.v1.TaskTypeService/ListTaskTypes" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ListTaskTypesRequest): Buffer => viewAsBuffer(ListTaskTypesRequest.encode(value).finish()),
+    requestSerialize: (value: ListTaskTypesRequest): Buffer => viewAsBuffer(ListTaskTypesRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): ListTaskTypesRequest => ListTaskTypesRequest.decode(value),
     responseSerialize: (value: ListTaskTypesResponse): Buffer =>
-      viewAsBuffer(ListTaskTypesResponse.encode(value).finish()),
+      viewAsBuffer(ListTaskTypesResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): ListTaskTypesResponse => ListTaskTypesResponse.decode(value),
   },
   /** Removes a task type's config (its runs are no longer limited). */
@@ -693,10 +694,10 @@ export const TaskTypeServiceService = {
     requestStream: false as const,
     responseStream: false as const,
     requestSerialize: (value: DeleteTaskTypeRequest): Buffer =>
-      viewAsBuffer(DeleteTaskTypeRequest.encode(value).finish()),
+      viewAsBuffer(DeleteTaskTypeRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): DeleteTaskTypeRequest => DeleteTaskTypeRequest.decode(value),
     responseSerialize: (value: DeleteTaskTypeResponse): Buffer =>
-      viewAsBuffer(DeleteTaskTypeResponse.encode(value).finish()),
+      viewAsBuffer(DeleteTaskTypeResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): DeleteTaskTypeResponse => DeleteTaskTypeResponse.decode(value),
   },
 } as const;

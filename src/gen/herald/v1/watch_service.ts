@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { UninitializedWriter } from "../../../uninitialized-bytes.js";
 import {
   type CallOptions,
   type ChannelCredentials,
@@ -763,9 +764,9 @@ export const WatchServiceService = {
     path: "/herald.v1.WatchService/WatchRuns" as const,
     requestStream: false as const,
     responseStream: true as const,
-    requestSerialize: (value: WatchRunsRequest): Buffer => viewAsBuffer(WatchRunsRequest.encode(value).finish()),
+    requestSerialize: (value: WatchRunsRequest): Buffer => viewAsBuffer(WatchRunsRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): WatchRunsRequest => WatchRunsRequest.decode(value),
-    responseSerialize: (value: WatchRunsResponse): Buffer => viewAsBuffer(WatchRunsResponse.encode(value).finish()),
+    responseSerialize: (value: WatchRunsResponse): Buffer => viewAsBuffer(WatchRunsResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): WatchRunsResponse => WatchRunsResponse.decode(value),
   },
   /** Job changes (create, update, pause, resume, complete, delete) matching the filter. */
@@ -773,9 +774,9 @@ export const WatchServiceService = {
     path: "/herald.v1.WatchService/WatchJobs" as const,
     requestStream: false as const,
     responseStream: true as const,
-    requestSerialize: (value: WatchJobsRequest): Buffer => viewAsBuffer(WatchJobsRequest.encode(value).finish()),
+    requestSerialize: (value: WatchJobsRequest): Buffer => viewAsBuffer(WatchJobsRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): WatchJobsRequest => WatchJobsRequest.decode(value),
-    responseSerialize: (value: WatchJobsResponse): Buffer => viewAsBuffer(WatchJobsResponse.encode(value).finish()),
+    responseSerialize: (value: WatchJobsResponse): Buffer => viewAsBuffer(WatchJobsResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): WatchJobsResponse => WatchJobsResponse.decode(value),
   },
 } as const;

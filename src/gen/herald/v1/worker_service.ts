@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { UninitializedWriter } from "../../../uninitialized-bytes.js";
 import {
   type CallOptions,
   type ChannelCredentials,
@@ -2268,9 +2269,9 @@ export const WorkerServiceService = {
     path: "/herald.v1.WorkerService/Connect" as const,
     requestStream: true as const,
     responseStream: true as const,
-    requestSerialize: (value: ConnectRequest): Buffer => viewAsBuffer(ConnectRequest.encode(value).finish()),
+    requestSerialize: (value: ConnectRequest): Buffer => viewAsBuffer(ConnectRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): ConnectRequest => ConnectRequest.decode(value),
-    responseSerialize: (value: ConnectResponse): Buffer => viewAsBuffer(ConnectResponse.encode(value).finish()),
+    responseSerialize: (value: ConnectResponse): Buffer => viewAsBuffer(ConnectResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): ConnectResponse => ConnectResponse.decode(value),
   },
 } as const;

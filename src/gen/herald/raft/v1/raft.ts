@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { UninitializedWriter } from "../../../../uninitialized-bytes.js";
 import {
   type CallOptions,
   type ChannelCredentials,
@@ -1862,9 +1863,9 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/Stream" as const,
     requestStream: true as const,
     responseStream: false as const,
-    requestSerialize: (value: StreamRequest): Buffer => viewAsBuffer(StreamRequest.encode(value).finish()),
+    requestSerialize: (value: StreamRequest): Buffer => viewAsBuffer(StreamRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): StreamRequest => StreamRequest.decode(value),
-    responseSerialize: (value: StreamResponse): Buffer => viewAsBuffer(StreamResponse.encode(value).finish()),
+    responseSerialize: (value: StreamResponse): Buffer => viewAsBuffer(StreamResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): StreamResponse => StreamResponse.decode(value),
   },
   /** Sends a snapshot in chunks: header, data chunks, trailer with checksum. */
@@ -1873,10 +1874,10 @@ export const RaftServiceService = {
     requestStream: true as const,
     responseStream: false as const,
     requestSerialize: (value: InstallSnapshotRequest): Buffer =>
-      viewAsBuffer(InstallSnapshotRequest.encode(value).finish()),
+      viewAsBuffer(InstallSnapshotRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): InstallSnapshotRequest => InstallSnapshotRequest.decode(value),
     responseSerialize: (value: InstallSnapshotResponse): Buffer =>
-      viewAsBuffer(InstallSnapshotResponse.encode(value).finish()),
+      viewAsBuffer(InstallSnapshotResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): InstallSnapshotResponse => InstallSnapshotResponse.decode(value),
   },
   /** A follower forwards a proposal to the leader and gets its apply result. */
@@ -1884,9 +1885,9 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/Forward" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ForwardRequest): Buffer => viewAsBuffer(ForwardRequest.encode(value).finish()),
+    requestSerialize: (value: ForwardRequest): Buffer => viewAsBuffer(ForwardRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): ForwardRequest => ForwardRequest.decode(value),
-    responseSerialize: (value: ForwardResponse): Buffer => viewAsBuffer(ForwardResponse.encode(value).finish()),
+    responseSerialize: (value: ForwardResponse): Buffer => viewAsBuffer(ForwardResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): ForwardResponse => ForwardResponse.decode(value),
   },
   /** A follower asks the leader for a read index (linearizable reads). */
@@ -1894,9 +1895,9 @@ export const RaftServiceService = {
     path: "/herald.raft.v1.RaftService/ReadIndex" as const,
     requestStream: false as const,
     responseStream: false as const,
-    requestSerialize: (value: ReadIndexRequest): Buffer => viewAsBuffer(ReadIndexRequest.encode(value).finish()),
+    requestSerialize: (value: ReadIndexRequest): Buffer => viewAsBuffer(ReadIndexRequest.encode(value, new UninitializedWriter()).finish()),
     requestDeserialize: (value: Buffer): ReadIndexRequest => ReadIndexRequest.decode(value),
-    responseSerialize: (value: ReadIndexResponse): Buffer => viewAsBuffer(ReadIndexResponse.encode(value).finish()),
+    responseSerialize: (value: ReadIndexResponse): Buffer => viewAsBuffer(ReadIndexResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): ReadIndexResponse => ReadIndexResponse.decode(value),
   },
 } as const;
