@@ -13,6 +13,7 @@ import { HeraldClient } from '../../src/client/herald-client.js';
 import { every } from '../../src/client/index.js';
 import { newTokenSecret } from '../../src/server/auth/token-secret.js';
 import { createSchedulerNode, type SchedulerNode } from '../../src/server/scheduler-node.js';
+import { SUPPORTED_FEATURE_LEVEL } from '../../src/fsm/commands/feature-levels.js';
 import { freePort, waitFor } from '../raft-runtime/helpers/cluster.js';
 import { PauseJobRequest } from '../../src/gen/herald/v1/job_service.js';
 import { rawClient, rawUnary } from '../security/helpers/raw-calls.js';
@@ -57,7 +58,7 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2, to 3 (request ids) once it reports 3, to 4 once it reports 4', async () => {
+  it('stays at level 1 with level-1 job commands while a voter reports 1, raises to 2 once it reports 2, to 3 (request ids) once it reports 3, to 4 once it reports 4, to 5 (index values) once it reports 5', async () => {
     // Every node has heard from the others (the reports travel on every peer batch).
     // The leader has heard from every follower (reports travel on every peer batch).
     await waitFor('reports from every follower at the leader', () => {
@@ -82,7 +83,7 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     expect(after.job.createdRequestId).toBe('');
     const st = await client.status();
     expect(st.featureLevel).toBe(2);
-    expect(Object.fromEntries(st.members.map((m) => [m.id, m.supportedFeatureLevel]))).toEqual({ n1: 4, n2: 4, n3: 2 });
+    expect(Object.fromEntries(st.members.map((m) => [m.id, m.supportedFeatureLevel]))).toEqual({ n1: SUPPORTED_FEATURE_LEVEL, n2: SUPPORTED_FEATURE_LEVEL, n3: 2 });
 
     n3Level = 3;
     await waitFor('cluster feature level 3 on every node', () => nodes.every((n) => n.fsm.appliedFeatureLevel === 3) || undefined, 10_000, 20);
@@ -114,5 +115,9 @@ describe('cluster feature level across a rolling upgrade (in process)', () => {
     n3Level = 4;
     await waitFor('cluster feature level 4 on every node', () => nodes.every((n) => n.fsm.appliedFeatureLevel === 4) || undefined, 10_000, 20);
     expect((await client.status()).featureLevel).toBe(4);
+
+    n3Level = 5;
+    await waitFor('cluster feature level 5 on every node', () => nodes.every((n) => n.fsm.appliedFeatureLevel === 5) || undefined, 10_000, 20);
+    expect((await client.status()).featureLevel).toBe(5);
   }, 60_000);
 });

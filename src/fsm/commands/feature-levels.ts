@@ -29,10 +29,18 @@ export const FEATURE_LEVEL = {
    * setFeatureLevel entry instead of applying past it with the old rule).
    */
   TRIM_HORIZON: 4,
+  /**
+   * Keys that carry no value (the index keys, idempotency expiry keys) are stored with a one-byte
+   * value instead of an empty one: classic-level 3 leaks a native allocation for every empty
+   * value it is given (bench/README.md, "An empty value leaks"), several per run and per created
+   * job on every replica. Nothing reads these values; the level keeps replicas' bytes identical
+   * through a rolling upgrade (an older build writes empty ones).
+   */
+  INDEX_VALUES: 5,
 } as const;
 
 /** The highest level this binary reads and writes. */
-export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.TRIM_HORIZON;
+export const SUPPORTED_FEATURE_LEVEL = FEATURE_LEVEL.INDEX_VALUES;
 
 /** The optional command parts (and commands) above BASE and the level each needs. Append only. */
 export const FEATURE_PARTS: readonly { readonly part: string; readonly level: number }[] = [
@@ -41,6 +49,7 @@ export const FEATURE_PARTS: readonly { readonly part: string; readonly level: nu
   { part: 'request id on putJob/putJobs/updateJob/deleteJob/pauseJob/resumeJob (Job.created_request_id/updated_request_id)', level: FEATURE_LEVEL.REQUEST_IDS },
   { part: 'principal and request id on triggerJob/backfillJob/retryRuns/cancelRuns (Run.requested_by/request_id)', level: FEATURE_LEVEL.REQUEST_IDS },
   { part: 'trim horizon: retention records the last trimmed slot (job record format 8), backfill refuses slots at or below it (apply rule, no command bytes)', level: FEATURE_LEVEL.TRIM_HORIZON },
+  { part: 'index values: keys without a value are stored with a one-byte value (apply rule, no command bytes)', level: FEATURE_LEVEL.INDEX_VALUES },
 ];
 
 /** Commands whose principal is a level-3 part (on job commands it is level 2). */

@@ -419,10 +419,28 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
   private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined, capture: { effects?: Uint8Array } | undefined): Promise<Uint8Array[]> {
     if (this.stale) await this.resync();
     await this.checkStoredLevel();
+    const decoded = decodeEntries(entries, this.applied, this.opts.supportedFeatureLevel);
+    // What a call writes may depend on the feature level (index values), so no call spans a
+    // change of level: otherwise the bytes would depend on how replicas grouped entries into
+    // calls. A level entry after the first starts a call of its own; that rare call captures no
+    // effects (the other replicas evaluate the entries, split the same way).
+    const cut = decoded.findIndex((c, i) => i > 0 && c !== undefined && 'type' in c && c.type === 'setFeatureLevel');
+    if (cut > 0) {
+      const head = await this.applyDecoded(entries.slice(0, cut), decoded.slice(0, cut), wanted, undefined);
+      return [...head, ...(await this.applyLocked(entries.slice(cut), wanted, undefined))];
+    }
+    return this.applyDecoded(entries, decoded, wanted, capture);
+  }
+
+  private async applyDecoded(
+    entries: readonly Entry[],
+    decoded: ReturnType<typeof decodeEntries>,
+    wanted: ResultWanted | undefined,
+    capture: { effects?: Uint8Array } | undefined,
+  ): Promise<Uint8Array[]> {
     // Entries whose handler threw a deterministic rejection midway are re-run as 'rejected' from
     // a fresh transaction, so they never leave half of their changes behind.
     const rejected = new Map<number, ItemError>();
-    const decoded = decodeEntries(entries, this.applied, this.opts.supportedFeatureLevel);
     // One getMany for the jobs of job-level commands (bulk creates arrive as many entries).
     const jobIds = decoded.flatMap((c) => (c && 'jobId' in c && isValidId(c.jobId) ? [c.jobId] : []));
     for (;;) {

@@ -28,7 +28,7 @@ import type { SpecCache } from '../commands/spec-cache.js';
 import { ScheduleCaches } from '../schedule/schedule-caches.js';
 import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.js';
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
-import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, type BatchSink } from './index-key-writes.js';
+import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, keyOnlyValue, type BatchSink } from './index-key-writes.js';
 import { scanKeys } from './key-scan.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
@@ -531,6 +531,8 @@ export class ApplyTxn {
     };
     // Runs changed outside a command (none today) still reach their jobs' retention state.
     await this.foldRetention();
+    // One level for the whole call: apply never lets a call span a change of level.
+    const keyOnly = keyOnlyValue(await this.featureLevel());
     // Maps walked with forEach: for-of built an entry array and an iterator result per record.
     const counterDelta = new Map<number, number>();
     const bump = (state: number, d: number): void => {
@@ -546,13 +548,13 @@ export class ApplyTxn {
         out.put(key, value);
         // A finished run is not read again soon: dropped from the cache rather than kept.
         cached.push({ key, value: isTerminal(t.value.run.state) ? null : value, admit: t.admit });
-        diffRunIndex(out, key, t.originalState, t.value.run.state);
+        diffRunIndex(out, key, t.originalState, t.value.run.state, keyOnly);
         readyDiff(t.originalReady, readyEntryOf(t.value));
         bump(t.value.run.state, 1);
       } else {
         out.del(key);
         cached.push({ key, value: null, admit: false });
-        diffRunIndex(out, key, t.originalState, -1);
+        diffRunIndex(out, key, t.originalState, -1, keyOnly);
         readyDiff(t.originalReady, undefined);
       }
     });
@@ -568,7 +570,7 @@ export class ApplyTxn {
         out.del(key);
         cached.push({ key, value: null, admit: false });
       }
-      diffIndexKeys(out, t.originalIndex, index);
+      diffIndexKeys(out, t.originalIndex, index, keyOnly);
     });
     for (const [state, d] of [...counterDelta].sort((a, b) => a[0] - b[0])) {
       if (d === 0) continue;
@@ -581,7 +583,7 @@ export class ApplyTxn {
     }
     this.raw.forEach((v, key) => {
       if (v === null) out.del(key);
-      else out.put(key, v);
+      else out.put(key, v.length === 0 ? keyOnly : v);
     });
   }
 }

@@ -1,5 +1,6 @@
 // How a transaction's index keys and per-state counts are written: the smallest set of puts and
 // deletes that turns a record's index keys before into its keys after, and the counters' encoding.
+import { FEATURE_LEVEL } from '../commands/feature-levels.js';
 import { runIndexKey } from './records.js';
 
 /**
@@ -12,24 +13,34 @@ export interface BatchSink {
 }
 
 const EMPTY = new Uint8Array();
+const ONE_BYTE = Uint8Array.of(0);
 
-/** The writes that turn index keys `before` into `after`. */
-export function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[]): void {
+/**
+ * What a key that carries no value (an index key) is stored with at cluster feature level
+ * `level`: one byte from INDEX_VALUES on (feature-levels.ts says why), empty below. Readers never
+ * look at it.
+ */
+export function keyOnlyValue(level: number): Uint8Array {
+  return level >= FEATURE_LEVEL.INDEX_VALUES ? ONE_BYTE : EMPTY;
+}
+
+/** The writes that turn index keys `before` into `after`; `value` is keyOnlyValue's. */
+export function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[], value: Uint8Array): void {
   if (before.length === 0) {
     // New records (most of a fire batch): nothing to compare against.
-    for (let i = 0; i < after.length; i++) out.put(after[i]!, EMPTY);
+    for (let i = 0; i < after.length; i++) out.put(after[i]!, value);
     return;
   }
   // A record has at most three index keys: a scan beats building sets.
   for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
-  for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, EMPTY);
+  for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, value);
 }
 
 /** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
-export function diffRunIndex(out: BatchSink, key: string, before: number, after: number): void {
+export function diffRunIndex(out: BatchSink, key: string, before: number, after: number, value: Uint8Array): void {
   if (before === after) return;
   if (before >= 0) out.del(runIndexKey(before, key));
-  if (after >= 0) out.put(runIndexKey(after, key), EMPTY);
+  if (after >= 0) out.put(runIndexKey(after, key), value);
 }
 
 export function encodeCount(n: number): Uint8Array {
