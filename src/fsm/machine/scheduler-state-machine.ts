@@ -23,9 +23,9 @@ import { putJobIdemKeys } from '../apply/apply-put-jobs.js';
 import { EffectsRecorder, readApplyEffects, readEffectsRange } from './effects-codec.js';
 import { ApplyTxn, type Db } from '../store/apply-txn.js';
 import { FsmDecodeError, WriteBuffers } from '../commands/binary-codec.js';
-import { decodeCommand, FsmObsoleteCommandError } from '../commands/command-codec.js';
-import { commandFeatureLevel, decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL, unsupportedEntryMessage } from '../commands/feature-levels.js';
+import { decodeFeatureLevel, FEATURE_LEVEL, FsmUnsupportedError, SUPPORTED_FEATURE_LEVEL } from '../commands/feature-levels.js';
 import { FsmReads } from './fsm-reads.js';
+import { decodeEntries, levelChangeCut, type DecodedEntry } from './entry-decoding.js';
 import { META_APPLIED, META_COMMAND_TIME, META_FEATURE_LEVEL } from '../store/key-layout.js';
 import { ReadyIndex } from '../store/ready-index.js';
 import { encodeResult } from '../commands/result-codec.js';
@@ -90,7 +90,6 @@ const ADMITTING: ReadonlySet<FsmCommand['type']> = new Set<FsmCommand['type']>([
 
 const enc = new TextEncoder();
 
-type Decoded = FsmCommand | { readonly undecodable: string } | undefined;
 
 const APPLIED_KEY_BYTES = enc.encode(META_APPLIED);
 const FEATURE_LEVEL_KEY_BYTES = enc.encode(META_FEATURE_LEVEL);
@@ -99,32 +98,6 @@ const COMMAND_TIME_KEY_BYTES = enc.encode(META_COMMAND_TIME);
 /** Whether an effects key (its UTF-8 bytes) is the meta key whose bytes are `meta`. */
 function isKey(key: Uint8Array, meta: Uint8Array): boolean {
   return key.length === meta.length && Buffer.compare(key, meta) === 0;
-}
-
-/**
- * Decodes the command entries once (undefined for no-op/config and already applied entries). An
- * obsolete tag is answered alike by every build ('rejected'). Any other entry that does not
- * decode throws FsmUnsupportedError naming it: a newer format and corrupt bytes look the same
- * here, and neither may become a result. (Bad bytes cannot reach the log: every proposal is
- * encoded from a typed command by the leader, and a Forward from a peer is decoded by the leader
- * before it is proposed — peer-server.ts.) Anything else thrown propagates.
- */
-function decodeEntries(entries: readonly Entry[], applied: number, supported: number): Decoded[] {
-  return entries.map((e) => {
-    if (e.index <= applied || e.type !== 'normal' || e.data.length === 0) return undefined;
-    try {
-      const cmd = decodeCommand(e.data);
-      const need = supported < SUPPORTED_FEATURE_LEVEL ? commandFeatureLevel(cmd) : 0;
-      if (need > supported) throw new FsmUnsupportedError(need, unsupportedEntryMessage(e.index, need, cmd.type, supported));
-      return cmd;
-    } catch (err) {
-      if (err instanceof FsmUnsupportedError && err.message.startsWith(`entry ${e.index} `)) throw err;
-      if (err instanceof FsmObsoleteCommandError) return { undecodable: err.message };
-      if (err instanceof FsmUnsupportedError) throw new FsmUnsupportedError(err.neededLevel, unsupportedEntryMessage(e.index, err.neededLevel, err.detail));
-      if (err instanceof FsmDecodeError) throw new FsmUnsupportedError(undefined, unsupportedEntryMessage(e.index, undefined, `undecodable: ${err.message}`));
-      throw err;
-    }
-  });
 }
 
 /**
@@ -420,11 +393,9 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     if (this.stale) await this.resync();
     await this.checkStoredLevel();
     const decoded = decodeEntries(entries, this.applied, this.opts.supportedFeatureLevel);
-    // What a call writes may depend on the feature level (index values), so no call spans a
-    // change of level: otherwise the bytes would depend on how replicas grouped entries into
-    // calls. A level entry after the first starts a call of its own; that rare call captures no
-    // effects (the other replicas evaluate the entries, split the same way).
-    const cut = decoded.findIndex((c, i) => i > 0 && c !== undefined && 'type' in c && c.type === 'setFeatureLevel');
+    // A level entry after the first starts a call of its own (entry-decoding.ts says why); that
+    // rare call captures no effects (the other replicas evaluate the entries, split the same way).
+    const cut = levelChangeCut(decoded);
     if (cut > 0) {
       const head = await this.applyDecoded(entries.slice(0, cut), decoded.slice(0, cut), wanted, undefined);
       return [...head, ...(await this.applyLocked(entries.slice(cut), wanted, undefined))];
@@ -434,7 +405,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
 
   private async applyDecoded(
     entries: readonly Entry[],
-    decoded: ReturnType<typeof decodeEntries>,
+    decoded: readonly DecodedEntry[],
     wanted: ResultWanted | undefined,
     capture: { effects?: Uint8Array } | undefined,
   ): Promise<Uint8Array[]> {

@@ -30,6 +30,7 @@ import { sameReadyEntry, type ReadyEntry, type ReadyIndex } from './ready-index.
 import { parseRunId, type ParsedRunId } from '../commands/run-id.js';
 import { decodeCount, diffIndexKeys, diffRunIndex, encodeCount, keyOnlyValue, type BatchSink } from './index-key-writes.js';
 import { scanKeys } from './key-scan.js';
+import { untracked } from './untracked-keys.js';
 
 export type Db = ClassicLevel<string, Uint8Array>;
 
@@ -586,17 +587,4 @@ export class ApplyTxn {
       else out.put(key, v.length === 0 ? keyOnly : v);
     });
   }
-}
-
-/** The distinct keys not in `tracked`, in first-seen order (a batch names most records once). */
-function untracked(keys: readonly string[], tracked: ReadonlyMap<string, unknown>): string[] {
-  const out: string[] = [];
-  const seen = new Set<string>();
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!;
-    if (tracked.has(k) || seen.has(k)) continue;
-    seen.add(k);
-    out.push(k);
-  }
-  return out;
 }
