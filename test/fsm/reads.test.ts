@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { JobState } from '../../src/gen/herald/v1/job.js';
 import { RunState } from '../../src/gen/herald/v1/run.js';
 import { isHeraldError } from '../../src/herald-error.js';
-import { jobKey } from '../../src/fsm/store/key-layout.js';
+import { dueKey, jobKey, parseDueKey } from '../../src/fsm/store/key-layout.js';
 import type { Db } from '../../src/fsm/store/apply-txn.js';
 import { finishSuccess } from '../../src/fsm/commands/commands.js';
 import { everySpec, openTestFsm, T0, type TestFsm } from './fsm-test-kit.js';
@@ -27,6 +27,32 @@ describe('dueWindow', () => {
       { jobId: 'c', slotMs: T0 + 3000 },
     ]);
     expect(await t.fsm.dueWindow(T0, T0 + 10_000, 1)).toEqual([{ jobId: 'a', slotMs: T0 + 1000 }]);
+  });
+
+  it('reads a window of thousands of keys whole, in order (several native reads of the scan)', async () => {
+    t = await openTestFsm();
+    const cmds = Array.from({ length: 3000 }, (_, i) => put(`job-${String(i).padStart(5, '0')}-${'x'.repeat(100)}`, 1000 + i));
+    await t.apply(...cmds);
+    const window = await t.fsm.dueWindow(T0, T0 + 10_000, 1_000_000);
+    expect(window).toHaveLength(3000);
+    expect(window[0]).toEqual({ jobId: `job-00000-${'x'.repeat(100)}`, slotMs: T0 + 1000 });
+    expect(window[2999]).toEqual({ jobId: `job-02999-${'x'.repeat(100)}`, slotMs: T0 + 3999 });
+    expect(window.every((s, i) => s.slotMs === T0 + 1000 + i)).toBe(true);
+  });
+
+  it('parses due keys back into the time and id they were made of', () => {
+    for (const [ms, id] of [
+      [0, 'a'],
+      [T0, 'job-1'],
+      [999_999_999_999_999, 'z'],
+      [T0 + 7, '0123456789'],
+      [T0, 'a.b:c_d-e'],
+    ] as const) {
+      expect(parseDueKey(dueKey(ms, id))).toEqual({ slotMs: ms, jobId: id });
+    }
+    // A key not of the usual shape (a time field that is not 15 digits) reads as it always did.
+    expect(parseDueKey('d\u00001234x\u0000id')).toEqual({ slotMs: NaN, jobId: 'id' });
+    expect(parseDueKey(`d\u0000${'9'.repeat(16)}\u0000id`)).toEqual({ slotMs: 9_999_999_999_999_999, jobId: 'id' });
   });
 });
 

@@ -26,10 +26,17 @@ function varint(buf: Uint8Array, pos: number): { value: number; pos: number } | 
 function lengthPrefixed(buf: Uint8Array, pos: number): { bytes: Uint8Array; pos: number } | undefined {
   const n = varint(buf, pos);
   if (!n || n.pos + n.value > buf.length) return undefined;
-  return { bytes: buf.slice(n.pos, n.pos + n.value), pos: n.pos + n.value };
+  // A view: every record is copied where it goes (a store batch) before the next chunk is read.
+  return { bytes: buf.subarray(n.pos, n.pos + n.value), pos: n.pos + n.value };
 }
 
-export async function* readSnapshotStream(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<SnapshotPart> {
+/**
+ * The parts of a snapshot stream, one array per chunk read: the records whole in it (and the
+ * header first). Tens of millions of records go through a restore, so they come out in the
+ * chunk's batch rather than one await each. Records are views into the stream's bytes: the
+ * caller copies what it keeps before asking for the next batch.
+ */
+export async function* readSnapshotStream(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<SnapshotPart[]> {
   let buf: Uint8Array = new Uint8Array(0);
   let headerRead = false;
   for await (const chunk of chunks) {
@@ -40,12 +47,13 @@ export async function* readSnapshotStream(chunks: AsyncIterable<Uint8Array>): As
       joined.set(chunk, buf.length);
       buf = joined;
     }
+    const parts: SnapshotPart[] = [];
     let pos = 0;
     if (!headerRead) {
       if (buf.length < 1) continue;
       const idx = varint(buf, 1);
       if (!idx) continue;
-      yield { kind: 'header', version: buf[0]!, appliedIndex: idx.value };
+      parts.push({ kind: 'header', version: buf[0]!, appliedIndex: idx.value });
       headerRead = true;
       pos = idx.pos;
     }
@@ -54,9 +62,12 @@ export async function* readSnapshotStream(chunks: AsyncIterable<Uint8Array>): As
       if (!key) break;
       const value = lengthPrefixed(buf, key.pos);
       if (!value) break;
-      yield { kind: 'record', key: key.bytes, value: value.bytes };
+      parts.push({ kind: 'record', key: key.bytes, value: value.bytes });
       pos = value.pos;
     }
+    if (parts.length > 0) yield parts;
+    // The rest is copied on the next join (or kept as a view of this chunk alone, which nothing
+    // references once its records are written).
     buf = buf.subarray(pos);
   }
   if (!headerRead) throw new HeraldError('CORRUPT_STORAGE', 'empty snapshot stream');

@@ -123,8 +123,23 @@ export function jobIdOfTrimKey(key: string): string {
   return key.slice(2 + 15 + 1);
 }
 
-/** Splits a due key into (time, job id). */
+/**
+ * Splits a due key ("d\0<15 digits>\0<job id>") into (time, job id). A due window hands every
+ * key of a timing-wheel horizon through here (thousands per read), so the time is read digit by
+ * digit and the id sliced off, rather than splitting into an array of three new strings.
+ */
 export function parseDueKey(key: string): { slotMs: number; jobId: string } {
+  let slotMs = 0;
+  for (let i = 2; i < 17; i++) {
+    const d = key.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return parseDueKeySlow(key);
+    slotMs = slotMs * 10 + d;
+  }
+  if (key.charCodeAt(17) !== 0) return parseDueKeySlow(key);
+  return { slotMs, jobId: key.slice(18) };
+}
+
+function parseDueKeySlow(key: string): { slotMs: number; jobId: string } {
   const parts = key.split(SEP);
   return { slotMs: Number(parts[1]), jobId: parts[2]! };
 }
