@@ -9,6 +9,7 @@ import { markRestoring, stateHash, storeSnapshot, writeSnapshot } from '../../sr
 import type { Db } from '../../src/fsm/store/apply-txn.js';
 import { META_APPLIED, META_RESTORING, META_SCHEMA, SCHEMA_VERSION } from '../../src/fsm/store/key-layout.js';
 import { isHeraldError } from '../../src/herald-error.js';
+import { MemoryDb } from '../../src/fsm/store/memory-db.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -78,6 +79,23 @@ describe('snapshot restore', () => {
       expect(dec.decode((await db.get(META_APPLIED))!)).toBe('42');
       expect(await db.get(META_RESTORING)).toBeUndefined();
     }
+  });
+
+  it('streams the same bytes from the simulator\'s in-memory store as from LevelDB, and restores into it alike', async () => {
+    const entries: Array<[string, Uint8Array]> = [...many(500), ['d\u0000000000000001000\u0000job-00001', new Uint8Array([0])], [META_APPLIED, enc.encode('7')]];
+    const level = await storeWith(entries);
+    const memory = new MemoryDb() as unknown as Db;
+    const b = memory.batch();
+    for (const [k, v] of entries) b.put(k, v);
+    await b.write();
+    // The LevelDB store also holds what openStore wrote (its schema); the memory store gets it too.
+    await memory.put(META_SCHEMA, (await level.get(META_SCHEMA))!);
+    const bytes = await snapshotBytes(level, 7);
+    expect(Buffer.from(await snapshotBytes(memory, 7)).equals(Buffer.from(bytes))).toBe(true);
+    const restored = new MemoryDb() as unknown as Db;
+    await markRestoring(restored, { index: 7, term: 1, conf: { voters: ['n1'] } });
+    await writeSnapshot(restored, { index: 7, term: 1, conf: { voters: ['n1'] } }, pieces(bytes, 13));
+    expect(await stateHash(restored)).toBe(await stateHash(level));
   });
 
   it('refuses a snapshot that carries a restore marker, one of another index, a truncated one and an unknown format', async () => {

@@ -29,6 +29,7 @@ export class StoreIoError extends Error {
 }
 
 type Key = string | Uint8Array;
+const keyBytes = new TextEncoder();
 
 interface Range {
   gt?: string;
@@ -37,6 +38,8 @@ interface Range {
   lte?: string;
   reverse?: boolean;
   limit?: number;
+  /** 'view' (or 'buffer'): keys come out as their UTF-8 bytes, as classic-level gives them. */
+  keyEncoding?: string;
 }
 
 type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
@@ -186,8 +189,9 @@ export class MemoryDb {
     this.writeOps(this.rangeKeys(range).map((key) => ({ type: 'del', key })));
   }
 
-  iterator(range: Range = {}): MemoryIterator<[string, Uint8Array]> {
-    return new MemoryIterator(this.rangeKeys(range).map((k) => [k, this.map.get(k)!]), this.reading);
+  iterator(range: Range = {}): MemoryIterator<[Key, Uint8Array]> {
+    const asBytes = range.keyEncoding === 'view' || range.keyEncoding === 'buffer';
+    return new MemoryIterator(this.rangeKeys(range).map((k) => [asBytes ? keyBytes.encode(k) : k, this.map.get(k)!]), this.reading);
   }
   keys(range: Range = {}): MemoryIterator<string> {
     return new MemoryIterator(this.rangeKeys(range), this.reading);
