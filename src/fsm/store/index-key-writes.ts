@@ -24,10 +24,18 @@ export function keyOnlyValue(level: number): Uint8Array {
   return level >= FEATURE_LEVEL.INDEX_VALUES ? ONE_BYTE : EMPTY;
 }
 
-/** The writes that turn index keys `before` into `after`; `value` is keyOnlyValue's. */
+/**
+ * The writes that turn a changed record's index keys `before` into `after`; `value` is
+ * keyOnlyValue's. From INDEX_VALUES on (a non-empty value) the keys the record keeps are written
+ * again too: a key written empty before the level was raised must end with the same bytes on
+ * every replica, and a replica that applied "delete it" and "add it back" in two calls rewrote it
+ * with the new value while one that applied them in one call saw it kept (found by the scheduler
+ * simulator, seed 734632594). Below the level the writes are what they always were.
+ */
 export function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[], value: Uint8Array): void {
-  if (before.length === 0) {
-    // New records (most of a fire batch): nothing to compare against.
+  if (before.length === 0 || value.length > 0) {
+    // New records (most of a fire batch), or every key rewritten: nothing to compare for puts.
+    for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
     for (let i = 0; i < after.length; i++) out.put(after[i]!, value);
     return;
   }
@@ -36,9 +44,13 @@ export function diffIndexKeys(out: BatchSink, before: readonly string[], after: 
   for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, value);
 }
 
-/** diffIndexKeys for a run's one state key (runIndexKey): states before and after, -1 = no record. */
+/** diffIndexKeys for a changed run's one state key (runIndexKey): states before and after, -1 = no record. */
 export function diffRunIndex(out: BatchSink, key: string, before: number, after: number, value: Uint8Array): void {
-  if (before === after) return;
+  if (before === after) {
+    // Kept: rewritten from INDEX_VALUES on, for the same reason as in diffIndexKeys.
+    if (after >= 0 && value.length > 0) out.put(runIndexKey(after, key), value);
+    return;
+  }
   if (before >= 0) out.del(runIndexKey(before, key));
   if (after >= 0) out.put(runIndexKey(after, key), value);
 }
