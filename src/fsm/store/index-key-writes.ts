@@ -33,15 +33,11 @@ export function keyOnlyValue(level: number): Uint8Array {
  * simulator, seed 734632594). Below the level the writes are what they always were.
  */
 export function diffIndexKeys(out: BatchSink, before: readonly string[], after: readonly string[], value: Uint8Array): void {
-  if (before.length === 0 || value.length > 0) {
-    // New records (most of a fire batch), or every key rewritten: nothing to compare for puts.
-    for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
-    for (let i = 0; i < after.length; i++) out.put(after[i]!, value);
-    return;
-  }
+  // keyOnlyValue is non-empty exactly from INDEX_VALUES on.
+  const rewriteKept = value.length > 0;
   // A record has at most three index keys: a scan beats building sets.
   for (let i = 0; i < before.length; i++) if (!after.includes(before[i]!)) out.del(before[i]!);
-  for (let i = 0; i < after.length; i++) if (!before.includes(after[i]!)) out.put(after[i]!, value);
+  for (let i = 0; i < after.length; i++) if (rewriteKept || !before.includes(after[i]!)) out.put(after[i]!, value);
 }
 
 /** diffIndexKeys for a changed run's one state key (runIndexKey): states before and after, -1 = no record. */
