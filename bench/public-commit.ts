@@ -8,9 +8,11 @@
 // --via sdk (default): the SDK as a user runs it (it learns the leader and sends writes there);
 // --via follower: the SDK given one follower's address only, so every call is forwarded.
 // --batch-creates false: the SDK without its batching of concurrent creates (one CreateJob each).
+// --stream-creates false: batches as CreateJob(s) calls, not over the SDK's CreateJobsStream.
 //
 // Run: npx tsx bench/public-commit.ts [--seq-seconds 12] [--conc-seconds 12] [--warmup-seconds 2]
 //      [--concurrency 64] [--payload-bytes 256] [--via sdk|follower] [--batch-creates true|false]
+//      [--stream-creates true|false]
 // Progress goes to stderr; the last stdout line is JSON.
 import { HeraldClient } from '../src/client/herald-client.js';
 import { JobSpec } from '../src/gen/herald/v1/job.js';
@@ -26,6 +28,7 @@ const CONCURRENCY = numArg('concurrency', 64);
 const PAYLOAD = numArg('payload-bytes', 256);
 const VIA = strArg('via', 'sdk');
 const BATCH_CREATES = strArg('batch-creates', 'true') !== 'false';
+const STREAM_CREATES = strArg('stream-creates', 'true') !== 'false';
 if (VIA !== 'sdk' && VIA !== 'follower') throw new Error(`--via must be sdk or follower (got ${VIA})`);
 
 const log = (m: string) => process.stderr.write(`[public-commit] ${m}\n`);
@@ -47,7 +50,7 @@ try {
   const followerId = [...c.raft.nodes.keys()].find((id) => id !== leaderId)!;
   const address = (id: string) => `${c.raft.hostOf(id)}:${c.raft.nodes.get(id)!.clientPort}`;
   const endpoints = VIA === 'sdk' ? c.endpoints : [address(followerId)];
-  client = new HeraldClient({ endpoints, defaultDeadlineMs: 20_000, batchCreates: BATCH_CREATES });
+  client = new HeraldClient({ endpoints, defaultDeadlineMs: 20_000, batchCreates: BATCH_CREATES, streamCreates: STREAM_CREATES });
   log(`leader ${leaderId}; calls via ${VIA} (${endpoints.join(',')})`);
   const spec = JobSpec.fromPartial({
     taskType: 'bench',

@@ -3,6 +3,8 @@
 // call), so many callers creating at once are served as one batch: one RPC, one putJobs entry per
 // chunk on the leader. Nothing waits for company: the calls made within one turn of the event loop
 // go out together at the end of it, and a call alone in its turn goes out as a plain CreateJob.
+// Where the client has a create stream open to the leader (create-stream.ts), every batch — one
+// item or many — goes over it instead of a call of its own.
 //
 // Each item keeps the semantics of its own createJob: it carries its own idempotency key (only
 // keyed calls are batched, so a repeat can never create twice), and any item that does not come
@@ -23,6 +25,11 @@ export interface CreateAnswer {
 export interface CreateBatcherDeps {
   /** Sends one CreateJobs call (with the client's retries) that must finish by `deadline` (epoch ms). */
   many(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]>;
+  /**
+   * Sends one batch (of one or more) over a stream that is already open, to finish by `deadline`;
+   * undefined when there is none to use. Optional: without it batches go as CreateJobs calls.
+   */
+  stream?(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]> | undefined;
   /** Sends one plain CreateJob call that must finish by `deadline` (epoch ms). */
   one(item: CreateJobRequest, deadline: number): Promise<CreateAnswer>;
   /** Defers `fn` to the end of this turn of the event loop (setImmediate; injectable for tests). */
@@ -78,26 +85,40 @@ export class CreateBatcher {
   }
 
   private async send(batch: Waiting[]): Promise<void> {
-    // Alone (in its turn, or split off by size): a plain CreateJob.
-    if (batch.length === 1) {
-      const w = batch[0]!;
-      this.deps.one(w.item, w.deadline).then(w.resolve, w.reject);
-      return;
-    }
     // The batch may not outlive its most hurried item; the others get their own time back below.
     const deadline = Math.min(...batch.map((w) => w.deadline));
+    const items = batch.map((w) => w.item);
     let results: CreateJobsResult[] | undefined;
     let batchError: unknown;
-    try {
-      results = await this.deps.many(
-        batch.map((w) => w.item),
-        deadline,
-      );
-      // A malformed answer is treated like a failed call: every item goes again on its own.
-      if (results.length !== batch.length) results = undefined;
-    } catch (e) {
-      batchError = e;
+    let sent = false;
+    const streamed = this.deps.stream?.(items, deadline);
+    if (streamed !== undefined) {
+      try {
+        results = await streamed;
+        sent = true;
+      } catch (e) {
+        // A node without the stream (an older build) did nothing: the batch goes as a call instead.
+        if ((e as { grpcCode?: unknown }).grpcCode !== status.UNIMPLEMENTED) {
+          batchError = e;
+          sent = true;
+        }
+      }
     }
+    if (!sent) {
+      // Alone (in its turn, or split off by size): a plain CreateJob.
+      if (batch.length === 1) {
+        const w = batch[0]!;
+        this.deps.one(w.item, w.deadline).then(w.resolve, w.reject);
+        return;
+      }
+      try {
+        results = await this.deps.many(items, deadline);
+      } catch (e) {
+        batchError = e;
+      }
+    }
+    // A malformed answer is treated like a failed call: every item goes again on its own.
+    if (results !== undefined && results.length !== batch.length) results = undefined;
     batch.forEach((w, i) => {
       const r = results?.[i];
       if (r !== undefined && r.code === status.OK && r.job !== undefined) {

@@ -41,6 +41,12 @@ export interface HeraldClientOptions extends ConnectionOptions {
    * Only calls with an idempotency key and without an abort signal are batched.
    */
   batchCreates?: boolean;
+  /**
+   * Send createJob's batches (of one or more) over one JobService.CreateJobsStream to the leader
+   * instead of a call each (create-stream.ts): the same answers and errors, less time and CPU per
+   * write. Default true; needs batchCreates. Falls back to plain calls where a node lacks it.
+   */
+  streamCreates?: boolean;
   logger?: ClientLogger;
 }
 

@@ -24,6 +24,7 @@ import {
 import { RunState, type Run } from '../gen/herald/v1/run.js';
 import { ConnectionPool } from './connection-pool.js';
 import { CreateBatcher } from './create-batcher.js';
+import { CreateStream } from './create-stream.js';
 import { clientError, fromServiceError, HeraldClientError, InvalidSpecError, isServiceError } from './errors.js';
 import type { Instant } from './job-spec-builders.js';
 import { LeaderRouter } from './leader-router.js';
@@ -58,6 +59,7 @@ export class HeraldClient {
   private readonly logger: ClientLogger;
   private closed = false;
   private readonly batcher: CreateBatcher | undefined;
+  private readonly createStream: CreateStream | undefined;
 
   constructor(options: HeraldClientOptions) {
     if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
@@ -76,7 +78,20 @@ export class HeraldClient {
     if (!(this.firstByteTimeoutMs > 0)) throw new TypeError('HeraldClient: firstByteTimeoutMs must be positive');
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
     if (options.batchCreates !== false) {
+      if (options.streamCreates !== false) {
+        this.createStream = new CreateStream({
+          open: (address) => this.pool.jobs(address).createJobsStream(),
+          leader: () => this.router.leaderAddress,
+          noteLeader: (address) => this.router.noteLeader(address),
+          noteFailure: (address) => this.router.noteFailure(address),
+          noteSilent: (address) => this.router.noteSilent(address),
+          silenceMs: this.firstByteTimeoutMs,
+          logger: this.logger,
+        });
+      }
+      const stream = this.createStream;
       this.batcher = new CreateBatcher({
+        ...(stream ? { stream: (items: CreateJobRequest[], deadline: number) => stream.send(items, deadline) } : {}),
         many: async (items, deadline) => (await this.jobs((c) => c.createJobs.bind(c), { items }, 'keyed', { deadlineMs: deadline - Date.now() })).results,
         one: (item, deadline) => this.createOne(item, { deadlineMs: deadline - Date.now() }),
       });
@@ -432,6 +447,7 @@ export class HeraldClient {
 
   close(): void {
     this.closed = true;
+    this.createStream?.close();
     this.pool.close();
   }
 

@@ -6,6 +6,8 @@ import {
   ReadConsistency,
   type CreateJobRequest,
   type CreateJobResponse,
+  type CreateJobsRequest,
+  type CreateJobsResponse,
   type CreateJobsResult,
   type GetRunResponse,
   type ListRunsResponse,
@@ -40,6 +42,7 @@ import { atFeatureLevel } from '../../fsm/commands/feature-levels.js';
 import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
+import { createJobsStreams } from './create-jobs-stream.js';
 import { createRedriveHandlers } from './redrive-handlers.js';
 import { expectType, itemError } from './fsm-result.js';
 import { status } from '@grpc/grpc-js';
@@ -163,62 +166,73 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     return item.jobId !== '' ? item : { ...item, jobId: `job-${randomUUID()}` };
   }
 
+  /** A CreateJobs call (or one batch of a CreateJobsStream): each item validated and answered on its own. */
+  async function createMany(req: CreateJobsRequest, call: CallContext): Promise<CreateJobsResponse> {
+    if (req.items.length === 0) throw new HeraldError('INVALID_ARGUMENT', 'items: at least one job is required', { field: 'items' });
+    if (req.items.length > MAX_CREATE_JOBS_ITEMS) {
+      throw new HeraldError('LIMIT_EXCEEDED', `items: at most ${MAX_CREATE_JOBS_ITEMS} jobs per call (got ${req.items.length}); split the batch`, { field: 'items' });
+    }
+    const prepared = req.items.map((item, i) => {
+      try {
+        return { item: validateCreate(item, `items[${i}].`) };
+      } catch (e) {
+        return { error: e };
+      }
+    });
+    const forwardable = { items: prepared.map((p, i) => p.item ?? req.items[i]!) };
+    return onLeader('createJobs', forwardable, call, async (nowMs) => {
+      const results: CreateJobsResult[] = new Array(prepared.length);
+      const failed = (i: number, e: unknown): void => {
+        const he = e instanceof HeraldError ? e : new HeraldError('INTERNAL', 'internal error');
+        results[i] = { job: undefined, code: grpcStatusOf[he.code], message: he.message, created: false };
+      };
+      const valid: number[] = [];
+      prepared.forEach((p, i) => (p.error !== undefined ? failed(i, p.error) : valid.push(i)));
+      // A few chunks in flight: they share fsyncs and replication rounds, while each waits
+      // only for the applies of the few ahead of it (all at once, the last ones of a large call
+      // queued behind every other's apply and ran out of proposal time on a loaded node).
+      const chunks = createChunks(valid, (i) => prepared[i]!.item!);
+      let nextChunk = 0;
+      const proposeChunks = async (): Promise<void> => {
+        while (nextChunk < chunks.length) {
+          const chunk = chunks[nextChunk++]!;
+          try {
+            const items = chunk.map((i) => {
+              const it = prepared[i]!.item!;
+              return { jobId: it.jobId, spec: withResolvedFold(it.spec!, nowMs, schedule), idempotencyKey: it.idempotencyKey };
+            });
+            const r = expectType(await propose({ type: 'putJobs', nowMs, items, principal: recordedName(call.principal) }, call), 'jobs');
+            if (r.items.length !== chunk.length) throw new HeraldError('INTERNAL', `putJobs answered ${r.items.length} items for ${chunk.length}`);
+            chunk.forEach((i, k) => {
+              const item = r.items[k]!;
+              if (item.error) failed(i, itemError(item.error));
+              else results[i] = { job: item.job, code: status.OK, message: '', created: item.created };
+            });
+          } catch (e) {
+            for (const i of chunk) failed(i, e);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(CREATE_CHUNKS_IN_FLIGHT, chunks.length) }, proposeChunks));
+      return { results };
+    });
+  }
+
+  const streams = createJobsStreams({
+    ...deps,
+    createMany,
+    leaderAddress: () => (ctx.node.driver.isLeader() ? '' : ctx.node.leader().leaderAddress),
+  });
+
   const implementation: JobServiceServer = {
     createJob: unary('CreateJob', deps, async (req, call) => {
       const item = validateCreate(req, '');
       return onLeader('createJob', item, call, (nowMs) => createOne(item, nowMs, call));
     }),
 
-    createJobs: unary('CreateJobs', deps, async (req, call) => {
-      if (req.items.length === 0) throw new HeraldError('INVALID_ARGUMENT', 'items: at least one job is required', { field: 'items' });
-      if (req.items.length > MAX_CREATE_JOBS_ITEMS) {
-        throw new HeraldError('LIMIT_EXCEEDED', `items: at most ${MAX_CREATE_JOBS_ITEMS} jobs per call (got ${req.items.length}); split the batch`, { field: 'items' });
-      }
-      const prepared = req.items.map((item, i) => {
-        try {
-          return { item: validateCreate(item, `items[${i}].`) };
-        } catch (e) {
-          return { error: e };
-        }
-      });
-      const forwardable = { items: prepared.map((p, i) => p.item ?? req.items[i]!) };
-      return onLeader('createJobs', forwardable, call, async (nowMs) => {
-        const results: CreateJobsResult[] = new Array(prepared.length);
-        const failed = (i: number, e: unknown): void => {
-          const he = e instanceof HeraldError ? e : new HeraldError('INTERNAL', 'internal error');
-          results[i] = { job: undefined, code: grpcStatusOf[he.code], message: he.message, created: false };
-        };
-        const valid: number[] = [];
-        prepared.forEach((p, i) => (p.error !== undefined ? failed(i, p.error) : valid.push(i)));
-        // A few chunks in flight: they share fsyncs and replication rounds, while each waits
-        // only for the applies of the few ahead of it (all at once, the last ones of a large call
-        // queued behind every other's apply and ran out of proposal time on a loaded node).
-        const chunks = createChunks(valid, (i) => prepared[i]!.item!);
-        let nextChunk = 0;
-        const proposeChunks = async (): Promise<void> => {
-          while (nextChunk < chunks.length) {
-            const chunk = chunks[nextChunk++]!;
-            try {
-              const items = chunk.map((i) => {
-                const it = prepared[i]!.item!;
-                return { jobId: it.jobId, spec: withResolvedFold(it.spec!, nowMs, schedule), idempotencyKey: it.idempotencyKey };
-              });
-              const r = expectType(await propose({ type: 'putJobs', nowMs, items, principal: recordedName(call.principal) }, call), 'jobs');
-              if (r.items.length !== chunk.length) throw new HeraldError('INTERNAL', `putJobs answered ${r.items.length} items for ${chunk.length}`);
-              chunk.forEach((i, k) => {
-                const item = r.items[k]!;
-                if (item.error) failed(i, itemError(item.error));
-                else results[i] = { job: item.job, code: status.OK, message: '', created: item.created };
-              });
-            } catch (e) {
-              for (const i of chunk) failed(i, e);
-            }
-          }
-        };
-        await Promise.all(Array.from({ length: Math.min(CREATE_CHUNKS_IN_FLIGHT, chunks.length) }, proposeChunks));
-        return { results };
-      });
-    }),
+    createJobs: unary('CreateJobs', deps, createMany),
+
+    createJobsStream: streams.handler,
 
     getJob: unary('GetJob', deps, async (req, call) => {
       validateId(req.jobId, 'job_id');
@@ -396,7 +410,13 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     return upcomingFires(jobId, spec, firstSlotMs, createdMs, n, schedule).map((f) => ({ slotUnixMs: f.slotMs, scheduledUnixMs: f.scheduledMs }));
   }
 
-  return { implementation, close: () => route.close() };
+  return {
+    implementation,
+    close: () => {
+      streams.close();
+      route.close();
+    },
+  };
 }
 
 /** ValidateJob's number of fires when the request asks for none. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { handleUnaryCall, ServerUnaryCall } from '@grpc/grpc-js';
+import type { handleUnaryCall, Metadata, ServiceError } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { isHeraldError } from '../../herald-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
@@ -21,11 +21,18 @@ export interface CallContext {
   principal: Principal;
   /** Set when this node sent the call on to the leader (the leader writes its audit line). */
   sentToLeader: boolean;
-  call: ServerUnaryCall<unknown, unknown>;
+  /** The gRPC call (a stream, for a batch of one): its metadata travels with a forwarded write. */
+  call: { metadata: Metadata };
 }
 
 export const REQUEST_ID_KEY = 'x-request-id';
 export const FORWARDED_CALL_KEY = 'herald-forwarded-call';
+
+/** The caller's request id (x-request-id, up to 128 characters), or a fresh one. */
+export function requestIdOf(metadata: Metadata): string {
+  const given = metadata.get(REQUEST_ID_KEY)[0];
+  return typeof given === 'string' && given.length > 0 && given.length <= 128 ? given : randomUUID();
+}
 
 /**
  * Adapts an async handler to grpc-js: one place for request ids, logging, metrics and turning
@@ -37,8 +44,7 @@ export function unary<Req, Res>(
   handler: (request: Req, ctx: CallContext) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    const given = call.metadata.get(REQUEST_ID_KEY)[0];
-    const requestId = typeof given === 'string' && given.length > 0 && given.length <= 128 ? given : randomUUID();
+    const requestId = requestIdOf(call.metadata);
     const logger = deps.logger.child({ requestId, method });
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
@@ -52,22 +58,32 @@ export function unary<Req, Res>(
       forwarded: call.metadata.get(FORWARDED_CALL_KEY).length > 0,
       principal: principalOf(call),
       sentToLeader: false,
-      call: call as ServerUnaryCall<unknown, unknown>,
+      call,
     };
     handler(call.request, ctx).then(
       (response) => {
-        deps.metrics?.grpcRequests.inc({ method, code: 'OK' });
-        auditLine(deps.audit, method, ctx, call.request, 'OK');
+        recordSuccess(deps, method, ctx, call.request);
         callback(null, response);
       },
-      (err: unknown) => {
-        const se = toServiceError(err);
-        deps.metrics?.grpcRequests.inc({ method, code: String(se.code) });
-        auditLine(deps.audit, method, ctx, call.request, isHeraldError(err) ? err.code : 'INTERNAL');
-        if (isHeraldError(err)) logger.debug({ code: err.code, msg: err.message }, 'call failed');
-        else logger.error({ err }, 'call failed unexpectedly');
-        callback(se, null);
-      },
+      (err: unknown) => callback(recordFailure(deps, method, ctx, call.request, err), null),
     );
   };
+}
+
+type OutcomeDeps = { metrics?: NodeMetrics; audit?: Logger };
+
+/** Counts and audits one call that succeeded (or one stream batch). */
+export function recordSuccess(deps: OutcomeDeps, method: string, ctx: CallContext, request: unknown): void {
+  deps.metrics?.grpcRequests.inc({ method, code: 'OK' });
+  auditLine(deps.audit, method, ctx, request, 'OK');
+}
+
+/** Counts, audits and logs one call that failed (or one stream batch); returns the status to answer with. */
+export function recordFailure(deps: OutcomeDeps, method: string, ctx: CallContext, request: unknown, err: unknown): ServiceError {
+  const se = toServiceError(err);
+  deps.metrics?.grpcRequests.inc({ method, code: String(se.code) });
+  auditLine(deps.audit, method, ctx, request, isHeraldError(err) ? err.code : 'INTERNAL');
+  if (isHeraldError(err)) ctx.logger.debug({ code: err.code, msg: err.message }, 'call failed');
+  else ctx.logger.error({ err }, 'call failed unexpectedly');
+  return se;
 }

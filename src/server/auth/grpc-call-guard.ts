@@ -11,7 +11,7 @@ import type { Authenticator, TransportIdentity } from './authenticator.js';
 import { authorize, OPEN_METHODS } from './method-roles.js';
 import { UNAUTHENTICATED_ADMIN, type Principal } from './principal.js';
 import { isMutating } from './audit-line.js';
-import { isHeraldError } from '../../herald-error.js';
+import { HeraldError, isHeraldError } from '../../herald-error.js';
 import type { Logger } from 'pino';
 import type { PrincipalRateLimit } from './principal-rate-limit.js';
 
@@ -23,6 +23,32 @@ type AnyCall = {
 };
 
 const principals = new WeakMap<object, Principal>();
+const messageChecks = new WeakMap<object, MessageCheck>();
+
+/**
+ * What a guarded stream's handler runs before acting on a message that stands for a call of its
+ * own (a CreateJobsStream batch): the principal's rate limit is spent as for a call, and a token's
+ * record is read again at most once a second, so a revoked token stops within about a second.
+ * Rejects with LIMIT_EXCEEDED or UNAUTHENTICATED.
+ */
+export type MessageCheck = () => Promise<void>;
+
+/** The per-message check of a guarded stream; undefined on an unguarded server (auth off). */
+export function messageCheckOf(call: object): MessageCheck | undefined {
+  return messageChecks.get(call);
+}
+
+const TOKEN_RECHECK_MS = 1_000;
+
+function messageCheck(auth: Authenticator, p: Principal, limit: PrincipalRateLimit | undefined): MessageCheck {
+  let checkedAt = Date.now();
+  return async () => {
+    limit?.take(p.name);
+    if (Date.now() - checkedAt < TOKEN_RECHECK_MS) return;
+    if (!(await auth.stillValid(p))) throw new HeraldError('UNAUTHENTICATED', `token "${p.name}" was revoked`);
+    checkedAt = Date.now();
+  };
+}
 
 /** The principal a guarded call was authenticated as; the auth-off principal on an unguarded server. */
 export function principalOf(call: object): Principal {
@@ -98,6 +124,7 @@ function guardImplementation(def: ServiceDefinition, impl: UntypedServiceImpleme
         checkCall(auth, path, call, o.rateLimit).then(
           (p) => {
             principals.set(call, p);
+            messageChecks.set(call, messageCheck(auth, p, o.rateLimit));
             try {
               handler.call(impl, call);
             } catch (e) {

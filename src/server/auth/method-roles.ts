@@ -16,6 +16,7 @@ const ANY = [ADMIN, OPERATOR, VIEWER, WORKER] as const;
 export const METHOD_ROLES: Readonly<Record<string, readonly Role[]>> = {
   '/herald.v1.JobService/CreateJob': WRITE,
   '/herald.v1.JobService/CreateJobs': WRITE,
+  '/herald.v1.JobService/CreateJobsStream': WRITE,
   '/herald.v1.JobService/GetJob': READ,
   '/herald.v1.JobService/ListJobs': READ,
   '/herald.v1.JobService/UpdateJob': WRITE,

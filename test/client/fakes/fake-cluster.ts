@@ -2,10 +2,10 @@
 // store. One node (or none) is the leader; followers answer every JobService call with
 // UNAVAILABLE + NOT_LEADER and the leader's address in trailers, as src/server will. Faults can
 // be injected per node and method (fail before or after applying, delay).
-import { Metadata, status, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Metadata, status, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { ClusterServiceService, NodeRole, type GetStatusResponse } from '../../../src/gen/herald/v1/cluster_service.js';
 import { JobState, type Job } from '../../../src/gen/herald/v1/job.js';
-import { JobServiceService } from '../../../src/gen/herald/v1/job_service.js';
+import { JobServiceService, type CreateJobsStreamRequest, type CreateJobsStreamResponse } from '../../../src/gen/herald/v1/job_service.js';
 import { RunState, type Run } from '../../../src/gen/herald/v1/run.js';
 import { startTestServer, type TestServer } from './grpc-test-server.js';
 
@@ -19,6 +19,8 @@ export interface Fault {
   afterApply?: boolean;
   /** Wait this long before answering (or failing). */
   delayMs?: number;
+  /** On a CreateJobsStream batch: end the whole stream with `code` instead of answering the batch. */
+  breakStream?: boolean;
   /** How many calls this fault applies to; default 1. */
   times?: number;
 }
@@ -67,7 +69,7 @@ export class FakeNode {
     return this.calls.filter((c) => c.method === method);
   }
 
-  private takeFault(method: string): Fault | undefined {
+  takeFault(method: string): Fault | undefined {
     for (const key of [method, '*']) {
       const list = this.faults.get(key);
       const f = list?.[0];
@@ -159,9 +161,13 @@ export class FakeCluster {
   leader: FakeNode | undefined;
   term = 1;
 
+  /** Serves JobService.CreateJobsStream (off: UNIMPLEMENTED, as an older build). */
+  streams = false;
+
   /** `leaderIndex` null starts without a leader (an election in progress). */
-  static async start(size: number, leaderIndex: number | null = 0): Promise<FakeCluster> {
+  static async start(size: number, leaderIndex: number | null = 0, opts: { streams?: boolean } = {}): Promise<FakeCluster> {
     const cluster = new FakeCluster();
+    cluster.streams = opts.streams ?? false;
     for (let i = 0; i < size; i++) {
       const node = new FakeNode(`n${i + 1}`, cluster);
       node.server = await startTestServer([
@@ -191,6 +197,59 @@ export class FakeCluster {
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.server.stop()));
   }
+
+  private createMany(items: Array<Parameters<FakeCluster['createJob']>[0]>): CreateJobsStreamResponse['results'] {
+    return items.map((item) => {
+      try {
+        const r = this.createJob(item);
+        return { job: r.job, code: 0, message: '', created: r.created };
+      } catch (e) {
+        const f = (e as FakeError).fault;
+        return { job: undefined, code: f.code, message: f.details ?? '', created: false };
+      }
+    });
+  }
+
+  /** One CreateJobsStream: each batch recorded as a 'createJobsStream' call, faults as for calls. */
+  private createJobsStream(node: FakeNode, call: ServerDuplexStream<CreateJobsStreamRequest, CreateJobsStreamResponse>): void {
+    this.streamsOpened.push(node.id);
+    let inFlight = 0;
+    let ended = false;
+    const maybeEnd = (): void => {
+      if (ended && inFlight === 0 && !call.writableEnded) call.end();
+    };
+    call.on('data', (req: CreateJobsStreamRequest) => {
+      node.calls.push({ method: 'createJobsStream', request: req });
+      const fault = node.takeFault('createJobsStream');
+      inFlight += 1;
+      const answer = (): void => {
+        inFlight -= 1;
+        if (call.destroyed || call.writableEnded) return;
+        const leader = this.leader;
+        if (fault?.breakStream) {
+          if (fault.afterApply && leader === node) this.createMany(req.items);
+          const md = new Metadata();
+          if (fault.heraldCode) md.set('herald-error-code', fault.heraldCode);
+          call.emit('error', { code: fault.code, details: fault.details ?? 'injected stream fault', metadata: md });
+          return;
+        }
+        const base = { batchId: req.batchId, message: '', errorCode: '', leaderAddress: leader && leader !== node ? leader.address : '' };
+        if (fault) call.write({ ...base, results: [], code: fault.code, message: fault.details ?? 'injected fault', errorCode: fault.heraldCode ?? '' });
+        else if (leader !== node) call.write({ ...base, results: [], code: status.UNAVAILABLE, message: 'not the leader', errorCode: leader ? 'NOT_LEADER' : 'NO_LEADER' });
+        else call.write({ ...base, results: this.createMany(req.items), code: 0 });
+        maybeEnd();
+      };
+      if (fault?.delayMs) setTimeout(answer, fault.delayMs).unref();
+      else answer();
+    });
+    call.on('end', () => {
+      ended = true;
+      maybeEnd();
+    });
+  }
+
+  /** The node of every CreateJobsStream opened, in order. */
+  readonly streamsOpened: string[] = [];
 
   private createJob(req: { jobId: string; spec: Job['spec']; idempotencyKey: string }): { job: Job; created: boolean } {
     const s = this.store;
@@ -237,17 +296,8 @@ export class FakeCluster {
     };
     return {
       createJob: node.unary('createJob', (req: Parameters<FakeCluster['createJob']>[0]) => this.createJob(req)),
-      createJobs: node.unary('createJobs', (req: { items: Array<Parameters<FakeCluster['createJob']>[0]> }) => ({
-        results: req.items.map((item) => {
-          try {
-            const r = this.createJob(item);
-            return { job: r.job, code: 0, message: '', created: r.created };
-          } catch (e) {
-            const f = (e as FakeError).fault;
-            return { job: undefined, code: f.code, message: f.details ?? '', created: false };
-          }
-        }),
-      })),
+      createJobs: node.unary('createJobs', (req: { items: Array<Parameters<FakeCluster['createJob']>[0]> }) => ({ results: this.createMany(req.items) })),
+      ...(this.streams ? { createJobsStream: (call: ServerDuplexStream<CreateJobsStreamRequest, CreateJobsStreamResponse>) => this.createJobsStream(node, call) } : {}),
       getJob: node.unary('getJob', (req: { jobId: string }) => ({ job: this.job(req.jobId), upcomingFires: [] }), false),
       listJobs: node.unary(
         'listJobs',

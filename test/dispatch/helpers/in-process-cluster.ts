@@ -23,7 +23,7 @@ export interface InProcessCluster {
 export async function startInProcessCluster(
   size: number,
   scheduler: Partial<SchedulerConfig> = {},
-  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string }; tls?: (id: string) => NodeTls; clientLimits?: Partial<ClientLimits>; http?: boolean } = {},
+  node: { replicateEffects?: boolean; auth?: { bootstrapToken?: string; ratePerSecond?: number }; tls?: (id: string) => NodeTls; clientLimits?: Partial<ClientLimits>; http?: boolean } = {},
   clientToken?: string,
   clientTls?: ClientTls,
 ): Promise<InProcessCluster> {

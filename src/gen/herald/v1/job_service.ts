@@ -11,8 +11,10 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -82,6 +84,35 @@ export interface CreateJobsResult {
 export interface CreateJobsResponse {
   /** One result per request item, in order. */
   results: CreateJobsResult[];
+}
+
+/** One batch of JobService.CreateJobsStream. */
+export interface CreateJobsStreamRequest {
+  /** The caller's id for this batch, echoed in its answer. */
+  batchId: number;
+  /** 1–10,000 items, as CreateJobsRequest.items. */
+  items: CreateJobRequest[];
+  /** How long the caller waits for this batch, in milliseconds; 0 means the server's own bound. */
+  timeoutMs: number;
+}
+
+/** The answer to one batch of JobService.CreateJobsStream. */
+export interface CreateJobsStreamResponse {
+  /** The batch this answers. */
+  batchId: number;
+  /** One result per item, in order, when the batch was taken (code 0); empty otherwise. */
+  results: CreateJobsResult[];
+  /** A grpc.Status code for the batch as a whole: 0, or what a CreateJobs call would have failed with. */
+  code: number;
+  /** The error message when code != 0. */
+  message: string;
+  /** Herald's stable error code when code != 0 (as the "herald-error-code" trailer of a call). */
+  errorCode: string;
+  /**
+   * The leader's client address when the node answering is not the leader (the batch was
+   * forwarded, or refused with NOT_LEADER): the SDK moves its stream there.
+   */
+  leaderAddress: string;
 }
 
 /** Request of JobService.GetJob. */
@@ -770,6 +801,200 @@ export const CreateJobsResponse: MessageFns<CreateJobsResponse> = {
   fromPartial<I extends Exact<DeepPartial<CreateJobsResponse>, I>>(object: I): CreateJobsResponse {
     const message = createBaseCreateJobsResponse();
     message.results = object.results?.map((e) => CreateJobsResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateJobsStreamRequest(): CreateJobsStreamRequest {
+  return { batchId: 0, items: [], timeoutMs: 0 };
+}
+
+export const CreateJobsStreamRequest: MessageFns<CreateJobsStreamRequest> = {
+  encode(message: CreateJobsStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.batchId !== 0) {
+      writer.uint32(8).uint64(message.batchId);
+    }
+    for (const v of message.items) {
+      CreateJobRequest.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(24).uint32(message.timeoutMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobsStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobsStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.batchId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.items.push(CreateJobRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CreateJobsStreamRequest>, I>>(base?: I): CreateJobsStreamRequest {
+    return CreateJobsStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateJobsStreamRequest>, I>>(object: I): CreateJobsStreamRequest {
+    const message = createBaseCreateJobsStreamRequest();
+    message.batchId = object.batchId ?? 0;
+    message.items = object.items?.map((e) => CreateJobRequest.fromPartial(e)) || [];
+    message.timeoutMs = object.timeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseCreateJobsStreamResponse(): CreateJobsStreamResponse {
+  return { batchId: 0, results: [], code: 0, message: "", errorCode: "", leaderAddress: "" };
+}
+
+export const CreateJobsStreamResponse: MessageFns<CreateJobsStreamResponse> = {
+  encode(message: CreateJobsStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.batchId !== 0) {
+      writer.uint32(8).uint64(message.batchId);
+    }
+    for (const v of message.results) {
+      CreateJobsResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.code !== 0) {
+      writer.uint32(24).int32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    if (message.errorCode !== "") {
+      writer.uint32(42).string(message.errorCode);
+    }
+    if (message.leaderAddress !== "") {
+      writer.uint32(50).string(message.leaderAddress);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobsStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobsStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.batchId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.results.push(CreateJobsResult.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.errorCode = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.leaderAddress = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CreateJobsStreamResponse>, I>>(base?: I): CreateJobsStreamResponse {
+    return CreateJobsStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateJobsStreamResponse>, I>>(object: I): CreateJobsStreamResponse {
+    const message = createBaseCreateJobsStreamResponse();
+    message.batchId = object.batchId ?? 0;
+    message.results = object.results?.map((e) => CreateJobsResult.fromPartial(e)) || [];
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    message.errorCode = object.errorCode ?? "";
+    message.leaderAddress = object.leaderAddress ?? "";
     return message;
   },
 };
@@ -3267,6 +3492,24 @@ export const JobServiceService = {
     responseSerialize: (value: CreateJobsResponse): Buffer => viewAsBuffer(CreateJobsResponse.encode(value, new UninitializedWriter()).finish()),
     responseDeserialize: (value: Buffer): CreateJobsResponse => CreateJobsResponse.decode(value),
   },
+  /**
+   * Creates jobs over one long-lived stream: each request is a CreateJobs batch with an id the
+   * caller chose, each response answers one batch by that id (in any order), and a batch costs
+   * no call setup of its own. What the SDK's createJob uses; items carry idempotency keys, so a
+   * batch whose answer was lost with its stream is safe to send again. A batch is checked, rate
+   * limited and audited like a CreateJobs call; a follower forwards each batch to the leader.
+   */
+  createJobsStream: {
+    path: "/herald.v1.JobService/CreateJobsStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: CreateJobsStreamRequest): Buffer =>
+      viewAsBuffer(CreateJobsStreamRequest.encode(value, new UninitializedWriter()).finish()),
+    requestDeserialize: (value: Buffer): CreateJobsStreamRequest => CreateJobsStreamRequest.decode(value),
+    responseSerialize: (value: CreateJobsStreamResponse): Buffer =>
+      viewAsBuffer(CreateJobsStreamResponse.encode(value, new UninitializedWriter()).finish()),
+    responseDeserialize: (value: Buffer): CreateJobsStreamResponse => CreateJobsStreamResponse.decode(value),
+  },
   /** Reads one job. */
   getJob: {
     path: "/herald.v1.JobService/GetJob" as const,
@@ -3442,6 +3685,14 @@ export interface JobServiceServer extends UntypedServiceImplementation {
   createJob: handleUnaryCall<CreateJobRequest, CreateJobResponse>;
   /** Creates many jobs in one call (bulk loads); each item gets its own result. */
   createJobs: handleUnaryCall<CreateJobsRequest, CreateJobsResponse>;
+  /**
+   * Creates jobs over one long-lived stream: each request is a CreateJobs batch with an id the
+   * caller chose, each response answers one batch by that id (in any order), and a batch costs
+   * no call setup of its own. What the SDK's createJob uses; items carry idempotency keys, so a
+   * batch whose answer was lost with its stream is safe to send again. A batch is checked, rate
+   * limited and audited like a CreateJobs call; a follower forwards each batch to the leader.
+   */
+  createJobsStream: handleBidiStreamingCall<CreateJobsStreamRequest, CreateJobsStreamResponse>;
   /** Reads one job. */
   getJob: handleUnaryCall<GetJobRequest, GetJobResponse>;
   /** Lists jobs, paginated, with filters. */
@@ -3525,6 +3776,21 @@ export interface JobServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateJobsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Creates jobs over one long-lived stream: each request is a CreateJobs batch with an id the
+   * caller chose, each response answers one batch by that id (in any order), and a batch costs
+   * no call setup of its own. What the SDK's createJob uses; items carry idempotency keys, so a
+   * batch whose answer was lost with its stream is safe to send again. A batch is checked, rate
+   * limited and audited like a CreateJobs call; a follower forwards each batch to the leader.
+   */
+  createJobsStream(): ClientDuplexStream<CreateJobsStreamRequest, CreateJobsStreamResponse>;
+  createJobsStream(
+    options: Partial<CallOptions>,
+  ): ClientDuplexStream<CreateJobsStreamRequest, CreateJobsStreamResponse>;
+  createJobsStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<CreateJobsStreamRequest, CreateJobsStreamResponse>;
   /** Reads one job. */
   getJob(
     request: GetJobRequest,
