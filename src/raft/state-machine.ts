@@ -18,6 +18,13 @@ import type { Entry, SnapshotMeta } from './types.js';
 export type ResultWanted = (index: number) => boolean;
 
 /**
+ * Called (at most once per apply call) with the call's results once they are known, before the
+ * call's write: proposals that asked to be answered then are (ProposalTracker.evaluated). A state
+ * machine may ignore it; the results then reach the proposals when the apply resolves.
+ */
+export type ResultsEvaluated = (results: Uint8Array[]) => void;
+
+/**
  * Effects replication, for state machines that offer it: the leader applies with
  * applyCapturing and sends the writes it computed to its followers beside the log; a follower
  * holding them when it applies those committed entries writes them (applyEffects) instead of
@@ -27,7 +34,7 @@ export type ResultWanted = (index: number) => boolean;
 export type EffectsOutcome = 'applied' | 'stale' | 'gap' | 'malformed';
 
 export interface EffectsReplication {
-  applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }>;
+  applyCapturing(entries: readonly Entry[], wanted?: ResultWanted, evaluated?: ResultsEvaluated): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }>;
   /**
    * 'applied'; 'stale' / 'gap' when they do not start at the applied index, 'malformed' when they
    * do not decode (nothing written: the entries are evaluated). Throws only what stops the node
@@ -39,7 +46,7 @@ export interface EffectsReplication {
 }
 
 export interface StateMachine {
-  apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]>;
+  apply(entries: readonly Entry[], wanted?: ResultWanted, evaluated?: ResultsEvaluated): Promise<Uint8Array[]>;
   /** Present when the state machine can replicate the writes of an apply (see EffectsReplication). */
   readonly effects?: EffectsReplication;
   /** The index of the last entry applied (0 when fresh). */

@@ -16,7 +16,7 @@
 // LevelDB (see fsm-reads.ts).
 import type { SnapshotMeta, Entry } from '../../raft/types.js';
 import { levelMemoryBytes } from '../../raft/storage/level-memory.js';
-import type { EffectsOutcome, EffectsReplication, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
+import type { EffectsOutcome, EffectsReplication, ResultsEvaluated, ResultWanted, SnapshotSource, StateMachine } from '../../raft/state-machine.js';
 import { HeraldError } from '../../herald-error.js';
 import { applyCommand, type ApplyOptions } from '../apply/apply-command.js';
 import { putJobIdemKeys } from '../apply/apply-put-jobs.js';
@@ -230,13 +230,13 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     return this.commandTime;
   }
 
-  apply(entries: readonly Entry[], wanted?: ResultWanted): Promise<Uint8Array[]> {
-    return this.exclusive(() => this.applyLocked(entries, wanted, undefined));
+  apply(entries: readonly Entry[], wanted?: ResultWanted, evaluated?: ResultsEvaluated): Promise<Uint8Array[]> {
+    return this.exclusive(() => this.applyLocked(entries, wanted, undefined, evaluated));
   }
 
   /** Effects replication for the Raft driver (state-machine.ts EffectsReplication). */
   readonly effects: EffectsReplication = {
-    applyCapturing: (entries, wanted) => this.applyCapturing(entries, wanted),
+    applyCapturing: (entries, wanted, evaluated) => this.applyCapturing(entries, wanted, evaluated),
     applyEffects: (effects) => this.applyEffects(effects),
     effectsRange: (effects) => readEffectsRange(effects),
   };
@@ -246,10 +246,10 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
    * the same applied index can write with applyEffects instead of evaluating these entries.
    * undefined when the call changed nothing but the applied index.
    */
-  applyCapturing(entries: readonly Entry[], wanted?: ResultWanted): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }> {
+  applyCapturing(entries: readonly Entry[], wanted?: ResultWanted, evaluated?: ResultsEvaluated): Promise<{ results: Uint8Array[]; effects: Uint8Array | undefined }> {
     return this.exclusive(async () => {
       const capture: { effects?: Uint8Array } = {};
-      const results = await this.applyLocked(entries, wanted, capture);
+      const results = await this.applyLocked(entries, wanted, capture, evaluated);
       return { results, effects: capture.effects };
     });
   }
@@ -389,18 +389,24 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     }
   }
 
-  private async applyLocked(entries: readonly Entry[], wanted: ResultWanted | undefined, capture: { effects?: Uint8Array } | undefined): Promise<Uint8Array[]> {
+  private async applyLocked(
+    entries: readonly Entry[],
+    wanted: ResultWanted | undefined,
+    capture: { effects?: Uint8Array } | undefined,
+    evaluated?: ResultsEvaluated,
+  ): Promise<Uint8Array[]> {
     if (this.stale) await this.resync();
     await this.checkStoredLevel();
     const decoded = decodeEntries(entries, this.applied, this.opts.supportedFeatureLevel);
     // A level entry after the first starts a call of its own (entry-decoding.ts says why); that
-    // rare call captures no effects (the other replicas evaluate the entries, split the same way).
+    // rare call captures no effects (the other replicas evaluate the entries, split the same way)
+    // and answers no proposal early.
     const cut = levelChangeCut(decoded);
     if (cut > 0) {
-      const head = await this.applyDecoded(entries.slice(0, cut), decoded.slice(0, cut), wanted, undefined);
+      const head = await this.applyDecoded(entries.slice(0, cut), decoded.slice(0, cut), wanted, undefined, undefined);
       return [...head, ...(await this.applyLocked(entries.slice(cut), wanted, undefined))];
     }
-    return this.applyDecoded(entries, decoded, wanted, capture);
+    return this.applyDecoded(entries, decoded, wanted, capture, evaluated);
   }
 
   private async applyDecoded(
@@ -408,6 +414,7 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
     decoded: readonly DecodedEntry[],
     wanted: ResultWanted | undefined,
     capture: { effects?: Uint8Array } | undefined,
+    evaluated: ResultsEvaluated | undefined,
   ): Promise<Uint8Array[]> {
     // Entries whose handler threw a deterministic rejection midway are re-run as 'rejected' from
     // a fresh transaction, so they never leave half of their changes behind.
@@ -466,6 +473,8 @@ export class SchedulerStateMachine extends FsmReads implements StateMachine {
       }
       if (failedAt >= 0) continue;
       if (last === this.applied) return results;
+      // The results are final (encoded as each entry completed); what follows only writes them.
+      evaluated?.(results);
       if (commandTime > this.commandTime) txn.putRaw(META_COMMAND_TIME, enc.encode(String(commandTime)));
       const written = new WrittenKeys(this.tombstones);
       const batch = new DirectBatch(this.store, written);

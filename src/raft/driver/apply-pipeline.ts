@@ -203,8 +203,10 @@ export class ApplyPipeline {
     const state = this.state;
     const t0 = this.timers.nowMs();
     let results: Uint8Array[];
+    // Proposals that asked to be answered once evaluated are, before the write lands.
+    const evaluated = state.proposals.hasEarly() ? (r: Uint8Array[]) => state.proposals.evaluated(todo, r, state.leader) : undefined;
     if (this.fx && state.role === 'leader') {
-      const out = await this.fx.applyCapturing(todo, this.resultWanted);
+      const out = await this.fx.applyCapturing(todo, this.resultWanted, evaluated);
       results = out.results;
       if (out.effects) {
         state.stats.effectsSent++;
@@ -213,7 +215,7 @@ export class ApplyPipeline {
     } else if (state.mutations.has('io-error-as-rejection')) {
       results = await this.stateMachine.apply(todo, this.resultWanted).catch(() => todo.map(() => REJECTED));
     } else {
-      results = await this.stateMachine.apply(todo, this.resultWanted);
+      results = await this.stateMachine.apply(todo, this.resultWanted, evaluated);
     }
     this.noteApplyMs(this.timers.nowMs() - t0);
     state.stats.entriesApplied += todo.length;

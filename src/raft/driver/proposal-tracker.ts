@@ -30,10 +30,14 @@ interface Pending {
   reject: (e: Error) => void;
   timer: TimerHandle;
   leadershipLost: boolean;
+  /** Answered once its entry is evaluated, before the state machine's write lands (evaluated()). */
+  early: boolean;
 }
 
 export class ProposalTracker {
   private readonly pending = new Map<number, Pending>();
+  /** Pending proposals that take their answer once evaluated. */
+  private earlyCount = 0;
 
   constructor(private readonly timers: Pick<DriverTimers, 'after' | 'cancel'>) {}
 
@@ -41,21 +45,21 @@ export class ProposalTracker {
     return this.pending.size;
   }
 
-  track(index: number, term: number, timeoutMs: number): Promise<ProposalOutcome> {
+  track(index: number, term: number, timeoutMs: number, early = false): Promise<ProposalOutcome> {
     // An older proposal at this index lost its entry to a truncation before this node applied
     // that far, and this node leads again: its entry may still survive on another node, so its
     // outcome is unknown (found by the simulator: it used to be overwritten and never settle).
     const older = this.pending.get(index);
     if (older) {
-      this.pending.delete(index);
+      this.remove(index, older);
       this.timers.cancel(older.timer);
       older.reject(new HeraldError('OUTCOME_UNKNOWN', `entry ${index} of term ${older.term} was replaced in this node's log; it may or may not commit elsewhere`));
     }
     return new Promise<ProposalOutcome>((resolve, reject) => {
-      const p: Pending = { term, resolve, reject, timer: undefined as unknown as TimerHandle, leadershipLost: false };
+      const p: Pending = { term, resolve, reject, timer: undefined as unknown as TimerHandle, leadershipLost: false, early };
       p.timer = this.timers.after(timeoutMs, () => {
         if (this.pending.get(index) !== p) return;
-        this.pending.delete(index);
+        this.remove(index, p);
         p.reject(
           p.leadershipLost
             ? new HeraldError('OUTCOME_UNKNOWN', `leadership was lost after entry ${index} was appended; it may or may not commit`)
@@ -63,7 +67,30 @@ export class ProposalTracker {
         );
       });
       this.pending.set(index, p);
+      if (early) this.earlyCount++;
     });
+  }
+
+  private remove(index: number, p: Pending): void {
+    this.pending.delete(index);
+    if (p.early) this.earlyCount--;
+  }
+
+  /** Some pending proposal takes its answer once evaluated (evaluated() has work). */
+  hasEarly(): boolean {
+    return this.earlyCount > 0;
+  }
+
+  /**
+   * The results of entries the state machine evaluated, before its write of them lands: the
+   * proposals that asked for it are answered now. The entries are committed (in the log of a
+   * quorum), and every replica that applies them gets these results, so the answer is as durable
+   * as one given after the write; this node's reads that must see the write wait for the applied
+   * index, which moves only once the write landed.
+   */
+  evaluated(entries: readonly Entry[], results: readonly Uint8Array[], leaderId: string): void {
+    if (this.earlyCount === 0) return;
+    this.settle(entries, results, leaderId, true);
   }
 
   hasPending(): boolean {
@@ -78,11 +105,15 @@ export class ProposalTracker {
   /** Called with each applied batch and its results. */
   applied(entries: readonly Entry[], results: readonly Uint8Array[], leaderId: string): void {
     if (this.pending.size === 0) return;
+    this.settle(entries, results, leaderId, false);
+  }
+
+  private settle(entries: readonly Entry[], results: readonly Uint8Array[], leaderId: string, earlyOnly: boolean): void {
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
       const p = this.pending.get(e.index);
-      if (!p) continue;
-      this.pending.delete(e.index);
+      if (!p || (earlyOnly && !p.early)) continue;
+      this.remove(e.index, p);
       this.timers.cancel(p.timer);
       if (e.term === p.term) p.resolve({ index: e.index, result: results[i] ?? new Uint8Array(0) });
       else {
@@ -107,7 +138,7 @@ export class ProposalTracker {
       this.timers.cancel(p.timer);
       p.timer = this.timers.after(graceMs, () => {
         if (this.pending.get(index) !== p) return;
-        this.pending.delete(index);
+        this.remove(index, p);
         p.reject(new HeraldError('OUTCOME_UNKNOWN', `leadership was lost after entry ${index} was appended; it may or may not commit`));
       });
     }
@@ -117,7 +148,7 @@ export class ProposalTracker {
   supersededUpTo(index: number): void {
     for (const [i, p] of this.pending) {
       if (i > index) continue;
-      this.pending.delete(i);
+      this.remove(i, p);
       this.timers.cancel(p.timer);
       p.reject(new HeraldError('OUTCOME_UNKNOWN', `entry ${i} was covered by an installed snapshot; outcome unknown`));
     }
@@ -129,5 +160,6 @@ export class ProposalTracker {
       p.reject(make(i));
     }
     this.pending.clear();
+    this.earlyCount = 0;
   }
 }

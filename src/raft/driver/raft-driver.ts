@@ -91,6 +91,13 @@ export interface RaftDriverOptions extends Partial<RaftTimingOptions> {
   mutations?: ReadonlySet<DriverMutation>;
 }
 
+/** Options of one RaftDriver.propose. */
+export interface ProposeCallOptions {
+  timeoutMs?: number;
+  /** Answer once the entry is evaluated, before the state machine's write of it lands. */
+  answerOnceEvaluated?: boolean;
+}
+
 export class RaftDriver {
   readonly events: DriverState['events'];
   readonly stats: DriverStats;
@@ -220,7 +227,12 @@ export class RaftDriver {
    * Proposes a command; resolves with its apply result once applied here. Rejects with
    * NOT_LEADER (leader id + client address), PROPOSAL_TIMEOUT, OUTCOME_UNKNOWN or SHUTTING_DOWN.
    */
-  async propose(data: ProposalData, options: { timeoutMs?: number } = {}): Promise<ProposalOutcome> {
+  /**
+   * Proposes one command; resolves with its apply result. `answerOnceEvaluated`: resolve as soon
+   * as the state machine has evaluated the entry, before its write lands (ProposalTracker.evaluated
+   * says why that is safe); for callers that use only the result, not reads of this node's state.
+   */
+  async propose(data: ProposalData, options: ProposeCallOptions = {}): Promise<ProposalOutcome> {
     const started = this.timers.nowMs();
     try {
       const out = await this.proposeOnce(data, options);
@@ -297,7 +309,7 @@ export class RaftDriver {
     }
   }
 
-  private async proposeOnce(proposal: ProposalData, options: { timeoutMs?: number }): Promise<ProposalOutcome> {
+  private async proposeOnce(proposal: ProposalData, options: ProposeCallOptions): Promise<ProposalOutcome> {
     const timers = this.timers;
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const deadline = timers.nowMs() + timeoutMs;
@@ -313,7 +325,7 @@ export class RaftDriver {
         const ticket = this.node.propose(data);
         this.stats.proposals++;
         this.loop.schedule();
-        return await this.proposals.track(ticket.index, ticket.term, Math.max(1, deadline - timers.nowMs()));
+        return await this.proposals.track(ticket.index, ticket.term, Math.max(1, deadline - timers.nowMs()), options.answerOnceEvaluated === true);
       } catch (e) {
         if (isHeraldError(e, 'NOT_LEADER')) throw this.leadership.notLeader();
         // A leadership transfer is in progress: wait for it to settle, then retry (here or,

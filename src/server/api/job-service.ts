@@ -104,7 +104,11 @@ export function createJobService(ctx: JobServiceContext): JobServiceHandle {
     const level = ctx.fsm.appliedFeatureLevel;
     // Stamped as it is appended: its time never below a command before it in the log.
     const data = stampedAtAppend(withCaller(command, call), ctx.node.clusterClock, (c) => encodeCommand(atFeatureLevel(c, level)));
-    const outcome = await ctx.node.propose(data, { forward: false, timeoutMs: timeoutFor(call) });
+    // A create answers with its result alone (the job as applied, or the one its key found), so
+    // it need not wait for the state machine's write: reads that must see it wait for the
+    // applied index instead (RaftDriver.propose).
+    const answerOnceEvaluated = command.type === 'putJobs' || command.type === 'putJob';
+    const outcome = await ctx.node.propose(data, { forward: false, timeoutMs: timeoutFor(call), answerOnceEvaluated });
     const result = decodeResult(outcome.result);
     if (result.type === 'rejected') throw itemError(result.error);
     return result;

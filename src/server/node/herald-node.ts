@@ -103,6 +103,11 @@ export interface ProposeOptions {
   timeoutMs?: number;
   /** On a follower, forward to the leader (default true); false rejects with NOT_LEADER. */
   forward?: boolean;
+  /**
+   * Resolve once the leader has evaluated the entry, before its state machine write lands
+   * (RaftDriver.propose): for a caller that answers with the result alone.
+   */
+  answerOnceEvaluated?: boolean;
 }
 
 export interface HeraldNode {

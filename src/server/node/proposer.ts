@@ -107,7 +107,7 @@ export function createProposer(d: ProposerDeps): Propose {
       let sentTo: NodeId | undefined;
       const view = driver.leaderChange().leaderId;
       try {
-        if (driver.isLeader() || opts.forward === false) return await driver.propose(command, { timeoutMs: remaining });
+        if (driver.isLeader() || opts.forward === false) return await driver.propose(command, { timeoutMs: remaining, answerOnceEvaluated: opts.answerOnceEvaluated === true });
         sentTo = redirect && redirect.from === view ? redirect.to : view;
         if (!sentTo || sentTo === d.selfId) {
           await waitLeader(Math.min(remaining, 100));

@@ -376,7 +376,8 @@ export async function runSchedulerSimulation(opts: SchedSimOptions): Promise<Sch
     }
     const attempt = (creatingSince = sched.now);
     leader.driver
-      .propose(stampedAtAppend({ type: 'putJobs', nowMs: now, items: jobItems }, leader.clusterClock), { timeoutMs: 2_000 })
+      // As the public API proposes a create: answered once evaluated, before the write lands.
+      .propose(stampedAtAppend({ type: 'putJobs', nowMs: now, items: jobItems }, leader.clusterClock), { timeoutMs: 2_000, answerOnceEvaluated: true })
       .then((out) => {
         const r = decodeResult(out.result);
         if (r.type === 'rejected') violations.push({ kind: 'setup', detail: `putJobs rejected: ${r.error.message}` });
