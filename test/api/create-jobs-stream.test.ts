@@ -112,6 +112,36 @@ describe('CreateJobsStream on a 3-node cluster', () => {
     await waitFor('stream ended', () => s.ended, 5_000, 10);
     expect(s.ended!.code).toBe(status.OK);
   }, 40_000);
+
+  it('reads nothing more from a caller that does not read its answers, and goes on once it does', async () => {
+    const call = leaderClient.createJobsStream();
+    const answers: CreateJobsStreamResponse[] = [];
+    let ended: number | undefined;
+    call.on('data', (r: CreateJobsStreamResponse) => answers.push(r));
+    call.on('error', (e: { code: number }) => (ended ??= e.code));
+    call.on('status', (st: { code: number }) => (ended ??= st.code));
+    call.pause(); // the caller reads none of its answers
+    const n = 300;
+    const bigItem = (b: number, i: number): CreateJobRequest => item(`bp-${b}-${i}`, { spec: spec({ payload: Buffer.alloc(2048, 7) }) });
+    for (let b = 1; b <= n; b++) call.write({ batchId: b, items: Array.from({ length: 10 }, (_, i) => bigItem(b, i)), timeoutMs: 60_000 });
+    const getJob = (id: string) =>
+      new Promise<number>((resolve) => leaderClient.getJob({ jobId: id, consistency: 1, upcomingFires: 0 }, (err) => resolve(err ? err.code : status.OK)));
+    await waitFor('the first batch created', async () => ((await getJob('bp-1-0')) === status.OK ? true : undefined), 10_000, 50);
+    // Held back: at most the batches in the works and the answers the stream buffers are read
+    // (a few dozen); a server that kept reading would create batch 80 within these 6 s.
+    let leaked = false;
+    for (const until = Date.now() + 6_000; Date.now() < until && !leaked; await new Promise((r) => setTimeout(r, 250))) {
+      leaked = (await getJob(`bp-${5 * MAX_BATCHES_IN_FLIGHT}-9`)) === status.OK;
+    }
+    expect(leaked).toBe(false);
+    call.resume();
+    await waitFor('all answered', () => (answers.length === n ? true : undefined), 30_000, 20);
+    expect(new Set(answers.map((a) => a.batchId)).size).toBe(n);
+    expect(answers.every((a) => a.code === status.OK && a.results.every((r) => r.code === status.OK))).toBe(true);
+    expect(await getJob(`bp-${n}-9`)).toBe(status.OK);
+    call.end();
+    expect(await waitFor('stream ended', () => ended, 5_000, 10)).toBe(status.OK);
+  }, 60_000);
 });
 
 describe('CreateJobsStream with auth', () => {

@@ -2,9 +2,10 @@
 // call setup (an HTTP/2 stream, headers and trailers each way), only its messages. A batch is a
 // CreateJobs call in all but transport: the same checks and per-item results (createMany), the
 // principal's rate limit and a token check per batch (the guard's message check), its own
-// deadline, metrics and audit line. A stream works on at most MAX_BATCHES_IN_FLIGHT batches at
-// once; beyond that it stops reading, and HTTP/2 flow control holds the sender back, so a fast
-// sender queues neither work nor memory here. Answers go out as batches finish, in any order.
+// deadline, metrics and audit line. A stream works on at most MAX_BATCHES_IN_FLIGHT batches (or
+// MAX_BYTES_IN_FLIGHT of specs) at once, and stops reading while answers its caller has not read
+// pile up; HTTP/2 flow control then holds the sender back, so a fast sender (or one that never
+// reads) queues neither work nor memory here. Answers go out as batches finish, in any order.
 import { status, type handleBidiStreamingCall, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { CreateJobsRequest, CreateJobsResponse, CreateJobsStreamRequest, CreateJobsStreamResponse } from '../../gen/herald/v1/job_service.js';
@@ -18,6 +19,10 @@ import { recordFailure, recordSuccess, requestIdOf, type CallContext } from './u
 
 /** Batches one stream may have in the works at once. */
 export const MAX_BATCHES_IN_FLIGHT = 16;
+/** Spec bytes (estimated) one stream may have in the works at once. */
+export const MAX_BYTES_IN_FLIGHT = 16 << 20;
+// What an item costs beyond its payload, as an upper-end estimate (schedule, labels, names).
+const ITEM_OVERHEAD_BYTES = 1024;
 const METHOD = 'CreateJobsStream';
 
 export interface CreateJobsStreamDeps {
@@ -51,6 +56,8 @@ export function createJobsStreams(deps: CreateJobsStreamDeps): CreateJobsStreams
     const streamId = requestIdOf(call.metadata);
     const check = messageCheckOf(call);
     let inFlight = 0;
+    let bytesInFlight = 0;
+    let unreadAnswers = false;
     let paused = false;
     let halfClosed = false;
     let done = false;
@@ -65,23 +72,39 @@ export function createJobsStreams(deps: CreateJobsStreamDeps): CreateJobsStreams
         call.end();
       }
     };
-    const answer = (res: CreateJobsStreamResponse): void => {
-      inFlight -= 1;
-      if (done || call.destroyed || call.writableEnded) return;
-      call.write(res);
-      if (paused && inFlight < MAX_BATCHES_IN_FLIGHT) {
+    const mayRead = (): boolean => inFlight < MAX_BATCHES_IN_FLIGHT && bytesInFlight < MAX_BYTES_IN_FLIGHT && !unreadAnswers;
+    const flow = (): void => {
+      if (done) return;
+      if (paused && mayRead()) {
         paused = false;
         call.resume();
+      } else if (!paused && !mayRead()) {
+        paused = true;
+        call.pause();
       }
+    };
+    const answer = (res: CreateJobsStreamResponse, bytes: number): void => {
+      inFlight -= 1;
+      bytesInFlight -= bytes;
+      if (done || call.destroyed || call.writableEnded) return;
+      // false: the caller is not reading its answers; read nothing more until they drained.
+      if (!call.write(res) && !unreadAnswers) {
+        unreadAnswers = true;
+        call.once('drain', () => {
+          unreadAnswers = false;
+          flow();
+        });
+      }
+      flow();
       maybeEnd();
     };
 
     call.on('data', (req: CreateJobsStreamRequest) => {
+      let bytes = 0;
+      for (const it of req.items) bytes += (it.spec?.payload.length ?? 0) + ITEM_OVERHEAD_BYTES;
       inFlight += 1;
-      if (inFlight >= MAX_BATCHES_IN_FLIGHT && !paused) {
-        paused = true;
-        call.pause();
-      }
+      bytesInFlight += bytes;
+      flow();
       const ctx = batchContext(call, streamId, req);
       const work = async (): Promise<CreateJobsResponse> => {
         await check?.();
@@ -90,12 +113,12 @@ export function createJobsStreams(deps: CreateJobsStreamDeps): CreateJobsStreams
       work().then(
         (res) => {
           recordSuccess(deps, METHOD, ctx, req);
-          answer({ batchId: req.batchId, results: res.results, code: status.OK, message: '', errorCode: '', leaderAddress: deps.leaderAddress() });
+          answer({ batchId: req.batchId, results: res.results, code: status.OK, message: '', errorCode: '', leaderAddress: deps.leaderAddress() }, bytes);
         },
         (err: unknown) => {
           const se = recordFailure(deps, METHOD, ctx, req, err);
           const code = se.metadata.get(ERROR_CODE_KEY)[0];
-          answer({ batchId: req.batchId, results: [], code: se.code, message: se.details, errorCode: typeof code === 'string' ? code : '', leaderAddress: deps.leaderAddress() });
+          answer({ batchId: req.batchId, results: [], code: se.code, message: se.details, errorCode: typeof code === 'string' ? code : '', leaderAddress: deps.leaderAddress() }, bytes);
         },
       );
     });
