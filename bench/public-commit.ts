@@ -1,9 +1,10 @@
-// The public write path: CreateJob through the SDK (HeraldClient, one unary call per job,
-// endpoints = every node) on a real 3-node scheduler cluster, closed loop at concurrency 1 and
+// The public write path: createJob through the SDK (HeraldClient as a user runs it: concurrent
+// creates batched, batches over its CreateJobsStream to the leader; endpoints = every node) on a real 3-node scheduler cluster, closed loop at concurrency 1 and
 // then 64 — the same shape as bench/raft-commit.ts and ../shared/peers/etcd-bench.mjs (2 s
 // warm-up, then the measured phase), so `compare` can set it beside etcd's puts. Each job is a
 // one-off a week ahead (nothing fires) with a 256-byte payload; every call carries the SDK's
-// generated idempotency key and is answered only once committed on a quorum and applied.
+// generated idempotency key and is answered only once committed on a quorum and evaluated by the
+// leader's state machine.
 //
 // --via sdk (default): the SDK as a user runs it (it learns the leader and sends writes there);
 // --via follower: the SDK given one follower's address only, so every call is forwarded.
@@ -117,7 +118,7 @@ try {
   console.log(
     JSON.stringify({
       bench: 'public-commit',
-      config: { members: 3, via: VIA, batch_creates: BATCH_CREATES, call: 'HeraldClient.createJob (unary CreateJob)', payload_bytes: PAYLOAD, warmup_s: WARMUP_S },
+      config: { members: 3, via: VIA, batch_creates: BATCH_CREATES, stream_creates: STREAM_CREATES, call: STREAM_CREATES && BATCH_CREATES ? 'HeraldClient.createJob (CreateJobsStream)' : 'HeraldClient.createJob (unary CreateJob)', payload_bytes: PAYLOAD, warmup_s: WARMUP_S },
       seq_puts: seq,
       conc_puts: conc,
       loadavg1m: { start: load0, end: machineLoad().loadavg[0] },
