@@ -20,6 +20,8 @@ import type { ClientLogger } from './logger.js';
 
 /** A stream with nothing in the works is closed after this long. */
 export const IDLE_CLOSE_MS = 5_000;
+/** The longest a Node timer waits (longer ones fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface CreateStreamDeps {
   /** Opens a CreateJobsStream to `address`. */
@@ -40,7 +42,7 @@ export interface CreateStreamDeps {
 interface Pending {
   resolve(results: CreateJobsResult[]): void;
   reject(err: HeraldClientError): void;
-  timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | undefined;
   size: number;
 }
 
@@ -74,16 +76,20 @@ class OpenStream {
 
   send(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]> {
     const batchId = this.nextId++;
-    const timeoutMs = Math.max(1, Math.floor(deadline - Date.now()));
+    // A deadline beyond what a timer holds (or none) leaves the bound to the server.
+    const left = deadline - Date.now();
+    const timeoutMs = Number.isFinite(left) && left < MAX_TIMER_MS ? Math.max(1, Math.floor(left)) : 0;
     return new Promise<CreateJobsResult[]>((resolve, reject) => {
       // The batch's own deadline: past it, its items fail with what a plain call would (a late
       // answer is ignored; its keys make any later attempt find the jobs).
-      const timer = setTimeout(() => {
-        if (!this.pending.delete(batchId)) return;
-        reject(clientError({ grpcCode: status.DEADLINE_EXCEEDED, message: `no answer from ${this.address} within the call's deadline (${timeoutMs} ms)`, address: this.address }));
-        this.maybeIdle();
-      }, timeoutMs);
-      timer.unref();
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              if (!this.pending.delete(batchId)) return;
+              reject(clientError({ grpcCode: status.DEADLINE_EXCEEDED, message: `no answer from ${this.address} within the call's deadline (${timeoutMs} ms)`, address: this.address }));
+              this.maybeIdle();
+            }, timeoutMs).unref()
+          : undefined;
       if (this.pending.size === 0) this.quietSince = Date.now();
       this.pending.set(batchId, { resolve, reject, timer, size: items.length });
       clearTimeout(this.idleTimer);

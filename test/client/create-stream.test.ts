@@ -115,6 +115,16 @@ describe('HeraldClient: creates over CreateJobsStream', () => {
     expect(cluster.callCount('createJob')).toBe(1);
   });
 
+  it('a deadline longer than a timer holds leaves the bound to the server instead of failing at once', async () => {
+    cluster = await FakeCluster.start(1, 0, { streams: true });
+    const c = client();
+    await c.createJob(spec); // discovery
+    const r = await c.createJob(spec, { id: 'far', deadlineMs: 2 ** 40 });
+    expect(r.created).toBe(true);
+    expect(batches().map((b) => b.timeoutMs)).toEqual([0]);
+    expect(cluster.callCount('createJob')).toBe(1);
+  });
+
   it('against a cluster without the stream (an older build): plain calls, as before', async () => {
     cluster = await FakeCluster.start(3, 0, { streams: false });
     const c = client();
