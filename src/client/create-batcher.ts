@@ -26,10 +26,10 @@ export interface CreateBatcherDeps {
   /** Sends one CreateJobs call (with the client's retries) that must finish by `deadline` (epoch ms). */
   many(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]>;
   /**
-   * Sends one batch (of one or more) over a stream that is already open, to finish by `deadline`;
-   * undefined when there is none to use. Optional: without it batches go as CreateJobs calls.
+   * Sends a batch (of one or more) over the client's create stream, to finish by `deadline`
+   * (undefined when it has none to use). Absent: batches go as CreateJobs calls.
    */
-  stream?(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]> | undefined;
+  stream?: { send(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]> | undefined } | undefined;
   /** Sends one plain CreateJob call that must finish by `deadline` (epoch ms). */
   one(item: CreateJobRequest, deadline: number): Promise<CreateAnswer>;
   /** Defers `fn` to the end of this turn of the event loop (setImmediate; injectable for tests). */
@@ -91,7 +91,7 @@ export class CreateBatcher {
     let results: CreateJobsResult[] | undefined;
     let batchError: unknown;
     let sent = false;
-    const streamed = this.deps.stream?.(items, deadline);
+    const streamed = this.deps.stream?.send(items, deadline);
     if (streamed !== undefined) {
       try {
         results = await streamed;

@@ -16,6 +16,7 @@
 import { status, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import type { CreateJobRequest, CreateJobsResult, CreateJobsStreamRequest, CreateJobsStreamResponse } from '../gen/herald/v1/job_service.js';
 import { clientError, fromServiceError, isServiceError, type HeraldClientError } from './errors.js';
+import type { LeaderRouter } from './leader-router.js';
 import type { ClientLogger } from './logger.js';
 
 /** A stream with nothing in the works is closed after this long. */
@@ -26,14 +27,12 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface CreateStreamDeps {
   /** Opens a CreateJobsStream to `address`. */
   open(address: string): ClientDuplexStream<CreateJobsStreamRequest, CreateJobsStreamResponse>;
-  /** The leader's client address as the router knows it; undefined: no stream (plain calls discover it). */
-  leader(): string | undefined;
-  /** An answer named the leader. */
-  noteLeader(address: string): void;
-  /** `address` could not serve (its stream broke): the router moves past it. */
-  noteFailure(address: string): void;
-  /** `address` took batches and said nothing for `silenceMs`: the router suspects it. */
-  noteSilent(address: string): void;
+  /**
+   * Where streams go (the leader as it knows it; none known: no stream, plain calls discover it),
+   * and what it learns from them: a leader an answer named, a node whose stream broke, a node
+   * that took batches and said nothing for `silenceMs`.
+   */
+  router: Pick<LeaderRouter, 'leaderAddress' | 'noteLeader' | 'noteFailure' | 'noteSilent'>;
   /** How long a stream with batches in the works may stay quiet before it is given up. */
   silenceMs: number;
   logger: ClientLogger;
@@ -116,7 +115,7 @@ class OpenStream {
 
   private answered(res: CreateJobsStreamResponse): void {
     this.quietSince = Date.now();
-    if (res.leaderAddress !== '' && res.leaderAddress !== this.address) this.deps.noteLeader(res.leaderAddress);
+    if (res.leaderAddress !== '' && res.leaderAddress !== this.address) this.deps.router.noteLeader(res.leaderAddress);
     const p = this.pending.get(res.batchId);
     if (!p) return; // its deadline passed
     this.pending.delete(res.batchId);
@@ -152,7 +151,7 @@ class OpenStream {
       this.silenceTimer = undefined;
       if (this.pending.size === 0 || this.over) return;
       if (Date.now() - this.quietSince < this.deps.silenceMs) return this.armSilence();
-      this.deps.noteSilent(this.address);
+      this.deps.router.noteSilent(this.address);
       this.deps.logger.debug({ address: this.address, silenceMs: this.deps.silenceMs }, 'create stream silent; its batches go as plain calls');
       this.cancel(clientError({ grpcCode: status.DEADLINE_EXCEEDED, message: `${this.address} sent no answer within ${this.deps.silenceMs} ms (connection up, node silent)`, address: this.address }));
     }, wait);
@@ -194,7 +193,7 @@ export class CreateStream {
    */
   send(items: CreateJobRequest[], deadline: number): Promise<CreateJobsResult[]> | undefined {
     if (this.disabled) return undefined;
-    const leader = this.deps.leader();
+    const leader = this.deps.router.leaderAddress;
     if (leader === undefined) return undefined;
     let s = this.current;
     if (s !== undefined && (s.address !== leader || s.isOver)) {
@@ -230,7 +229,7 @@ export class CreateStream {
     if (err.code === status.UNIMPLEMENTED) {
       this.disabled = true;
       this.deps.logger.debug({ address: s.address }, 'the cluster does not serve CreateJobsStream; creating with plain calls');
-    } else if (err.code === status.UNAVAILABLE) this.deps.noteFailure(s.address);
+    } else if (err.code === status.UNAVAILABLE) this.deps.router.noteFailure(s.address);
   }
 }
 

@@ -1,6 +1,7 @@
 // What HeraldClient's constructor and calls take (options, call options, createJobs items) and
 // how a spec given either way becomes a JobSpec.
 import type { Job, JobSpec } from '../gen/herald/v1/job.js';
+import { ReadConsistency } from '../gen/herald/v1/job_service.js';
 import type { ConnectionOptions } from './connection-pool.js';
 import type { HeraldClientError } from './errors.js';
 import { jobSpec as buildJobSpec, type JobSpecInput } from './job-spec-builders.js';
@@ -60,6 +61,11 @@ export interface CallOptions {
 export interface ReadOptions extends CallOptions {
   /** 'linearizable' (default) reads through the leader; 'stale' reads the answering replica. */
   consistency?: 'linearizable' | 'stale';
+}
+
+/** A read's consistency on the wire. */
+export function readConsistency(opts: ReadOptions): ReadConsistency {
+  return opts.consistency === 'stale' ? ReadConsistency.READ_CONSISTENCY_STALE : ReadConsistency.READ_CONSISTENCY_UNSPECIFIED;
 }
 
 /** A job spec as built by jobSpec(), or the friendly input jobSpec() takes. */

@@ -11,7 +11,6 @@ import { Role, type AuthServiceClient, type TokenInfo } from '../gen/herald/v1/a
 const ROLE_BY_NAME: Record<string, Role> = { admin: Role.ROLE_ADMIN, operator: Role.ROLE_OPERATOR, viewer: Role.ROLE_VIEWER, worker: Role.ROLE_WORKER };
 import { JobState, type Job } from '../gen/herald/v1/job.js';
 import {
-  ReadConsistency,
   type CountRunsResponse,
   type CreateJobRequest,
   type JobServiceClient,
@@ -32,7 +31,7 @@ import { silentLogger, type ClientLogger } from './logger.js';
 import { watchJobs, watchRuns, type JobChange, type WatchItem, type WatchJobsFilter, type WatchOptions, type WatchRunsFilter } from './watch-stream.js';
 import { instant, JOB_STATES, named, RUN_STATES, type ListJobsFilter, type ListRunsFilter, type Page, type RetryRunsFilter, type RunStateName, type TaskTypeLimits, taskTypeConfigOf } from './request-filters.js';
 export type { JobStateName, ListJobsFilter, ListRunsFilter, Page, RetryRunsFilter, RunStateName, TaskTypeLimits } from './request-filters.js';
-import { toSpec, type CallOptions, type CreateJobOptions, type CreateJobsItem, type CreateJobsItemResult, type HeraldClientOptions, type ReadOptions, type SpecInput } from './herald-client-options.js';
+import { readConsistency, toSpec, type CallOptions, type CreateJobOptions, type CreateJobsItem, type CreateJobsItemResult, type HeraldClientOptions, type ReadOptions, type SpecInput } from './herald-client-options.js';
 export type { CallOptions, CreateJobOptions, CreateJobsItem, CreateJobsItemResult, HeraldClientOptions, ReadOptions, SpecInput } from './herald-client-options.js';
 import { backoffDelayMs, DEFAULT_RETRY, isRetryable, sleep, type CallSafety, type RetryOptions } from './retry-policy.js';
 
@@ -41,10 +40,6 @@ type Unary<Req, Res> = (request: Req, metadata: Metadata, options: Partial<GrpcC
 // An attempt abandoned because the node sent nothing within the first-byte bound.
 class SilentAttempt {
   constructor(readonly boundMs: number) {}
-}
-
-function consistency(opts: ReadOptions): ReadConsistency {
-  return opts.consistency === 'stale' ? ReadConsistency.READ_CONSISTENCY_STALE : ReadConsistency.READ_CONSISTENCY_UNSPECIFIED;
 }
 
 export class HeraldClient {
@@ -79,19 +74,10 @@ export class HeraldClient {
     this.router = new LeaderRouter(options.endpoints, (address, deadline) => this.probe(address, deadline), this.logger);
     if (options.batchCreates !== false) {
       if (options.streamCreates !== false) {
-        this.createStream = new CreateStream({
-          open: (address) => this.pool.jobs(address).createJobsStream(),
-          leader: () => this.router.leaderAddress,
-          noteLeader: (address) => this.router.noteLeader(address),
-          noteFailure: (address) => this.router.noteFailure(address),
-          noteSilent: (address) => this.router.noteSilent(address),
-          silenceMs: this.firstByteTimeoutMs,
-          logger: this.logger,
-        });
+        this.createStream = new CreateStream({ open: (a) => this.pool.jobs(a).createJobsStream(), router: this.router, silenceMs: this.firstByteTimeoutMs, logger: this.logger });
       }
-      const stream = this.createStream;
       this.batcher = new CreateBatcher({
-        ...(stream ? { stream: (items: CreateJobRequest[], deadline: number) => stream.send(items, deadline) } : {}),
+        stream: this.createStream,
         many: async (items, deadline) => (await this.jobs((c) => c.createJobs.bind(c), { items }, 'keyed', { deadlineMs: deadline - Date.now() })).results,
         one: (item, deadline) => this.createOne(item, { deadlineMs: deadline - Date.now() }),
       });
@@ -142,7 +128,7 @@ export class HeraldClient {
 
   /** The job and its next `n` fire instants (at most 100; none while paused or completed). */
   async getJobWithFires(id: string, n: number, opts: ReadOptions = {}): Promise<{ job: Job; upcomingFires: UpcomingFire[] }> {
-    const res = await this.jobs((c) => c.getJob.bind(c), { jobId: id, consistency: consistency(opts), upcomingFires: n }, 'read', opts);
+    const res = await this.jobs((c) => c.getJob.bind(c), { jobId: id, consistency: readConsistency(opts), upcomingFires: n }, 'read', opts);
     return { job: res.job!, upcomingFires: res.upcomingFires };
   }
 
@@ -162,7 +148,7 @@ export class HeraldClient {
         labelSelector: filter.labels ?? {},
         taskType: filter.taskType ?? '',
         idPrefix: filter.idPrefix ?? '',
-        consistency: consistency(opts),
+        consistency: readConsistency(opts),
       },
       'read',
       opts,
@@ -253,7 +239,7 @@ export class HeraldClient {
         state: named(RUN_STATES, filter.state, RunState.RUN_STATE_UNSPECIFIED, 'state'),
         pageSize: filter.pageSize ?? 0,
         pageToken: filter.pageToken ?? '',
-        consistency: consistency(opts),
+        consistency: readConsistency(opts),
       },
       'read',
       opts,
@@ -263,7 +249,7 @@ export class HeraldClient {
 
   /** Stored runs per state (FAILED, the terminal ones) that reached it since `since`, by minute, within 24 h (0: all). */
   async countRuns(since: Instant = 0, opts: ReadOptions = {}): Promise<CountRunsResponse> {
-    return this.jobs((c) => c.countRuns.bind(c), { sinceUnixMs: instant(since), consistency: consistency(opts) }, 'read', opts);
+    return this.jobs((c) => c.countRuns.bind(c), { sinceUnixMs: instant(since), consistency: readConsistency(opts) }, 'read', opts);
   }
 
   async *listRunPages(filter: ListRunsFilter = {}, opts: ReadOptions = {}): AsyncGenerator<Page<Run>> {
@@ -280,7 +266,7 @@ export class HeraldClient {
   }
 
   async getRun(id: string, opts: ReadOptions = {}): Promise<Run> {
-    const res = await this.jobs((c) => c.getRun.bind(c), { runId: id, consistency: consistency(opts) }, 'read', opts);
+    const res = await this.jobs((c) => c.getRun.bind(c), { runId: id, consistency: readConsistency(opts) }, 'read', opts);
     return res.run!;
   }
 

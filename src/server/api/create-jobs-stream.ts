@@ -16,13 +16,12 @@ import { ERROR_CODE_KEY } from '../grpc/grpc-status-map.js';
 import { toServiceError } from '../grpc/service-error.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { recordFailure, recordSuccess, requestIdOf, type CallContext } from './unary-handler.js';
+import { createItemBytes } from './create-item-bytes.js';
 
 /** Batches one stream may have in the works at once. */
 export const MAX_BATCHES_IN_FLIGHT = 16;
 /** Spec bytes (estimated) one stream may have in the works at once. */
 export const MAX_BYTES_IN_FLIGHT = 16 << 20;
-// What an item costs beyond its payload, as an upper-end estimate (schedule, labels, names).
-const ITEM_OVERHEAD_BYTES = 1024;
 const METHOD = 'CreateJobsStream';
 
 export interface CreateJobsStreamDeps {
@@ -101,7 +100,7 @@ export function createJobsStreams(deps: CreateJobsStreamDeps): CreateJobsStreams
 
     call.on('data', (req: CreateJobsStreamRequest) => {
       let bytes = 0;
-      for (const it of req.items) bytes += (it.spec?.payload.length ?? 0) + ITEM_OVERHEAD_BYTES;
+      for (const it of req.items) bytes += it.spec ? createItemBytes(it) : 0;
       inFlight += 1;
       bytesInFlight += bytes;
       flow();

@@ -43,6 +43,7 @@ import { withResolvedFold } from './resolved-fold.js';
 import type { NodeMetrics } from '../node/metrics.js';
 import { unary, type CallContext } from './unary-handler.js';
 import { createJobsStreams } from './create-jobs-stream.js';
+import { createItemBytes } from './create-item-bytes.js';
 import { createRedriveHandlers } from './redrive-handlers.js';
 import { expectType, itemError } from './fsm-result.js';
 import { status } from '@grpc/grpc-js';
@@ -431,17 +432,6 @@ function upcomingCount(n: number, dflt: number): number {
     throw new HeraldError('INVALID_ARGUMENT', `upcoming_fires: between 0 and ${MAX_UPCOMING_FIRES} (got ${n})`, { field: 'upcoming_fires' });
   }
   return n === 0 ? dflt : n;
-}
-
-/** A cheap upper estimate of an item's encoded size (the exact size would mean encoding twice). */
-function createItemBytes(item: CreateJobRequest): number {
-  const spec = item.spec!;
-  let n = 256 + item.jobId.length + item.idempotencyKey.length + spec.taskType.length + spec.payload.length;
-  const kind = spec.schedule?.kind;
-  if (kind?.$case === 'cron') n += kind.cron.expression.length + kind.cron.timeZone.length;
-  for (const [k, v] of Object.entries(spec.labels)) n += k.length + 4 * v.length + 8;
-  for (const t of spec.retry?.nonRetryableErrorTypes ?? []) n += 4 * t.length + 4;
-  return n;
 }
 
 /** Splits item indexes into putJobs chunks, in order, by count and estimated bytes. */
